@@ -1,0 +1,271 @@
+"""Pure detectors over transactions and digest rows: QU401 fetch-before-delete, QU402 claims
+without SKIP LOCKED. No I/O; the findings say table, counts, an example and the fix.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbwatch.findings import Finding
+from dbwatch.sqlpatterns.fingerprint import Classifier, Shape
+from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
+
+EXAMPLE_CHARS = 300
+QUEUE_TABLES = frozenset({"jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs",
+                          "river_job", "queue_jobs", "job_queue", "queue", "jobs_queue"})
+QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
+SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6), "postgresql": (9, 5)}
+
+
+@dataclass(frozen=True)
+class ServerVersion:
+    engine: str                  # mysql | mariadb | postgresql
+    version: tuple[int, ...]
+    text: str
+
+    def supports_skip_locked(self) -> bool:
+        return self.version >= SKIP_LOCKED_SINCE[self.engine]
+
+
+def parse_server_version(text: str, default_engine: str | None = None) -> ServerVersion | None:
+    """'10.11.19-MariaDB-0+deb12u1', '8.0.36', 'mariadb 10.5', 'postgresql 15.2' → ServerVersion."""
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if m is None:
+        m = re.search(r"(\d+)()()", text)
+        if m is None:
+            return None
+    version = tuple(int(g) for g in m.groups() if g)
+    low = text.lower()
+    if "mariadb" in low:
+        engine = "mariadb"
+    elif "postgres" in low or low.startswith("pg"):
+        engine = "postgresql"
+    elif "mysql" in low:
+        engine = "mysql"
+    elif default_engine == "mysql" and version >= (10,):
+        engine = "mariadb"      # MySQL never had a 10.x; a bare 10.x/11.x is MariaDB
+    elif default_engine in SKIP_LOCKED_SINCE:
+        engine = default_engine
+    else:
+        return None
+    return ServerVersion(engine, version, text.strip()[:80])
+
+
+def _base(table: str | None) -> str:
+    return (table or "").rsplit(".", 1)[-1]
+
+
+def _value(raw: Any, params: dict[str, str] | None) -> str | None:
+    """A comparable key value, or None when the log does not show it (a placeholder)."""
+    if isinstance(raw, tuple):
+        return None
+    if raw.startswith("$") and params:
+        raw = params.get(raw, "?")
+    if raw in ("?", "%s") or raw.startswith("$"):
+        return None
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        raw = raw[1:-1]
+    return raw
+
+
+def is_queue_shaped(shape: Shape) -> bool:
+    name = _base(shape.table)
+    return (name in QUEUE_TABLES or name.startswith("solid_queue_") or name.endswith("_jobs")
+            or bool(shape.columns & QUEUE_COLUMNS))
+
+
+def is_claim(shape: Shape) -> bool:
+    return (shape.kind == "select" and shape.lock == "update" and shape.order_by
+            and shape.limit and not shape.skip_locked and not shape.nowait
+            and is_queue_shaped(shape))
+
+
+@dataclass
+class _Pattern:
+    count: int = 0
+    transactions: int = 0
+    example: list[str] = field(default_factory=list)
+    fingerprints: list[str] = field(default_factory=list)
+
+
+class PatternDetector:
+    """Accumulates QU401/QU402 occurrences over transactions in constant memory."""
+
+    def __init__(self, classifier: Classifier | None = None) -> None:
+        self.classifier = classifier or Classifier()
+        self.qu401: dict[tuple[str, tuple[str, ...]], _Pattern] = {}
+        self.qu402: dict[str, _Pattern] = {}
+        self.transactions = 0
+
+    def _classify(self, s: Statement) -> tuple[Shape, tuple[Any, ...]] | None:
+        return self.classifier.classify(s.text)
+
+    def feed(self, txn: Transaction) -> None:
+        self.transactions += 1
+        stmts = txn.statements
+        seen401: set[tuple[str, tuple[str, ...]]] = set()
+        seen402: set[str] = set()
+        for i, s in enumerate(stmts):
+            if s.kind != "select":
+                continue
+            low = s.text[:4096].lower()   # cheap gate before any parsing
+            if "for " not in low and "share" not in low:
+                continue
+            c = self._classify(s)
+            if c is None or c[0].lock is None:
+                continue
+            shape, values = c
+            if is_claim(shape):
+                table = self._record402(shape, s)
+                if table not in seen402:
+                    seen402.add(table)
+                    self.qu402[table].transactions += 1
+            if shape.key_eq:
+                key = self._match_delete(shape, values, s, stmts, i)
+                if key is not None and key not in seen401:
+                    seen401.add(key)
+                    self.qu401[key].transactions += 1
+
+    def _record402(self, shape: Shape, s: Statement) -> str:
+        table = _base(shape.table)
+        p = self.qu402.setdefault(table, _Pattern())
+        p.count += 1
+        if not p.example:
+            p.example.append(s.text[:EXAMPLE_CHARS])
+            p.fingerprints.append(shape.fingerprint)
+        return table
+
+    def _match_delete(self, shape: Shape, values: tuple[Any, ...], s: Statement,
+                      stmts: list[Statement], i: int) -> tuple[str, tuple[str, ...]] | None:
+        """The next data statement deletes the same row by the same key: record it."""
+        j = i + 1
+        while j < len(stmts) and stmts[j].kind in NON_DATA:
+            j += 1
+        if j >= len(stmts) or stmts[j].kind != "delete":
+            return None
+        d = stmts[j]
+        c = self._classify(d)
+        if c is None:
+            return None
+        dshape, dvalues = c
+        if dshape.key_eq is None or _base(dshape.table) != _base(shape.table):
+            return None
+        skeys = {col: _value(values[k], s.params) for col, k in shape.key_eq if k < len(values)}
+        dkeys = {col: _value(dvalues[k], d.params) for col, k in dshape.key_eq if k < len(dvalues)}
+        if set(skeys) != set(dkeys) or len(skeys) != len(shape.key_eq):
+            return None
+        for col, v in skeys.items():
+            w = dkeys[col]
+            if v is not None and w is not None and v != w:
+                return None
+        key = (_base(shape.table), tuple(sorted(skeys)))
+        p = self.qu401.setdefault(key, _Pattern())
+        p.count += 1
+        if not p.example:
+            p.example.extend([s.text[:EXAMPLE_CHARS], d.text[:EXAMPLE_CHARS]])
+            p.fingerprints.extend([shape.fingerprint, dshape.fingerprint])
+        return key
+
+    def findings(self, server: ServerVersion | None, target: str) -> list[Finding]:
+        out = [qu401_finding(t, cols, p, target) for (t, cols), p in sorted(self.qu401.items())]
+        for table, p in sorted(self.qu402.items()):
+            f = qu402_finding(table, p, server, target)
+            if f is not None:
+                out.append(f)
+        return out
+
+
+def _qu401_fix(table: str, cols: tuple[str, ...]) -> str:
+    where = " AND ".join(f"{c} = ?" for c in cols)
+    return (f"Delete with one statement, `DELETE FROM {table} WHERE {where}`, without the "
+            "SELECT … FOR UPDATE before it: the DELETE locks the same row itself. For Laravel's "
+            "database queue (DatabaseQueue::deleteReserved does select-for-update + delete), use "
+            "a queue driver whose deleteReserved issues a single DELETE, e.g. one of the "
+            "optimistic-locking database queue packages.")
+
+
+def qu401_finding(table: str, cols: tuple[str, ...], p: _Pattern, target: str,
+                  confidence: str = "high", extra: dict[str, Any] | None = None) -> Finding:
+    key = ", ".join(cols)
+    summary = (f"redundant fetch-before-delete on {table}: SELECT … WHERE {key} = ? FOR UPDATE "
+               f"then DELETE of the same row, {p.count} times in {p.transactions} transactions")
+    if confidence != "high":
+        summary += " (probable: from statement digests, not transactions)"
+    evidence: dict[str, Any] = {"table": table, "key_columns": list(cols), "count": p.count,
+                                "transactions": p.transactions,
+                                "example": {"select": p.example[0] if p.example else None,
+                                            "delete": p.example[1] if len(p.example) > 1 else None},
+                                "fingerprints": p.fingerprints}
+    evidence.update(extra or {})
+    return Finding(rule="QU401", severity="warning", target=target, subject=f"table {table}",
+                   summary=summary, fix=_qu401_fix(table, cols), evidence=evidence,
+                   identity=["QU401", table, list(cols)], confidence=confidence)
+
+
+def qu402_finding(table: str, p: _Pattern, server: ServerVersion | None,
+                  target: str) -> Finding | None:
+    if server is not None and not server.supports_skip_locked():
+        return None
+    summary = (f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
+               f"{p.count} times in {p.transactions} transactions")
+    if server is None:
+        summary += ("; server version unknown (SKIP LOCKED needs MySQL ≥ 8.0.1, "
+                    "MariaDB ≥ 10.6, PostgreSQL ≥ 9.5): pass --server-version")
+    else:
+        summary += f"; {server.engine} {server.text} supports SKIP LOCKED"
+    fix = (f"Claim with `… ORDER BY … LIMIT n FOR UPDATE SKIP LOCKED` on {table}, so workers "
+           "skip rows another worker holds instead of queueing on the same row. Laravel adds "
+           "SKIP LOCKED from 6.14 (on MariaDB from 8.69) and only when it detects the server "
+           "version: upgrade the framework, or set the connection's `version` in "
+           "config/database.php when detection is wrong.")
+    return Finding(rule="QU402", severity="warning", target=target, subject=f"table {table}",
+                   summary=summary, fix=fix,
+                   evidence={"table": table, "count": p.count, "example": p.example[0],
+                             "fingerprint": p.fingerprints[0],
+                             "server_version": server.text if server else None},
+                   identity=["QU402", table],
+                   confidence="high" if server is not None else "probable")
+
+
+def detect_transactions(transactions: Iterable[Transaction], server: ServerVersion | None,
+                        target: str, dialect: str = "mysql") -> list[Finding]:
+    det = PatternDetector(Classifier(dialect))
+    for t in transactions:
+        det.feed(t)
+    return det.findings(server, target)
+
+
+def detect_digests(rows: Iterable[tuple[str, int]], target: str, dialect: str = "mysql",
+                   min_calls: int = 10, tolerance: float = 0.2) -> list[Finding]:
+    """Weak signal: `SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE id = ?` on one
+    table called about equally often (performance_schema digests / pg_stat_statements)."""
+    clf = Classifier(dialect)
+    sel: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+    dele: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+    for text, calls in rows:
+        c = clf.classify(text or "")
+        if c is None or not c[0].key_eq or not c[0].table:
+            continue
+        shape = c[0]
+        key = (_base(shape.table), tuple(sorted(col for col, _ in shape.key_eq)))
+        if shape.kind == "select" and shape.lock is not None:
+            bucket = sel
+        elif shape.kind == "delete":
+            bucket = dele
+        else:
+            continue
+        slot = bucket.setdefault(key, [0, text[:EXAMPLE_CHARS], shape.fingerprint])
+        slot[0] += int(calls)
+    out = []
+    for key in sorted(sel.keys() & dele.keys()):
+        s, d = sel[key], dele[key]
+        lo, hi = sorted((s[0], d[0]))
+        if lo < min_calls or hi == 0 or lo / hi < 1 - tolerance:
+            continue
+        p = _Pattern(count=lo, transactions=lo, example=[s[1], d[1]], fingerprints=[s[2], d[2]])
+        out.append(qu401_finding(key[0], key[1], p, target, confidence="probable",
+                                 extra={"select_calls": s[0], "delete_calls": d[0],
+                                        "source": "digest"}))
+    return out

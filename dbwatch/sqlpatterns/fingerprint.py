@@ -1,0 +1,303 @@
+"""Statement fingerprints and a cheap classifier (sqlparse, once per statement shape).
+
+Untrusted text: truncated before parsing, sqlparse's grouping limits kept, failures counted.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlparse
+from sqlparse import tokens as T
+
+MAX_STATEMENT = 16 * 1024      # bytes of a statement we look at; the rest is never parsed
+CACHE_SIZE = 20_000            # distinct shapes kept; cleared when full (cheap, rare)
+
+# One pass finds every literal and placeholder, so that the i-th '?' of a shape is the
+# i-th value: strings first (a digit or '?' inside a string is not a literal of its own).
+_NUM = r"(?<![\w$.])[-+]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"
+_PH = r"\?|\$\d+|%s"
+_LIT = {
+    "mysql": re.compile(r"""[xXbBnN]?'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|""" + _NUM + "|" + _PH,
+                        re.S),
+    "postgresql": re.compile(r"""[eE]'(?:[^'\\]|\\.|'')*'|[xXbBnNuU]?&?'(?:[^']|'')*'"""
+                             r"""|\$\$.*?\$\$|""" + _NUM + "|" + _PH, re.S),
+}
+_COMMENTS = {
+    # Strings are matched (and kept) so a '--' inside a literal is not taken for a comment.
+    "mysql": re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""",
+                        re.S),
+    "postgresql": re.compile(r"""([eE]?'(?:[^']|'')*')|/\*.*?(?:\*/|$)|--[^\n]*""", re.S),
+}
+_IN_LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)+\s*\)")
+_FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.S)
+_AUTOCOMMIT = re.compile(
+    r"\s*set\s+(?:session\s+|local\s+|@@session\.|@@local\.|@@)?autocommit\s*(?:=|to)\s*'?(\w+)",
+    re.I)
+_SECOND_WORD = re.compile(r"\s*[A-Za-z_]+\s+([A-Za-z_]+)")
+
+_WORD_KIND = {
+    "select": "select", "with": "select", "delete": "delete", "update": "update",
+    "insert": "insert", "replace": "insert", "begin": "begin", "start": "begin",
+    "commit": "commit", "end": "commit", "rollback": "rollback", "abort": "rollback",
+    "savepoint": "savepoint", "release": "savepoint", "set": "set",
+    "create": "ddl", "alter": "ddl", "drop": "ddl", "truncate": "ddl", "rename": "ddl",
+    "lock": "lock", "unlock": "lock", "prepare": "prepare", "xa": "other",
+}
+
+
+def quick_kind(text: str) -> str:
+    """Statement kind from its first words only: enough to group transactions, no parsing."""
+    m = _FIRST_WORD.match(text, 0, 512)
+    if m is None:
+        return "empty" if not text.strip() else "other"
+    kind = _WORD_KIND.get(m.group(1).lower(), "other")
+    if kind == "set":
+        a = _AUTOCOMMIT.match(text, 0, 256)
+        if a is not None:
+            return "autocommit_off" if a.group(1).lower() in ("0", "off", "false") \
+                else "autocommit_on"
+    elif kind == "rollback":
+        second = _SECOND_WORD.match(text, 0, 256)
+        if second is not None and second.group(1).lower() == "to":
+            return "savepoint"
+    elif kind == "prepare":
+        second = _SECOND_WORD.match(text, 0, 256)
+        if second is not None and second.group(1).lower() == "transaction":
+            return "commit"   # PREPARE TRANSACTION ends the session's transaction
+        return "other"
+    return kind
+
+
+def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, tuple[Any, ...]]:
+    """(shape, values): literals and placeholders become '?', comments and case go.
+
+    The shape is the cache key for the sqlparse classification; values[i] is the text of
+    the i-th '?' (a literal as written, or '?'/'$1' for a placeholder; an IN list is a tuple).
+    """
+    t = text[:MAX_STATEMENT]
+    if "/*" in t or "--" in t or (dialect == "mysql" and "#" in t):
+        t = _COMMENTS[dialect].sub(lambda m: m.group(1) or " ", t)
+    lit = _LIT[dialect]
+    values: tuple[Any, ...] = tuple(lit.findall(t))
+    shape = " ".join(lit.sub("?", t).split()).lower()
+    if "?," in shape or "?, " in shape:
+        shape, values = _collapse_in_lists(shape, values)
+    return shape, values
+
+
+def _collapse_in_lists(shape: str, values: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """`IN (?, ?, ?)` becomes `IN (?)` so lists of any length share one shape."""
+    out: list[Any] = []
+    pos = 0
+    i = 0
+    for m in _IN_LIST.finditer(shape):
+        before = shape[pos:m.start()].count("?")
+        out.extend(values[i:i + before])
+        i += before
+        n = m.group(0).count("?")
+        out.append(tuple(values[i:i + n]))
+        i += n
+        pos = m.end()
+    out.extend(values[i:])
+    return _IN_LIST.sub("(?)", shape), tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the detectors need to know about one statement shape."""
+
+    fingerprint: str
+    kind: str                                   # select | delete | update | insert | … (quick_kind)
+    table: str | None = None                    # main table, unquoted and lower-cased
+    key_eq: tuple[tuple[str, int], ...] | None = None  # WHERE is only `col = ?` ANDs: (col, value index)
+    where_cols: frozenset[str] = frozenset()
+    columns: frozenset[str] = frozenset()       # every identifier named in the statement
+    lock: str | None = None                     # update | share
+    skip_locked: bool = False
+    nowait: bool = False
+    order_by: bool = False
+    limit: bool = False
+
+
+@dataclass(slots=True)
+class ClassifierStats:
+    classified: int = 0
+    parsed: int = 0          # sqlparse runs (cache misses)
+    unparsable: int = 0
+    truncated: int = 0
+    cache_clears: int = 0
+
+
+@dataclass
+class Classifier:
+    """Classifies statements; each distinct shape goes through sqlparse once (bounded cache)."""
+
+    dialect: str = "mysql"
+    stats: ClassifierStats = field(default_factory=ClassifierStats)
+    _cache: dict[str, Shape | None] = field(default_factory=dict)
+
+    def classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
+        """(shape, values), or None when the statement cannot be parsed (counted)."""
+        self.stats.classified += 1
+        if len(text) > MAX_STATEMENT:
+            self.stats.truncated += 1
+        try:
+            key, values = prenormalise(text, self.dialect)
+        except Exception:   # regex on hostile text: count it, never crash the analysis
+            self.stats.unparsable += 1
+            return None
+        shape = self._cache.get(key, _MISSING)
+        if shape is _MISSING:
+            shape = self._parse(key)
+        if shape is None:
+            self.stats.unparsable += 1
+            return None
+        return shape, values
+
+    def _parse(self, key: str) -> Shape | None:
+        if len(self._cache) >= CACHE_SIZE:
+            self._cache.clear()
+            self.stats.cache_clears += 1
+        self.stats.parsed += 1
+        try:
+            shape: Shape | None = parse_shape(key)
+        except Exception:   # sqlparse limits (SQLParseError) or any lexer surprise
+            shape = None
+        self._cache[key] = shape
+        return shape
+
+
+_MISSING: Any = object()
+
+
+def fingerprint(text: str, dialect: str = "mysql") -> str:
+    """The canonical fingerprint of one statement ('' when it cannot be parsed)."""
+    try:
+        return parse_shape(prenormalise(text, dialect)[0]).fingerprint
+    except Exception:
+        return ""
+
+
+def _unquote(name: str) -> str:
+    if len(name) >= 2 and name[0] in "`\"[" and name[-1] in "`\"]":
+        name = name[1:-1]
+    return name.lower()
+
+
+def _is_name(tok: Any) -> bool:
+    return tok.ttype in T.Name and tok.ttype is not T.Name.Placeholder \
+        or tok.ttype is T.Literal.String.Symbol
+
+
+def parse_shape(shape: str) -> Shape:
+    """Classify one pre-normalised statement with sqlparse (grouping limits left on)."""
+    stmts = sqlparse.parse(shape)
+    if not stmts:
+        raise ValueError("empty statement")
+    toks = [t for t in stmts[0].flatten()
+            if not t.is_whitespace and t.ttype not in T.Comment]
+    if not toks:
+        raise ValueError("empty statement")
+    words = [_unquote(t.value) if _is_name(t) else t.value.lower() for t in toks]
+    kind = quick_kind(shape)
+    return _ShapeBuilder(toks, words, kind).build()
+
+
+_WHERE_END = frozenset({"order by", "group by", "having", "limit", "for", "lock", "returning",
+                        "union", "offset", "window", "fetch"})
+
+
+class _ShapeBuilder:
+    """Walks the flat token list once; keeps only what the detectors ask for."""
+
+    def __init__(self, toks: list[Any], words: list[str], kind: str) -> None:
+        self.toks, self.words, self.kind = toks, words, kind
+
+    def build(self) -> Shape:
+        words = self.words
+        joined = " ".join(words)
+        key_eq, where_cols = self._where()
+        return Shape(
+            fingerprint=joined.replace(" . ", "."),
+            kind=self.kind,
+            table=self._table(),
+            key_eq=key_eq,
+            where_cols=frozenset(where_cols),
+            columns=frozenset(w for t, w in zip(self.toks, words) if _is_name(t)),
+            lock=self._lock(joined),
+            skip_locked="skip locked" in joined,
+            nowait=" nowait" in joined,
+            order_by="order by" in words,
+            limit="limit" in words or "fetch" in words,
+        )
+
+    def _lock(self, joined: str) -> str | None:
+        if self.kind != "select":
+            return None
+        if " for update" in joined or " for no key update" in joined:
+            return "update"
+        if " for share" in joined or " lock in share mode" in joined or " for key share" in joined:
+            return "share"
+        return None
+
+    def _name_at(self, i: int) -> tuple[str | None, int]:
+        """A possibly dotted name starting at token i: (name, next index)."""
+        toks, words = self.toks, self.words
+        if i >= len(toks) or not _is_name(toks[i]):
+            return None, i
+        parts = [words[i]]
+        i += 1
+        while i + 1 < len(toks) and words[i] == "." and _is_name(toks[i + 1]):
+            parts.append(words[i + 1])
+            i += 2
+        return ".".join(parts), i
+
+    def _table(self) -> str | None:
+        anchor = {"select": "from", "delete": "from", "insert": "into", "update": None}
+        if self.kind not in anchor:
+            return None
+        want = anchor[self.kind]
+        start = 1 if want is None else None
+        if want is not None:
+            try:
+                start = self.words.index(want) + 1
+            except ValueError:
+                return None
+        if self.kind == "update" and start < len(self.words) and self.words[start] in (
+                "low_priority", "ignore", "only"):
+            start += 1
+        return self._name_at(start)[0]
+
+    def _where(self) -> tuple[tuple[tuple[str, int], ...] | None, set[str]]:
+        """Equality keys when WHERE is a plain AND of `col = ?`, and all WHERE columns."""
+        words, toks = self.words, self.toks
+        try:
+            i = words.index("where") + 1
+        except ValueError:
+            return None, set()
+        ph_index = sum(1 for t in toks[:i] if t.ttype is T.Name.Placeholder)
+        eqs: list[tuple[str, int]] = []
+        cols: set[str] = set()
+        pure = True
+        while i < len(toks) and words[i] not in _WHERE_END:
+            name, j = self._name_at(i)
+            if name is not None:
+                col = name.rsplit(".", 1)[-1]
+                cols.add(col)
+                if j + 1 < len(toks) and words[j] == "=" and toks[j + 1].ttype is T.Name.Placeholder:
+                    eqs.append((col, ph_index))
+                    ph_index += 1
+                    i = j + 2
+                    continue
+                pure = False
+                i = j
+                continue
+            if toks[i].ttype is T.Name.Placeholder:
+                ph_index += 1
+                pure = False
+            elif words[i] != "and":
+                pure = False
+            i += 1
+        return (tuple(eqs) if pure and eqs else None), cols

@@ -1,0 +1,143 @@
+"""Per-connection transaction grouper: explicit BEGIN/COMMIT, autocommit off, and autocommit.
+
+Bounded: at most `max_statements` per open transaction and `max_connections` open
+connections (the idlest is evicted); finished transactions go to a sink at once.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbwatch.sqlpatterns.fingerprint import quick_kind
+
+# Kinds that carry no data and never start a transaction of their own.
+NON_DATA = frozenset({"set", "savepoint", "empty", "other", "prepare"})
+_MYSQL_IMPLICIT_COMMIT = frozenset({"ddl", "lock"})
+
+
+@dataclass(slots=True)
+class Statement:
+    text: str
+    kind: str                               # quick_kind(text)
+    ts: str | None = None                   # as written in the log; never parsed here
+    params: dict[str, str] | None = None    # PostgreSQL `$n` values from a DETAIL line
+
+
+@dataclass(slots=True)
+class Transaction:
+    connection: Hashable
+    statements: list[Statement]
+    end: str          # commit | rollback | autocommit | implicit | disconnect | evicted | eof | split
+    explicit: bool    # began with BEGIN/START TRANSACTION (else autocommit off or autocommit)
+
+
+@dataclass(slots=True)
+class _Conn:
+    autocommit: bool = True
+    explicit: bool = False
+    stmts: list[Statement] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GrouperStats:
+    statements: int = 0
+    transactions: int = 0
+    evicted: int = 0
+    split: int = 0
+
+
+class TransactionGrouper:
+    """Feed statements in log order; completed transactions are passed to `sink`."""
+
+    def __init__(self, sink: Callable[[Transaction], None], dialect: str = "mysql",
+                 max_statements: int = 256, max_connections: int = 10_000) -> None:
+        self.sink = sink
+        self.dialect = dialect
+        self.max_statements = max_statements
+        self.max_connections = max_connections
+        self.stats = GrouperStats()
+        self._conns: OrderedDict[Hashable, _Conn] = OrderedDict()
+
+    def _state(self, conn: Hashable) -> _Conn:
+        st = self._conns.get(conn)
+        if st is None:
+            st = self._conns[conn] = _Conn()
+            if len(self._conns) > self.max_connections:
+                old, old_st = self._conns.popitem(last=False)
+                self.stats.evicted += 1
+                self._close(old, old_st, "evicted")
+        else:
+            self._conns.move_to_end(conn)
+        return st
+
+    def _close(self, conn: Hashable, st: _Conn, end: str) -> None:
+        if st.stmts:
+            self.stats.transactions += 1
+            self.sink(Transaction(conn, st.stmts, end, st.explicit))
+            st.stmts = []
+        st.explicit = False
+
+    def feed(self, conn: Hashable, ts: str | None, text: str,
+             params: dict[str, str] | None = None, kind: str | None = None) -> None:
+        """One statement as the server received it on connection `conn`."""
+        if kind is None:
+            kind = quick_kind(text)
+        self.stats.statements += 1
+        st = self._state(conn)
+        if kind == "begin":
+            self._close(conn, st, "implicit")
+            st.explicit = True
+        elif kind == "commit" or kind == "rollback":
+            self._close(conn, st, kind)
+        elif kind == "autocommit_on":
+            self._close(conn, st, "commit")     # switching autocommit on commits (MySQL)
+            st.autocommit = True
+        elif kind == "autocommit_off":
+            st.autocommit = False
+        elif kind in _MYSQL_IMPLICIT_COMMIT and self.dialect == "mysql":
+            self._close(conn, st, "implicit")
+        elif st.explicit or not st.autocommit:
+            if kind in NON_DATA and not st.stmts:
+                return      # SET before the first statement does not open a transaction
+            st.stmts.append(Statement(text, kind, ts, params))
+            if len(st.stmts) >= self.max_statements:
+                self.stats.split += 1
+                explicit = st.explicit
+                self._close(conn, st, "split")
+                st.explicit = explicit
+        elif kind not in NON_DATA:
+            self.stats.transactions += 1
+            self.sink(Transaction(conn, [Statement(text, kind, ts, params)], "autocommit", False))
+
+    def connect(self, conn: Hashable) -> None:
+        """A new session with this id: whatever was open belongs to the previous one."""
+        self.disconnect(conn)
+
+    def disconnect(self, conn: Hashable) -> None:
+        st = self._conns.pop(conn, None)
+        if st is not None:
+            self._close(conn, st, "disconnect")
+
+    def flush(self) -> None:
+        """End of input: hand over what is still open."""
+        while self._conns:
+            conn, st = self._conns.popitem(last=False)
+            self._close(conn, st, "eof")
+
+    def open_connections(self) -> int:
+        return len(self._conns)
+
+
+def group_transactions(events: Iterable[tuple[Hashable, Any, str]], dialect: str = "mysql",
+                       **limits: int) -> Iterator[Transaction]:
+    """Convenience for tests and small inputs: (connection, ts, text) → transactions."""
+    done: list[Transaction] = []
+    grouper = TransactionGrouper(done.append, dialect, **limits)
+    for conn, ts, text in events:
+        grouper.feed(conn, ts, text)
+        yield from done
+        done.clear()
+    grouper.flush()
+    yield from done
