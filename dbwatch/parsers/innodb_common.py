@@ -1,0 +1,200 @@
+"""Line-level pieces shared by the InnoDB status and error-log parsers.
+
+Pure and defensive: every function takes one untrusted line and returns None
+(or a neutral value) rather than raising on anything it does not recognise.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_LINE = 16_384          # longer lines are cut before any regex sees them
+MAX_QUERY = 16_384         # query text kept per transaction (the server prints <= 3 KB)
+
+# "2018-03-05 13:24:55 0x7f..." (5.6+/MariaDB), "2022-11-25 15:58:22 139815..." (8.0),
+# "180305 13:24:55" / "120906  6:03:32" (5.0-5.5). The rest of the line is returned.
+_TS = re.compile(
+    r"^\s*(?:(\d{4})-(\d{2})-(\d{2})[ T]\s*(\d{1,2}):(\d{2}):(\d{2})"
+    r"|(\d{2})(\d{2})(\d{2})\s+(\d{1,2}):(\d{2}):(\d{2}))(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(.*)$")
+
+_TRX_HEAD = re.compile(
+    r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$")
+_ACTIVE = re.compile(r"ACTIVE\s+(?:\(PREPARED\)\s+)?(\d+)\s+sec")
+_PROCESS = re.compile(r",?\s*(?:process no \d+|OS thread id \d+)")
+_COUNTS = re.compile(
+    r"^(LOCK WAIT\s+)?(\d+) lock struct\(s\), heap size (\d+)"
+    r"(?:, (\d+) row lock\(s\))?(?:, undo log entries (\d+))?")
+_TABLES = re.compile(r"^mysql tables in use (\d+), locked (\d+)")
+_THREAD = re.compile(
+    r"^(?:MySQL|MariaDB) thread id (\d+),(?: OS thread handle [^,]*,)?\s*query id (\d+)\s?(.*)$")
+_IP = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)$")
+_REC_LOCK = re.compile(
+    r"^RECORD LOCKS space id (\d+) page no (\d+) n bits \d+ index (.+?) of table (.+?)"
+    r" trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$")
+_TAB_LOCK = re.compile(r"^TABLE LOCK table (.+?) trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$")
+_MODE = re.compile(r"lock[_ ]mode\s+([A-Z][A-Z-]*)")
+_COMMENT = re.compile(r"/\*.*?\*/")
+
+
+def normalize_ts(text: str) -> tuple[str | None, str]:
+    """("YYYY-MM-DD HH:MM:SS", rest of line) from any InnoDB timestamp prefix."""
+    m = _TS.match(text[:MAX_LINE])
+    if not m:
+        return None, text
+    g = m.groups()
+    if g[0] is not None:
+        y, mo, d, h, mi, s = g[0], g[1], g[2], g[3], g[4], g[5]
+    else:
+        yy = int(g[6])
+        y = str(2000 + yy if yy < 70 else 1900 + yy)
+        mo, d, h, mi, s = g[7], g[8], g[9], g[10], g[11]
+    if not (1 <= int(mo) <= 12 and 1 <= int(d) <= 31 and int(h) < 24):
+        return None, text
+    return f"{y}-{mo}-{d} {int(h):02d}:{mi}:{s}", g[12] or ""
+
+
+def norm_trx_id(raw: str) -> str:
+    """Old servers print a trx id as two 32-bit words ("0 3793488"): combine them."""
+    raw = raw.strip()
+    if " " in raw:
+        hi, lo = raw.split(None, 1)
+        if hi.isdigit() and lo.isdigit():
+            return str((int(hi) << 32) + int(lo))
+    return raw
+
+
+@dataclass
+class TrxHeader:
+    trx_id: str | None
+    active_seconds: int | None
+    state: str
+
+
+def parse_trx_header(line: str) -> TrxHeader | None:
+    """'TRANSACTION 60287, ACTIVE 0 sec updating or deleting' and its variants."""
+    m = _TRX_HEAD.match(line[:MAX_LINE])
+    if not m:
+        return None
+    raw_id, rest = m.group(1), m.group(2)
+    trx_id = None if raw_id.startswith("(") else norm_trx_id(raw_id)
+    am = _ACTIVE.search(rest)
+    active = int(am.group(1)) if am else None
+    state = rest[am.end():] if am else rest
+    state = _PROCESS.sub("", state)
+    state = state.split(", thread declared inside InnoDB")[0].strip(" ,")
+    return TrxHeader(trx_id, active, state)
+
+
+def parse_counts(line: str) -> dict[str, Any] | None:
+    """'LOCK WAIT 3 lock struct(s), heap size 1128, 2 row lock(s), undo log entries 1'."""
+    m = _COUNTS.match(line)
+    if not m:
+        return None
+    return {"lock_wait": bool(m.group(1)), "lock_structs": int(m.group(2)),
+            "heap_size": int(m.group(3)),
+            "row_locks": int(m.group(4)) if m.group(4) else None,   # 5.0 omits it
+            "undo_entries": int(m.group(5)) if m.group(5) else 0}
+
+
+def parse_tables_in_use(line: str) -> tuple[int, int] | None:
+    m = _TABLES.match(line)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def parse_thread(line: str) -> dict[str, Any] | None:
+    """'MariaDB thread id 96, OS thread handle N, query id 195735 localhost 127.0.0.1 root Updating'.
+
+    After the query id the server prints host, ip, user and state, each only when
+    known, separated by spaces; an IP-looking second token is taken as the ip.
+    """
+    m = _THREAD.match(line[:MAX_LINE])
+    if not m:
+        return None
+    toks = m.group(3).split()
+    host = ip = user = None
+    i = 0
+    if toks:
+        host, i = toks[0], 1
+        if len(toks) > 1 and _IP.match(toks[1]):
+            ip, i = toks[1], 2
+        if i < len(toks):
+            user, i = toks[i], i + 1
+    return {"thread_id": int(m.group(1)), "query_id": int(m.group(2)), "host": host,
+            "ip": ip, "user": user, "thread_state": " ".join(toks[i:]) or None}
+
+
+def _unquote(ident: str) -> str:
+    ident = ident.strip()
+    if len(ident) >= 2 and ident[0] == ident[-1] and ident[0] in "`\"":
+        q = ident[0]
+        return ident[1:-1].replace(q + q, q)
+    return ident
+
+
+def split_table(text: str) -> tuple[str | None, str | None]:
+    """`db`.`t`, "db"."t", db.t, `db/t` (5.0) or a lone `t` -> (db, table)."""
+    text = _COMMENT.sub("", text).strip()
+    parts: list[str] = []
+    buf: list[str] = []
+    quote = ""
+    for ch in text:
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = ""          # a doubled quote re-opens on the next char
+        elif ch in "`\"":
+            quote = ch
+            buf.append(ch)
+        elif ch == ".":
+            parts.append("".join(buf))
+            buf = []
+        elif ch == " ":
+            break                   # e.g. a trailing partition note
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    names = [_unquote(p) for p in parts if p.strip()]
+    if len(names) == 1 and "/" in names[0]:
+        names = names[0].split("/", 1)
+    if not names:
+        return None, None
+    if len(names) == 1:
+        return None, names[0]
+    return names[0], ".".join(names[1:])
+
+
+def _lock_flags(rest: str) -> dict[str, Any]:
+    mm = _MODE.search(rest)
+    ii = "insert intention" in rest
+    if "rec but not gap" in rest:
+        special: str | None = "rec but not gap"
+    elif "gap before rec" in rest:
+        special = "gap before rec"
+    elif ii or "gap" in rest:
+        special = "gap"             # an insert-intention lock is always a gap lock
+    else:
+        special = None              # next-key (record and the gap before it)
+    return {"mode": mm.group(1) if mm else None, "special": special,
+            "insert_intention": ii, "waiting": rest.rstrip().endswith("waiting")}
+
+
+def parse_lock_line(line: str) -> dict[str, Any] | None:
+    """A 'RECORD LOCKS ...' or 'TABLE LOCK ...' line as a dict, else None."""
+    line = line[:MAX_LINE].strip()
+    m = _REC_LOCK.match(line)
+    if m:
+        db, table = split_table(m.group(4))
+        out = {"lock_type": "RECORD", "space_id": int(m.group(1)), "page_no": int(m.group(2)),
+               "index": _unquote(m.group(3)), "db": db, "table": table,
+               "trx_id": norm_trx_id(m.group(5))}
+        out.update(_lock_flags(m.group(6)))
+        return out
+    m = _TAB_LOCK.match(line)
+    if m:
+        db, table = split_table(m.group(1))
+        out = {"lock_type": "TABLE", "space_id": None, "page_no": None, "index": None,
+               "db": db, "table": table, "trx_id": norm_trx_id(m.group(2))}
+        out.update(_lock_flags(m.group(3)))
+        return out
+    return None

@@ -1,0 +1,301 @@
+"""One InnoDB deadlock report (status section or error-log block) -> Deadlock.
+
+Reads MySQL 5.0-9.x and MariaDB spellings line by line; never raises.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbwatch.parsers.innodb_common import (
+    MAX_LINE, MAX_QUERY, normalize_ts, parse_counts, parse_lock_line, parse_tables_in_use,
+    parse_thread, parse_trx_header,
+)
+
+MAX_TRX = 64        # a cycle longer than this is not printed by any server anyway
+MAX_LOCKS = 1_000
+
+_STAR_TRX = re.compile(r"^\*\*\* (?:\((\d+)\) )?TRANSACTION:")
+_STAR_WAIT = re.compile(r"^\*\*\* (?:\((\d+)\) )?WAITING FOR THIS LOCK TO BE GRANTED")
+_STAR_HOLDS = re.compile(r"^\*\*\* (?:\((\d+)\) )?HOLDS THE LOCK\(S\)")
+_STAR_CONFLICT = re.compile(r"^\*\*\* (?:\((\d+)\) )?CONFLICTING WITH")
+_VICTIM = re.compile(r"^\*\*\* WE ROLL BACK TRANSACTION \((\d+)\)")
+TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
+
+
+@dataclass(frozen=True)
+class DeadlockLock:
+    n: int                       # number of the transaction holding or waiting for it
+    waiting: bool
+    mode: str | None             # X, S, IX, IS, AUTO-INC
+    db: str | None
+    table: str | None
+    index: str | None            # None for table locks
+    special: str | None          # "rec but not gap" | "gap before rec" | "gap" | None (next-key)
+    insert_intention: bool
+    lock_type: str = "RECORD"    # RECORD | TABLE
+    trx_id: str | None = None
+    space_id: int | None = None
+    page_no: int | None = None
+    heap_nos: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "waiting": self.waiting, "mode": self.mode, "db": self.db,
+                "table": self.table, "index": self.index, "special": self.special,
+                "insert_intention": self.insert_intention}
+
+
+@dataclass(frozen=True)
+class DeadlockTrx:
+    n: int
+    trx_id: str | None
+    thread_id: int | None
+    user: str | None
+    host: str | None
+    query: str | None
+    active_seconds: int | None
+    lock_structs: int | None
+    row_locks: int | None
+    undo_entries: int | None
+    tables: tuple[str, ...]
+    victim: bool
+    state: str | None = None
+    query_id: int | None = None
+    ip: str | None = None
+    tables_in_use: int | None = None
+    tables_locked: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "trx_id": self.trx_id, "thread_id": self.thread_id,
+                "user": self.user, "host": self.host, "query": self.query,
+                "active_seconds": self.active_seconds, "lock_structs": self.lock_structs,
+                "row_locks": self.row_locks, "undo_entries": self.undo_entries,
+                "tables": list(self.tables), "victim": self.victim}
+
+
+@dataclass(frozen=True)
+class Deadlock:
+    at: str | None                           # "YYYY-MM-DD HH:MM:SS", server (log) time
+    victim: int | None                       # n of the rolled-back transaction
+    transactions: tuple[DeadlockTrx, ...]
+    locks: tuple[DeadlockLock, ...]
+    too_deep: bool = False                   # TOO DEEP OR LONG SEARCH ... (no real cycle shown)
+    truncated: bool = False                  # report cut before "WE ROLL BACK"
+    printed_victim: int | None = None        # the number as printed (MariaDB may print 0)
+    victim_source: str = "printed"           # printed | transactions-list | weight | none
+
+    @property
+    def identity(self) -> tuple[str | None, tuple[str | None, ...]]:
+        """Deduplication key across polls and sources: timestamp and trx ids."""
+        return self.at, tuple(t.trx_id for t in self.transactions)
+
+    def trx(self, n: int) -> DeadlockTrx | None:
+        return next((t for t in self.transactions if t.n == n), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "victim": self.victim,
+                "transactions": [t.to_dict() for t in self.transactions],
+                "locks": [lk.to_dict() for lk in self.locks]}
+
+
+@dataclass
+class _Trx:
+    n: int
+    fields: dict[str, Any] = field(default_factory=dict)
+    query: list[str] = field(default_factory=list)
+    query_len: int = 0
+    in_query: bool = False
+
+
+@dataclass
+class _State:
+    at: str | None = None
+    too_deep: bool = False
+    victim: int | None = None
+    trxs: list[_Trx] = field(default_factory=list)
+    locks: list[dict[str, Any]] = field(default_factory=list)
+    role: str = ""                    # waiting | holds | conflicting
+    seen_first: bool = False
+
+
+def _on_star(st: _State, line: str) -> None:
+    m = _STAR_TRX.match(line)
+    if m:
+        if len(st.trxs) < MAX_TRX:
+            n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
+            st.trxs.append(_Trx(n))
+        st.role = ""
+        return
+    if st.trxs:
+        st.trxs[-1].in_query = False
+    for rx, role in ((_STAR_WAIT, "waiting"), (_STAR_HOLDS, "holds"),
+                     (_STAR_CONFLICT, "conflicting")):
+        if rx.match(line):
+            st.role = role
+            return
+    m = _VICTIM.match(line)
+    if m:
+        st.victim = int(m.group(1))
+        st.role = ""
+
+
+def _on_lock(st: _State, lock: dict[str, Any]) -> None:
+    if not st.trxs or len(st.locks) >= MAX_LOCKS:
+        return
+    cur = st.trxs[-1]
+    cur.in_query = False
+    lock["owner_n"] = cur.n
+    lock["role"] = st.role
+    lock["heap_nos"] = []
+    st.locks.append(lock)
+
+
+def _on_body(st: _State, line: str) -> None:
+    """A line inside a transaction: header, counts, thread, query or record dump."""
+    cur = st.trxs[-1]
+    f = cur.fields
+    if "trx_id" not in f:
+        hd = parse_trx_header(line)
+        if hd is not None:
+            f.update(trx_id=hd.trx_id, active_seconds=hd.active_seconds, state=hd.state)
+            return
+    if "thread_id" not in f:
+        if line.startswith("mysql tables in use"):
+            tu = parse_tables_in_use(line)
+            if tu:
+                f["tables_in_use"], f["tables_locked"] = tu
+            return
+        counts = parse_counts(line)
+        if counts is not None:
+            f.update(counts)
+            return
+        th = parse_thread(line)
+        if th is not None:
+            f.update(th)
+            cur.in_query = True
+            return
+    if line.startswith("Record lock, heap no ") and st.locks:
+        heaps = st.locks[-1]["heap_nos"]
+        num = line[21:].split(" ", 1)[0]
+        if len(heaps) < 16 and num.isdigit():
+            heaps.append(int(num))
+        return
+    if cur.in_query and cur.query_len < MAX_QUERY:
+        cur.query.append(line)
+        cur.query_len += len(line) + 1
+
+
+def feed_line(st: _State, raw: str) -> None:
+    """Consume one line of a deadlock report."""
+    line = raw[:MAX_LINE].rstrip("\r\n")
+    if TOO_DEEP in line:
+        st.too_deep = True
+    if not st.seen_first and line.strip():
+        st.seen_first = True
+        at, _rest = normalize_ts(line)
+        if at is not None:
+            st.at = st.at or at
+            return
+    if line.startswith("***"):
+        _on_star(st, line)
+        return
+    if not st.trxs or not line.strip():
+        return
+    if line[0] == " ":                     # record field dump: ' 0: len 4; hex ...'
+        return
+    if line.startswith("RECORD LOCKS") or line.startswith("TABLE LOCK"):
+        lock = parse_lock_line(line)
+        if lock is not None:
+            _on_lock(st, lock)
+        return
+    _on_body(st, line)
+
+
+def new_state(at: str | None = None) -> _State:
+    return _State(at=at)
+
+
+def parse_deadlock_lines(lines: Iterable[str], at: str | None = None) -> Deadlock | None:
+    """Parse the body of a LATEST DETECTED DEADLOCK section (or an error-log block)."""
+    st = new_state(at)
+    for raw in lines:
+        feed_line(st, raw)
+    return finish(st)
+
+
+def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock | None:
+    """Build the Deadlock; `live_trx_ids` (from TRANSACTIONS) helps pick the victim."""
+    if not st.trxs:
+        return None
+    by_id = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
+    locks = _build_locks(st, by_id)
+    victim, source = _pick_victim(st, live_trx_ids)
+    trxs = []
+    for t in st.trxs:
+        f = t.fields
+        tables = tuple(dict.fromkeys(
+            f"{lk.db}.{lk.table}" if lk.db else str(lk.table)
+            for lk in locks if lk.n == t.n and lk.table))
+        query = "\n".join(t.query).strip()[:MAX_QUERY] or None
+        trxs.append(DeadlockTrx(
+            n=t.n, trx_id=f.get("trx_id"), thread_id=f.get("thread_id"), user=f.get("user"),
+            host=f.get("host"), query=query, active_seconds=f.get("active_seconds"),
+            lock_structs=f.get("lock_structs"), row_locks=f.get("row_locks"),
+            undo_entries=f.get("undo_entries"), tables=tables, victim=t.n == victim,
+            state=f.get("state") or None, query_id=f.get("query_id"), ip=f.get("ip"),
+            tables_in_use=f.get("tables_in_use"), tables_locked=f.get("tables_locked")))
+    return Deadlock(at=st.at, victim=victim, transactions=tuple(trxs), locks=locks,
+                    too_deep=st.too_deep, truncated=st.victim is None and not st.too_deep,
+                    printed_victim=st.victim, victim_source=source)
+
+
+def _build_locks(st: _State, by_id: dict[Any, int]) -> tuple[DeadlockLock, ...]:
+    """Attribute each lock to its transaction; MariaDB's CONFLICTING WITH lists the
+    other transaction's locks, so ownership goes by trx id (0: not in the report)."""
+    out: list[DeadlockLock] = []
+    for lk in st.locks:
+        owner = by_id.get(lk["trx_id"])
+        if owner is None:
+            owner = 0 if lk["role"] == "conflicting" else lk["owner_n"]
+        waiting = lk["waiting"] or lk["role"] == "waiting"
+        out.append(DeadlockLock(
+            n=owner, waiting=waiting, mode=lk["mode"], db=lk["db"], table=lk["table"],
+            index=lk["index"], special=lk["special"], insert_intention=lk["insert_intention"],
+            lock_type=lk["lock_type"], trx_id=lk["trx_id"], space_id=lk["space_id"],
+            page_no=lk["page_no"], heap_nos=tuple(lk["heap_nos"])))
+    return tuple(dict.fromkeys(out))
+
+
+def _weight(t: _Trx) -> tuple[int, int]:
+    """InnoDB rolls back the lighter transaction (undo entries + locks); ties -> (1)."""
+    f = t.fields
+    return (f.get("undo_entries") or 0) + (f.get("lock_structs") or 0), t.n
+
+
+def _pick_victim(st: _State, live: frozenset[str] | None) -> tuple[int | None, str]:
+    """The printed number, checked against the live transaction list when we have it.
+
+    A rolled-back transaction's id never appears again, so a deadlock transaction
+    still listed under TRANSACTIONS cannot be the victim. MariaDB printed "(0)"
+    (MDEV-29187) in some releases; then the one transaction gone from the list is
+    the victim, else the lightest one, which is what InnoDB itself picks.
+    """
+    ns = {t.n: t for t in st.trxs}
+    printed = st.victim
+    if printed is None and st.too_deep and len(st.trxs) == 1:
+        return st.trxs[0].n, "printed"
+    gone = [t for t in st.trxs
+            if live is not None and t.fields.get("trx_id") and t.fields["trx_id"] not in live]
+    if printed in ns:
+        tid = ns[printed].fields.get("trx_id")
+        if live is not None and tid in live and gone:
+            return min(gone, key=_weight).n, "transactions-list"
+        return printed, "printed"
+    if printed is None:
+        return None, "none"
+    if len(gone) == 1:
+        return gone[0].n, "transactions-list"
+    pool = gone or st.trxs
+    return min(pool, key=_weight).n, "weight"
