@@ -1,0 +1,158 @@
+"""The rule catalogue: rules/*.toml loaded and validated into frozen Rule objects."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .durations import parse_count, parse_duration
+from .errors import ConfigError
+
+ENGINES = ("postgresql", "mysql", "any")
+CATEGORIES = ("sessions", "locks", "mvcc", "schema", "statements", "settings", "queue", "dbwatch")
+UNITS = ("duration", "count", "ratio")
+DOC_SECTIONS = ("what", "why", "fix", "references")
+_KEYS = {"id", "name", "engine", "category", "status", "check", "summary", "severity",
+         "thresholds", "params", "doc"}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    unit: str
+    warning: float | None
+    critical: float | None
+
+    def grade(self, value: float | None) -> str | None:
+        """'critical', 'warning' or None for a measured value."""
+        if value is None:
+            return None
+        if self.critical is not None and value >= self.critical:
+            return "critical"
+        if self.warning is not None and value >= self.warning:
+            return "warning"
+        return None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    engine: str
+    category: str
+    status: str
+    check: str
+    summary: str
+    severity: str
+    thresholds: Thresholds | None
+    params: dict[str, Any]
+    doc: dict[str, Any]
+    path: str = ""
+    raw_thresholds: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def planned(self) -> bool:
+        return self.status == "planned"
+
+    @property
+    def fix(self) -> str:
+        return str(self.doc.get("fix", "")).strip()
+
+    def applies_to(self, engine: str) -> bool:
+        if self.engine == "any":
+            return True
+        if self.engine == "mysql":
+            return engine in ("mysql", "mariadb")
+        return self.engine == engine
+
+
+def parse_threshold(unit: str, value: Any) -> float:
+    if unit == "duration":
+        return parse_duration(value)
+    if unit == "ratio":
+        return float(value)
+    return parse_count(value)
+
+
+def build_thresholds(data: dict[str, Any], where: str, problems: list[str]) -> Thresholds | None:
+    if not data:
+        return None
+    unit = data.get("unit", "duration")
+    if unit not in UNITS:
+        problems.append(f"{where}.unit: must be one of {', '.join(UNITS)}, not {unit!r}")
+        return None
+    values: dict[str, float | None] = {}
+    for level in ("warning", "critical"):
+        raw = data.get(level)
+        try:
+            values[level] = None if raw is None else parse_threshold(unit, raw)
+        except ValueError as exc:
+            problems.append(f"{where}.{level}: {exc}")
+            values[level] = None
+    for key in data:
+        if key not in ("unit", "warning", "critical"):
+            problems.append(f"{where}.{key}: unknown key")
+    return Thresholds(unit, values["warning"], values["critical"])
+
+
+def _rule_from(data: dict[str, Any], path: Path, problems: list[str]) -> Rule | None:
+    where = path.name
+    before = len(problems)
+    for key in data:
+        if key not in _KEYS:
+            problems.append(f"{where}: {key}: unknown key")
+    for key in ("id", "name", "engine", "category", "status", "check", "summary", "doc"):
+        if key not in data:
+            problems.append(f"{where}: {key}: missing")
+    if data.get("id") and data["id"] != path.stem:
+        problems.append(f"{where}: id: {data['id']!r} does not match the file name")
+    if data.get("engine") not in ENGINES:
+        problems.append(f"{where}: engine: must be one of {', '.join(ENGINES)}")
+    if data.get("category") not in CATEGORIES:
+        problems.append(f"{where}: category: must be one of {', '.join(CATEGORIES)}")
+    if data.get("status") not in ("active", "planned"):
+        problems.append(f"{where}: status: must be active or planned")
+    doc = data.get("doc", {})
+    for sec in DOC_SECTIONS:
+        if not doc.get(sec):
+            problems.append(f"{where}: doc.{sec}: missing or empty")
+    thr = build_thresholds(dict(data.get("thresholds", {})), f"{where}: thresholds", problems)
+    severity = data.get("severity", "warning")
+    if thr is None and severity not in ("warning", "critical"):
+        problems.append(f"{where}: severity: must be warning or critical")
+    if len(problems) != before:
+        return None
+    return Rule(id=data["id"], name=data["name"], engine=data["engine"],
+                category=data["category"], status=data["status"], check=data["check"],
+                summary=data["summary"], severity=severity, thresholds=thr,
+                params=dict(data.get("params", {})), doc=dict(doc), path=str(path),
+                raw_thresholds=dict(data.get("thresholds", {})))
+
+
+def rules_dir() -> Path:
+    """Installed wheel: dbwatch/rules; source checkout / editable install: ../rules."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules", here.parent / "rules"):
+        if candidate.is_dir() and any(candidate.glob("*.toml")):
+            return candidate
+    raise ConfigError([f"rule catalogue not found (looked in {here / 'rules'})"])
+
+
+def load_catalogue(directory: Path | None = None) -> dict[str, Rule]:
+    """Every rule by ID; all problems collected and raised together."""
+    directory = directory or rules_dir()
+    problems: list[str] = []
+    rules: dict[str, Rule] = {}
+    for path in sorted(directory.glob("*.toml")):
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            problems.append(f"{path.name}: {exc}")
+            continue
+        rule = _rule_from(data, path, problems)
+        if rule is not None:
+            rules[rule.id] = rule
+    if problems:
+        raise ConfigError(problems)
+    return rules

@@ -1,0 +1,92 @@
+"""Checks: pure functions over a Snapshot, registered by name; a rule file names its check.
+
+A check never does I/O. It receives a CheckContext (the rule, its effective thresholds
+and params, the snapshot) and yields Findings.
+"""
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..catalogue import Rule, Thresholds
+from ..findings import Finding
+from ..snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    rule: Rule
+    snapshot: Snapshot
+    thresholds: Thresholds | None
+    params: dict[str, Any]
+    state: Any = None          # daemon history (dbwatch.state), None in one-shot audits
+
+    def grade(self, value: float | None) -> str | None:
+        if self.thresholds is None:
+            return self.rule.severity if value else None
+        return self.thresholds.grade(value)
+
+    def summary(self, **fields: Any) -> str:
+        return render(self.rule.summary, fields)
+
+    def finding(self, *, severity: str, subject: str, summary: str | None = None,
+                fix: str | None = None, evidence: dict[str, Any] | None = None,
+                identity: Any = None, confidence: str = "high") -> Finding:
+        ev = dict(evidence or {})
+        return Finding(rule=self.rule.id, severity=severity, target=self.snapshot.target,
+                       subject=subject, summary=summary or self.summary(**ev),
+                       fix=fix or first_paragraph(self.rule.fix), evidence=ev,
+                       identity=identity, confidence=confidence)
+
+
+class _Blank(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def render(template: str, fields: dict[str, Any]) -> str:
+    """str.format_map that never raises on a missing or malformed field."""
+    try:
+        return string.Formatter().vformat(template, (), _Blank(fields))
+    except (ValueError, IndexError, AttributeError, KeyError):
+        return template
+
+
+def first_paragraph(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split())
+
+
+CheckFn = Callable[[CheckContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    fn: CheckFn
+    needs: dict[str, tuple[str, ...]]     # engine -> snapshot sections ("mysql" covers mariadb)
+
+    def sections_for(self, engine: str) -> tuple[str, ...]:
+        key = "mysql" if engine in ("mysql", "mariadb") else engine
+        return self.needs.get(key, ())
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def check(name: str, **needs: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
+    """Register a check; keyword args map engine -> the sections it reads."""
+    def deco(fn: CheckFn) -> CheckFn:
+        CHECKS[name] = Check(name, fn, {k: tuple(v) for k, v in needs.items()})
+        return fn
+    return deco
+
+
+def load_checks() -> dict[str, Check]:
+    """Import every check module so its checks register."""
+    import importlib
+    import pkgutil
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+    return CHECKS

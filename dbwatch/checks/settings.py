@@ -1,0 +1,86 @@
+"""PG501 missing PostgreSQL safety settings; MY501 risky InnoDB settings."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..findings import Finding
+from . import CheckContext, check
+
+_PG_SUGGEST = {
+    "idle_in_transaction_session_timeout": "'5min'",
+    "statement_timeout": "'30s'",
+    "lock_timeout": "'5s'",
+    "transaction_timeout": "'10min'",
+    "idle_session_timeout": "'1h'",
+}
+
+
+def _is_off(value: Any) -> bool:
+    return str(value).strip() in ("0", "", "off", "None")
+
+
+@check("pg_settings", postgresql=["pg.settings"])
+def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
+    rows = ctx.snapshot.section("pg.settings")
+    server = {r["name"]: r["setting"] for r in rows if r["scope"] == "server"}
+    overrides: dict[str, list[str]] = {}
+    for r in rows:
+        if r["scope"] == "override" and not _is_off(r["setting"]):
+            who = r.get("role") or "all roles"
+            where = f" in {r['database']}" if r.get("database") else ""
+            overrides.setdefault(r["name"], []).append(f"{who}{where}")
+    for name in ctx.params.get("required", []):
+        if name not in server:
+            continue   # not on this version (transaction_timeout is 17+)
+        if not _is_off(server[name]) or overrides.get(name):
+            continue
+        value = _PG_SUGGEST.get(name, "'<value>'")
+        yield ctx.finding(
+            severity=ctx.rule.severity, subject=f"setting {name}",
+            summary=f"{name} is 0 (off) server-wide and for every role and database: "
+                    "nothing ends a forgotten transaction or a runaway query",
+            fix=f"ALTER ROLE <app_role> SET {name} = {value}; (or server-wide: "
+                f"ALTER SYSTEM SET {name} = {value}; SELECT pg_reload_conf();)",
+            evidence={"setting": name, "value": server[name]}, identity=name)
+
+
+@check("my_settings", mysql=["my.settings"])
+def my_settings(ctx: CheckContext) -> Iterator[Finding]:
+    s = ctx.snapshot.section("my.settings")
+    sev = ctx.rule.severity
+    if str(s.get("innodb_deadlock_detect", "ON")).upper() == "OFF":
+        yield ctx.finding(
+            severity=sev, subject="setting innodb_deadlock_detect",
+            summary="innodb_deadlock_detect=OFF: deadlocked transactions wait for the full "
+                    f"innodb_lock_wait_timeout ({s.get('innodb_lock_wait_timeout')}s) instead "
+                    "of one being rolled back at once",
+            fix="SET GLOBAL innodb_deadlock_detect = ON; (and in my.cnf) -- only turn it off "
+                "with a short innodb_lock_wait_timeout on very high concurrency",
+            evidence={"setting": "innodb_deadlock_detect", "value": "OFF"},
+            identity="innodb_deadlock_detect")
+    if str(s.get("innodb_print_all_deadlocks", "OFF")).upper() == "OFF":
+        persist = "SET PERSIST" if ctx.snapshot.engine == "mysql" else "SET GLOBAL"
+        yield ctx.finding(
+            severity=sev, subject="setting innodb_print_all_deadlocks",
+            summary="innodb_print_all_deadlocks=OFF: only the latest deadlock is visible in "
+                    "SHOW ENGINE INNODB STATUS; every earlier one is lost",
+            fix=f"{persist} innodb_print_all_deadlocks = ON; (MariaDB: also "
+                "innodb_print_all_deadlocks=ON under [mysqld] in my.cnf), then "
+                "`dbwatch deadlocks --error-log <log_error>` reads them all",
+            evidence={"setting": "innodb_print_all_deadlocks", "value": "OFF",
+                      "log_error": s.get("log_error")},
+            identity="innodb_print_all_deadlocks")
+    limit = float(ctx.params.get("max_lock_wait_timeout", 120))
+    try:
+        lwt = float(s.get("innodb_lock_wait_timeout", 50))
+    except (TypeError, ValueError):
+        lwt = 0.0
+    if lwt > limit:
+        yield ctx.finding(
+            severity=sev, subject="setting innodb_lock_wait_timeout",
+            summary=f"innodb_lock_wait_timeout={lwt:g}s: a worker blocked on a row lock hangs "
+                    f"that long before failing (over {limit:g}s)",
+            fix="SET GLOBAL innodb_lock_wait_timeout = 50; (and in my.cnf)",
+            evidence={"setting": "innodb_lock_wait_timeout", "value": lwt},
+            identity="innodb_lock_wait_timeout")

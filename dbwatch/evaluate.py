@@ -1,0 +1,132 @@
+"""evaluate(): run the selected rules' checks over a Snapshot and collect Findings.
+
+Rules whose sections are missing are reported as unknown through DW001, never as OK.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .catalogue import Rule
+from .checks import CheckContext, first_paragraph, load_checks
+from .config import Config, RuleOverride
+from .findings import Finding
+from .snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Selection:
+    select: tuple[str, ...] = ()     # ID prefixes; empty = all
+    ignore: tuple[str, ...] = ()
+
+    def wants(self, rule_id: str) -> bool:
+        if self.select and not any(rule_id.startswith(p) for p in self.select):
+            return False
+        return not any(rule_id.startswith(p) for p in self.ignore)
+
+
+@dataclass
+class Evaluation:
+    findings: list[Finding] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    unknown: dict[str, str] = field(default_factory=dict)    # rule -> why it could not run
+
+
+def rules_for(engine: str, catalogue: dict[str, Rule], config: Config,
+              selection: Selection) -> list[Rule]:
+    out = []
+    for rule in catalogue.values():
+        override = config.rules.get(rule.id)
+        if rule.planned or rule.id == "DW001" or not rule.applies_to(engine):
+            continue
+        if override is not None and not override.enabled:
+            continue
+        if selection.wants(rule.id):
+            out.append(rule)
+    return out
+
+
+def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
+    checks = load_checks()
+    needs: set[str] = set()
+    for rule in rules:
+        chk = checks.get(rule.check)
+        if chk is not None:
+            needs.update(chk.sections_for(engine))
+    return needs
+
+
+def _context(rule: Rule, snap: Snapshot, override: RuleOverride | None, state: Any) -> CheckContext:
+    params = dict(rule.params)
+    thresholds = rule.thresholds
+    if override is not None:
+        params.update(override.params)
+        thresholds = override.thresholds or thresholds
+    return CheckContext(rule=rule, snapshot=snap, thresholds=thresholds, params=params,
+                        state=state)
+
+
+def evaluate(snap: Snapshot, catalogue: dict[str, Rule], config: Config,
+             selection: Selection = Selection(), state: Any = None) -> Evaluation:
+    checks = load_checks()
+    result = Evaluation()
+    for rule in rules_for(snap.engine, catalogue, config, selection):
+        chk = checks.get(rule.check)
+        if chk is None:
+            result.unknown[rule.id] = f"check {rule.check} is not implemented"
+            continue
+        missing = [s for s in chk.sections_for(snap.engine) if snap.section(s) is None]
+        if missing:
+            result.unknown[rule.id] = f"probe {', '.join(missing)} failed"
+            continue
+        override = config.rules.get(rule.id)
+        try:
+            found = list(chk.fn(_context(rule, snap, override, state)))
+        except Exception as exc:   # a check bug must not hide the other rules
+            log.exception("check %s failed on %s", rule.check, snap.target)
+            result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
+            continue
+        result.ran.append(rule.id)
+        result.findings.extend(_unignored(found, override))
+    if selection.wants("DW001"):
+        result.findings.extend(probe_failures(snap, catalogue, result.unknown))
+    return result
+
+
+def _unignored(found: list[Finding], override: RuleOverride | None) -> list[Finding]:
+    if override is None or not override.ignore:
+        return found
+    pats = [re.compile(p) for p in override.ignore]
+    return [f for f in found if not any(p.search(f.subject) for p in pats)]
+
+
+def probe_failures(snap: Snapshot, catalogue: dict[str, Rule],
+                   unknown: dict[str, str]) -> list[Finding]:
+    """DW001: one finding per failed probe, naming the rules it left unknown and the grant."""
+    rule = catalogue.get("DW001")
+    fix_default = first_paragraph(rule.fix) if rule else ""
+    out = []
+    for f in snap.failures:
+        affected = sorted(r for r, why in unknown.items() if f.probe in why)
+        if f.probe == "connect":
+            summary = f"target unreachable: {f.message}"
+            severity, fix = "critical", "Check the URL, network, credentials and that the server is up."
+        elif f.privilege:
+            summary = f"probe {f.probe} refused or partial: {f.message}"
+            severity, fix = "warning", f.grant or fix_default
+        else:
+            summary = f"probe {f.probe} failed: {f.message}"
+            severity, fix = "warning", f.grant or fix_default
+        if affected:
+            summary += f" (unknown: {', '.join(affected)})"
+        out.append(Finding(rule="DW001", severity=severity, target=snap.target,
+                           subject=f"probe {f.probe}", summary=summary, fix=fix,
+                           evidence={"probe": f.probe, "error": f.message, "grant": f.grant,
+                                     "rules_unknown": affected},
+                           identity=f.probe))
+    return out

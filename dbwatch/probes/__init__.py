@@ -1,0 +1,136 @@
+"""Probes: the only code with SQL. Each probe fills one snapshot section; failures are recorded.
+
+SQL lives in sql/<engine>/<name>[_post_<version_num>].sql; the file with the highest
+version not above the server's is used (pg_activity's habit). Parameters are always bound.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProbeError, TargetError
+from ..snapshot import ProbeFailure, Snapshot
+from ..targets import Connection
+
+log = logging.getLogger(__name__)
+SQL_DIR = Path(__file__).with_name("sql")
+ProbeFn = Callable[[Connection], Any]
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    engine: str                 # postgresql | mysql
+    fn: ProbeFn
+    grant: str | None = None    # what fixes a privilege refusal
+
+
+PROBES: dict[str, Probe] = {}
+
+
+def probe(name: str, engine: str, grant: str | None = None) -> Callable[[ProbeFn], ProbeFn]:
+    def deco(fn: ProbeFn) -> ProbeFn:
+        PROBES[name] = Probe(name, engine, fn, grant)
+        return fn
+    return deco
+
+
+@lru_cache(maxsize=None)
+def _sql_variants(engine: str, name: str) -> list[tuple[int, str]]:
+    out = []
+    for path in (SQL_DIR / engine).glob(f"{name}*.sql"):
+        stem = path.stem
+        if stem == name:
+            out.append((0, path.read_text()))
+        elif stem.startswith(f"{name}_post_"):
+            out.append((int(stem.rsplit("_", 1)[1]), path.read_text()))
+    return sorted(out)
+
+
+def sql(engine: str, name: str, version_num: int) -> str:
+    """The SQL text for this server version."""
+    chosen = None
+    for min_version, text in _sql_variants(engine, name):
+        if version_num >= min_version:
+            chosen = text
+    if chosen is None:
+        raise ProbeError(name, f"no SQL for {engine} {version_num}")
+    return chosen
+
+
+@dataclass
+class ProbeStats:
+    queries: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+
+
+def _load_all() -> None:
+    """Import every probe module in this package so its probes register."""
+    import importlib
+    import pkgutil
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def run_probes(conn: Connection, target: str, needs: Iterable[str],
+               stats: ProbeStats | None = None) -> Snapshot:
+    """Run the needed probes on one open connection; a failed probe leaves its section None."""
+    _load_all()
+    started = time.time()
+    sections: dict[str, Any] = {}
+    failures: list[ProbeFailure] = []
+    features: set[str] = set()
+    for name in sorted(set(needs)):
+        p = PROBES.get(name)
+        if p is None or p.engine != conn.engine:
+            continue
+        t0 = time.perf_counter()
+        try:
+            data = p.fn(conn)
+        except ProbeError as exc:
+            grant = exc.grant or (p.grant if exc.privilege else None)
+            failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
+            log.debug("probe %s on %s failed: %s", name, target, exc.detail)
+            sections[name] = None
+            continue
+        if stats is not None:
+            stats.seconds += time.perf_counter() - t0
+            stats.queries += 1
+            stats.rows += len(data) if isinstance(data, list) else 1
+        if isinstance(data, PartialResult):
+            failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
+            data = data.data
+        sections[name] = data
+    features |= _features(conn)
+    return Snapshot(target=target, engine=conn.flavour, server_version=conn.server_version,
+                    version_num=conn.version_num, taken_at=started, sections=sections,
+                    failures=tuple(failures), features=frozenset(features))
+
+
+@dataclass(frozen=True)
+class PartialResult:
+    """Data that was readable, plus a note that privileges hid some of it."""
+    data: Any
+    message: str
+    grant: str | None = None
+
+
+def _features(conn: Connection) -> set[str]:
+    v, flavour = conn.version_num, conn.flavour
+    out = set()
+    if (flavour == "postgresql" and v >= 90500) or (flavour == "mysql" and v >= 80001) \
+            or (flavour == "mariadb" and v >= 100600):
+        out.add("skip_locked")
+    return out
+
+
+def unreachable_snapshot(target: str, engine: str, error: TargetError) -> Snapshot:
+    return Snapshot(target=target, engine=engine, server_version="", version_num=0,
+                    taken_at=time.time(), sections={},
+                    failures=(ProbeFailure("connect", error.detail),))

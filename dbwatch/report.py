@@ -1,0 +1,77 @@
+"""Reports: findings as a terminal table, JSON (SPEC §6) or Markdown."""
+from __future__ import annotations
+
+import json
+import textwrap
+from datetime import datetime, timezone
+from typing import Any
+
+from tabulate import tabulate
+
+from .audit import AuditResult
+
+WIDTH = 100
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def as_json(result: AuditResult) -> str:
+    doc: dict[str, Any] = {
+        "status": result.status, "generated_at": iso(result.generated_at),
+        "targets": [t.to_dict() for t in result.targets],
+        "findings": [f.to_dict() for f in result.findings],
+    }
+    return json.dumps(doc, indent=2, default=str)
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(text, width, break_long_words=True,
+                                   break_on_hyphens=False)) or "-"
+
+
+def as_table(result: AuditResult) -> str:
+    lines = []
+    for t in result.targets:
+        what = f"{t.snapshot.engine} {t.snapshot.server_version}".strip()
+        state = f"unreachable: {t.error}" if t.error else f"{what}, {len(t.evaluation.ran)} rules run"
+        if t.evaluation.unknown and not t.error:
+            state += f", {len(t.evaluation.unknown)} unknown"
+        lines.append(_wrap(f"{t.spec.name}: {state}", WIDTH))
+    findings = result.findings
+    if not findings:
+        lines.append("\nNo findings. Status: OK")
+        return "\n".join(lines)
+    rows = []
+    for f in findings:
+        text = _wrap(f.summary, 52) + "\n" + _wrap("fix: " + f.fix, 52)
+        rows.append([f.severity.upper(), f.rule, _wrap(f.target, 14), _wrap(f.subject, 14), text])
+    lines.append("")
+    lines.append(tabulate(rows, headers=["SEVERITY", "RULE", "TARGET", "SUBJECT", "FINDING / FIX"],
+                          tablefmt="simple"))
+    lines.append(f"\n{len(findings)} findings. Status: {result.status.upper()}")
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def as_markdown(result: AuditResult) -> str:
+    out = [f"# dbwatch audit — {result.status.upper()}", "", f"Generated {iso(result.generated_at)}.", "",
+           "| target | engine | version | status |", "|---|---|---|---|"]
+    for t in result.targets:
+        out.append(f"| {_md(t.spec.name)} | {t.snapshot.engine} | {_md(t.snapshot.server_version)} "
+                   f"| {_md(t.error or 'ok')} |")
+    out += ["", "| severity | rule | target | subject | finding | fix |", "|---|---|---|---|---|---|"]
+    for f in result.findings:
+        out.append(f"| {f.severity} | {f.rule} | {_md(f.target)} | {_md(f.subject)} | "
+                   f"{_md(f.summary)} | {_md(f.fix)} |")
+    if not result.findings:
+        out.append("| | | | | no findings | |")
+    return "\n".join(out) + "\n"
+
+
+def render(result: AuditResult, fmt: str) -> str:
+    return {"json": as_json, "markdown": as_markdown}.get(fmt, as_table)(result)

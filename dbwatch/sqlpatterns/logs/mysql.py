@@ -1,0 +1,122 @@
+"""MySQL/MariaDB general log and slow log readers (line by line, multi-line statements)."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
+
+# `261122  1:52:20\t    11 Query\t…` (MariaDB, MySQL 5.x), `\t\t    11 Query\t…` (same second),
+# `2024-01-15T10:00:00.123456Z\t   11 Query\t…` (MySQL 5.7+/8).
+GENERAL_ENTRY = re.compile(
+    r"(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
+    r"\t\s*(\d+) ([A-Z][A-Za-z_]*(?: [a-z]+)?)\t(.*)", re.S)
+VERSION_LINE = re.compile(r".*, Version: (\S+(?: \([^)]*\))?)")
+HEADER = re.compile(r"(?:Tcp port: |Time\s+Id\s+Command\s+Argument)")
+_STATEMENT_COMMANDS = frozenset({"Query", "Execute"})
+_NEW_SESSION = frozenset({"Connect", "Change user"})
+
+SLOW_THREAD = re.compile(r"#\s*(?:Thread_id:\s*(\d+)|User@Host:.*?\bId:\s*(\d+))")
+SLOW_META = re.compile(r"(?:SET timestamp=\d+(?:\.\d+)?;|use [`\w$]+;)$", re.I)
+
+
+def read_general(lines: Iterable[str], sink: Sink) -> None:
+    """Query/Execute lines are statements (Execute shows the bound values); Prepare is not
+    an execution and is skipped; Connect/Quit delimit sessions."""
+    match = GENERAL_ENTRY.match
+    cur_conn: str | None = None
+    cur_cmd = ""
+    parts: list[str] = []
+    size = 0
+    ts: str | None = None
+    seen_entry = False
+    for line in lines:
+        m = match(line)
+        if m is None:
+            if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
+                if size < MAX_ENTRY:          # continuation of a multi-line statement
+                    parts.append(line)
+                    size += len(line)
+                continue
+            if _header(line, sink) or not line:
+                continue
+            if seen_entry and cur_conn is not None:
+                continue                      # continuation of an argument we ignore
+            sink.unreadable()
+            continue
+        if cur_conn is not None and parts:
+            sink.statement(cur_conn, ts, "\n".join(parts) if len(parts) > 1 else parts[0])
+        seen_entry = True
+        stamp, cur_conn, cur_cmd, arg = m.groups()
+        if stamp:
+            ts = stamp
+        if cur_cmd in _STATEMENT_COMMANDS:
+            parts = [arg]
+            size = len(arg)
+        else:
+            parts = []
+            if cur_cmd == "Quit":
+                sink.disconnect(cur_conn)
+            elif cur_cmd in _NEW_SESSION:
+                sink.connect(cur_conn)
+    if cur_conn is not None and parts:
+        sink.statement(cur_conn, ts, "\n".join(parts))
+
+
+def _header(line: str, sink: Sink) -> bool:
+    """Server (re)start header lines: the version is taken, the rest skipped."""
+    if ", Version: " in line:
+        v = VERSION_LINE.match(line)
+        if v is not None:
+            sink.version(v.group(1))
+            return True
+    return HEADER.match(line) is not None
+
+
+def read_slow(lines: Iterable[str], sink: Sink) -> None:
+    """Entries are `# …` header lines, then `SET timestamp=…;`, then the statement up to the
+    next `#` line. Works with long_query_time = 0 (every statement logged)."""
+    conn: str | None = None
+    ts: str | None = None
+    parts: list[str] = []
+    size = 0
+    for line in lines:
+        if line.startswith("#"):
+            if parts:
+                _slow_flush(sink, conn, ts, parts)
+                parts, size = [], 0
+            if line.startswith("# Time:"):
+                ts = line[7:].strip()
+            elif line.startswith("# administrator command: Quit"):
+                if conn is not None:
+                    sink.disconnect(conn)
+            else:
+                m = SLOW_THREAD.match(line)
+                if m is not None:
+                    conn = m.group(1) or m.group(2)
+                elif line.startswith("# User@Host:"):
+                    conn = line[12:].split("Id:")[0].strip()   # old servers: no thread id
+            continue
+        if not parts and (not line or SLOW_META.match(line)):
+            continue
+        if _header(line, sink):
+            if parts:
+                _slow_flush(sink, conn, ts, parts)
+                parts, size = [], 0
+            continue
+        if conn is None:
+            sink.unreadable()
+            continue
+        if size < MAX_ENTRY:
+            parts.append(line)
+            size += len(line)
+    if parts:
+        _slow_flush(sink, conn, ts, parts)
+
+
+def _slow_flush(sink: Sink, conn: str | None, ts: str | None, parts: list[str]) -> None:
+    text = "\n".join(parts).rstrip()
+    if text.endswith(";"):
+        text = text[:-1]
+    if conn is not None and text:
+        sink.statement(conn, ts, text)

@@ -1,0 +1,117 @@
+"""MySQL/MariaDB sessions through PyMySQL: autocommit, read-only, labelled, short timeouts."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from ..errors import ProbeError, TargetError
+from . import APP_NAME, CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, TargetSpec, scrub, url_parts
+
+# 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
+_PRIV_ERRORS = {1227, 1142, 1143, 1044, 1045}
+
+
+def version_num(version: str) -> int:
+    """'8.0.36' -> 80036, '10.11.19-MariaDB' -> 101119 (compare within one flavour only)."""
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    if not m:
+        return 0
+    major, minor, patch = (int(x) for x in m.groups())
+    return major * 10000 + minor * 100 + patch
+
+
+class MyConnection:
+    engine = "mysql"
+
+    def __init__(self, spec: TargetSpec, conn: Any) -> None:
+        self.spec = spec
+        self.conn = conn
+        row = self.rows("SELECT VERSION() AS v, CONNECTION_ID() AS id")[0]
+        self.server_version = str(row["v"])
+        self.thread_id = int(row["id"])
+        self.flavour = "mariadb" if "mariadb" in self.server_version.lower() else "mysql"
+        self.version_num = version_num(self.server_version)
+        self._limit_session()
+
+    def _limit_session(self) -> None:
+        sets = ["SET SESSION TRANSACTION READ ONLY", "SET SESSION innodb_lock_wait_timeout = 2",
+                "SET SESSION lock_wait_timeout = 2"]
+        if self.flavour == "mariadb":
+            sets.append(f"SET SESSION max_statement_time = {STATEMENT_TIMEOUT_MS / 1000:.1f}")
+        else:
+            sets.append(f"SET SESSION max_execution_time = {STATEMENT_TIMEOUT_MS}")
+        for stmt in sets:
+            try:
+                self.rows(stmt)
+            except ProbeError:
+                pass   # an older server without the variable: the other limits still apply
+
+    @classmethod
+    def open(cls, spec: TargetSpec, database: str | None = None) -> "MyConnection":
+        base, query = url_parts(spec.url)
+        kwargs: dict[str, Any] = {
+            "connect_timeout": CONNECT_TIMEOUT_S, "read_timeout": 30, "write_timeout": 30,
+            "autocommit": True, "program_name": APP_NAME, "charset": "utf8mb4",
+            "cursorclass": pymysql.cursors.DictCursor,
+        }
+        mycnf = os.path.expanduser("~/.my.cnf")
+        if os.path.exists(mycnf):
+            kwargs["read_default_file"] = mycnf
+        for key in ("host", "port", "user", "password", "database"):
+            if base[key] is not None:
+                kwargs[key] = base[key]
+        if "unix_socket" in query:
+            kwargs["unix_socket"] = query["unix_socket"]
+        if database:
+            kwargs["database"] = database
+        kwargs.setdefault("host", "127.0.0.1")
+        try:
+            conn = pymysql.connect(**kwargs)
+        except pymysql.MySQLError as exc:
+            raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
+        return cls(spec, conn)
+
+    def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, params)
+                data = cur.fetchmany(limit) if limit else cur.fetchall()
+                return [dict(r) for r in data]
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+            code = exc.args[0] if exc.args else 0
+            if code in _PRIV_ERRORS:
+                raise ProbeError("query", scrub(_msg(exc), self.spec),
+                                 "GRANT PROCESS, SELECT ON *.* TO '<monitor>'@'%';",
+                                 privilege=True) from None
+            if not self.conn.open or code in (2006, 2013):
+                raise TargetError(self.spec.name, f"connection lost: {scrub(_msg(exc), self.spec)}") from None
+            raise ProbeError("query", scrub(_msg(exc), self.spec)) from None
+        except pymysql.MySQLError as exc:
+            raise ProbeError("query", scrub(_msg(exc), self.spec)) from None
+
+    def execute(self, sql: str, params: Any = None) -> int:
+        try:
+            with self.conn.cursor() as cur:
+                return int(cur.execute(sql, params))
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args else 0
+            raise ProbeError("execute", scrub(_msg(exc), self.spec),
+                             privilege=code in _PRIV_ERRORS) from None
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except pymysql.MySQLError:
+            pass
+
+
+def _msg(exc: BaseException) -> str:
+    if len(exc.args) >= 2:
+        return f"({exc.args[0]}) {exc.args[1]}"
+    return str(exc)

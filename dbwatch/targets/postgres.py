@@ -1,0 +1,79 @@
+"""PostgreSQL sessions through psycopg 3: autocommit, read-only, labelled, short timeouts."""
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ..errors import ProbeError, TargetError
+from . import (APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec,
+               scrub)
+
+_OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
+            "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on")
+
+
+def _grant_hint(exc: Exception) -> str | None:
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return "GRANT pg_monitor TO <monitor_user>;"
+    return None
+
+
+class PgConnection:
+    engine = "postgresql"
+    flavour = "postgresql"
+
+    def __init__(self, spec: TargetSpec, conn: psycopg.Connection[Any]) -> None:
+        self.spec = spec
+        self.conn = conn
+        self.version_num = int(conn.info.server_version)
+        self.server_version = str(conn.info.parameter_status("server_version") or self.version_num)
+        self.database = conn.info.dbname
+        self.backend_pid = conn.info.backend_pid
+
+    @classmethod
+    def open(cls, spec: TargetSpec, database: str | None = None) -> "PgConnection":
+        kwargs: dict[str, Any] = {
+            "autocommit": True, "application_name": APP_NAME, "options": _OPTIONS,
+            "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": dict_row,
+        }
+        if database:
+            kwargs["dbname"] = database
+        url = spec.url if spec.url != "postgresql://" else ""
+        try:
+            conn = psycopg.connect(url, **kwargs)
+        except (psycopg.Error, ValueError) as exc:
+            raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
+        return cls(spec, conn)
+
+    def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]:
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, params)
+                if cur.description is None:
+                    return []
+                return list(cur.fetchmany(limit) if limit else cur.fetchall())
+        except psycopg.OperationalError as exc:
+            if self.conn.closed:
+                raise TargetError(self.spec.name, f"connection lost: {scrub(str(exc), self.spec)}") from None
+            raise ProbeError("query", scrub(str(exc), self.spec), _grant_hint(exc)) from None
+        except psycopg.Error as exc:
+            raise ProbeError("query", scrub(str(exc), self.spec), _grant_hint(exc),
+                             privilege=_grant_hint(exc) is not None) from None
+
+    def execute(self, sql: str, params: Any = None) -> int:
+        """For actions (terminate): the only write path, used outside probes."""
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(sql, params)
+                return cur.rowcount
+        except psycopg.Error as exc:
+            raise ProbeError("execute", scrub(str(exc), self.spec), _grant_hint(exc),
+                             privilege=_grant_hint(exc) is not None) from None
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except psycopg.Error:
+            pass

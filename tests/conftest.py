@@ -1,0 +1,47 @@
+"""Shared fixtures: URLs of the real local servers and unique names for test objects."""
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PG_URL = os.environ.get("DBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+MY_URL = os.environ.get("DBWATCH_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture
+def pg_url() -> str:
+    return PG_URL
+
+
+@pytest.fixture
+def my_url() -> str:
+    return MY_URL
+
+
+@pytest.fixture
+def uniq() -> str:
+    """A short unique suffix for tables, users and databases made by one test."""
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def pg_admin() -> Iterator[object]:
+    import psycopg
+    conn = psycopg.connect(PG_URL, autocommit=True)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def my_admin() -> Iterator[object]:
+    import pymysql
+    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="",
+                           database="test", autocommit=True)
+    yield conn
+    conn.close()
