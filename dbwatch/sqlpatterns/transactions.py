@@ -15,6 +15,7 @@ from dbwatch.sqlpatterns.fingerprint import quick_kind
 # Kinds that carry no data and never start a transaction of their own.
 NON_DATA = frozenset({"set", "savepoint", "empty", "other", "prepare"})
 _MYSQL_IMPLICIT_COMMIT = frozenset({"ddl", "lock"})
+MAX_HELD = 16 * 1024    # text kept per held statement: what the classifier would look at
 
 
 @dataclass(slots=True)
@@ -35,9 +36,13 @@ class Transaction:
 
 @dataclass(slots=True)
 class _Conn:
-    autocommit: bool = True
+    # None: the session began before the log did (or its SET was not logged, as in a slow
+    # log): statements are held until a COMMIT shows autocommit is off, or BEGIN/the cap
+    # shows it is on.
+    autocommit: bool | None = None
     explicit: bool = False
     stmts: list[Statement] = field(default_factory=list)
+    chars: int = 0
 
 
 @dataclass(slots=True)
@@ -46,38 +51,55 @@ class GrouperStats:
     transactions: int = 0
     evicted: int = 0
     split: int = 0
+    inferred_autocommit_off: int = 0
 
 
 class TransactionGrouper:
     """Feed statements in log order; completed transactions are passed to `sink`."""
 
     def __init__(self, sink: Callable[[Transaction], None], dialect: str = "mysql",
-                 max_statements: int = 256, max_connections: int = 10_000) -> None:
+                 max_statements: int = 256, max_connections: int = 10_000,
+                 max_buffered_chars: int = 64 << 20) -> None:
         self.sink = sink
         self.dialect = dialect
         self.max_statements = max_statements
         self.max_connections = max_connections
+        self.max_buffered_chars = max_buffered_chars
         self.stats = GrouperStats()
         self._conns: OrderedDict[Hashable, _Conn] = OrderedDict()
+        self._chars = 0        # statement text held over all open transactions
 
     def _state(self, conn: Hashable) -> _Conn:
         st = self._conns.get(conn)
         if st is None:
             st = self._conns[conn] = _Conn()
             if len(self._conns) > self.max_connections:
-                old, old_st = self._conns.popitem(last=False)
-                self.stats.evicted += 1
-                self._close(old, old_st, "evicted")
+                self._evict_one()
         else:
             self._conns.move_to_end(conn)
         return st
 
+    def _evict_one(self) -> None:
+        old, old_st = self._conns.popitem(last=False)
+        self.stats.evicted += 1
+        self._close(old, old_st, "evicted")
+
     def _close(self, conn: Hashable, st: _Conn, end: str) -> None:
         if st.stmts:
-            self.stats.transactions += 1
-            self.sink(Transaction(conn, st.stmts, end, st.explicit))
+            self._chars -= st.chars
+            if st.autocommit is None and not st.explicit and end not in ("commit", "rollback"):
+                # Never shown to be in a transaction: each statement stood alone.
+                for s in st.stmts:
+                    self._emit(Transaction(conn, [s], "autocommit", False))
+            else:
+                self._emit(Transaction(conn, st.stmts, end, st.explicit))
             st.stmts = []
+            st.chars = 0
         st.explicit = False
+
+    def _emit(self, txn: Transaction) -> None:
+        self.stats.transactions += 1
+        self.sink(txn)
 
     def feed(self, conn: Hashable, ts: str | None, text: str,
              params: dict[str, str] | None = None, kind: str | None = None) -> None:
@@ -87,9 +109,14 @@ class TransactionGrouper:
         self.stats.statements += 1
         st = self._state(conn)
         if kind == "begin":
+            if st.autocommit is None and not st.explicit:
+                st.autocommit = True     # BEGIN is how autocommit clients open transactions
             self._close(conn, st, "implicit")
             st.explicit = True
         elif kind == "commit" or kind == "rollback":
+            if st.autocommit is None and not st.explicit:
+                st.autocommit = False
+                self.stats.inferred_autocommit_off += 1
             self._close(conn, st, kind)
         elif kind == "autocommit_on":
             self._close(conn, st, "commit")     # switching autocommit on commits (MySQL)
@@ -101,19 +128,31 @@ class TransactionGrouper:
         elif st.explicit or not st.autocommit:
             if kind in NON_DATA and not st.stmts:
                 return      # SET before the first statement does not open a transaction
-            st.stmts.append(Statement(text, kind, ts, params))
-            if len(st.stmts) >= self.max_statements:
-                self.stats.split += 1
+            self._hold(conn, st, Statement(text[:MAX_HELD], kind, ts, params))
+        elif kind not in NON_DATA:
+            self._emit(Transaction(conn, [Statement(text, kind, ts, params)], "autocommit", False))
+
+    def _hold(self, conn: Hashable, st: _Conn, stmt: Statement) -> None:
+        st.stmts.append(stmt)
+        st.chars += len(stmt.text)
+        self._chars += len(stmt.text)
+        if len(st.stmts) >= self.max_statements:
+            self.stats.split += 1
+            if st.autocommit is None and not st.explicit:
+                st.autocommit = True     # hundreds of statements and no COMMIT: autocommit
+                self._close(conn, st, "autocommit")
+            else:
                 explicit = st.explicit
                 self._close(conn, st, "split")
                 st.explicit = explicit
-        elif kind not in NON_DATA:
-            self.stats.transactions += 1
-            self.sink(Transaction(conn, [Statement(text, kind, ts, params)], "autocommit", False))
+        while self._chars > self.max_buffered_chars and len(self._conns) > 1:
+            self._evict_one()
 
     def connect(self, conn: Hashable) -> None:
-        """A new session with this id: whatever was open belongs to the previous one."""
+        """A new session with this id: whatever was open belongs to the previous one; a new
+        session starts in autocommit (the server default)."""
         self.disconnect(conn)
+        self._state(conn).autocommit = True
 
     def disconnect(self, conn: Hashable) -> None:
         st = self._conns.pop(conn, None)
