@@ -109,9 +109,10 @@ class TransactionGrouper:
         self.stats.statements += 1
         st = self._state(conn)
         if kind == "begin":
-            if st.autocommit is None and not st.explicit:
-                st.autocommit = True     # BEGIN is how autocommit clients open transactions
+            unknown = st.autocommit is None and not st.explicit
             self._close(conn, st, "implicit")
+            if unknown:
+                st.autocommit = True     # BEGIN is how autocommit clients open transactions
             st.explicit = True
         elif kind == "commit" or kind == "rollback":
             if st.autocommit is None and not st.explicit:
