@@ -126,8 +126,9 @@ def analyse_logs(paths: Sequence[str | Path], server_version_override: str | Non
         raise UsageError("no log file given")
     override = None
     if server_version_override:
-        override = parse_server_version(server_version_override)
-        if override is None:
+        # A bare number ('8.0.36', '15') takes its engine from the log format, known later.
+        override = parse_server_version(server_version_override, "unknown")
+        if parse_server_version(server_version_override, "mysql") is None:
             raise UsageError(f"--server-version {server_version_override!r}: expected e.g. "
                              "'10.11.6-MariaDB', 'mysql 8.0.36' or 'postgresql 15'")
     if fmt is not None and fmt not in READERS:
@@ -139,6 +140,8 @@ def analyse_logs(paths: Sequence[str | Path], server_version_override: str | Non
     for path in paths:
         file_fmt, version, dialect = _analyse_one(Path(path), detector, stats, override, fmt)
         formats.append(file_fmt)
+        if server_version_override and override is None:
+            override = parse_server_version(server_version_override, dialect)
         if version is not None and seen_version is None:
             seen_version = parse_server_version(version, "postgresql" if dialect ==
                                                 "postgresql" else "mysql")
