@@ -75,7 +75,7 @@ def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
         return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
-        snap = run_probes(conn, spec.name, sections_needed(conn.flavour, rules), stats)
+        snap = run_probes(conn, spec.name, sections_needed(conn.flavour, rules), stats, config)
     except TargetError as exc:
         snap = unreachable_snapshot(spec.name, spec.engine, exc)
         ev = evaluate(snap, catalogue, config, Selection(), state)

@@ -28,14 +28,16 @@ class Probe:
     engine: str                 # postgresql | mysql
     fn: ProbeFn
     grant: str | None = None    # what fixes a privilege refusal
+    with_config: bool = False   # fn(conn, config): may open sibling sessions (other databases, peers)
 
 
 PROBES: dict[str, Probe] = {}
 
 
-def probe(name: str, engine: str, grant: str | None = None) -> Callable[[ProbeFn], ProbeFn]:
-    def deco(fn: ProbeFn) -> ProbeFn:
-        PROBES[name] = Probe(name, engine, fn, grant)
+def probe(name: str, engine: str, grant: str | None = None,
+          with_config: bool = False) -> Callable[[Any], Any]:
+    def deco(fn: Any) -> Any:
+        PROBES[name] = Probe(name, engine, fn, grant, with_config)
         return fn
     return deco
 
@@ -79,7 +81,7 @@ def _load_all() -> None:
 
 
 def run_probes(conn: Connection, target: str, needs: Iterable[str],
-               stats: ProbeStats | None = None) -> Snapshot:
+               stats: ProbeStats | None = None, config: Any = None) -> Snapshot:
     """Run the needed probes on one open connection; a failed probe leaves its section None."""
     _load_all()
     started = time.time()
@@ -92,7 +94,7 @@ def run_probes(conn: Connection, target: str, needs: Iterable[str],
             continue
         t0 = time.perf_counter()
         try:
-            data = p.fn(conn)
+            data = p.fn(conn, config) if p.with_config else p.fn(conn)
         except ProbeError as exc:
             grant = exc.grant or (p.grant if exc.privilege else None)
             failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
