@@ -8,7 +8,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .audit import AuditResult
+from .audit import AuditResult, TargetResult
+from .findings import Finding
 
 WIDTH = 100
 
@@ -31,26 +32,39 @@ def _wrap(text: str, width: int) -> str:
                                    break_on_hyphens=False)) or "-"
 
 
-def as_table(result: AuditResult) -> str:
-    lines = []
-    for t in result.targets:
-        what = f"{t.snapshot.engine} {t.snapshot.server_version}".strip()
-        state = f"unreachable: {t.error}" if t.error else f"{what}, {len(t.evaluation.ran)} rules run"
-        if t.evaluation.unknown and not t.error:
-            state += f", {len(t.evaluation.unknown)} unknown"
-        lines.append(_wrap(f"{t.spec.name}: {state}", WIDTH))
-    findings = result.findings
-    if not findings:
-        lines.append("\nNo findings. Status: OK")
-        return "\n".join(lines)
+def _target_line(t: TargetResult) -> str:
+    what = f"{t.snapshot.engine} {t.snapshot.server_version}".strip()
+    if t.error:
+        return f"== {t.spec.name}: unreachable: {t.error}"
+    state = f"== {t.spec.name} ({what}; {len(t.evaluation.ran)} rules run"
+    if t.evaluation.unknown:
+        state += f", {len(t.evaluation.unknown)} unknown: {', '.join(sorted(t.evaluation.unknown))}"
+    return state + ")"
+
+
+def _finding_rows(findings: list[Finding]) -> str:
     rows = []
     for f in findings:
-        text = _wrap(f.summary, 52) + "\n" + _wrap("fix: " + f.fix, 52)
-        rows.append([f.severity.upper(), f.rule, _wrap(f.target, 14), _wrap(f.subject, 14), text])
-    lines.append("")
-    lines.append(tabulate(rows, headers=["SEVERITY", "RULE", "TARGET", "SUBJECT", "FINDING / FIX"],
-                          tablefmt="simple"))
-    lines.append(f"\n{len(findings)} findings. Status: {result.status.upper()}")
+        text = _wrap(f.summary, 56) + "\n" + _wrap("fix: " + f.fix, 56)
+        rows.append([f.severity.upper(), f.rule, _wrap(f.subject, 24), text])
+    return tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"],
+                    tablefmt="simple")
+
+
+def as_table(result: AuditResult) -> str:
+    """Findings grouped by target, in 100 columns."""
+    findings = result.findings
+    lines: list[str] = []
+    names = [t.spec.name for t in result.targets]
+    names += sorted({f.target for f in findings} - set(names))
+    for t in result.targets:
+        lines.append(_wrap(_target_line(t), WIDTH))
+        mine = [f for f in findings if f.target == t.spec.name]
+        lines.append(_finding_rows(mine) + "\n" if mine else "   no findings\n")
+    for name in names[len(result.targets):]:
+        lines.append(f"== {name}")
+        lines.append(_finding_rows([f for f in findings if f.target == name]) + "\n")
+    lines.append(f"{len(findings)} findings. Status: {result.status.upper()}")
     return "\n".join(lines)
 
 

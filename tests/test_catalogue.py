@@ -1,0 +1,70 @@
+"""The rule catalogue as data: IDs, files, checks, thresholds, params and docs are consistent."""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from dbwatch.catalogue import load_catalogue, rules_dir
+from dbwatch.checks import load_checks
+from dbwatch.cli import rules_markdown
+
+SPEC_IDS = {"PG001", "PG002", "PG101", "PG102", "PG201", "PG202", "PG501", "MY001", "MY002",
+            "MY101", "MY102", "MY201", "MY501", "QU001", "QU002", "QU003", "QU004", "QU301",
+            "QU401", "QU402", "DW001"}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_spec_rule_has_a_file_named_by_its_id() -> None:
+    files = {p.stem for p in rules_dir().glob("*.toml")}
+    assert files == SPEC_IDS
+    for p in rules_dir().glob("*.toml"):
+        assert tomllib.loads(p.read_text())["id"] == p.stem
+
+
+def test_catalogue_loads_and_docs_are_complete() -> None:
+    catalogue = load_catalogue()
+    assert set(catalogue) == SPEC_IDS
+    for rule in catalogue.values():
+        for section in ("what", "why", "fix"):
+            assert len(str(rule.doc[section]).strip()) > 40, (rule.id, section)
+        assert rule.doc["references"], rule.id
+        assert all(str(r).startswith("https://") for r in rule.doc["references"]), rule.id
+
+
+def test_active_rules_have_a_registered_check() -> None:
+    checks = load_checks()
+    for rule in load_catalogue().values():
+        if not rule.planned and rule.id != "DW001":
+            assert rule.check in checks, f"{rule.id}: check {rule.check} missing"
+
+
+def test_thresholds_parse_and_are_ordered() -> None:
+    for rule in load_catalogue().values():
+        t = rule.thresholds
+        if t is not None and t.warning is not None and t.critical is not None:
+            assert t.warning <= t.critical, rule.id
+
+
+def test_params_have_defaults_of_a_plain_type() -> None:
+    for rule in load_catalogue().values():
+        for key, value in rule.params.items():
+            assert re.fullmatch(r"[a-z_]+", key), (rule.id, key)
+            assert isinstance(value, (str, int, float, bool, list)), (rule.id, key)
+
+
+def test_readme_rule_list_is_in_sync_with_the_catalogue() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = rules_markdown(load_catalogue())
+    assert table in readme, "README rule list is stale: paste `dbwatch rules --format markdown`"
+
+
+def test_a_broken_rule_file_is_reported_with_its_name(tmp_path: Path) -> None:
+    from dbwatch.errors import ConfigError
+    (tmp_path / "PG001.toml").write_text('id = "PG009"\nengine = "oracle"\n')
+    with pytest.raises(ConfigError) as exc:
+        load_catalogue(tmp_path)
+    text = "\n".join(exc.value.problems)
+    assert "PG001.toml: id" in text and "PG001.toml: engine" in text and "doc.what" in text
