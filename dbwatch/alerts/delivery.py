@@ -1,0 +1,185 @@
+"""HTTP delivery of the outbox: one worker thread per receiver, timeouts, exponential backoff.
+
+A message leaves the outbox only once the receiver accepted it (2xx) or rejected its content
+for good (400/413/422); everything else is retried, in order, across restarts.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..config import AlertConfig
+from ..state import State
+from .payloads import build
+
+log = logging.getLogger(__name__)
+PERMANENT = (400, 413, 422)   # the payload itself was refused: retrying cannot help
+
+
+def endpoint(cfg: AlertConfig) -> str:
+    if cfg.kind == "alertmanager" and not urlsplit(cfg.url).path.rstrip("/").endswith("/alerts"):
+        return cfg.url.rstrip("/") + "/api/v2/alerts"
+    return cfg.url
+
+
+def where(cfg: AlertConfig) -> str:
+    """Receiver name and host only: webhook paths and userinfo are secrets (Slack's are)."""
+    parts = urlsplit(cfg.url)
+    return f"{cfg.name} ({cfg.kind} {parts.scheme}://{parts.hostname or '?'})"
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    permanent: bool = False
+    error: str = ""
+
+
+def send(cfg: AlertConfig, payload: dict[str, Any], now: float | None = None) -> Outcome:
+    body, headers = build(cfg.kind, cfg.name, payload, time.time() if now is None else now,
+                          cfg.secret)
+    req = urllib.request.Request(endpoint(cfg), data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:
+            resp.read(65536)
+            return Outcome(True)
+    except urllib.error.HTTPError as exc:
+        return Outcome(False, exc.code in PERMANENT, f"HTTP {exc.code}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return Outcome(False, False, f"{type(reason).__name__}: {reason}"[:200])
+
+
+def backoff(attempts: int, base: float, cap: float) -> float:
+    return float(min(cap, base * (2 ** max(attempts - 1, 0))))
+
+
+class Worker(threading.Thread):
+    """Delivers one receiver's queue in order; never touches the probing threads."""
+
+    def __init__(self, cfg: AlertConfig, state: State, base: float = 1.0, cap: float = 60.0,
+                 stats: dict[str, dict[str, int]] | None = None) -> None:
+        super().__init__(name=f"dbwatch-alerts-{cfg.name}", daemon=True)
+        self.cfg, self.state, self.base, self.cap = cfg, state, base, cap
+        self.stop_event = threading.Event()
+        self.wake_event = threading.Event()
+        self.stats = stats if stats is not None else {}
+        self._down = False
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                pause = self.pass_once()
+            except Exception:   # a bug here must not kill alerting for good
+                log.exception("alert delivery to %s failed unexpectedly", where(self.cfg))
+                pause = self.cap
+            if pause > 0:
+                # Backing off: new messages must not make a down endpoint get hammered.
+                self.stop_event.wait(pause)
+            else:
+                self.wake_event.wait(5.0)
+                self.wake_event.clear()
+
+    def pass_once(self, deadline: float | None = None) -> float:
+        """Send the queue in order until it is empty (0) or a send fails (the backoff)."""
+        while not self.stop_event.is_set():
+            head = self.state.outbox_head(self.cfg.name, limit=20)
+            if not head:
+                return 0.0
+            for msg in head:
+                if deadline is not None and time.time() >= deadline:
+                    return 0.0
+                if not self._deliver(msg):
+                    return backoff(msg["attempts"] + 1, self.base, self.cap)
+        return 0.0
+
+    def _deliver(self, msg: dict[str, Any]) -> bool:
+        out = send(self.cfg, msg["payload"])
+        counts = self.stats.setdefault(self.cfg.name, {"sent": 0, "failed": 0, "dropped": 0})
+        if out.ok or out.permanent:
+            self.state.outbox_done(msg["id"])
+            if out.ok:
+                counts["sent"] += 1
+                if self._down:
+                    log.warning("alert receiver %s is reachable again", where(self.cfg))
+                self._down = False
+            else:
+                counts["dropped"] += 1
+                log.error("alert receiver %s refused a %s message for good (%s); dropped",
+                          where(self.cfg), msg["event"], out.error)
+            return True
+        counts["failed"] += 1
+        delay = backoff(msg["attempts"] + 1, self.base, self.cap)
+        self.state.outbox_failed(msg["id"], out.error, time.time() + delay)
+        if not self._down or msg["attempts"] == 0:
+            log.warning("alert receiver %s: %s; %d queued, retrying in %.0fs", where(self.cfg),
+                        out.error, self.state.outbox_size().get(self.cfg.name, 0), delay)
+        self._down = True
+        return False
+
+
+class Delivery:
+    """The set of workers for the configured receivers; restartable on config reload."""
+
+    def __init__(self, state: State, base: float = 1.0, cap: float = 60.0) -> None:
+        self.state, self.base, self.cap = state, base, cap
+        self.workers: dict[str, Worker] = {}
+        self.stats: dict[str, dict[str, int]] = {}
+
+    def start(self, receivers: Iterable[AlertConfig]) -> None:
+        self.stop(timeout=0.0)
+        for cfg in receivers:
+            w = Worker(cfg, self.state, self.base, self.cap, self.stats)
+            self.workers[cfg.name] = w
+            w.start()
+
+    def wake(self) -> None:
+        for w in self.workers.values():
+            w.wake_event.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for w in self.workers.values():
+            w.stop_event.set()
+            w.wake_event.set()
+        end = time.time() + timeout
+        for w in self.workers.values():
+            w.join(max(0.0, end - time.time()))
+        self.workers = {}
+
+    def flush(self, receivers: Iterable[AlertConfig], budget: float) -> int:
+        """--once: deliver everything queued, retrying with backoff for at most `budget` seconds.
+
+        Returns the number of messages still queued for the configured receivers.
+        """
+        cfgs = list(receivers)
+        deadline = time.time() + budget
+        workers = [Worker(c, self.state, self.base, self.cap, self.stats) for c in cfgs]
+        threads = [threading.Thread(target=_drain, args=(w, deadline), daemon=True)
+                   for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(0.0, deadline - time.time()) + max((c.timeout for c in cfgs), default=0))
+        for w in workers:
+            w.stop_event.set()
+        sizes = self.state.outbox_size()
+        return sum(sizes.get(c.name, 0) for c in cfgs)
+
+
+def _drain(w: Worker, deadline: float) -> None:
+    attempt = 0
+    while time.time() < deadline and w.state.outbox_size().get(w.cfg.name, 0):
+        w.pass_once(deadline)
+        if not w.state.outbox_size().get(w.cfg.name, 0):
+            return
+        attempt += 1
+        pause = min(backoff(attempt, w.base, w.cap), deadline - time.time())
+        if pause > 0:
+            w.stop_event.wait(pause)

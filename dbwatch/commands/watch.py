@@ -1,0 +1,66 @@
+"""`dbwatch watch`: the daemon (SPEC §7); `--once` runs one full cycle and exits with the audit code."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from ..config import find_config_path
+from ..daemon import Daemon, load_setup
+from ..state import State, default_state_path
+
+HELP = "the watchdog daemon: probe every target on its interval, alert, act"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="config file (default: $DBWATCH_CONFIG, ./dbwatch.toml)")
+    p.add_argument("--state", help="state database (default: $XDG_STATE_HOME/dbwatch/state.db)")
+    p.add_argument("--once", action="store_true",
+                   help="one full cycle of every target, deliver alerts, exit with the audit code")
+    p.add_argument("--metrics-address", metavar="HOST:PORT", help="serve Prometheus /metrics")
+    p.add_argument("--log-format", choices=("text", "json"), help="log lines (default: text)")
+    p.add_argument("--flush-timeout", type=float, default=20.0, metavar="SECONDS",
+                   help="--once: how long to keep retrying alert delivery (default 20)")
+    p.add_argument("--debug", action="store_true", help="log debug messages and show tracebacks")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg (+ exc)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+               "level": record.levelname.lower(), "logger": record.name,
+               "msg": record.getMessage()}
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str)
+
+
+def setup_logging(fmt: str, debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler],
+                        force=True)
+    for noisy in ("apscheduler", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run(args: argparse.Namespace) -> int:
+    path = find_config_path(args.config)
+    setup = load_setup(path)
+    daemon_cfg = setup.config.daemon
+    setup_logging(args.log_format or daemon_cfg.log_format, args.debug)
+    state_path = args.state or daemon_cfg.state or str(default_state_path())
+    state = State(Path(state_path).expanduser(), retention=daemon_cfg.retention)
+    try:
+        daemon = Daemon(path, state, setup,
+                        metrics_address=args.metrics_address or daemon_cfg.metrics_address,
+                        flush_budget=max(0.0, args.flush_timeout))
+        return daemon.run_once() if args.once else daemon.run_forever()
+    finally:
+        state.close()

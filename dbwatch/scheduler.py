@@ -1,0 +1,85 @@
+"""The only module that knows APScheduler (3.x): one interval job per target.
+
+max_instances=1 and coalesce=True: probes never overlap on one target, and a late target
+runs once, not in a burst. The thread pool has a thread per target up to a cap, so a slow or
+dead target (connect timeout) holds only its own thread; first runs are staggered.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+log = logging.getLogger(__name__)
+MAX_THREADS = 64
+
+
+def pool_size(n_targets: int, cap: int = MAX_THREADS) -> int:
+    return max(1, min(n_targets, cap))
+
+
+class Scheduler:
+    """Runs `job(name, scheduled_at)` for every (name, interval) it is given."""
+
+    def __init__(self, job: Callable[[str, float], None], threads: int) -> None:
+        self.job = job
+        self.threads = threads
+        self.anchor: dict[str, tuple[float, float]] = {}   # name -> (first run, interval)
+        self.missed = 0
+        self._sched = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=threads)},
+            job_defaults={"coalesce": True, "max_instances": 1}, timezone="UTC")
+        self._sched.add_listener(self._on_missed, EVENT_JOB_MISSED)
+
+    def _on_missed(self, event: JobExecutionEvent) -> None:
+        self.missed += 1
+        log.warning("cycle of %s skipped: the previous one was still running or too late",
+                    event.job_id)
+
+    def _run(self, name: str) -> None:
+        self.job(name, self.scheduled(name, time.time()))
+
+    def scheduled(self, name: str, now: float) -> float:
+        """When the run starting now was due (its lateness is now - this)."""
+        first, interval = self.anchor.get(name, (now, 1.0))
+        if now < first:
+            return now
+        return first + ((now - first) // interval) * interval
+
+    def set_targets(self, targets: Iterable[tuple[str, float]]) -> None:
+        """Add, re-time or remove jobs to match; a job's first run is staggered over its interval."""
+        wanted = dict(targets)
+        for job in self._sched.get_jobs():
+            if job.id not in wanted:
+                job.remove()
+                self.anchor.pop(job.id, None)
+        now = time.time()
+        n = max(len(wanted), 1)
+        for i, (name, interval) in enumerate(sorted(wanted.items())):
+            old = self.anchor.get(name)
+            if old is not None and old[1] == interval:
+                continue
+            first = now + 0.2 + (i / n) * min(interval, 15.0)
+            self.anchor[name] = (first, interval)
+            kwargs: dict[str, Any] = {"id": name, "args": (name,), "replace_existing": True,
+                                      "misfire_grace_time": max(1, int(interval)),
+                                      "next_run_time": _dt(first)}
+            self._sched.add_job(self._run, "interval", seconds=interval, **kwargs)
+
+    def start(self) -> None:
+        self._sched.start()
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop scheduling; with wait, let the running cycles finish."""
+        if self._sched.running:
+            self._sched.shutdown(wait=wait)
+
+
+def _dt(ts: float) -> Any:
+    from datetime import datetime, timezone
+    return datetime.fromtimestamp(ts, timezone.utc)

@@ -1,0 +1,389 @@
+"""The daemon's state in SQLite (WAL, every transition in one transaction, safe under SIGKILL).
+
+Holds the finding lifecycle, alerts sent, the alert outbox, deadlocks seen, actions taken,
+time series and the last cycle of each target. One `State` is shared by all daemon threads.
+
+API other modules code against (all methods are thread-safe):
+  State(path)                                   open/create; path ":memory:" for tests
+  with state.transaction(): ...                 group several calls into one atomic commit
+  update(target, findings, now, for_seconds, keep_rules) -> Transitions
+      pending -> firing after for_seconds(rule) (0 = at once) -> resolved when it clears;
+      findings of rules in keep_rules (could not run this cycle) are left as they are.
+  firing(target=None) -> list[FindingRow]       what fires now (FindingRow.finding rebuilds it)
+  record_deadlock(target, key, at, data_json) -> bool   True if the key was not seen before
+  deadlocks(target=None, limit=100) -> list[dict]       newest first: target, key, at, data, seen_at
+  record_action(target, rule, fingerprint, subject, action, detail_json) -> None
+  actions(target=None, limit=100) -> list[dict]
+  record_metric(target, key, value, ts=None)    time series, pruned after `retention` seconds
+  history(target, key, since_seconds) -> list[tuple[float, float]]   (ts, value), oldest first
+  rate(target, key, since_seconds) -> float | None                   per-second growth
+  record_cycle(target, started, duration, status, error, findings, lateness); cycles()
+Outbox and alerts-sent methods are used by dbwatch.alerts (router and delivery).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .findings import Finding, severity_rank
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS findings(
+  fingerprint TEXT PRIMARY KEY, target TEXT NOT NULL, rule TEXT NOT NULL,
+  severity TEXT NOT NULL, subject TEXT NOT NULL, status TEXT NOT NULL,
+  first_seen REAL NOT NULL, fired_at REAL, last_seen REAL NOT NULL, resolved_at REAL,
+  data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS findings_target ON findings(target, status);
+CREATE TABLE IF NOT EXISTS alerts_sent(
+  receiver TEXT NOT NULL, fingerprint TEXT NOT NULL, target TEXT NOT NULL,
+  status TEXT NOT NULL, severity TEXT NOT NULL, first_sent REAL NOT NULL,
+  last_sent REAL NOT NULL, PRIMARY KEY(receiver, fingerprint));
+CREATE INDEX IF NOT EXISTS alerts_sent_target ON alerts_sent(target, receiver);
+CREATE TABLE IF NOT EXISTS outbox(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, receiver TEXT NOT NULL, fingerprint TEXT NOT NULL,
+  event TEXT NOT NULL, payload TEXT NOT NULL, created REAL NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0, next_attempt REAL NOT NULL DEFAULT 0, last_error TEXT);
+CREATE INDEX IF NOT EXISTS outbox_receiver ON outbox(receiver, id);
+CREATE TABLE IF NOT EXISTS deadlocks(
+  target TEXT NOT NULL, key TEXT NOT NULL, at, data TEXT, seen_at REAL NOT NULL,
+  PRIMARY KEY(target, key));
+CREATE TABLE IF NOT EXISTS actions(
+  id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, target TEXT, rule TEXT,
+  fingerprint TEXT, subject TEXT, action TEXT NOT NULL, detail TEXT);
+CREATE TABLE IF NOT EXISTS series(target TEXT NOT NULL, key TEXT NOT NULL, ts REAL NOT NULL,
+  value REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS series_tk ON series(target, key, ts);
+CREATE TABLE IF NOT EXISTS cycles(
+  target TEXT PRIMARY KEY, started REAL NOT NULL, duration REAL, status TEXT NOT NULL,
+  error TEXT, findings INTEGER, lateness REAL);
+"""
+
+
+def default_state_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "dbwatch" / "state.db"
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    fingerprint: str
+    target: str
+    rule: str
+    severity: str
+    subject: str
+    status: str
+    first_seen: float
+    fired_at: float | None
+    last_seen: float
+    resolved_at: float | None
+    data: dict[str, Any]
+
+    @property
+    def finding(self) -> Finding:
+        d = self.data
+        return Finding(rule=self.rule, severity=self.severity, target=self.target,
+                       subject=self.subject, summary=d.get("summary", ""), fix=d.get("fix", ""),
+                       evidence=d.get("evidence", {}), identity=d.get("identity"),
+                       confidence=d.get("confidence", "high"))
+
+
+@dataclass
+class Transitions:
+    fired: list[FindingRow] = field(default_factory=list)
+    resolved: list[FindingRow] = field(default_factory=list)
+    pending: int = 0
+
+
+def _finding_data(f: Finding) -> str:
+    d = f.to_dict()
+    d["identity"] = f.identity
+    return json.dumps(d, default=str, sort_keys=True)
+
+
+def _as_json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class State:
+    """One SQLite connection behind a re-entrant lock; writes are short transactions."""
+
+    def __init__(self, path: str | Path, retention: float = 7 * 86400.0) -> None:
+        self.path = str(path)
+        self.retention = retention
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # FULL: a committed outbox row survives power loss too, not only a killed process.
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._create()
+        self._last_prune = 0.0
+
+    def _create(self) -> None:
+        with self._lock:
+            self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
+                             (str(SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT; nested uses join the outer transaction."""
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._db
+                finally:
+                    self._depth -= 1
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self._db
+            except BaseException:
+                self._depth = 0
+                self._db.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._db.execute(sql, tuple(params)).fetchall())
+
+    # -- finding lifecycle -------------------------------------------------------------
+
+    def update(self, target: str, findings: Iterable[Finding], now: float | None = None,
+               for_seconds: Callable[[str], float] | None = None,
+               keep_rules: Iterable[str] = ()) -> Transitions:
+        """Apply one cycle's findings for `target`; returns what fired and what resolved."""
+        now = time.time() if now is None else now
+        wait = for_seconds or (lambda rule: 0.0)
+        keep = set(keep_rules)
+        current: dict[str, Finding] = {}
+        for f in findings:
+            old = current.get(f.fingerprint)
+            if old is None or severity_rank(f.severity) > severity_rank(old.severity):
+                current[f.fingerprint] = f
+        out = Transitions()
+        with self.transaction() as db:
+            live = {r.fingerprint: r for r in self._finding_rows(
+                "target = ? AND status IN ('pending', 'firing')", (target,))}
+            for fp, f in current.items():
+                row = live.get(fp)
+                self._advance(db, f, row, now, wait(f.rule), out)
+            for fp, row in live.items():
+                if fp in current or row.rule in keep:
+                    continue
+                if row.status == "pending":
+                    db.execute("DELETE FROM findings WHERE fingerprint = ?", (fp,))
+                    continue
+                db.execute("UPDATE findings SET status = 'resolved', resolved_at = ? "
+                           "WHERE fingerprint = ?", (now, fp))
+                out.resolved.append(self._finding_rows("fingerprint = ?", (fp,))[0])
+        return out
+
+    def _advance(self, db: sqlite3.Connection, f: Finding, row: FindingRow | None,
+                 now: float, wait: float, out: Transitions) -> None:
+        data = _finding_data(f)
+        if row is None:
+            status = "firing" if wait <= 0 else "pending"
+            db.execute("INSERT OR REPLACE INTO findings(fingerprint, target, rule, severity, "
+                       "subject, status, first_seen, fired_at, last_seen, resolved_at, data) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+                       (f.fingerprint, f.target, f.rule, f.severity, f.subject, status, now,
+                        now if status == "firing" else None, now, data))
+        else:
+            status = row.status
+            if status == "pending" and now - row.first_seen >= wait:
+                status = "firing"
+            db.execute("UPDATE findings SET severity = ?, subject = ?, status = ?, last_seen = ?,"
+                       " fired_at = coalesce(fired_at, CASE WHEN ? = 'firing' THEN ? END),"
+                       " data = ? WHERE fingerprint = ?",
+                       (f.severity, f.subject, status, now, status, now, data, f.fingerprint))
+        if status == "pending":
+            out.pending += 1
+        elif row is None or row.status == "pending":
+            out.fired.append(self._finding_rows("fingerprint = ?", (f.fingerprint,))[0])
+
+    def _finding_rows(self, where: str, params: Iterable[Any] = ()) -> list[FindingRow]:
+        rows = self._rows(f"SELECT * FROM findings WHERE {where} ORDER BY target, rule, subject",
+                          params)
+        return [FindingRow(r["fingerprint"], r["target"], r["rule"], r["severity"], r["subject"],
+                           r["status"], r["first_seen"], r["fired_at"], r["last_seen"],
+                           r["resolved_at"], json.loads(r["data"])) for r in rows]
+
+    def firing(self, target: str | None = None) -> list[FindingRow]:
+        if target is None:
+            return self._finding_rows("status = 'firing'")
+        return self._finding_rows("status = 'firing' AND target = ?", (target,))
+
+    def pending(self, target: str | None = None) -> list[FindingRow]:
+        if target is None:
+            return self._finding_rows("status = 'pending'")
+        return self._finding_rows("status = 'pending' AND target = ?", (target,))
+
+    def finding(self, fingerprint: str) -> FindingRow | None:
+        rows = self._finding_rows("fingerprint = ?", (fingerprint,))
+        return rows[0] if rows else None
+
+    # -- alerts sent and the outbox (dbwatch.alerts) ------------------------------------
+
+    def sent(self, target: str, receiver: str) -> dict[str, sqlite3.Row]:
+        rows = self._rows("SELECT * FROM alerts_sent WHERE target = ? AND receiver = ?",
+                          (target, receiver))
+        return {r["fingerprint"]: r for r in rows}
+
+    def mark_sent(self, receiver: str, fingerprint: str, target: str, status: str,
+                  severity: str, now: float) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO alerts_sent(receiver, fingerprint, target, status, severity, "
+                       "first_sent, last_sent) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                       "ON CONFLICT(receiver, fingerprint) DO UPDATE SET status = excluded.status,"
+                       " severity = excluded.severity, last_sent = excluded.last_sent",
+                       (receiver, fingerprint, target, status, severity, now, now))
+
+    def enqueue(self, receiver: str, fingerprint: str, event: str, payload: dict[str, Any],
+                now: float | None = None) -> int:
+        """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
+        now = time.time() if now is None else now
+        body = json.dumps(payload, default=str, sort_keys=True)
+        with self.transaction() as db:
+            last = db.execute("SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
+                              " ORDER BY id DESC LIMIT 1", (receiver, fingerprint)).fetchone()
+            if last is not None and last["event"] == event and event != "action":
+                db.execute("UPDATE outbox SET payload = ? WHERE id = ?", (body, last["id"]))
+                return int(last["id"])
+            cur = db.execute("INSERT INTO outbox(receiver, fingerprint, event, payload, created) "
+                             "VALUES (?, ?, ?, ?, ?)", (receiver, fingerprint, event, body, now))
+            return int(cur.lastrowid or 0)
+
+    def outbox_head(self, receiver: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The oldest queued messages of one receiver, in order."""
+        rows = self._rows("SELECT * FROM outbox WHERE receiver = ? ORDER BY id LIMIT ?",
+                          (receiver, limit))
+        return [dict(r) | {"payload": json.loads(r["payload"])} for r in rows]
+
+    def outbox_done(self, msg_id: int) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM outbox WHERE id = ?", (msg_id,))
+
+    def outbox_failed(self, msg_id: int, error: str, next_attempt: float) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt = ?, "
+                       "last_error = ? WHERE id = ?", (next_attempt, error[:300], msg_id))
+
+    def outbox_size(self) -> dict[str, int]:
+        rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver")
+        return {r["receiver"]: int(r["n"]) for r in rows}
+
+    # -- deadlocks, actions ------------------------------------------------------------
+
+    def record_deadlock(self, target: str, key: str, at: Any, data_json: Any) -> bool:
+        with self.transaction() as db:
+            cur = db.execute("INSERT OR IGNORE INTO deadlocks(target, key, at, data, seen_at) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             (target, key, at, _as_json(data_json), time.time()))
+            return cur.rowcount == 1
+
+    def deadlocks(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
+        rows = self._rows(f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, rowid DESC "
+                          "LIMIT ?", [*params, limit])
+        return [dict(r) | {"data": _loads(r["data"])} for r in rows]
+
+    def deadlock_count(self, target: str) -> int:
+        return int(self._rows("SELECT count(*) AS n FROM deadlocks WHERE target = ?",
+                              (target,))[0]["n"])
+
+    def record_action(self, target: str, rule: str, fingerprint: str, subject: str,
+                      action: str, detail_json: Any) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO actions(ts, target, rule, fingerprint, subject, action, "
+                       "detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (time.time(), target, rule, fingerprint, subject, action,
+                        _as_json(detail_json)))
+
+    def actions(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
+        rows = self._rows(f"SELECT * FROM actions {where} ORDER BY id DESC LIMIT ?",
+                          [*params, limit])
+        return [dict(r) | {"detail": _loads(r["detail"])} for r in rows]
+
+    # -- time series -------------------------------------------------------------------
+
+    def record_metric(self, target: str, key: str, value: float, ts: float | None = None) -> None:
+        self.record_metrics(target, {key: value}, ts)
+
+    def record_metrics(self, target: str, values: dict[str, float], ts: float | None = None) -> None:
+        ts = time.time() if ts is None else ts
+        with self.transaction() as db:
+            db.executemany("INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)",
+                           [(target, k, ts, float(v)) for k, v in values.items()])
+
+    def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        since = time.time() - since_seconds
+        rows = self._rows("SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
+                          "ORDER BY ts", (target, key, since))
+        return [(float(r["ts"]), float(r["value"])) for r in rows]
+
+    def rate(self, target: str, key: str, since_seconds: float) -> float | None:
+        """Growth per second between the oldest and newest point of the window."""
+        points = self.history(target, key, since_seconds)
+        if len(points) < 2 or points[-1][0] <= points[0][0]:
+            return None
+        return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+
+    def prune(self, now: float | None = None, every: float = 300.0) -> None:
+        """Drop series points and resolved findings older than the retention (at most every 5 min)."""
+        now = time.time() if now is None else now
+        if now - self._last_prune < every:
+            return
+        self._last_prune = now
+        cutoff = now - self.retention
+        with self.transaction() as db:
+            db.execute("DELETE FROM series WHERE ts < ?", (cutoff,))
+            db.execute("DELETE FROM findings WHERE status = 'resolved' AND resolved_at < ?",
+                       (cutoff,))
+            db.execute("DELETE FROM alerts_sent WHERE status = 'resolved' AND last_sent < ?",
+                       (cutoff,))
+
+    # -- cycles --------------------------------------------------------------------------
+
+    def record_cycle(self, target: str, started: float, duration: float, status: str,
+                     error: str | None = None, findings: int = 0, lateness: float = 0.0) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO cycles(target, started, duration, status, error, "
+                       "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (target, started, duration, status, error, findings, lateness))
+
+    def cycles(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._rows("SELECT * FROM cycles ORDER BY target")]
