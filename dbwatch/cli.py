@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import logging
@@ -12,7 +13,7 @@ from typing import Any
 
 from . import __version__
 from .catalogue import Rule, load_catalogue
-from .config import Config, find_config_path, load_config
+from .config import Config, TargetConfig, find_config_path, load_config
 from .errors import ConfigError, DbwatchError, TargetError, UsageError
 from .evaluate import Selection
 from .targets import TargetSpec, default_targets, spec_for
@@ -87,13 +88,19 @@ def load_all(config_arg: str | None) -> tuple[dict[str, Rule], Config]:
     return catalogue, load_config(find_config_path(config_arg), catalogue)
 
 
+def _with_config(spec: TargetSpec, target: TargetConfig) -> TargetSpec:
+    """Per-target settings the probes read (queue retry_after)."""
+    return dataclasses.replace(spec, retry_after=target.retry_after)
+
+
 def resolve_targets(names: Sequence[str], config: Config, say: bool = True) -> list[TargetSpec]:
     """URLs or configured names; else the config's targets; else DBWATCH_TARGETS / local defaults."""
     by_name = {t.name: t for t in config.targets}
     if names:
-        return [spec_for(by_name[n].url, n) if n in by_name else spec_for(n) for n in names]
+        return [_with_config(spec_for(by_name[n].url, n), by_name[n]) if n in by_name
+                else spec_for(n) for n in names]
     if config.targets:
-        return [spec_for(t.url, t.name) for t in config.targets]
+        return [_with_config(spec_for(t.url, t.name), t) for t in config.targets]
     specs = default_targets()
     if say:
         src = "DBWATCH_TARGETS" if os.environ.get("DBWATCH_TARGETS") else "local defaults"

@@ -25,6 +25,7 @@ class TargetSpec:
     name: str
     url: str
     engine: str            # "postgresql" or "mysql" (flavour refined after connecting)
+    retry_after: float | None = None   # queue tables: the target's Laravel retry_after
 
     @property
     def safe_url(self) -> str:
