@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ class ProbeStats:
     queries: int = 0
     rows: int = 0
     seconds: float = 0.0
+    per_probe: dict[str, float] = field(default_factory=dict)
 
 
 def _load_all() -> None:
@@ -103,6 +104,7 @@ def run_probes(conn: Connection, target: str, needs: Iterable[str],
             continue
         if stats is not None:
             stats.seconds += time.perf_counter() - t0
+            stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
         if isinstance(data, PartialResult):
