@@ -37,6 +37,14 @@ _MODE = re.compile(r"lock[_ ]mode\s+([A-Z][A-Z-]*)")
 _COMMENT = re.compile(r"/\*.*?\*/")
 
 
+def is_record_dump(line: str) -> bool:
+    """' 0: len 4; hex 80000001; asc ;;' / ' 1: SQL NULL;' (row contents after a lock)."""
+    if not line or line[0] != " ":
+        return False
+    head = line[:12].lstrip()
+    return head[:1].isdigit() and ": " in head
+
+
 def normalize_ts(text: str) -> tuple[str | None, str]:
     """("YYYY-MM-DD HH:MM:SS", rest of line) from any InnoDB timestamp prefix."""
     m = _TS.match(text[:MAX_LINE])

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.parsers.innodb_common import (
-    MAX_LINE, MAX_QUERY, normalize_ts, parse_counts, parse_lock_line, parse_tables_in_use,
+    MAX_LINE, MAX_QUERY, is_record_dump, normalize_ts, parse_counts, parse_lock_line, parse_tables_in_use,
     parse_thread, parse_trx_header,
 )
 
@@ -203,7 +203,7 @@ def feed_line(st: _State, raw: str) -> None:
         return
     if not st.trxs or not line.strip():
         return
-    if line[0] == " ":                     # record field dump: ' 0: len 4; hex ...'
+    if line[0] == " " and is_record_dump(line):
         return
     if line.startswith("RECORD LOCKS") or line.startswith("TABLE LOCK"):
         lock = parse_lock_line(line)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.parsers.innodb_common import (
-    MAX_LINE, MAX_QUERY, normalize_ts, norm_trx_id, parse_counts, parse_lock_line,
+    MAX_LINE, MAX_QUERY, is_record_dump, normalize_ts, norm_trx_id, parse_counts, parse_lock_line,
     parse_tables_in_use, parse_thread, parse_trx_header,
 )
 from dbwatch.parsers.innodb_deadlock import (
@@ -181,7 +181,7 @@ def _parse_transactions(lines: list[str], a: int, b: int
     cur: dict[str, Any] | None = None
     for k in range(a, b):
         line = lines[k]
-        if not line or line[0] == " ":
+        if not line or (line[0] == " " and is_record_dump(line)):
             continue
         if line.startswith("---TRANSACTION"):
             if cur is not None and len(out) < MAX_TRX_LIST:
