@@ -13,22 +13,26 @@ from sqlparse import tokens as T
 
 MAX_STATEMENT = 16 * 1024      # bytes of a statement we look at; the rest is never parsed
 CACHE_SIZE = 20_000            # distinct shapes kept; cleared when full (cheap, rare)
+RECENT_SIZE, RECENT_TEXT = 2048, 1024   # exact texts remembered, and the longest kept
 
 # One pass finds every literal and placeholder, so that the i-th '?' of a shape is the
 # i-th value: strings first (a digit or '?' inside a string is not a literal of its own).
+# Speed matters (every examined statement goes through here): a look-ahead on the first
+# character skips most positions at once, and possessive loops never backtrack in a string.
 _NUM = r"(?<![\w$.])[-+]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"
 _PH = r"\?|\$\d+|%s"
 _LIT = {
-    "mysql": re.compile(r"""[xXbBnN]?'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|""" + _NUM + "|" + _PH,
-                        re.S),
-    "postgresql": re.compile(r"""[eE]'(?:[^'\\]|\\.|'')*'|[xXbBnNuU]?&?'(?:[^']|'')*'"""
-                             r"""|\$\$.*?\$\$|""" + _NUM + "|" + _PH, re.S),
+    "mysql": re.compile(r"""(?=['"\d?$%+-])(?:'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|"""
+                        + _NUM + "|" + _PH + ")", re.S),
+    "postgresql": re.compile(r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.|'')*+'"""
+                             r"""|'(?:[^']++|'')*+'|\$\$.*?\$\$|""" + _NUM + "|" + _PH + ")",
+                             re.S),
 }
 _COMMENTS = {
     # Strings are matched (and kept) so a '--' inside a literal is not taken for a comment.
-    "mysql": re.compile(r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""",
-                        re.S),
-    "postgresql": re.compile(r"""([eE]?'(?:[^']|'')*')|/\*.*?(?:\*/|$)|--[^\n]*""", re.S),
+    "mysql": re.compile(r"""('(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")"""
+                        r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""", re.S),
+    "postgresql": re.compile(r"""([eE]?'(?:[^']++|'')*+')|/\*.*?(?:\*/|$)|--[^\n]*""", re.S),
 }
 _IN_LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)+\s*\)")
 _FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.S)
@@ -47,8 +51,16 @@ _WORD_KIND = {
 }
 
 
+# The statements of queue traffic, recognised from six characters without a regex.
+_FAST_KIND = {w: _WORD_KIND[w] for w in ("select", "delete", "update", "insert", "commit")}
+_FAST_KIND.update({w.upper(): k for w, k in _FAST_KIND.items()})
+
+
 def quick_kind(text: str) -> str:
     """Statement kind from its first words only: enough to group transactions, no parsing."""
+    kind = _FAST_KIND.get(text[:6])
+    if kind is not None and not text[6:7].isalnum() and text[6:7] != "_":
+        return kind
     m = _FIRST_WORD.match(text, 0, 512)
     if m is None:
         return "empty" if not text.strip() else "other"
@@ -76,24 +88,33 @@ def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, tuple[Any, ...
     The shape is the cache key for the sqlparse classification; values[i] is the text of
     the i-th '?' (a literal as written, or '?'/'$1' for a placeholder; an IN list is a tuple).
     """
+    t, shape, flat = _shape(text, dialect)
+    return shape, _values(t, shape, flat, dialect)
+
+
+def _shape(text: str, dialect: str) -> tuple[str, str, str]:
+    """(bounded text without comments, shape, shape before IN-list collapsing)."""
     t = text[:MAX_STATEMENT]
     if "/*" in t or "--" in t or (dialect == "mysql" and "#" in t):
         t = _COMMENTS[dialect].sub(lambda m: m.group(1) or " ", t)
-    lit = _LIT[dialect]
-    values: tuple[Any, ...] = tuple(lit.findall(t))
-    shape = " ".join(lit.sub("?", t).split()).lower()
-    if "?," in shape or "?, " in shape:
-        shape, values = _collapse_in_lists(shape, values)
-    return shape, values
+    flat = " ".join(_LIT[dialect].sub("?", t).split()).lower()
+    if "?," in flat or "?, " in flat:
+        return t, _IN_LIST.sub("(?)", flat), flat
+    return t, flat, flat
 
 
-def _collapse_in_lists(shape: str, values: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
-    """`IN (?, ?, ?)` becomes `IN (?)` so lists of any length share one shape."""
+def _values(t: str, shape: str, flat: str, dialect: str) -> tuple[Any, ...]:
+    values = tuple(_LIT[dialect].findall(t))
+    return values if shape is flat else _collapse_in_lists(flat, values)
+
+
+def _collapse_in_lists(flat: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Values to go with `IN (?, ?, ?)` → `IN (?)`: each list becomes one tuple."""
     out: list[Any] = []
     pos = 0
     i = 0
-    for m in _IN_LIST.finditer(shape):
-        before = shape[pos:m.start()].count("?")
+    for m in _IN_LIST.finditer(flat):
+        before = flat[pos:m.start()].count("?")
         out.extend(values[i:i + before])
         i += before
         n = m.group(0).count("?")
@@ -101,7 +122,7 @@ def _collapse_in_lists(shape: str, values: tuple[Any, ...]) -> tuple[str, tuple[
         i += n
         pos = m.end()
     out.extend(values[i:])
-    return _IN_LIST.sub("(?)", shape), tuple(out)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +158,28 @@ class Classifier:
     dialect: str = "mysql"
     stats: ClassifierStats = field(default_factory=ClassifierStats)
     _cache: dict[str, Shape | None] = field(default_factory=dict)
+    _recent: dict[str, tuple[Shape, tuple[Any, ...]]] = field(default_factory=dict)
 
     def classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
         """(shape, values), or None when the statement cannot be parsed (counted)."""
         self.stats.classified += 1
+        # Busy workers repeat the exact same text (a claim's `available_at <= now` changes
+        # once a second): remember recent short texts whole.
+        hit = self._recent.get(text)
+        if hit is not None:
+            return hit
+        result = self._classify(text)
+        if result is not None and len(text) <= RECENT_TEXT:
+            if len(self._recent) >= RECENT_SIZE:
+                self._recent.clear()
+            self._recent[text] = result
+        return result
+
+    def _classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
         if len(text) > MAX_STATEMENT:
             self.stats.truncated += 1
         try:
-            key, values = prenormalise(text, self.dialect)
+            t, key, flat = _shape(text, self.dialect)
         except Exception:   # regex on hostile text: count it, never crash the analysis
             self.stats.unparsable += 1
             return None
@@ -154,7 +189,8 @@ class Classifier:
         if shape is None:
             self.stats.unparsable += 1
             return None
-        return shape, values
+        # Values matter only for key lookups (QU401 compares them): skip the scan otherwise.
+        return shape, (_values(t, key, flat, self.dialect) if shape.key_eq else ())
 
     def _parse(self, key: str) -> Shape | None:
         if len(self._cache) >= CACHE_SIZE:

@@ -8,9 +8,17 @@ from collections.abc import Iterable, Iterator
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 # Quoted text and comments are matched whole so a ';' inside them does not split.
-_TOKENS = re.compile(r"""'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*"|`[^`]*`|--[^\n]*|/\*.*?\*/|;""",
-                     re.S)
+_TOKENS = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`|--[^\n]*"""
+                     r"""|/\*.*?\*/|;""", re.S)
+_QUOTED = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`""", re.S)
 TRANSCRIPT_CONN = "transcript"
+
+
+def has_several(text: str) -> bool:
+    """Whether a query string holds more than one statement (a ';' outside quotes before the
+    end). Job payloads are full of ';' (PHP serialize): checked in C before any splitting."""
+    body = text.rstrip().rstrip(";")
+    return ";" in body and ";" in _QUOTED.sub("", body)
 
 
 def split_statements(text: str) -> Iterator[str]:
