@@ -1,0 +1,265 @@
+"""QU001–QU004: queue health read from the queue tables (backlog, expired reservations,
+repeated attempts, failed jobs), over the normalised rows of the pg.queues / my.queues probes.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from ..durations import format_duration, parse_count, parse_duration
+from ..findings import Finding
+from ..queues import FIX, MEANING, classify_failure, job_class, payload_timeout
+from . import CheckContext, check
+
+SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
+# The probe counts failures in these fixed windows; the rule's window picks the smallest that
+# covers it.
+BUCKETS = ((3600, "n_1h"), (21600, "n_6h"), (86400, "n_24h"), (259200, "n_3d"), (604800, "n_7d"))
+MAX_FAILURE_FINDINGS = 10       # per table: the largest groups
+_RANK = {None: 0, "warning": 1, "critical": 2}
+
+
+def _tables(ctx: CheckContext, aspect: str) -> Iterator[dict[str, Any]]:
+    name = "pg.queues" if ctx.snapshot.engine == "postgresql" else "my.queues"
+    for t in ctx.snapshot.section(name).get("tables", []):
+        if t.get(aspect) is not None:
+            yield t
+
+
+def _section(ctx: CheckContext) -> dict[str, Any]:
+    name = "pg.queues" if ctx.snapshot.engine == "postgresql" else "my.queues"
+    data: dict[str, Any] = ctx.snapshot.section(name)
+    return data
+
+
+def _base(t: dict[str, Any]) -> dict[str, Any]:
+    ev = {"table": f"{t['schema']}.{t['table']}", "library": t.get("library"),
+          "rows_estimate": t.get("rows_estimate")}
+    return ev
+
+
+def _window_note(t: dict[str, Any]) -> dict[str, Any]:
+    total = sum(int(r.get("total") or 0) for r in t.get("summary") or [])
+    capped = total >= int(t.get("window") or 0) > 0
+    return {"window_rows": total, "window_capped": capped}
+
+
+def _worse(a: str | None, b: str | None) -> str | None:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def _grade_count(value: float, warning: Any, critical: Any) -> str | None:
+    if critical is not None and value >= parse_count(critical):
+        return "critical"
+    if warning is not None and value >= parse_count(warning):
+        return "warning"
+    return None
+
+
+@check("queue_backlog", **SECTIONS)
+def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
+    for t in _tables(ctx, "summary"):
+        note = _window_note(t)
+        for row in t["summary"]:
+            depth = int(row.get("available") or 0)
+            age = row.get("oldest_available_seconds")
+            if depth <= 0 or age is None:
+                continue
+            shown = depth
+            if note["window_capped"] and t.get("rows_estimate") and note["window_rows"]:
+                shown = max(depth, round(depth / note["window_rows"] * t["rows_estimate"]))
+            sev = _worse(ctx.grade(float(age)),
+                         _grade_count(shown, ctx.params.get("depth_warning"),
+                                      ctx.params.get("depth_critical")))
+            if sev is None:
+                continue
+            ev = _base(t) | note | {
+                "queue": row.get("queue"), "depth": shown, "depth_is_estimate": shown != depth,
+                "age": format_duration(float(age)), "age_seconds": int(age),
+                "reserved": int(row.get("reserved") or 0)}
+            depth_txt = f"~{shown}" if shown != depth else str(shown)
+            yield ctx.finding(
+                severity=sev, subject=f"queue {ev['table']}:{row.get('queue')}", evidence=ev,
+                summary=ctx.summary(**(ev | {"depth": depth_txt})),
+                identity=[t["schema"], t["table"], row.get("queue")])
+
+
+def _retry_after(ctx: CheckContext) -> tuple[float, str]:
+    target = _section(ctx).get("retry_after")
+    if target:
+        return float(target), "target retry_after"
+    return parse_duration(ctx.params.get("retry_after", "90s")), "rule parameter retry_after"
+
+
+def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
+    now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
+    look = ""
+    if t["kind"] == "laravel_jobs":
+        look = (f" Look: SELECT id, queue, attempts, reserved_at FROM {t['schema']}.{t['table']} "
+                f"WHERE reserved_at <= {now} - {int(retry_after)} ORDER BY id LIMIT 20;")
+    return (f"Make the worker give up first: --timeout (or the job's $timeout) several seconds "
+            f"below retry_after ({format_duration(retry_after)}), and retry_after above the "
+            "slowest job; look for killed workers (OOM: dmesg | grep -i oom; deploys without "
+            "queue:restart) and deletes rolled back by deadlocks (MY102, QU401); make jobs "
+            "idempotent, since these run again." + look)
+
+
+@check("queue_expired", **SECTIONS)
+def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
+    retry_after, source = _retry_after(ctx)
+    for t in _tables(ctx, "reserved"):
+        queues: dict[str, int] = defaultdict(int)
+        oldest = 0.0
+        for row in t["reserved"]:
+            limit = row.get("expires_after")
+            seconds = float(row.get("reserved_seconds") or 0)
+            if seconds >= (float(limit) if limit is not None else retry_after):
+                queues[str(row.get("queue"))] += int(row.get("n") or 0)
+                oldest = max(oldest, seconds)
+        count = sum(queues.values())
+        sev = ctx.grade(count) if count else None
+        if sev is None:
+            continue
+        capped = len(t["reserved"]) >= int(t.get("groups") or 0) or _window_note(t)["window_capped"]
+        ev = _base(t) | {
+            "count": count, "count_is_lower_bound": capped, "queues": dict(sorted(queues.items())),
+            "oldest": format_duration(oldest), "oldest_seconds": int(oldest),
+            "retry_after": format_duration(retry_after), "retry_after_seconds": retry_after,
+            "retry_after_source": source if t["kind"] == "laravel_jobs" else "library default"}
+        yield ctx.finding(severity=sev, subject=f"table {ev['table']}", evidence=ev,
+                          fix=_expired_fix(t, retry_after, ctx.snapshot.engine),
+                          identity=[t["schema"], t["table"]])
+
+
+def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, str], dict[str, Any]]:
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in t["repeated"]:
+        attempts = int(row.get("attempts") or 0)
+        if attempts < min_attempts:
+            continue
+        key = (str(row.get("queue")), job_class(row.get("job_class")) or "(unknown)")
+        g = groups.setdefault(key, {"queue": key[0], "job_class": key[1], "count": 0,
+                                    "max_attempts": 0, "payload_timeout": None})
+        g["count"] += int(row.get("n") or 0)
+        g["max_attempts"] = max(g["max_attempts"], attempts)
+        timeout = payload_timeout(row.get("timeout_head"))
+        if timeout is not None:
+            g["payload_timeout"] = max(timeout, g["payload_timeout"] or 0)
+    return groups
+
+
+def _near_limit(t: dict[str, Any], ctx: CheckContext) -> int:
+    limit = t.get("attempts_limit") or int(parse_count(ctx.params.get("attempts_limit", 255)))
+    return int(limit)
+
+
+@check("queue_attempts", **SECTIONS)
+def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
+    min_attempts = int(ctx.params.get("min_attempts", 2))
+    retry_after, _ = _retry_after(ctx)
+    for t in _tables(ctx, "repeated"):
+        groups = _repeated_groups(t, min_attempts)
+        count = sum(g["count"] for g in groups.values())
+        if not count:
+            continue
+        per_queue = {str(r.get("queue")): int(r.get("total") or 0) for r in t.get("summary") or []}
+        limit = _near_limit(t, ctx)
+        near = [g for g in groups.values() if g["max_attempts"] >= 0.9 * limit]
+        slow = [g for g in groups.values() if t["kind"] == "laravel_jobs"
+                and g["payload_timeout"] is not None and g["payload_timeout"] >= retry_after]
+        for g in groups.values():
+            total = per_queue.get(g["queue"]) or 0
+            g["share"] = round(g["count"] / total, 3) if total else None
+        sev = ctx.grade(count)
+        if near:
+            sev = "critical"
+        if sev is None:
+            continue
+        by_class = sorted(groups.values(), key=lambda g: -g["count"])[:20]
+        ev = _base(t) | _window_note(t) | {
+            "count": count, "min_attempts": min_attempts,
+            "max_attempts": max(g["max_attempts"] for g in groups.values()),
+            "by_class": by_class, "attempts_limit": limit,
+            "near_limit": [g["job_class"] for g in near],
+            "timeout_not_below_retry_after": [
+                {"job_class": g["job_class"], "timeout": g["payload_timeout"],
+                 "retry_after": retry_after} for g in slow]}
+        yield ctx.finding(severity=sev, subject=f"table {ev['table']}", evidence=ev,
+                          summary=_attempts_summary(ctx, ev, by_class, near, slow),
+                          identity=[t["schema"], t["table"]])
+
+
+def _attempts_summary(ctx: CheckContext, ev: dict[str, Any], by_class: list[dict[str, Any]],
+                      near: list[dict[str, Any]], slow: list[dict[str, Any]]) -> str:
+    top = by_class[0]
+    share = f", {top['share']:.0%} of queue {top['queue']}" if top.get("share") else ""
+    text = ctx.summary(**ev) + f"; most: {top['job_class']} ({top['count']}{share})"
+    if near:
+        text += f"; {len(near)} job classes near the attempts limit {ev['attempts_limit']}"
+    for g in slow[:1]:
+        text += (f"; {g['job_class']} has its own timeout {g['payload_timeout']}s, not below "
+                 f"retry_after: it is handed to a second worker while still running")
+    return text
+
+
+def _bucket(window: float) -> tuple[int, str]:
+    for seconds, key in BUCKETS:
+        if seconds >= window:
+            return seconds, key
+    return BUCKETS[-1]
+
+
+def _failure_groups(t: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in t["failed"]:
+        n = int(row.get(key) or 0)
+        if n <= 0:
+            continue
+        f = classify_failure(row.get("head"))
+        cls = job_class(row.get("job_class")) or "(unknown)"
+        g = groups.setdefault((f.exception, cls), {
+            "exception": f.exception, "kind": f.kind, "job_class": cls, "count": 0,
+            "queues": set(), "variants": set(), "latest": None, "latest_seconds_ago": None,
+            "message": " ".join(str(row.get("head") or "").split())[:300]})
+        g["count"] += n
+        g["queues"].add(str(row.get("queue")))
+        if f.variant:
+            g["variants"].add(f.variant)
+        ago = row.get("latest_seconds_ago")
+        if ago is not None and (g["latest_seconds_ago"] is None or ago < g["latest_seconds_ago"]):
+            g["latest_seconds_ago"], g["latest"] = int(ago), row.get("latest")
+    out = sorted(groups.values(), key=lambda g: (-g["count"], g["exception"], g["job_class"]))
+    for g in out:
+        g["queues"], g["variants"] = sorted(g["queues"]), sorted(g["variants"])
+    return out
+
+
+def _short(name: str) -> str:
+    return name.rsplit("\\", 1)[-1]
+
+
+@check("queue_failed", **SECTIONS)
+def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
+    window, key = _bucket(parse_duration(ctx.params.get("window", "24h")))
+    for t in _tables(ctx, "failed"):
+        groups = _failure_groups(t, key)
+        capped = len(t["failed"]) >= int(t.get("groups") or 0)
+        for g in groups[:MAX_FAILURE_FINDINGS]:
+            sev = ctx.grade(g["count"])
+            if sev is None:
+                continue
+            ev = _base(t) | g | {
+                "window": format_duration(window), "window_seconds": window,
+                "job": g["job_class"], "meaning": MEANING[g["kind"]],
+                "groups": len(groups), "groups_capped": capped,
+                "latest_ago": format_duration(g["latest_seconds_ago"])}
+            summary = (f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with "
+                       f"{_short(g['exception'])} in the last {ev['window']} "
+                       f"(latest {g['latest']}, {ev['latest_ago']} ago)")
+            if g["kind"] != "other":
+                summary += f": {MEANING[g['kind']].split(':')[0].split(' (')[0]}"
+            yield ctx.finding(severity=sev, evidence=ev, summary=summary, fix=FIX[g["kind"]],
+                              subject=f"failed {ev['table']}: {_short(g['exception'])} "
+                                      f"{g['job_class']}",
+                              identity=[t["schema"], t["table"], g["exception"], g["job_class"]])

@@ -1,0 +1,135 @@
+"""Queue-table probes (both engines): one catalog query finds the queue tables by shape, then
+a few bounded, lock-free queries per table (capped per cycle) read backlog, reservations,
+repeated attempts and failures. Identifiers come from the catalog and are quoted; values bound.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import ProbeError
+from ..queues import MARKER_COLUMNS, SHAPES, attempts_limit, recognise
+from ..targets import Connection
+from . import PartialResult, _sql_variants, probe, sql
+
+log = logging.getLogger(__name__)
+
+MAX_TABLES = 20            # queue tables probed per cycle; the rest are listed as skipped
+WINDOW = 100_000           # rows read per table: the oldest jobs / the newest failures by id
+GROUPS = 500               # grouped rows returned per query
+HORIZON = 7 * 86400        # failures older than this are not read
+ASPECTS = ("summary", "reserved", "repeated", "failed")
+ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count")
+MY_GRANT = "GRANT SELECT ON {schema}.{table} TO '<monitor>'@'%';"
+PG_GRANT = "GRANT SELECT ON {schema}.{table} TO <monitor_user>;"
+
+
+def quote(engine: str, name: str) -> str:
+    """An identifier from the catalog, quoted, with % doubled for the driver's paramstyle."""
+    if engine == "postgresql":
+        text = '"' + name.replace('"', '""') + '"'
+    else:
+        text = "`" + name.replace("`", "``") + "`"
+    return text.replace("%", "%%")
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif hasattr(v, "isoformat"):
+            v = v.isoformat()
+        elif v is not None and type(v).__name__ == "Decimal":
+            v = int(v) if v == int(v) else float(v)
+        out[str(k).lower()] = v
+    return out
+
+
+def _columns(text: str | None) -> dict[str, str]:
+    out = {}
+    for item in str(text or "").split(","):
+        name, _, ctype = item.strip().partition(" ")
+        if name:
+            out[name.lower()] = ctype.strip()
+    return out
+
+
+def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
+    """Queue tables of this target, recognised by columns, from a single catalog query."""
+    rows = conn.rows(sql(engine, "queue_tables", conn.version_num),
+                     {"markers": list(MARKER_COLUMNS) if engine == "postgresql"
+                      else tuple(MARKER_COLUMNS)})
+    out = []
+    for r in map(_jsonable, rows):
+        cols = _columns(r.get("columns"))
+        shape = recognise(cols, engine)
+        if shape is None:
+            continue
+        ctype = next((cols[c] for c in ATTEMPT_COLUMNS if c in cols and cols[c]), None)
+        out.append({"schema": r["schema"], "table": r["table_name"], "kind": shape.kind,
+                    "library": shape.library, "rows_estimate": _estimate(r.get("rows_estimate")),
+                    "attempts_type": ctype, "attempts_limit": attempts_limit(ctype)})
+    return out
+
+
+def _estimate(value: Any) -> int | None:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None      # PostgreSQL: -1 = never analysed
+
+
+def _has_sql(engine: str, name: str) -> bool:
+    return bool(_sql_variants(engine, name))
+
+
+def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, Any]:
+    """The bounded queries of one table; a failed query fills `error` and stops this table."""
+    table = f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}"
+    params = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+    out = dict(t, window=WINDOW, groups=GROUPS, horizon=HORIZON, error=None, privilege=False)
+    for aspect in ASPECTS:
+        name = f"queue_{t['kind']}_{aspect}"
+        if not _has_sql(engine, name):
+            continue
+        text = sql(engine, name, conn.version_num).replace("{table}", table)
+        try:
+            out[aspect] = [_jsonable(r) for r in conn.rows(text, params)]
+        except ProbeError as exc:
+            out["error"] = f"{t['schema']}.{t['table']}: {exc.detail}"
+            out["privilege"] = exc.privilege or "denied" in exc.detail.lower()
+            break
+    return out
+
+
+def collect(conn: Connection) -> Any:
+    engine = conn.engine
+    found = discover(conn, engine)
+    probed = [probe_table(conn, engine, t) for t in found[:MAX_TABLES]]
+    data = {"tables": probed, "discovered": len(found), "probed": len(probed),
+            "max_tables": MAX_TABLES,
+            "skipped": [f"{t['schema']}.{t['table']}" for t in found[MAX_TABLES:]][:100],
+            "retry_after": getattr(conn.spec, "retry_after", None),
+            "libraries": sorted({s.library for s in SHAPES})}
+    failed = [t for t in probed if t["error"]]
+    if not failed:
+        return data
+    template = PG_GRANT if engine == "postgresql" else MY_GRANT
+    denied = [t for t in failed if t["privilege"]]
+    grant = " ".join(template.format(schema=t["schema"], table=t["table"]) for t in denied[:5])
+    message = "; ".join(t["error"] for t in failed[:3])
+    if len(failed) > 3:
+        message += f" (and {len(failed) - 3} more tables)"
+    return PartialResult(data, message, grant or None)
+
+
+@probe("pg.queues", "postgresql", grant="GRANT SELECT ON <queue tables> TO <monitor_user>;")
+def pg_queues(conn: Connection) -> Any:
+    return collect(conn)
+
+
+@probe("my.queues", "mysql", grant="GRANT SELECT ON <db>.* TO '<monitor>'@'%';")
+def my_queues(conn: Connection) -> Any:
+    return collect(conn)
