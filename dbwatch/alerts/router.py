@@ -62,6 +62,14 @@ def _route_one(state: State, target: str, p: Policy, firing: list[FindingRow],
     floor = severity_rank(p.min_severity)
     eligible = {r.fingerprint: r for r in firing if severity_rank(r.severity) >= floor}
     queued = 0
+    for fp, prev in sent.items():
+        if prev["status"] != "firing" or fp in eligible:
+            continue
+        row = state.finding(fp)
+        if p.send_resolved and row is not None:
+            state.enqueue(p.name, fp, "resolved", alert_data(row, "resolved", now, 0.0), now)
+            queued += 1
+        state.mark_sent(p.name, fp, target, "resolved", prev["severity"], now)
     for fp, row in eligible.items():
         prev = sent.get(fp)
         if prev is None or prev["status"] == "resolved":
@@ -73,14 +81,6 @@ def _route_one(state: State, target: str, p: Policy, firing: list[FindingRow],
         state.enqueue(p.name, fp, "firing", alert_data(row, "firing", now, valid_for), now)
         state.mark_sent(p.name, fp, target, "firing", row.severity, now)
         queued += 1
-    for fp, prev in sent.items():
-        if prev["status"] != "firing" or fp in eligible:
-            continue
-        row = state.finding(fp)
-        if p.send_resolved and row is not None:
-            state.enqueue(p.name, fp, "resolved", alert_data(row, "resolved", now, 0.0), now)
-            queued += 1
-        state.mark_sent(p.name, fp, target, "resolved", prev["severity"], now)
     return queued
 
 
