@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from tabulate import tabulate
@@ -15,7 +15,7 @@ WIDTH = 100
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def as_json(result: AuditResult) -> str:
@@ -47,8 +47,8 @@ def _finding_rows(findings: list[Finding]) -> str:
     for f in findings:
         text = _wrap(f.summary, 56) + "\n" + _wrap("fix: " + f.fix, 56)
         rows.append([f.severity.upper(), f.rule, _wrap(f.subject, 24), text])
-    return tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"],
-                    tablefmt="simple")
+    return str(tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"],
+                        tablefmt="simple"))
 
 
 def as_table(result: AuditResult) -> str:

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..targets import Connection
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).with_name("sql")
-ProbeFn = Callable[[Connection], Any]
+ProbeFn = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def probe(name: str, engine: str, grant: str | None = None,
     return deco
 
 
-@lru_cache(maxsize=None)
+@cache
 def _sql_variants(engine: str, name: str) -> list[tuple[int, str]]:
     out = []
     for path in (SQL_DIR / engine).glob(f"{name}*.sql"):

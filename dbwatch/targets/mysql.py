@@ -51,7 +51,7 @@ class MyConnection:
                 pass   # an older server without the variable: the other limits still apply
 
     @classmethod
-    def open(cls, spec: TargetSpec, database: str | None = None) -> "MyConnection":
+    def open(cls, spec: TargetSpec, database: str | None = None) -> MyConnection:
         base, query = url_parts(spec.url)
         kwargs: dict[str, Any] = {
             "connect_timeout": CONNECT_TIMEOUT_S, "read_timeout": 30, "write_timeout": 30,

@@ -7,8 +7,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ..errors import ProbeError, TargetError
-from . import (APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec,
-               scrub)
+from . import APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec, scrub
 
 _OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
             "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on")
@@ -33,7 +32,7 @@ class PgConnection:
         self.backend_pid = conn.info.backend_pid
 
     @classmethod
-    def open(cls, spec: TargetSpec, database: str | None = None) -> "PgConnection":
+    def open(cls, spec: TargetSpec, database: str | None = None) -> PgConnection:
         kwargs: dict[str, Any] = {
             "autocommit": True, "application_name": APP_NAME, "options": _OPTIONS,
             "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": dict_row,
