@@ -1,0 +1,194 @@
+"""PG201 (who holds the xmin horizon, every kind, ranked) and PG202 (dead tuples per table,
+with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..durations import format_duration, parse_count, parse_duration
+from ..findings import Finding, severity_rank
+from . import CheckContext, check
+from .pg_horizon import Cause, Holder, attribute, holders
+
+HISTORY_WINDOW = 3600.0
+
+
+def _worst(*sevs: str | None) -> str | None:
+    found = [s for s in sevs if s]
+    return max(found, key=severity_rank) if found else None
+
+
+def _count(ctx: CheckContext, key: str, default: float) -> float:
+    try:
+        return parse_count(ctx.params.get(key, default))
+    except ValueError:
+        return default
+
+
+def _xid_grade(ctx: CheckContext, xid_age: int) -> str | None:
+    if xid_age >= _count(ctx, "xid_critical", 20_000_000):
+        return "critical"
+    if xid_age >= _count(ctx, "xid_warning", 1_000_000):
+        return "warning"
+    return None
+
+
+def _min_age(ctx: CheckContext) -> float:
+    try:
+        return parse_duration(ctx.params.get("cause_min_age", "2s"))
+    except ValueError:
+        return 2.0
+
+
+def history(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[tuple[float, float]]:
+    """The daemon's history for key, oldest first; [] in a one-shot audit or without state."""
+    st = ctx.state
+    if st is None or not hasattr(st, "history"):
+        return []
+    try:
+        return [(float(t), float(v)) for t, v in st.history(ctx.snapshot.target, key, since)]
+    except Exception:   # history is a nicety; a state problem must not hide the finding
+        return []
+
+
+def table_key(t: dict[str, Any]) -> str:
+    return f"{t.get('database')}.{t.get('schema')}.{t.get('table')}"
+
+
+def history_values(snapshot: Any) -> dict[str, float]:
+    """Values the daemon should record each cycle (keys read back by PG202 and PG102)."""
+    out: dict[str, float] = {}
+    dead = snapshot.section("pg.dead_tuples") or {}
+    for t in dead.get("tables") or []:
+        out[f"pg.n_dead_tup:{table_key(t)}"] = float(t.get("n_dead_tup") or 0)
+        out[f"pg.autovacuum_count:{table_key(t)}"] = float(t.get("autovacuum_count") or 0)
+    for d in snapshot.section("pg.deadlocks") or []:
+        out[f"pg.deadlocks:{d['database']}"] = float(d.get("deadlocks") or 0)
+    hz = snapshot.section("pg.horizon")
+    if hz:
+        hs = holders(hz, snapshot.target)
+        out["pg.horizon_xid_age"] = float(hs[0].xid_age if hs else 0)
+    return out
+
+
+def _holder_evidence(h: Holder, rank: int) -> dict[str, Any]:
+    ev = {"kind": h.kind, "holder": h.holder, "scope": h.scope, "rank": rank,
+          "xid_age": h.xid_age, "age": format_duration(h.age_seconds) if h.age_seconds
+          is not None else f"{h.xid_age} XIDs (no wall-clock age)",
+          "age_seconds": None if h.age_seconds is None else round(h.age_seconds, 1),
+          "pid": h.pid, "query": h.query, "database": h.database}
+    ev.update(h.extra)
+    return ev
+
+
+def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[str, Any], Cause]]]:
+    """Tables with many dead tuples that each holder keeps (PG201's harm path)."""
+    dead = ctx.snapshot.section("pg.dead_tuples") or {}
+    out: dict[int, list[tuple[dict[str, Any], Cause]]] = {}
+    for t in dead.get("tables") or []:
+        limit = _count(ctx, "harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples",
+                       1000 if t.get("queue") else 10000)
+        if (t.get("n_dead_tup") or 0) < limit:
+            continue
+        c = attribute(t, hs, _min_age(ctx), int(_count(ctx, "cause_min_xids", 1000)))
+        if c is not None:
+            out.setdefault(id(c.holder), []).append((t, c))
+    return out
+
+
+def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
+    if h.kind == "standby_query" or ev.get("kind_detail") == "standby_query":
+        return (f"{h.holder} holds the primary's horizon ({h.scope}) for {ev['age']} "
+                f"({h.xid_age} XIDs)")
+    return f"xmin horizon of {h.scope} held for {ev['age']} ({h.xid_age} XIDs) by {h.holder}"
+
+
+@check("xmin_horizon", postgresql=["pg.horizon"])
+def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
+    hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
+    harm = _causes(ctx, hs)
+    for rank, h in enumerate(hs, 1):
+        hurt = harm.get(id(h), [])
+        sev = _worst(ctx.grade(h.age_seconds) if h.age_seconds is not None else None,
+                     _xid_grade(ctx, h.xid_age), "warning" if hurt else None)
+        if not sev:
+            continue
+        ev = _holder_evidence(h, rank)
+        if hurt:
+            ev["dead_tuples_kept"] = [{"table": table_key(t), "n_dead_tup": t.get("n_dead_tup"),
+                                       "confidence": c.confidence} for t, c in hurt]
+        summary = _pg201_summary(h, ev)
+        if hurt:
+            worst = max(hurt, key=lambda tc: tc[0].get("n_dead_tup") or 0)[0]
+            summary += f"; keeps {worst.get('n_dead_tup')} dead tuples in {table_key(worst)}"
+        yield ctx.finding(severity=sev, subject=h.subject, summary=summary, fix=h.fix,
+                          evidence=ev, identity=h.identity)
+
+
+def _growth(ctx: CheckContext, t: dict[str, Any]) -> tuple[float | None, bool]:
+    """Dead tuples per minute over the history window, and 'autovacuum ran, nothing fell'."""
+    now, dead = ctx.snapshot.taken_at, float(t.get("n_dead_tup") or 0)
+    points = history(ctx, f"pg.n_dead_tup:{table_key(t)}")
+    rate = None
+    if points and now - points[0][0] > 0:
+        rate = (dead - points[0][1]) / (now - points[0][0]) * 60.0
+    av = history(ctx, f"pg.autovacuum_count:{table_key(t)}")
+    rising = bool(av and points and float(t.get("autovacuum_count") or 0) > av[0][1]
+                  and dead >= 0.8 * points[0][1] > 0)
+    return rate, rising
+
+
+def _dead_grade(ctx: CheckContext, t: dict[str, Any]) -> str | None:
+    n = float(t.get("n_dead_tup") or 0)
+    if t.get("queue"):
+        if n >= _count(ctx, "queue_critical", 10000):
+            return "critical"
+        return "warning" if n >= _count(ctx, "queue_warning", 1000) else None
+    return ctx.grade(n)
+
+
+def _pg202_fix(t: dict[str, Any], cause: Cause | None) -> str:
+    name = f"{t.get('schema')}.{t.get('table')}"
+    if cause is not None:
+        return f"End the horizon holder: {cause.holder.fix}; then VACUUM (VERBOSE) {name};"
+    return (f"VACUUM (VERBOSE) {name}; and let autovacuum keep up: ALTER TABLE {name} SET "
+            "(autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, "
+            "autovacuum_vacuum_cost_delay = 0);")
+
+
+@check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
+def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
+    hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
+    ratio_min = float(ctx.params.get("min_dead_ratio", 0.2))
+    for t in ctx.snapshot.section("pg.dead_tuples").get("tables") or []:
+        dead, live = int(t.get("n_dead_tup") or 0), int(t.get("n_live_tup") or 0)
+        ratio = dead / (dead + live) if dead + live else 0.0
+        sev = _dead_grade(ctx, t)
+        if not sev or ratio < ratio_min:
+            continue
+        rate, rising = _growth(ctx, t)
+        cause = attribute(t, hs, _min_age(ctx), int(_count(ctx, "cause_min_xids", 1000)), rising)
+        last = t.get("vacuum_seconds_ago")
+        ev: dict[str, Any] = {
+            "table": table_key(t), "database": t.get("database"), "schema": t.get("schema"),
+            "dead": dead, "live": live, "ratio": f"{ratio:.0%}", "queue_table": bool(t.get("queue")),
+            "last_vacuum": "never" if last is None else f"{format_duration(last)} ago",
+            "last_autovacuum_at": t.get("last_autovacuum"), "last_vacuum_at": t.get("last_vacuum"),
+            "autovacuum_count": t.get("autovacuum_count"), "vacuum_count": t.get("vacuum_count"),
+            "growth_per_min": None if rate is None else round(rate, 1),
+            "holder": cause.holder.holder if cause else None,
+            "holder_pid": cause.holder.pid if cause else None,
+            "holder_kind": cause.holder.kind if cause else None,
+            "holder_subject": cause.holder.subject if cause else None,
+            "cause": cause.reason if cause else "no horizon holder: autovacuum has not caught up",
+        }
+        tail = f"horizon held by {cause.holder.holder}" if cause else ev["cause"]
+        if rate is not None:
+            tail += f"; +{rate:.0f}/min"
+        summary = (f"{ev['table']}: {dead} dead tuples ({ev['ratio']} of rows), last vacuum "
+                   f"{ev['last_vacuum']}; {tail}")
+        yield ctx.finding(severity=sev, subject=f"table {ev['table']}", summary=summary,
+                          fix=_pg202_fix(t, cause), evidence=ev,
+                          identity=[t.get("database"), t.get("schema"), t.get("table")],
+                          confidence=cause.confidence if cause else "high")
