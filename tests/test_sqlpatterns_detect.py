@@ -5,7 +5,10 @@ import pytest
 
 from dbwatch.findings import Finding
 from dbwatch.sqlpatterns.detect import (
-    ServerVersion, detect_digests, detect_transactions, parse_server_version,
+    ServerVersion,
+    detect_digests,
+    detect_transactions,
+    parse_server_version,
 )
 from dbwatch.sqlpatterns.transactions import group_transactions
 

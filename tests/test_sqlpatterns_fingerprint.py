@@ -6,7 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dbwatch.sqlpatterns.fingerprint import (
-    MAX_STATEMENT, Classifier, fingerprint, prenormalise, quick_kind,
+    MAX_STATEMENT,
+    Classifier,
+    fingerprint,
+    prenormalise,
+    quick_kind,
 )
 
 

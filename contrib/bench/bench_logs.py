@@ -32,14 +32,14 @@ def _worker_lines(rng: random.Random, cid: int, job: int, now: int) -> list[str]
              f"{p}Execute\t" + CLAIM.format(q="'default'", n=f"'{now}'", o=f"'{now - 90}'"),
              f"{p}Close stmt\t",
              f"{p}Prepare\tupdate `jobs` set `reserved_at` = ?, `attempts` = ? where `id` = ?",
-             f"{p}Execute\tupdate `jobs` set `reserved_at` = '{now}', `attempts` = '1' "
-             f"where `id` = '{job}'",
+             (f"{p}Execute\tupdate `jobs` set `reserved_at` = '{now}', `attempts` = '1' "
+             f"where `id` = '{job}'"),
              f"{p}Close stmt\t", f"{p}Query\tCOMMIT"]
     if rng.random() < 0.3:     # the job itself does some work on other tables
-        lines += [f"{p}Query\tselect * from `users` where `users`.`id` = {rng.randint(1, 10**6)} "
-                  "limit 1",
-                  f"{p}Query\tupdate `orders` set `status` = 'sent',\n    `updated_at` = "
-                  f"'2024-01-15 10:00:00' where `id` = {rng.randint(1, 10**7)}"]
+        lines += [(f"{p}Query\tselect * from `users` where `users`.`id` = {rng.randint(1, 10**6)} "
+                  "limit 1"),
+                  (f"{p}Query\tupdate `orders` set `status` = 'sent',\n    `updated_at` = "
+                  f"'2024-01-15 10:00:00' where `id` = {rng.randint(1, 10**7)}")]
     lines += [f"{p}Query\tSTART TRANSACTION",
               f"{p}Prepare\tselect * from `jobs` where `id` = ? limit 1 for update",
               f"{p}Execute\tselect * from `jobs` where `id` = '{job}' limit 1 for update",
@@ -56,9 +56,9 @@ def _producer_lines(rng: random.Random, cid: int, now: int) -> list[str]:
                           "data": {"command": "O:13:\"App\\Jobs\\Mail\":1:{s:2:\"to\";"
                                    + "x" * rng.randint(200, 900) + "}"}})
     esc = payload.replace("\\", "\\\\").replace("'", "\\'")
-    return [f"\t\t{cid:>6} Query\tinsert into `jobs` (`queue`, `attempts`, `reserved_at`, "
+    return [(f"\t\t{cid:>6} Query\tinsert into `jobs` (`queue`, `attempts`, `reserved_at`, "
             f"`available_at`, `created_at`, `payload`) values ('default', 0, NULL, {now}, "
-            f"{now}, '{esc}')"]
+            f"{now}, '{esc}')")]
 
 
 def generate(path: Path, size_mb: float, seed: int = 1) -> int:

@@ -59,15 +59,16 @@ def _base(table: str | None) -> str:
 
 def _value(raw: Any, params: dict[str, str] | None) -> str | None:
     """A comparable key value, or None when the log does not show it (a placeholder)."""
-    if isinstance(raw, tuple):
+    if not isinstance(raw, str):
         return None
-    if raw.startswith("$") and params:
-        raw = params.get(raw, "?")
-    if raw in ("?", "%s") or raw.startswith("$"):
+    v: str = raw
+    if v.startswith("$") and params:
+        v = params.get(v, "?")
+    if v in ("?", "%s") or v.startswith("$"):
         return None
-    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
-        raw = raw[1:-1]
-    return raw
+    if len(v) >= 2 and v[0] == v[-1] == "'":
+        v = v[1:-1]
+    return v
 
 
 def is_queue_shaped(shape: Shape) -> bool:
@@ -150,7 +151,8 @@ class PatternDetector:
         if c is None:
             return None
         dshape, dvalues = c
-        if dshape.key_eq is None or _base(dshape.table) != _base(shape.table):
+        if shape.key_eq is None or dshape.key_eq is None or \
+                _base(dshape.table) != _base(shape.table):
             return None
         skeys = {col: _value(values[k], s.params) for col, k in shape.key_eq if k < len(values)}
         dkeys = {col: _value(dvalues[k], d.params) for col, k in dshape.key_eq if k < len(dvalues)}
@@ -246,10 +248,10 @@ def detect_digests(rows: Iterable[tuple[str, int]], target: str, dialect: str = 
     dele: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
     for text, calls in rows:
         c = clf.classify(text or "")
-        if c is None or not c[0].key_eq or not c[0].table:
+        if c is None or c[0].key_eq is None or not c[0].table:
             continue
         shape = c[0]
-        key = (_base(shape.table), tuple(sorted(col for col, _ in shape.key_eq)))
+        key = (_base(shape.table), tuple(sorted(col for col, _ in c[0].key_eq)))
         if shape.kind == "select" and shape.lock is not None:
             bucket = sel
         elif shape.kind == "delete":

@@ -23,22 +23,22 @@ _NUM = r"(?<![\w$.])[-+]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w
 _PH = r"\?|\$\d+|%s"
 _LIT = {
     "mysql": re.compile(r"""(?=['"\d?$%+-])(?:'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|"""
-                        + _NUM + "|" + _PH + ")", re.S),
+                        + _NUM + "|" + _PH + ")", re.DOTALL),
     "postgresql": re.compile(r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.|'')*+'"""
                              r"""|'(?:[^']++|'')*+'|\$\$.*?\$\$|""" + _NUM + "|" + _PH + ")",
-                             re.S),
+                             re.DOTALL),
 }
 _COMMENTS = {
     # Strings are matched (and kept) so a '--' inside a literal is not taken for a comment.
     "mysql": re.compile(r"""('(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")"""
-                        r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""", re.S),
-    "postgresql": re.compile(r"""([eE]?'(?:[^']++|'')*+')|/\*.*?(?:\*/|$)|--[^\n]*""", re.S),
+                        r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""", re.DOTALL),
+    "postgresql": re.compile(r"""([eE]?'(?:[^']++|'')*+')|/\*.*?(?:\*/|$)|--[^\n]*""", re.DOTALL),
 }
 _IN_LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)+\s*\)")
-_FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.S)
+_FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.DOTALL)
 _AUTOCOMMIT = re.compile(
     r"\s*set\s+(?:session\s+|local\s+|@@session\.|@@local\.|@@)?autocommit\s*(?:=|to)\s*'?(\w+)",
-    re.I)
+    re.IGNORECASE)
 _SECOND_WORD = re.compile(r"\s*[A-Za-z_]+\s+([A-Za-z_]+)")
 
 _WORD_KIND = {
@@ -180,7 +180,7 @@ class Classifier:
             self.stats.truncated += 1
         try:
             t, key, flat = _shape(text, self.dialect)
-        except Exception:   # regex on hostile text: count it, never crash the analysis
+        except Exception:  # noqa: BLE001 - hostile text: count it, never crash the analysis
             self.stats.unparsable += 1
             return None
         shape = self._cache.get(key, _MISSING)
@@ -199,7 +199,7 @@ class Classifier:
         self.stats.parsed += 1
         try:
             shape: Shape | None = parse_shape(key)
-        except Exception:   # sqlparse limits (SQLParseError) or any lexer surprise
+        except Exception:  # noqa: BLE001 - sqlparse limits (SQLParseError), lexer surprises
             shape = None
         self._cache[key] = shape
         return shape
@@ -212,7 +212,7 @@ def fingerprint(text: str, dialect: str = "mysql") -> str:
     """The canonical fingerprint of one statement ('' when it cannot be parsed)."""
     try:
         return parse_shape(prenormalise(text, dialect)[0]).fingerprint
-    except Exception:
+    except Exception:  # noqa: BLE001 - untrusted text: no fingerprint rather than a crash
         return ""
 
 
@@ -232,7 +232,7 @@ def parse_shape(shape: str) -> Shape:
     stmts = sqlparse.parse(shape)
     if not stmts:
         raise ValueError("empty statement")
-    toks = [t for t in stmts[0].flatten()
+    toks = [t for t in stmts[0].flatten()  # type: ignore[no-untyped-call]
             if not t.is_whitespace and t.ttype not in T.Comment]
     if not toks:
         raise ValueError("empty statement")
@@ -295,7 +295,7 @@ class _ShapeBuilder:
         if self.kind not in anchor:
             return None
         want = anchor[self.kind]
-        start = 1 if want is None else None
+        start = 1
         if want is not None:
             try:
                 start = self.words.index(want) + 1

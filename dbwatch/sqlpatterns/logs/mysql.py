@@ -10,14 +10,14 @@ from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 # `2024-01-15T10:00:00.123456Z\t   11 Query\t…` (MySQL 5.7+/8).
 GENERAL_ENTRY = re.compile(
     r"(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
-    r"\t\s*(\d+) ([A-Z][A-Za-z_]*(?: [a-z]+)?)\t(.*)", re.S)
+    r"\t\s*(\d+) ([A-Z][A-Za-z_]*(?: [a-z]+)?)\t(.*)", re.DOTALL)
 VERSION_LINE = re.compile(r".*, Version: (\S+(?: \([^)]*\))?)")
 HEADER = re.compile(r"(?:Tcp port: |Time\s+Id\s+Command\s+Argument)")
 _STATEMENT_COMMANDS = frozenset({"Query", "Execute"})
 _NEW_SESSION = frozenset({"Connect", "Change user"})
 
 SLOW_THREAD = re.compile(r"#\s*(?:Thread_id:\s*(\d+)|User@Host:.*?\bId:\s*(\d+))")
-SLOW_META = re.compile(r"(?:SET timestamp=\d+(?:\.\d+)?;|use [`\w$]+;)$", re.I)
+SLOW_META = re.compile(r"(?:SET timestamp=\d+(?:\.\d+)?;|use [`\w$]+;)$", re.IGNORECASE)
 
 
 def read_general(lines: Iterable[str], sink: Sink) -> None:
@@ -116,7 +116,6 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
 
 def _slow_flush(sink: Sink, conn: str | None, ts: str | None, parts: list[str]) -> None:
     text = "\n".join(parts).rstrip()
-    if text.endswith(";"):
-        text = text[:-1]
+    text = text.removesuffix(";")
     if conn is not None and text:
         sink.statement(conn, ts, text)

@@ -24,7 +24,7 @@ _CSV_SEVERITY, _CSV_MESSAGE, _CSV_DETAIL, _CSV_PID, _CSV_SESSION = 11, 13, 14, 3
 class _Pending:
     """The last statement seen, held until we know whether a DETAIL with parameters follows."""
 
-    __slots__ = ("key", "text", "params")
+    __slots__ = ("key", "params", "text")
 
     def __init__(self) -> None:
         self.key: str | None = None
@@ -56,7 +56,7 @@ def _message(sink: Sink, pending: _Pending, key: str, sev: str, msg: str,
              detail: str | None = None) -> None:
     if sev == "DETAIL":
         if pending.key == key and msg.startswith("parameters: "):
-            pending.params = dict(("$" + n, v) for n, v in _PARAM.findall(msg[:MAX_ENTRY]))
+            pending.params = {"$" + n: v for n, v in _PARAM.findall(msg[:MAX_ENTRY])}
         return
     if sev != "LOG":
         return
@@ -65,12 +65,12 @@ def _message(sink: Sink, pending: _Pending, key: str, sev: str, msg: str,
         pending.flush(sink)
         pending.key, pending.text = key, text
         if detail and detail.startswith("parameters: "):
-            pending.params = dict(("$" + n, v) for n, v in _PARAM.findall(detail[:MAX_ENTRY]))
+            pending.params = {"$" + n: v for n, v in _PARAM.findall(detail[:MAX_ENTRY])}
         return
     if msg.startswith("disconnection: "):
         pending.flush(sink)
         sink.disconnect(key)
-    elif msg.startswith("connection authorized") or msg.startswith("connection received"):
+    elif msg.startswith(("connection authorized", "connection received")):
         pending.flush(sink)
         sink.connect(key)
     elif msg.startswith("starting PostgreSQL"):

@@ -9,8 +9,8 @@ from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 # Quoted text and comments are matched whole so a ';' inside them does not split.
 _TOKENS = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`|--[^\n]*"""
-                     r"""|/\*.*?\*/|;""", re.S)
-_QUOTED = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`""", re.S)
+                     r"""|/\*.*?\*/|;""", re.DOTALL)
+_QUOTED = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`""", re.DOTALL)
 TRANSCRIPT_CONN = "transcript"
 
 
