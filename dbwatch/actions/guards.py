@@ -1,0 +1,397 @@
+"""Pure selection and guard logic for `dbwatch terminate` and the daemon's terminate action.
+
+No I/O: sessions come in as Session records (read by actions.sessions), Decisions go out.
+Criteria are ANDed; guards (protections) always win over criteria.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from ..config import TerminateConfig
+from ..durations import format_duration
+from ..findings import Finding
+
+OWN_APP = "dbwatch"
+IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
+PG_BACKUP_APPS = ("pg_dump", "pg_dumpall", "pg_basebackup")
+MY_BACKUP_APPS = ("mysqldump", "mariadb-dump", "mysqlpump", "mydumper", "mariabackup",
+                  "mariadb-backup", "xtrabackup")
+MYSQLDUMP_MARK = "/*!40001 SQL_NO_CACHE */"     # every mysqldump table read carries it
+MY_SYSTEM_USERS = ("system user", "event_scheduler", "unauthenticated user", "mysql.session",
+                   "mysql.sys", "mariadb.sys", "rdsadmin")
+MY_SYSTEM_COMMANDS = ("Binlog Dump", "Binlog Dump GTID", "Daemon", "Slave_IO", "Slave_SQL",
+                      "Slave_worker", "Register Slave", "Killed")
+LOCK_RULES = ("PG101", "MY101")    # their findings name a waiter; the action is on the root
+ACTIONS = ("would_terminate", "would_cancel", "terminated", "cancelled", "skipped_protected",
+           "gone", "failed")
+
+
+@dataclass(frozen=True)
+class Session:
+    """A candidate: a backend/thread, or a non-session horizon holder (never killed)."""
+    target: str
+    engine: str                      # postgresql | mysql | mariadb
+    kind: str = "session"            # session | prepared_xact | replication_slot | standby_feedback
+    pid: int | None = None           # PostgreSQL backend pid
+    thread_id: int | None = None     # MySQL/MariaDB processlist id
+    backend_start: Any = None        # PostgreSQL identity, as read (datetime)
+    xact_start: Any = None
+    trx_id: str | None = None        # InnoDB transaction id
+    user: str | None = None
+    application: str | None = None
+    host: str | None = None
+    database: str | None = None
+    state: str | None = None         # PostgreSQL state / InnoDB trx_state
+    command: str | None = None       # MySQL COMMAND
+    backend_type: str | None = None  # PostgreSQL backend_type
+    age: float | None = None         # transaction age, seconds
+    idle: float | None = None        # seconds idle (PG: in this state; MySQL: sleeping)
+    idle_in_transaction: bool = False
+    query: str | None = None
+    superuser: bool | None = None
+    is_self: bool = False
+    xid_age: int | None = None       # XIDs behind: greatest(age(backend_xid), age(backend_xmin))
+    holds_horizon: bool = False
+    blocks: int = 0                  # sessions waiting behind it when it is a chain root
+    name: str | None = None          # gid / slot name of a non-session holder
+    statement: str | None = None     # what ends a non-session holder, for a person to run
+    standby: bool = False            # the target is in recovery
+
+    @property
+    def is_mysql(self) -> bool:
+        return self.engine in ("mysql", "mariadb")
+
+    @property
+    def idle_now(self) -> bool:
+        if self.is_mysql:
+            return self.command == "Sleep"
+        return bool(self.state) and str(self.state).startswith("idle")
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What to select; every given criterion must hold (AND)."""
+    older_than: float | None = None
+    idle_in_transaction: bool = False
+    holding_xmin: bool = False
+    blocking: bool = False
+    match_user: re.Pattern[str] | None = None
+    ignore_user: re.Pattern[str] | None = None
+    match_app: re.Pattern[str] | None = None
+    ignore_app: re.Pattern[str] | None = None
+    match_host: re.Pattern[str] | None = None
+    match_query: re.Pattern[str] | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None and v is not False for v in self.__dict__.values())
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Who is never touched, and how (cancel or terminate)."""
+    protect_users: frozenset[str] = frozenset()
+    protect_apps: frozenset[str] = frozenset()
+    include_superusers: bool = False
+    include_backups: bool = False
+    cancel: bool = False
+
+    @classmethod
+    def from_config(cls, cfg: TerminateConfig, users: Iterable[str] = (),
+                    apps: Iterable[str] = (), include_superusers: bool = False,
+                    include_backups: bool = False, cancel: bool = False) -> Policy:
+        return cls(frozenset(cfg.protect_users) | frozenset(users),
+                   frozenset(cfg.protect_apps) | frozenset(apps),
+                   cfg.include_superusers or include_superusers, include_backups, cancel)
+
+
+@dataclass(frozen=True)
+class Decision:
+    session: Session
+    action: str
+    reason: str
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.session
+        return {
+            "action": self.action, "target": s.target, "engine": s.engine, "kind": s.kind,
+            "pid": s.pid, "thread_id": s.thread_id, "user": s.user,
+            "application": s.application, "host": s.host, "database": s.database,
+            "age": format_duration(s.age) if s.age is not None else None,
+            "age_seconds": round(s.age, 1) if s.age is not None else None,
+            "idle_seconds": round(s.idle, 1) if s.idle is not None else None,
+            "state": s.state if not s.is_mysql else (s.command or s.state),
+            "query": s.query, "reason": self.reason, "statement": statement_for(s, self.action),
+            "error": self.error, "backend_start": _iso(s.backend_start),
+            "xact_start": _iso(s.xact_start), "trx_id": s.trx_id, "name": s.name,
+        }
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def statement_for(s: Session, action: str) -> str | None:
+    """The equivalent SQL for a person: what was (or would be) run, or what to run."""
+    if s.kind != "session":
+        return s.statement
+    cancel = action in ("would_cancel", "cancelled")
+    if s.is_mysql:
+        return f"KILL QUERY {s.thread_id}" if cancel else f"KILL {s.thread_id}"
+    fn = "pg_cancel_backend" if cancel else "pg_terminate_backend"
+    return f"SELECT {fn}({s.pid})"
+
+
+def matches(s: Session, c: Criteria) -> bool:
+    """All given criteria hold. Non-session holders are listed with --holding-xmin only."""
+    if s.kind != "session":
+        return c.holding_xmin and s.holds_horizon
+    if c.older_than is not None and (s.age is None or s.age < c.older_than):
+        return False
+    if c.idle_in_transaction and not s.idle_in_transaction:
+        return False
+    if c.holding_xmin and not s.holds_horizon:
+        return False
+    if c.blocking and s.blocks <= 0:
+        return False
+    wanted = ((c.match_user, s.user), (c.match_app, s.application), (c.match_host, s.host),
+              (c.match_query, s.query))
+    if any(p is not None and not p.search(v or "") for p, v in wanted):
+        return False
+    unwanted = ((c.ignore_user, s.user), (c.ignore_app, s.application))
+    return not any(p is not None and p.search(v or "") for p, v in unwanted)
+
+
+def protection(s: Session, p: Policy) -> str | None:
+    """Why this session must not be touched, or None. Checked before every action."""
+    if s.kind != "session":
+        return _holder_reason(s)
+    if s.is_self:
+        return "dbwatch's own connection"
+    if (s.application or "").startswith(OWN_APP):
+        return "a dbwatch session"
+    system = _system_reason(s)
+    if system:
+        return system
+    if s.superuser and not p.include_superusers:
+        return "superuser (use --include-superusers)"
+    if not p.include_backups and _is_backup(s):
+        return f"backup ({s.application or 'mysqldump'}; use --include-backups)"
+    if s.user in p.protect_users:
+        return f"protected user {s.user}"
+    if s.application and s.application in p.protect_apps:
+        return f"protected application {s.application}"
+    if not s.is_mysql and s.backend_start is None:
+        return "identity not visible to this user (grant pg_monitor); never killed blind"
+    if p.cancel and s.idle_now:
+        return "idle: a cancel does nothing to an idle session (drop --cancel to terminate)"
+    return None
+
+
+def _holder_reason(s: Session) -> str:
+    if s.kind == "prepared_xact":
+        return (f"prepared transaction {s.name!r} (database {s.database}): never ended "
+                f"automatically; run {s.statement} or --rollback-prepared {s.name} --execute")
+    if s.kind == "replication_slot":
+        return (f"replication slot {s.name!r}: never dropped automatically; run {s.statement} "
+                f"or --drop-slot {s.name} --execute")
+    return ("held by a standby's hot_standby_feedback: cancel the query on the standby "
+            "(dbwatch terminate <standby URL> --holding-xmin --cancel)")
+
+
+def _system_reason(s: Session) -> str | None:
+    if s.is_mysql:
+        if (s.user or "") in MY_SYSTEM_USERS or (s.command or "") in MY_SYSTEM_COMMANDS:
+            return f"system or replication thread ({s.user}, {s.command})"
+        return None
+    btype = s.backend_type or "client backend"
+    if btype == "client backend":
+        return None
+    if btype == "walsender":
+        return "replication connection (walsender)"
+    if btype.startswith("autovacuum"):
+        return f"autovacuum ({btype})"
+    return f"system process ({btype})"
+
+
+def _is_backup(s: Session) -> bool:
+    app = (s.application or "").lower()
+    if s.is_mysql:
+        return app in MY_BACKUP_APPS or MYSQLDUMP_MARK in (s.query or "")
+    return app in PG_BACKUP_APPS
+
+
+def describe(s: Session) -> str:
+    """Why it was selected, in words."""
+    parts = []
+    if s.age is not None:
+        parts.append(f"transaction {format_duration(s.age)} old")
+    if s.idle_in_transaction and s.idle is not None:
+        parts.append(f"idle in transaction for {format_duration(s.idle)}")
+    if s.holds_horizon:
+        parts.append(f"holds the xmin horizon ({s.xid_age} XIDs)")
+    if s.blocks:
+        parts.append(f"root of a lock chain blocking {s.blocks}")
+    return "; ".join(parts) or "matches the criteria"
+
+
+def _oldest_first(s: Session) -> tuple[int, float]:
+    return (0 if s.age is not None else 1, -(s.age or 0.0))
+
+
+def plan(sessions: Iterable[Session], criteria: Criteria, policy: Policy,
+         limit: int | None = None) -> tuple[list[Decision], int]:
+    """Dry-run decisions, oldest first; returns them and how many --limit left out."""
+    out: list[Decision] = []
+    acted = left_out = 0
+    for s in sorted((s for s in sessions if matches(s, criteria)), key=_oldest_first):
+        why = protection(s, policy)
+        if why:
+            out.append(Decision(s, "skipped_protected", why))
+            continue
+        if limit is not None and acted >= limit:
+            left_out += 1
+            continue
+        acted += 1
+        out.append(Decision(s, intended_action(s, policy), describe(s)))
+    return out, left_out
+
+
+def intended_action(s: Session, policy: Policy) -> str:
+    """Terminate unless asked to cancel; on a standby a running query is only cancelled."""
+    if policy.cancel or (s.standby and not s.idle_now):
+        return "would_cancel"
+    return "would_terminate"
+
+
+def chain_roots(blocked_by: dict[Any, list[Any]]) -> dict[Any, int]:
+    """root -> how many sessions wait behind it, directly or through others (cycles: none)."""
+    behind: dict[Any, set[Any]] = {}
+    for waiter in blocked_by:
+        seen, stack = {waiter}, [waiter]
+        while stack:
+            for b in blocked_by.get(stack.pop(), ()):
+                if b in seen:
+                    continue
+                seen.add(b)
+                if blocked_by.get(b):
+                    stack.append(b)
+                else:
+                    behind.setdefault(b, set()).add(waiter)
+    return {root: len(waiters) for root, waiters in behind.items()}
+
+
+def mark_holders(sessions: list[Session]) -> list[Session]:
+    """Flag who holds each database's xmin horizon: the oldest pin there (ties included).
+
+    Backends and prepared transactions pin their own database; slots and standby feedback
+    pin every database.
+    """
+    global_pins = [s.xid_age for s in sessions
+                   if s.kind in ("replication_slot", "standby_feedback") and s.xid_age]
+    oldest_global = max(global_pins, default=0)
+    per_db: dict[Any, int] = {}
+    for s in sessions:
+        if s.kind in ("session", "prepared_xact") and s.xid_age:
+            per_db[s.database] = max(per_db.get(s.database, 0), s.xid_age)
+    out = []
+    for s in sessions:
+        if not s.xid_age:
+            out.append(s)
+            continue
+        if s.kind in ("session", "prepared_xact"):
+            holds = s.xid_age >= max(per_db.get(s.database, 0), oldest_global)
+        else:
+            holds = any(s.xid_age >= v for v in per_db.values()) or s.xid_age >= oldest_global
+        out.append(replace(s, holds_horizon=holds))
+    return out
+
+
+# --- the daemon: which firing findings are eligible, and whose session they name ---------
+
+@dataclass(frozen=True)
+class Identity:
+    """The session a finding is about, as the finding saw it (pids and thread ids recycle)."""
+    pid: int | None = None
+    backend_start: datetime | None = None
+    xact_start: datetime | None = None
+    xact_known: bool = False          # the finding recorded xact_start (possibly NULL)
+    thread_id: int | None = None
+    trx_id: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return (self.pid is not None and self.backend_start is not None) or \
+            (self.thread_id is not None and self.trx_id is not None)
+
+    def same_session(self, s: Session) -> bool:
+        if s.kind != "session":
+            return False
+        if self.pid is not None:
+            return s.pid == self.pid and as_datetime(s.backend_start) == self.backend_start
+        return s.thread_id == self.thread_id and s.trx_id == self.trx_id
+
+
+@dataclass(frozen=True)
+class Eligible:
+    finding: Finding
+    age: float
+    identity: Identity
+
+
+def as_datetime(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def identity_of(f: Finding) -> Identity:
+    """A lock finding points at its chain's root; the others at their own session."""
+    ev = f.evidence
+    prefix = "root_" if f.rule in LOCK_RULES else ""
+    pid, thread = ev.get(f"{prefix}pid"), ev.get(f"{prefix}thread_id")
+    if pid is not None:
+        xkey = f"{prefix}xact_start"
+        return Identity(pid=int(pid), backend_start=as_datetime(ev.get(f"{prefix}backend_start")),
+                        xact_start=as_datetime(ev.get(xkey)), xact_known=xkey in ev)
+    if thread is not None:
+        trx = ev.get(f"{prefix}trx_id")
+        return Identity(thread_id=int(thread), trx_id=None if trx is None else str(trx))
+    return Identity()
+
+
+def finding_age(f: Finding, firing_for: float) -> float:
+    """The offender's age from the evidence; how long it has fired if the evidence has none."""
+    raw = f.evidence.get("age_seconds")
+    try:
+        return float(raw) if raw is not None else float(firing_for)
+    except (TypeError, ValueError):
+        return float(firing_for)
+
+
+def eligible(firing: Iterable[tuple[Finding, float]], cfg: TerminateConfig,
+             target: str) -> list[Eligible]:
+    """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
+    out: list[Eligible] = []
+    seen: set[Any] = set()
+    rows = [(f, finding_age(f, secs)) for f, secs in firing
+            if f.rule in cfg.rules and f.target == target]
+    for f, age in sorted(rows, key=lambda r: -r[1]):
+        if age < cfg.after:
+            continue
+        ident = identity_of(f)
+        key = (ident.pid, ident.backend_start, ident.thread_id, ident.trx_id) \
+            if ident.usable else f.fingerprint
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Eligible(f, age, ident))
+    return out

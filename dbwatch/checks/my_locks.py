@@ -1,0 +1,90 @@
+"""MY101: InnoDB lock waits, each with its blocker and the root of its blocking chain."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..actions.guards import chain_roots
+from ..durations import format_duration
+from ..findings import Finding
+from . import CheckContext, check
+
+
+def _graph(waits: list[dict[str, Any]]) -> dict[Any, list[Any]]:
+    edges: dict[Any, list[Any]] = {}
+    for w in waits:
+        blockers = edges.setdefault(w.get("waiting_thread_id"), [])
+        if w.get("blocking_thread_id") not in blockers:
+            blockers.append(w.get("blocking_thread_id"))
+    return edges
+
+
+def _root_of(thread: Any, edges: dict[Any, list[Any]], roots: dict[Any, int]) -> Any:
+    """The first root reached from this waiter (breadth first: the nearest one)."""
+    seen, queue = {thread}, [thread]
+    while queue:
+        node = queue.pop(0)
+        for b in edges.get(node, ()):
+            if b in roots:
+                return b
+            if b not in seen:
+                seen.add(b)
+                queue.append(b)
+    return None
+
+
+def _root_evidence(root: Any, waits: list[dict[str, Any]], behind: int) -> dict[str, Any]:
+    row = next((w for w in waits if w.get("blocking_thread_id") == root), {})
+    idle = row.get("blocking_command") == "Sleep"
+    return {
+        "root_thread_id": root, "root_trx_id": row.get("blocking_trx_id"),
+        "root_user": row.get("blocking_user"), "root_host": row.get("blocking_host"),
+        "root_command": row.get("blocking_command"),
+        "root_state": "idle in transaction" if idle else (row.get("blocking_trx_state") or "?"),
+        "root_trx_age": format_duration(row.get("blocking_trx_seconds")),
+        "root_idle_seconds": row.get("blocking_command_seconds") if idle else None,
+        "root_query": row.get("blocking_query"), "waiters_behind_root": behind,
+    }
+
+
+def _fix(ev: dict[str, Any]) -> str:
+    root = ev.get("root_thread_id")
+    if root is None:
+        return "A cycle with no root: InnoDB's deadlock detector resolves it (MY102)."
+    end = (f"KILL {root}; (root thread {root}, {ev['root_state']}, transaction "
+           f"{ev['root_trx_age']} old) ")
+    return (end + "ends the chain; for queue claims use FOR UPDATE SKIP LOCKED, keep "
+            "transactions short and innodb_lock_wait_timeout modest.")
+
+
+@check("my_lock_waits", mysql=["my.lock_waits"])
+def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
+    data = ctx.snapshot.section("my.lock_waits") or {}
+    waits: list[dict[str, Any]] = list(data.get("waits") or [])
+    edges = _graph(waits)
+    roots = chain_roots(edges)
+    seen: set[Any] = set()
+    for w in waits:
+        thread = w.get("waiting_thread_id")
+        if thread in seen:
+            continue
+        seen.add(thread)
+        age = float(w.get("wait_seconds") or 0)
+        sev = ctx.grade(age)
+        if not sev:
+            continue
+        root = _root_of(thread, edges, roots)
+        ev: dict[str, Any] = {
+            "thread_id": thread, "trx_id": w.get("waiting_trx_id"),
+            "user": w.get("waiting_user"), "host": w.get("waiting_host"),
+            "age": format_duration(age), "age_seconds": age,
+            "table": w.get("locked_table"), "index": w.get("locked_index"),
+            "lock_mode": w.get("lock_mode"), "query": w.get("waiting_query"),
+            "blocking_thread_id": w.get("blocking_thread_id"),
+            "blocking_trx_id": w.get("blocking_trx_id"),
+            "blocking_query": w.get("blocking_query"), "source": data.get("source"),
+        }
+        if root is not None:
+            ev |= _root_evidence(root, waits, roots.get(root, 0))
+        yield ctx.finding(severity=sev, subject=f"thread {thread}", evidence=ev, fix=_fix(ev),
+                          identity=[thread, w.get("waiting_trx_id")])

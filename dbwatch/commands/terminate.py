@@ -1,0 +1,174 @@
+"""`dbwatch terminate`: select offenders by ANDed criteria, dry run unless --execute."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from typing import Any
+
+from ..actions.guards import Criteria, Decision, Policy
+from ..durations import format_duration, parse_duration
+from ..errors import TargetError, UsageError
+
+HELP = "find offending sessions and (only with --execute) cancel or terminate them"
+EPILOG = """\
+Criteria are ANDed: a session is selected only when every given criterion holds
+(--older-than 5m --idle-in-transaction = idle in a transaction that is at least 5m old).
+--match-*/--ignore-* take Python regexes searched anywhere in the value (anchor with ^…$).
+At least one criterion, --rollback-prepared or --drop-slot is required.
+
+Never touched (listed as skipped_protected with the reason): dbwatch's own sessions,
+superusers (unless --include-superusers), replication/walsender, system processes and
+background workers, autovacuum, pg_dump/mysqldump (unless --include-backups),
+--protect-user/--protect-app and the config's [terminate] protect_users/protect_apps.
+--ignore-user/--ignore-app drop sessions from the list silently instead.
+Prepared transactions and replication slots are never ended as a side effect: with
+--holding-xmin they are listed with the statement that ends them; only --rollback-prepared
+GID / --drop-slot NAME (with --execute) run it.
+
+PostgreSQL kills re-check pid, backend_start and xact_start in the same statement; MySQL
+re-reads the thread and its InnoDB transaction just before KILL. A session that changed
+in between is reported as gone and left alone.
+
+--format json prints a JSON array, one object per candidate: action (would_terminate,
+would_cancel, terminated, cancelled, skipped_protected, gone, failed), target, pid or
+thread_id, user, application, host, age, state, query, reason, statement, error.
+Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable or bad input.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..cli import add_common
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = EPILOG
+    p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
+    add_common(p)
+    c = p.add_argument_group("criteria (ANDed)")
+    c.add_argument("--older-than", metavar="DUR", help="transaction at least this old (30s, 5m)")
+    c.add_argument("--idle-in-transaction", action="store_true",
+                   help="idle with a transaction open (MySQL: Sleep with an InnoDB trx)")
+    c.add_argument("--holding-xmin", action="store_true",
+                   help="PostgreSQL: holds its database's xmin horizon (PG201)")
+    c.add_argument("--blocking", action="store_true",
+                   help="root of a lock-wait chain (PG101/MY101)")
+    for what in ("user", "app"):
+        c.add_argument(f"--match-{what}", metavar="REGEX", help=f"{what} matches")
+        c.add_argument(f"--ignore-{what}", metavar="REGEX", help=f"leave out when {what} matches")
+    c.add_argument("--match-host", metavar="REGEX", help="client host/address matches")
+    c.add_argument("--match-query", metavar="REGEX", help="current/last query text matches")
+    g = p.add_argument_group("guards and actions")
+    g.add_argument("--protect-user", action="append", default=[], metavar="NAME",
+                   help="never touch this user (repeatable; beside protect_users)")
+    g.add_argument("--protect-app", action="append", default=[], metavar="NAME",
+                   help="never touch this application name (repeatable)")
+    g.add_argument("--include-superusers", action="store_true")
+    g.add_argument("--include-backups", action="store_true", help="allow pg_dump/mysqldump")
+    g.add_argument("--cancel", action="store_true", help="cancel the query only, keep the session")
+    g.add_argument("--limit", type=_nonneg, metavar="N", help="at most N actions per target")
+    g.add_argument("--rollback-prepared", action="append", default=[], metavar="GID")
+    g.add_argument("--drop-slot", action="append", default=[], metavar="NAME")
+    g.add_argument("--execute", action="store_true", help="act; without it, a dry run")
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+
+
+def _nonneg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _regex(args: argparse.Namespace, name: str) -> re.Pattern[str] | None:
+    raw = getattr(args, name)
+    if raw is None:
+        return None
+    try:
+        return re.compile(raw)
+    except re.error as exc:
+        raise UsageError(f"--{name.replace('_', '-')}: bad regex {raw!r}: {exc}") from None
+
+
+def criteria_from(args: argparse.Namespace) -> Criteria:
+    older = None
+    if args.older_than is not None:
+        try:
+            older = parse_duration(args.older_than)
+        except ValueError as exc:
+            raise UsageError(f"--older-than: {exc}") from None
+    names = ("match_user", "ignore_user", "match_app", "ignore_app", "match_host", "match_query")
+    return Criteria(older_than=older, idle_in_transaction=args.idle_in_transaction,
+                    holding_xmin=args.holding_xmin, blocking=args.blocking,
+                    **{n: _regex(args, n) for n in names})
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..actions.terminate import Request, run_target
+    from ..cli import load_all, resolve_targets
+    criteria = criteria_from(args)
+    if not (criteria.given or args.rollback_prepared or args.drop_slot):
+        raise UsageError("terminate: give at least one criterion (e.g. --idle-in-transaction "
+                         "--older-than 5m); see dbwatch terminate --help")
+    _, config = load_all(args.config)
+    policy = Policy.from_config(config.terminate, args.protect_user, args.protect_app,
+                                args.include_superusers, args.include_backups, args.cancel)
+    req = Request(criteria, policy, args.limit, args.execute,
+                  tuple(args.rollback_prepared), tuple(args.drop_slot))
+    decisions: list[Decision] = []
+    notes: list[str] = []
+    unreachable = False
+    for spec in resolve_targets(args.targets, config):
+        try:
+            found, left_out = run_target(spec, req)
+        except TargetError as exc:
+            print(f"dbwatch: {exc}", file=sys.stderr)
+            unreachable = True
+            continue
+        decisions += found
+        if left_out:
+            notes.append(f"{spec.name}: {left_out} more matched; left out by --limit {args.limit}")
+        if criteria.holding_xmin and spec.engine == "mysql":
+            notes.append(f"{spec.name}: --holding-xmin applies to PostgreSQL only; "
+                         "on MySQL/MariaDB select the oldest transaction with --older-than")
+    print(render(decisions, args.format, args.execute))
+    for note in notes:
+        print(f"dbwatch: {note}", file=sys.stderr)
+    if unreachable:
+        return 3
+    return 1 if any(d.action == "failed" for d in decisions) else 0
+
+
+def render(decisions: list[Decision], fmt: str, executed: bool) -> str:
+    rows = [d.to_dict() for d in decisions]
+    if fmt == "json":
+        return json.dumps(rows, indent=2, default=str)
+    return table(rows, executed)
+
+
+def _cut(text: Any, width: int) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def table(rows: list[dict[str, Any]], executed: bool) -> str:
+    from tabulate import tabulate
+    head = "" if executed else "DRY RUN: nothing was changed; add --execute to act.\n"
+    if not rows:
+        return head + "No session matches the criteria."
+    body = [[r["action"], _cut(r["target"], 24),
+             r["pid"] if r["pid"] is not None else (r["thread_id"] or r["name"]),
+             _cut(r["user"], 16), _cut(r["application"] or r["host"], 16),
+             format_duration(r["age_seconds"]) if r["age_seconds"] is not None else "-",
+             _cut(r["state"], 20),
+             _cut(r["reason"] + (f" [{r['error']}]" if r["error"] else ""), 60) + "\n  "
+             + _cut(r["statement"], 60) + ("\n  " + _cut(r["query"], 60) if r["query"] else "")]
+            for r in rows]
+    counts = Counter(r["action"] for r in rows)
+    summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
+    grid: str = tabulate(body, headers=["ACTION", "TARGET", "PID/THREAD", "USER", "APP/HOST",
+                                     "AGE", "STATE", "REASON / STATEMENT / QUERY"])
+    return head + grid + f"\n\n{summary}"

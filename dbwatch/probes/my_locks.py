@@ -1,0 +1,48 @@
+"""MySQL/MariaDB lock waits (MY101): waiter, lock and blocker, from whichever source exists.
+
+The source is chosen by which table exists (information_schema.TABLES), never by version:
+performance_schema.data_lock_waits (MySQL 8), information_schema.INNODB_LOCK_WAITS
+(MariaDB, MySQL 5.7), else the sys.innodb_lock_waits view.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..targets import Connection
+from . import probe, sql
+from .mysql import PROCESS_GRANT, _jsonable
+
+WAIT_LIMIT = 1000
+SOURCES = (  # preference order: (schema, table) -> SQL file
+    (("performance_schema", "data_lock_waits"), "lock_waits_pfs"),
+    (("information_schema", "innodb_lock_waits"), "lock_waits_innodb"),
+    (("sys", "innodb_lock_waits"), "lock_waits_sys"),
+)
+
+
+def lock_wait_source(conn: Connection) -> str | None:
+    """The SQL file name for this server's lock-wait tables, or None when it has none."""
+    found = {(r["table_schema"], r["table_name"])
+             for r in conn.rows(sql("mysql", "lock_wait_tables", 0))}
+    for table, name in SOURCES:
+        if table in found:
+            return name
+    return None
+
+
+def _table(raw: Any) -> str | None:
+    """`test`.`jobs` (MariaDB's lock_table) -> test.jobs."""
+    return None if raw is None else str(raw).replace("`", "")
+
+
+@probe("my.lock_waits", "mysql", grant=PROCESS_GRANT)
+def lock_waits(conn: Connection) -> Any:
+    source = lock_wait_source(conn)
+    if source is None:
+        return {"source": None, "waits": []}
+    rows = [_jsonable(r) for r in conn.rows(sql("mysql", source, 0), {"limit": WAIT_LIMIT})]
+    for r in rows:
+        r["locked_table"] = _table(r.get("locked_table"))
+        for key in ("waiting_trx_id", "blocking_trx_id"):
+            r[key] = None if r.get(key) is None else str(r[key])
+    return {"source": source, "waits": rows}

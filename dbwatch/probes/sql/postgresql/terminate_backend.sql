@@ -1,0 +1,8 @@
+-- One statement re-checks the identity and signals: a recycled pid or a transaction that has
+-- just ended matches no row, so nothing is signalled (reported as "gone").
+SELECT CASE WHEN %(cancel)s THEN pg_cancel_backend(a.pid)
+            ELSE pg_terminate_backend(a.pid) END AS signalled
+FROM pg_stat_activity a
+WHERE a.pid = %(pid)s
+  AND a.backend_start = %(backend_start)s
+  AND a.xact_start IS NOT DISTINCT FROM %(xact_start)s
