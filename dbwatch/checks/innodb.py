@@ -1,0 +1,101 @@
+"""MY102 new InnoDB deadlock (with its diagnosis); MY201 history list length (purge lag)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from ..durations import format_duration, parse_duration
+from ..findings import Finding
+from . import CheckContext, check
+
+
+def _ts(text: str | None) -> datetime | None:
+    try:
+        return datetime.strptime(str(text)[:19], "%Y-%m-%d %H:%M:%S")
+    except (TypeError, ValueError):
+        return None
+
+
+def _age(status: dict[str, Any], dl: dict[str, Any]) -> float | None:
+    """Seconds between the deadlock and the monitor output (both in server time)."""
+    now, then = _ts(status.get("at")), _ts(dl.get("at"))
+    if now is None or then is None:
+        return None
+    return max((now - then).total_seconds(), 0.0)
+
+
+def _victim_text(dl: dict[str, Any]) -> str:
+    for t in dl.get("transactions", []):
+        if t.get("victim"):
+            q = " ".join(str(t.get("query") or "").split())[:120]
+            return f"thread {t.get('thread_id')} ({t.get('user')}) was rolled back: {q}"
+    return "victim unknown"
+
+
+def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
+    """Deadlocks since the previous probe, from the daemon's history of the counter."""
+    state = ctx.state
+    if state is None or counter is None or not hasattr(state, "history"):
+        return None
+    past = state.history(ctx.snapshot.target, "innodb_deadlocks", 7 * 86400)
+    return counter - int(past[-1][1]) if past else None
+
+
+@check("innodb_deadlock", mysql=["my.innodb_status", "my.innodb_counters"])
+def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
+    status = ctx.snapshot.section("my.innodb_status")
+    counters = ctx.snapshot.section("my.innodb_counters")
+    counter = counters.get("innodb_deadlocks")
+    dl = status.get("deadlock")
+    if not dl:
+        return
+    age = _age(status, dl)
+    max_age = parse_duration(ctx.params.get("max_age", "24h"))
+    if age is not None and age > max_age:
+        return
+    diag = dl.get("diagnosis") or {}
+    since = _recent_deadlocks(ctx, counter)
+    extra = f"; {since} deadlocks since the last probe, only the latest is shown" \
+        if since and since > 1 else ""
+    summary = (f"deadlock at {dl.get('at')} ({format_duration(age)} ago) — "
+               f"{diag.get('pattern', 'generic')}: {_victim_text(dl)}{extra}")
+    yield ctx.finding(
+        severity=ctx.rule.severity, subject=f"deadlock {dl.get('at')}", summary=summary,
+        fix=str(diag.get("fix") or ""),
+        evidence={"deadlock": dl, "diagnosis": diag, "rules": diag.get("rules", []),
+                  "deadlocks_total": counter, "deadlocks_since_last_probe": since,
+                  "age_seconds": age},
+        identity=dl.get("key"))
+
+
+def _oldest(ctx: CheckContext) -> dict[str, Any] | None:
+    trx = ctx.snapshot.section("my.trx") or []
+    return max(trx, key=lambda t: float(t.get("trx_seconds") or 0), default=None)
+
+
+@check("history_list", mysql=["my.innodb_counters", "my.trx"])
+def history_list(ctx: CheckContext) -> Iterator[Finding]:
+    counters = ctx.snapshot.section("my.innodb_counters")
+    hll = counters.get("innodb_history_list_length")
+    if hll is None:
+        status = ctx.snapshot.section("my.innodb_status") or {}
+        hll = status.get("history_list_length")
+    sev = ctx.grade(hll)
+    if not sev:
+        return
+    oldest = _oldest(ctx)
+    if oldest:
+        who = (f"the oldest open transaction is thread {oldest.get('thread_id')} "
+               f"({oldest.get('user')}@{oldest.get('host')}, {oldest.get('command')}) open for "
+               f"{format_duration(oldest.get('trx_seconds'))}: it holds back purge")
+        fix = (f"End it: commit/rollback in the application, or KILL {oldest.get('thread_id')}; "
+               "then purge catches up (watch the history list length fall).")
+    else:
+        who = "no open transaction now: purge is behind on its own (write load, purge threads)"
+        fix = "Raise innodb_purge_threads / innodb_purge_batch_size; check for I/O saturation."
+    yield ctx.finding(
+        severity=sev, subject="history list length",
+        summary=f"InnoDB history list length {hll:,} (purge lag); {who}", fix=fix,
+        evidence={"history_list_length": hll, "oldest": oldest},
+        identity="history_list_length")

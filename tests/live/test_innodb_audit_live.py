@@ -1,0 +1,117 @@
+"""MY102 and MY201 through `dbwatch audit`, and `dbwatch deadlocks` on a live server."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pymysql
+
+
+def connect() -> pymysql.connections.Connection:
+    return pymysql.connect(host="127.0.0.1", user="root", password="", database="test")
+
+
+def dbwatch(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "dbwatch", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def make_deadlock(table: str) -> int:
+    """Two sessions update rows 1 and 2 in opposite order; returns the victim's thread id."""
+    a, b = connect(), connect()
+    victims: list[int] = []
+    try:
+        for c in (a, b):
+            c.begin()
+        a.cursor().execute(f"UPDATE {table} SET v = v + 1 WHERE id = 1")
+        b.cursor().execute(f"UPDATE {table} SET v = v + 1 WHERE id = 2")
+
+        def second(conn: pymysql.connections.Connection, row: int) -> None:
+            try:
+                conn.cursor().execute(f"UPDATE {table} SET v = v + 1 WHERE id = {row}")
+                conn.commit()
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] == 1213:
+                    victims.append(conn.thread_id())
+                conn.rollback()
+        t = threading.Thread(target=second, args=(a, 2))
+        t.start()
+        time.sleep(0.3)
+        second(b, 1)
+        t.join(10)
+    finally:
+        a.close()
+        b.close()
+    assert len(victims) == 1
+    return victims[0]
+
+
+def test_my102_reports_the_latest_deadlock(my_admin: pymysql.connections.Connection,
+                                           uniq: str) -> None:
+    table = f"dbw_dl_audit_{uniq}"
+    cur = my_admin.cursor()
+    cur.execute(f"CREATE TABLE {table} (id int primary key, v int) ENGINE=InnoDB")
+    cur.execute(f"INSERT INTO {table} VALUES (1, 0), (2, 0)")
+    try:
+        victim = make_deadlock(table)
+        proc = dbwatch("audit", "mysql://root@127.0.0.1/test", "--select", "MY102", "--format", "json")
+        doc = json.loads(proc.stdout)
+        [f] = [f for f in doc["findings"] if f["rule"] == "MY102"]
+        dl = f["evidence"]["deadlock"]
+        assert {t["thread_id"] for t in dl["transactions"] if t["victim"]} == {victim}
+        assert all(t["tables"] == [f"test.{table}"] for t in dl["transactions"])
+        assert f["evidence"]["diagnosis"]["pattern"] == "opposite-order-rows"
+        assert f["evidence"]["diagnosis"]["rules"] == []      # not a queue problem
+        assert proc.returncode == 1
+        text = dbwatch("deadlocks", "mysql://root@127.0.0.1/test")
+        assert "Deadlock Transactions" in text.stdout and "Deadlock Locks" in text.stdout
+        assert table in text.stdout and "opposite-order-rows" in text.stdout
+        js = json.loads(dbwatch("deadlocks", "mysql://root@127.0.0.1/test", "--format", "json").stdout)
+        assert js["deadlocks"][0]["victim"] in (1, 2)
+    finally:
+        cur.execute(f"DROP TABLE {table}")
+
+
+def test_my201_names_the_oldest_transaction(my_admin: pymysql.connections.Connection, uniq: str,
+                                            tmp_path: Path) -> None:
+    table = f"dbw_hll_{uniq}"
+    cur = my_admin.cursor()
+    cur.execute(f"CREATE TABLE {table} (id int primary key, v int) ENGINE=InnoDB")
+    cur.execute(f"INSERT INTO {table} VALUES (1, 0)")
+    reader = connect()
+    try:
+        reader.cursor().execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        reader.cursor().execute(f"SELECT * FROM {table}")
+        my_admin.autocommit(True)
+        for _ in range(3000):       # each commit leaves undo that the open read view pins
+            cur.execute(f"UPDATE {table} SET v = v + 1 WHERE id = 1")
+        cfg = tmp_path / "c.toml"
+        cfg.write_text('[rules.MY201]\nthresholds = { warning = "2000", critical = "10000000" }\n')
+        proc = dbwatch("audit", "mysql://root@127.0.0.1/test", "--config", str(cfg),
+                       "--select", "MY201", "--format", "json")
+        [f] = json.loads(proc.stdout)["findings"]
+        assert f["evidence"]["history_list_length"] >= 2000
+        assert f["evidence"]["oldest"]["thread_id"] == reader.thread_id()
+        assert f"KILL {reader.thread_id()}" in f["fix"]
+    finally:
+        reader.close()
+        cur.execute(f"DROP TABLE {table}")
+
+
+def test_deadlocks_from_saved_text_and_bad_file(tmp_path: Path) -> None:
+    corpus = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "innodb-status"
+    sample = corpus / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt"
+    js = json.loads(dbwatch("deadlocks", "--file", str(sample), "--format", "json").stdout)
+    [dl] = js["deadlocks"]
+    assert dl["diagnosis"]["rules"] == ["QU401"]
+    assert [t["victim"] for t in dl["transactions"]] == [True, False]
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_bytes(b"\x00\xff not a status \n" * 100)
+    out = dbwatch("deadlocks", "--file", str(garbage))
+    assert out.returncode == 0 and "No deadlocks found." in out.stdout
+    missing = dbwatch("deadlocks", "--error-log", str(tmp_path / "nope.log"))
+    assert missing.returncode == 3 and "nope.log" in missing.stderr and "Traceback" not in missing.stderr
