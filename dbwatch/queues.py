@@ -101,6 +101,7 @@ class Failure:
 
 
 _MAX = "MaxAttemptsExceededException"
+_ELIXIR = re.compile(r"\*\* \(([\w.]{1,200})\) (.*)")
 _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("deadlock", re.compile(r"SQLSTATE\[(40001|40P01)\]|\b1213\b.*deadlock|deadlock detected|"
                             r"deadlock found", re.IGNORECASE)),
@@ -113,7 +114,11 @@ _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 def classify_failure(head: str | None) -> Failure:
     """Exception class and meaning of the first line of a failure text."""
     text = " ".join(str(head or "").split())[:400]
-    exc, _, message = text.partition(": ")
+    elixir = _ELIXIR.match(text)      # Oban: "** (RuntimeError) message"
+    if elixir:
+        exc, message = elixir.group(1), elixir.group(2)
+    else:
+        exc, _, message = text.partition(": ")
     if not message or " " in exc or len(exc) > 200:
         exc, message = "(unknown)", text
     if _MAX in exc:

@@ -110,11 +110,13 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
     retry_after, source = _retry_after(ctx)
     for t in _tables(ctx, "reserved"):
         queues: dict[str, int] = defaultdict(int)
-        oldest = 0.0
+        oldest, expiry = 0.0, retry_after
         for row in t["reserved"]:
             limit = row.get("expires_after")
             seconds = float(row.get("reserved_seconds") or 0)
-            if seconds >= (float(limit) if limit is not None else retry_after):
+            if limit is not None:
+                expiry = float(limit)     # the library's own expiry, not Laravel's retry_after
+            if seconds >= expiry:
                 queues[str(row.get("queue"))] += int(row.get("n") or 0)
                 oldest = max(oldest, seconds)
         count = sum(queues.values())
@@ -125,10 +127,10 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
         ev = _base(t) | {
             "count": count, "count_is_lower_bound": capped, "queues": dict(sorted(queues.items())),
             "oldest": format_duration(oldest), "oldest_seconds": int(oldest),
-            "retry_after": format_duration(retry_after), "retry_after_seconds": retry_after,
+            "retry_after": format_duration(expiry), "retry_after_seconds": expiry,
             "retry_after_source": source if t["kind"] == "laravel_jobs" else "library default"}
         yield ctx.finding(severity=sev, subject=f"table {ev['table']}", evidence=ev,
-                          fix=_expired_fix(t, retry_after, ctx.snapshot.engine),
+                          fix=_expired_fix(t, expiry, ctx.snapshot.engine),
                           identity=[t["schema"], t["table"]])
 
 

@@ -1,0 +1,20 @@
+-- Delayed::Job jobs failed for good in the last %(horizon)s seconds, newest %(window)s by id.
+SELECT f.queue, f.head, f.job_class, count(*) AS n,
+       count(*) FILTER (WHERE f.age <= 3600) AS n_1h, count(*) FILTER (WHERE f.age <= 21600) AS n_6h,
+       count(*) FILTER (WHERE f.age <= 86400) AS n_24h,
+       count(*) FILTER (WHERE f.age <= 259200) AS n_3d,
+       count(*) FILTER (WHERE f.age <= 604800) AS n_7d,
+       max(f.failed_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
+FROM (SELECT coalesce(left(queue, 255), '(none)') AS queue, failed_at,
+             extract(epoch FROM (now() AT TIME ZONE 'UTC') - failed_at) AS age,
+             split_part(left(last_error, 400), chr(10), 1) AS head,
+             left(coalesce(substring(left(handler, 2048) FROM 'job_class: *([A-Za-z0-9_:]{1,255})'),
+                           substring(left(handler, 2048) FROM '!ruby/object:([A-Za-z0-9_:]{1,255})')),
+                  255) AS job_class
+      FROM {table}
+      WHERE failed_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)
+        AND id >= (SELECT coalesce(min(x.id), 0)
+                   FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)) f
+GROUP BY 1, 2, 3
+ORDER BY n DESC
+LIMIT %(groups)s
