@@ -1,0 +1,216 @@
+"""Pure terminate logic: criteria (ANDed), guards, planning, chain roots, horizon holders,
+daemon eligibility and decisions, and the MY101 check over a snapshot. No database."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from dbwatch.actions.guards import (Criteria, Identity, Policy, Session, chain_roots, eligible,
+                                    identity_of, mark_holders, matches, plan, protection,
+                                    statement_for)
+from dbwatch.actions.terminate import daemon_decision
+from dbwatch.catalogue import load_catalogue
+from dbwatch.checks import CheckContext
+from dbwatch.checks.my_locks import my_lock_waits
+from dbwatch.config import TerminateConfig
+from dbwatch.findings import Finding
+from dbwatch.snapshot import Snapshot
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def pg(pid: int = 10, **kw: Any) -> Session:
+    base: dict[str, Any] = dict(target="t", engine="postgresql", pid=pid, backend_start=T0,
+                                xact_start=T0 + timedelta(seconds=5), user="app",
+                                application="worker", host="10.0.0.1", database="app",
+                                state="idle in transaction", backend_type="client backend",
+                                age=600.0, idle=590.0, idle_in_transaction=True, superuser=False)
+    base.update(kw)
+    return Session(**base)
+
+
+def my(tid: int = 40, **kw: Any) -> Session:
+    base: dict[str, Any] = dict(target="m", engine="mariadb", thread_id=tid, trx_id="1234",
+                                user="app", host="10.0.0.2:5555", command="Sleep", age=600.0,
+                                idle=590.0, idle_in_transaction=True, superuser=False)
+    base.update(kw)
+    return Session(**base)
+
+
+def test_criteria_are_anded() -> None:
+    both = Criteria(older_than=300, idle_in_transaction=True)
+    assert matches(pg(), both)
+    assert not matches(pg(age=100.0), both)                        # idle but young
+    assert not matches(pg(idle_in_transaction=False, state="active"), both)   # old but busy
+    assert not matches(pg(age=None), Criteria(older_than=0))       # no transaction: no age
+
+
+def test_regex_filters() -> None:
+    c = Criteria(match_user=re.compile("^app$"), match_host=re.compile(r"^10\."),
+                 ignore_app=re.compile("cron"))
+    assert matches(pg(), c)
+    assert not matches(pg(user="app2"), c)
+    assert not matches(pg(application="nightly-cron"), c)
+    assert matches(pg(), Criteria(match_query=re.compile("jobs"))) is False
+    assert matches(pg(query="select * from jobs"), Criteria(match_query=re.compile("jobs")))
+
+
+def test_blocking_and_holding_criteria() -> None:
+    assert not matches(pg(), Criteria(blocking=True))
+    assert matches(pg(blocks=2), Criteria(blocking=True))
+    assert matches(pg(holds_horizon=True), Criteria(holding_xmin=True))
+    slot = Session(target="t", engine="postgresql", kind="replication_slot", name="s1",
+                   holds_horizon=True, xid_age=900)
+    assert matches(slot, Criteria(holding_xmin=True))
+    assert not matches(slot, Criteria(older_than=1))
+
+
+def test_protections() -> None:
+    p = Policy()
+    assert protection(pg(is_self=True), p) == "dbwatch's own connection"
+    assert protection(pg(application="dbwatch"), p) == "a dbwatch session"
+    assert "superuser" in str(protection(pg(superuser=True), p))
+    assert protection(pg(superuser=True), Policy(include_superusers=True)) is None
+    assert "walsender" in str(protection(pg(backend_type="walsender"), p))
+    assert "autovacuum" in str(protection(pg(backend_type="autovacuum worker"), p))
+    assert "system process" in str(protection(pg(backend_type="background worker"), p))
+    assert "backup" in str(protection(pg(application="pg_dump"), p))
+    assert protection(pg(application="pg_dump"), Policy(include_backups=True)) is None
+    assert "protected user" in str(protection(pg(), Policy(protect_users=frozenset({"app"}))))
+    assert "protected application" in str(
+        protection(pg(), Policy(protect_apps=frozenset({"worker"}))))
+    assert "identity not visible" in str(protection(pg(backend_start=None), p))
+    assert "cancel does nothing" in str(protection(pg(), Policy(cancel=True)))
+    assert protection(pg(state="active", idle_in_transaction=False), Policy(cancel=True)) is None
+
+
+def test_mysql_protections() -> None:
+    p = Policy()
+    assert protection(my(), p) is None
+    assert "system" in str(protection(my(user="system user", command="Daemon"), p))
+    assert "system" in str(protection(my(command="Binlog Dump GTID"), p))
+    assert "backup" in str(protection(my(query="SELECT /*!40001 SQL_NO_CACHE */ * FROM `t`"), p))
+    assert "backup" in str(protection(my(application="mysqldump"), p))
+    assert "cancel does nothing" in str(protection(my(), Policy(cancel=True)))
+
+
+def test_policy_merges_config_and_flags() -> None:
+    cfg = TerminateConfig(protect_users=("replicator",), protect_apps=("psql",))
+    p = Policy.from_config(cfg, ["alice"], include_superusers=True)
+    assert p.protect_users == {"replicator", "alice"} and p.protect_apps == {"psql"}
+    assert p.include_superusers
+
+
+def test_plan_orders_limits_and_lists_protected() -> None:
+    sessions = [pg(1, age=100.0), pg(2, age=900.0), pg(3, age=500.0, user="ops"),
+                pg(4, age=50.0), pg(5, age=None, idle_in_transaction=False, state="idle")]
+    policy = Policy(protect_users=frozenset({"ops"}))
+    out, left = plan(sessions, Criteria(idle_in_transaction=True), policy, limit=2)
+    assert [(d.session.pid, d.action) for d in out] == [
+        (2, "would_terminate"), (3, "skipped_protected"), (1, "would_terminate")]
+    assert left == 1
+    cancel, _ = plan([pg(9, state="active", idle_in_transaction=False)],
+                     Criteria(older_than=1), Policy(cancel=True))
+    assert cancel[0].action == "would_cancel"
+    assert statement_for(cancel[0].session, "would_cancel") == "SELECT pg_cancel_backend(9)"
+    assert statement_for(my(), "terminated") == "KILL 40"
+    assert statement_for(my(), "cancelled") == "KILL QUERY 40"
+
+
+def test_standby_running_query_is_cancelled() -> None:
+    out, _ = plan([pg(7, state="active", idle_in_transaction=False, standby=True)],
+                  Criteria(older_than=1), Policy())
+    assert out[0].action == "would_cancel"
+    out, _ = plan([pg(8, standby=True)], Criteria(older_than=1), Policy())
+    assert out[0].action == "would_terminate"
+
+
+def test_chain_roots() -> None:
+    # 3 waits on 2, 2 waits on 1; 5 waits on 4 and 1: roots 1 (three behind) and 4 (one)
+    assert chain_roots({3: [2], 2: [1], 5: [4, 1]}) == {1: 3, 4: 1}
+    assert chain_roots({1: [2], 2: [1]}) == {}       # a deadlock cycle has no root
+
+
+def test_horizon_holders_per_database() -> None:
+    s = [pg(1, xid_age=50), pg(2, xid_age=50), pg(3, xid_age=10), pg(4, xid_age=5, database="b")]
+    held = {x.pid: x.holds_horizon for x in mark_holders(s)}
+    assert held == {1: True, 2: True, 3: False, 4: True}
+    slot = Session(target="t", engine="postgresql", kind="replication_slot", name="s", xid_age=80)
+    marked = mark_holders(s + [slot])
+    assert not any(x.holds_horizon for x in marked if x.kind == "session")
+    assert [x.name for x in marked if x.holds_horizon] == ["s"]
+
+
+def finding(rule: str = "PG002", target: str = "t", **ev: Any) -> Finding:
+    evidence = {"pid": 10, "backend_start": T0.isoformat(),
+                "xact_start": (T0 + timedelta(seconds=5)).isoformat(), "age_seconds": 600.0}
+    evidence.update(ev)
+    return Finding(rule=rule, severity="warning", target=target, subject="pid 10",
+                   summary="s", fix="f", evidence=evidence, identity=[rule, evidence["pid"]])
+
+
+def test_eligible_filters_rules_targets_age_and_dedupes() -> None:
+    cfg = TerminateConfig(enabled=True, after=300, rules=("PG001", "PG002", "MY101"))
+    firing = [(finding(), 5.0), (finding("PG001"), 5.0), (finding("PG201"), 5.0),
+              (finding(target="other"), 5.0), (finding(pid=11, age_seconds=100.0), 5.0),
+              (finding(pid=12, age_seconds=None), 400.0)]
+    got = eligible(firing, cfg, "t")
+    assert [(e.finding.rule, e.identity.pid) for e in got] == [("PG002", 10), ("PG002", 12)]
+    assert got[0].identity.xact_known and got[0].identity.backend_start == T0
+
+
+def test_lock_findings_point_at_the_root() -> None:
+    f = finding("MY101", pid=None, thread_id=7, trx_id="9", root_thread_id=3, root_trx_id="5")
+    assert identity_of(f) == Identity(thread_id=3, trx_id="5")
+    assert not identity_of(finding("MY101", pid=None, thread_id=7, trx_id="9")).usable
+
+
+def test_daemon_decision() -> None:
+    cfg = TerminateConfig(enabled=True, after=300)
+    e = eligible([(finding(), 0.0)], cfg, "t")[0]
+    assert daemon_decision(e, [pg()], Policy(), cfg).action == "would_terminate"
+    newer = pg(xact_start=T0 + timedelta(seconds=99))        # committed and began again
+    assert daemon_decision(e, [newer], Policy(), cfg).action == "gone"
+    assert daemon_decision(e, [pg(backend_start=T0 + timedelta(1))], Policy(), cfg).action == "gone"
+    assert daemon_decision(e, [], Policy(), cfg).action == "gone"
+    prot = Policy.from_config(TerminateConfig(protect_users=("app",)))
+    assert daemon_decision(e, [pg()], prot, cfg).action == "skipped_protected"
+    young = eligible([(finding(), 0.0)], cfg, "t")[0]
+    assert daemon_decision(young, [pg(age=10.0)], Policy(), cfg).action == "gone"
+    slot = eligible([(finding("PG201", pid=None, kind="slot", age_seconds=None), 900.0)],
+                    TerminateConfig(enabled=True, after=300, rules=("PG201",)), "t")[0]
+    assert daemon_decision(slot, [pg()], Policy(), cfg).action == "skipped_protected"
+
+
+def test_my101_check_names_the_root() -> None:
+    rule = load_catalogue()["MY101"]
+    waits = [
+        {"waiting_thread_id": 30, "waiting_trx_id": "300", "wait_seconds": 40,
+         "waiting_user": "w", "locked_table": "test.jobs", "locked_index": "PRIMARY",
+         "lock_mode": "X", "blocking_thread_id": 20, "blocking_trx_id": "200"},
+        {"waiting_thread_id": 20, "waiting_trx_id": "200", "wait_seconds": 50,
+         "waiting_user": "w", "locked_table": "test.jobs", "locked_index": "PRIMARY",
+         "lock_mode": "X", "blocking_thread_id": 10, "blocking_trx_id": "100",
+         "blocking_user": "app", "blocking_command": "Sleep", "blocking_trx_seconds": 400,
+         "blocking_command_seconds": 390},
+    ]
+    snap = Snapshot(target="m", engine="mariadb", server_version="10.11", version_num=101100,
+                    taken_at=0.0, sections={"my.lock_waits": {"source": "x", "waits": waits}})
+    ctx = CheckContext(rule=rule, snapshot=snap, thresholds=rule.thresholds, params={})
+    found = {f.evidence["thread_id"]: f for f in my_lock_waits(ctx)}
+    assert set(found) == {30, 20}
+    assert found[30].evidence["root_thread_id"] == 10
+    assert found[30].evidence["waiters_behind_root"] == 2
+    assert "root blocker thread 10 (idle in transaction" in found[30].summary
+    assert "KILL 10;" in found[30].fix
+
+
+def test_cli_bad_input_is_one_line_exit_3() -> None:
+    for extra in (["--match-user", "("], ["--older-than", "soon"], []):
+        r = subprocess.run([sys.executable, "-m", "dbwatch", "terminate", "postgresql://x@h/db",
+                            *extra], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 3, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
