@@ -32,6 +32,11 @@ def _wrap(text: str, width: int) -> str:
                                    break_on_hyphens=False)) or "-"
 
 
+def _cut(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
 def _target_line(t: TargetResult) -> str:
     what = f"{t.snapshot.engine} {t.snapshot.server_version}".strip()
     if t.error:
@@ -45,7 +50,9 @@ def _target_line(t: TargetResult) -> str:
 def _finding_rows(findings: list[Finding]) -> str:
     rows = []
     for f in findings:
-        text = _wrap(f.summary, 56) + "\n" + _wrap("fix: " + f.fix, 56)
+        text = _wrap(_cut(f.summary, 300), 54) + "\n" + _wrap("fix: " + _cut(f.fix, 220), 54)
+        if len(f.fix) > 220:
+            text += f"\n(full fix: --format json; dbwatch explain {f.rule})"
         rows.append([f.severity.upper(), f.rule, _wrap(f.subject, 24), text])
     return str(tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"],
                         tablefmt="simple"))
