@@ -5,12 +5,23 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dbwatch.actions.guards import (Criteria, Identity, Policy, Session, chain_roots, eligible,
-                                    identity_of, mark_holders, matches, plan, protection,
-                                    statement_for)
+from dbwatch.actions.guards import (
+    Criteria,
+    Identity,
+    Policy,
+    Session,
+    chain_roots,
+    eligible,
+    identity_of,
+    mark_holders,
+    matches,
+    plan,
+    protection,
+    statement_for,
+)
 from dbwatch.actions.terminate import daemon_decision
 from dbwatch.catalogue import load_catalogue
 from dbwatch.checks import CheckContext
@@ -19,23 +30,25 @@ from dbwatch.config import TerminateConfig
 from dbwatch.findings import Finding
 from dbwatch.snapshot import Snapshot
 
-T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def pg(pid: int = 10, **kw: Any) -> Session:
-    base: dict[str, Any] = dict(target="t", engine="postgresql", pid=pid, backend_start=T0,
-                                xact_start=T0 + timedelta(seconds=5), user="app",
-                                application="worker", host="10.0.0.1", database="app",
-                                state="idle in transaction", backend_type="client backend",
-                                age=600.0, idle=590.0, idle_in_transaction=True, superuser=False)
+    base: dict[str, Any] = {
+        "target": "t", "engine": "postgresql", "pid": pid, "backend_start": T0,
+        "xact_start": T0 + timedelta(seconds=5), "user": "app", "application": "worker",
+        "host": "10.0.0.1", "database": "app", "state": "idle in transaction",
+        "backend_type": "client backend", "age": 600.0, "idle": 590.0,
+        "idle_in_transaction": True, "superuser": False}
     base.update(kw)
     return Session(**base)
 
 
 def my(tid: int = 40, **kw: Any) -> Session:
-    base: dict[str, Any] = dict(target="m", engine="mariadb", thread_id=tid, trx_id="1234",
-                                user="app", host="10.0.0.2:5555", command="Sleep", age=600.0,
-                                idle=590.0, idle_in_transaction=True, superuser=False)
+    base: dict[str, Any] = {
+        "target": "m", "engine": "mariadb", "thread_id": tid, "trx_id": "1234", "user": "app",
+        "host": "10.0.0.2:5555", "command": "Sleep", "age": 600.0, "idle": 590.0,
+        "idle_in_transaction": True, "superuser": False}
     base.update(kw)
     return Session(**base)
 
@@ -211,6 +224,6 @@ def test_my101_check_names_the_root() -> None:
 def test_cli_bad_input_is_one_line_exit_3() -> None:
     for extra in (["--match-user", "("], ["--older-than", "soon"], []):
         r = subprocess.run([sys.executable, "-m", "dbwatch", "terminate", "postgresql://x@h/db",
-                            *extra], capture_output=True, text=True, timeout=60)
+                            *extra], check=False, capture_output=True, text=True, timeout=60)
         assert r.returncode == 3, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
