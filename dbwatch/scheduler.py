@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC
 from typing import Any
 
-from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -34,12 +35,16 @@ class Scheduler:
         self._sched = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=threads)},
             job_defaults={"coalesce": True, "max_instances": 1}, timezone="UTC")
-        self._sched.add_listener(self._on_missed, EVENT_JOB_MISSED)
+        self._overrun: dict[str, float] = {}    # name -> when we last said so
+        self._sched.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
 
-    def _on_missed(self, event: JobExecutionEvent) -> None:
+    def _on_missed(self, event: JobEvent) -> None:
         self.missed += 1
-        log.warning("cycle of %s skipped: the previous one was still running or too late",
-                    event.job_id)
+        now = time.time()
+        if now - self._overrun.get(event.job_id, 0.0) > 600:   # not every interval
+            self._overrun[event.job_id] = now
+            log.warning("cycle of %s skipped: the previous one is still running (a slow or "
+                        "dead target) or started too late", event.job_id)
 
     def _run(self, name: str) -> None:
         self.job(name, self.scheduled(name, time.time()))
@@ -81,5 +86,5 @@ class Scheduler:
 
 
 def _dt(ts: float) -> Any:
-    from datetime import datetime, timezone
-    return datetime.fromtimestamp(ts, timezone.utc)
+    from datetime import datetime
+    return datetime.fromtimestamp(ts, UTC)

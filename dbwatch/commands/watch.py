@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
 from ..config import find_config_path
 from ..daemon import Daemon, load_setup
+from ..errors import UsageError
 from ..state import State, default_state_path
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
@@ -46,8 +48,20 @@ def setup_logging(fmt: str, debug: bool) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler],
                         force=True)
-    for noisy in ("apscheduler", "urllib3"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    # dbwatch.scheduler reports skipped cycles itself, once per episode.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
+
+
+def _backoff() -> tuple[float, float]:
+    """Retry delays of alert delivery: DBWATCH_ALERT_BACKOFF="first,max" seconds (default 1,60)."""
+    raw = os.environ.get("DBWATCH_ALERT_BACKOFF", "1,60")
+    try:
+        first, cap = (float(x) for x in raw.split(","))
+    except ValueError:
+        raise UsageError(f"DBWATCH_ALERT_BACKOFF={raw!r}: expected two numbers, e.g. 1,60") from None
+    if not 0 < first <= cap:
+        raise UsageError(f"DBWATCH_ALERT_BACKOFF={raw!r}: need 0 < first <= max")
+    return first, cap
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         daemon = Daemon(path, state, setup,
                         metrics_address=args.metrics_address or daemon_cfg.metrics_address,
-                        flush_budget=max(0.0, args.flush_timeout))
+                        flush_budget=max(0.0, args.flush_timeout), backoff=_backoff())
         return daemon.run_once() if args.once else daemon.run_forever()
     finally:
         state.close()
