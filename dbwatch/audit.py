@@ -43,6 +43,7 @@ class TargetResult:
 class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
+    logs: list[dict[str, Any]] = field(default_factory=list)     # `--log` analysis stats
     generated_at: float = field(default_factory=time.time)
 
     @property

@@ -22,6 +22,7 @@ def as_json(result: AuditResult) -> str:
     doc: dict[str, Any] = {
         "status": result.status, "generated_at": iso(result.generated_at),
         "targets": [t.to_dict() for t in result.targets],
+        **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
     }
     return json.dumps(doc, indent=2, default=str)
