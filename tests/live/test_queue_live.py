@@ -123,7 +123,7 @@ def pg_run(conn: Any) -> Any:
 
 
 def audit(url: str, *extra: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "dbwatch", "audit", url, "--select", "QU0",
+    out = subprocess.run([sys.executable, "-m", "dbwatch", "audit", url, "--select", "QU0,DW",
                           "--format", "json", *extra], capture_output=True, text=True, timeout=60)
     assert out.returncode in (0, 1, 2, 3), out.stderr
     data: dict[str, Any] = json.loads(out.stdout)
@@ -202,3 +202,128 @@ def test_target_retry_after_from_config(my_db: tuple[str, Any], tmp_path: Path) 
     data = audit("q", "--config", str(cfg))
     rules = by_rule(data, url.rsplit("/", 1)[1] + ".jobs")
     assert "QU002" not in rules and "QU001" in rules
+
+
+QUE_DDL = """
+CREATE TABLE que_jobs (priority smallint DEFAULT 100 NOT NULL, run_at timestamptz DEFAULT now() NOT NULL,
+  id bigserial PRIMARY KEY, job_class text NOT NULL, error_count integer DEFAULT 0 NOT NULL,
+  last_error_message text, queue text DEFAULT 'default' NOT NULL, last_error_backtrace text,
+  finished_at timestamptz, expired_at timestamptz, args jsonb DEFAULT '[]' NOT NULL,
+  data jsonb DEFAULT '{}' NOT NULL, job_schema_version integer NOT NULL DEFAULT 1)"""
+GOOD_JOB_DDL = """
+CREATE TABLE good_jobs (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), queue_name text,
+  priority integer, serialized_params jsonb, scheduled_at timestamp, performed_at timestamp,
+  finished_at timestamp, error text, created_at timestamp NOT NULL, updated_at timestamp NOT NULL,
+  active_job_id uuid, concurrency_key text, cron_key text, retried_good_job_id uuid,
+  cron_at timestamp, executions_count integer, job_class text, error_event smallint,
+  locked_by_id uuid, locked_at timestamp)"""
+
+
+def test_que_and_good_job_postgresql(pg_db: tuple[str, Any]) -> None:
+    url, conn = pg_db
+    run = pg_run(conn)
+    run(QUE_DDL)
+    run("INSERT INTO que_jobs (run_at, job_class) SELECT now() - interval '2 hours', 'SendMail'"
+        " FROM generate_series(1, 12)")
+    run("INSERT INTO que_jobs (run_at, job_class, error_count, last_error_message, args)"
+        " SELECT now() + interval '5 minutes', 'ActiveJob::QueueAdapters::QueAdapter::JobWrapper',"
+        " 2, 'RuntimeError: boom', '[{\"job_class\": \"ChargeCard\"}]' FROM generate_series(1, 4)")
+    run("INSERT INTO que_jobs (job_class, error_count, last_error_message, expired_at)"
+        " SELECT 'SendMail', 16, 'Net::ReadTimeout: Net::ReadTimeout', now() - interval '1 hour'"
+        " FROM generate_series(1, 7)")
+    run(GOOD_JOB_DDL)
+    run("CREATE INDEX ON good_jobs (scheduled_at) WHERE finished_at IS NULL")
+    utc = "(now() AT TIME ZONE 'UTC')"
+    run(f"INSERT INTO good_jobs (queue_name, serialized_params, scheduled_at, created_at, updated_at,"
+        f" executions_count) SELECT 'mailers', '{{\"job_class\": \"WelcomeMailer\"}}',"
+        f" {utc} - interval '2 hours', {utc} - interval '2 hours', now(), 0 FROM generate_series(1, 20)")
+    run(f"INSERT INTO good_jobs (queue_name, serialized_params, scheduled_at, created_at, updated_at,"
+        f" executions_count, error) SELECT 'default', '{{\"job_class\": \"SyncJob\"}}',"
+        f" {utc} + interval '1 hour', now(), now(), 3, 'Faraday::TimeoutError: timeout'"
+        f" FROM generate_series(1, 6)")
+    run(f"INSERT INTO good_jobs (queue_name, serialized_params, scheduled_at, created_at, updated_at,"
+        f" executions_count, error, finished_at) SELECT 'default', '{{\"job_class\": \"SyncJob\"}}',"
+        f" now(), now(), now(), 5, 'Faraday::TimeoutError: timeout', {utc} - interval '10 minutes'"
+        f" FROM generate_series(1, 9)")
+    data = audit(url)
+    que, good = by_rule(data, "public.que_jobs"), by_rule(data, "public.good_jobs")
+    (backlog,) = que["QU001"]
+    assert backlog["evidence"]["depth"] == 12 and backlog["evidence"]["library"] == "Que"
+    (rep,) = que["QU003"]
+    assert rep["evidence"]["by_class"][0]["job_class"] == "ChargeCard"
+    assert rep["evidence"]["count"] == 4 and rep["evidence"]["max_attempts"] == 3
+    (failed,) = que["QU004"]
+    assert failed["evidence"]["count"] == 7 and failed["evidence"]["exception"] == "Net::ReadTimeout"
+    assert "QU002" not in que        # Que holds advisory locks: no reservations to expire
+    (gb,) = good["QU001"]
+    assert gb["evidence"]["depth"] == 20 and gb["evidence"]["queue"] == "mailers"
+    assert good["QU003"][0]["evidence"]["by_class"][0]["job_class"] == "SyncJob"
+    (gf,) = good["QU004"]
+    assert gf["evidence"]["count"] == 9 and gf["evidence"]["exception"] == "Faraday::TimeoutError"
+
+
+def test_empty_healthy_queue(my_db: tuple[str, Any], pg_db: tuple[str, Any]) -> None:
+    """Empty tables and fresh jobs (available now, never retried): no QU finding."""
+    for url, ddl, run, engine in ((my_db[0], MY_DDL, my_run(my_db[1]), "mysql"),
+                                  (pg_db[0], PG_DDL, pg_run(pg_db[1]), "pg")):
+        for stmt in ddl:
+            run(stmt.format(p=""))
+        now = "UNIX_TIMESTAMP()" if engine == "mysql" else "extract(epoch FROM now())::int"
+        run(f"INSERT INTO jobs (queue, payload, attempts, available_at, created_at)"
+            f" VALUES ('default', %s, 0, {now}, {now})", (payload("App\\Jobs\\Ping"),))
+        data = audit(url)
+        schema = url.rsplit("/", 1)[1] if engine == "mysql" else "public"
+        assert by_rule(data, f"{schema}.jobs") == {} and by_rule(data, f"{schema}.failed_jobs") == {}
+        assert data["targets"][0]["rules_unknown"] == {}
+
+
+def test_select_refused_is_dw001(my_db: tuple[str, Any], uniq: str) -> None:
+    """A monitor that sees the table but may not SELECT it: DW001 naming the grant."""
+    url, conn = my_db
+    run = my_run(conn)
+    for stmt in MY_DDL:
+        run(stmt.format(p=""))
+    db, user = url.rsplit("/", 1)[1], f"dbwq_{uniq}"
+    run(f"CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw-{uniq}'")
+    try:
+        run(f"GRANT INSERT ON {db}.jobs TO '{user}'@'127.0.0.1'")
+        data = audit(f"mysql://{user}:pw-{uniq}@127.0.0.1:3306/{db}")
+        dw = [f for f in data["findings"] if f["rule"] == "DW001"]
+        assert dw and f"GRANT SELECT ON {db}.jobs" in dw[0]["fix"]
+        assert f"pw-{uniq}" not in json.dumps(data)
+    finally:
+        run(f"DROP USER '{user}'@'127.0.0.1'")
+
+
+BIG_MY = ("INSERT INTO jobs (queue, payload, attempts, reserved_at, available_at, created_at)"
+          " WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < %s)"
+          " SELECT IF(n %% 10 = 0, 'low', 'default'), %s, IF(n %% 1000 = 0, 2, 0),"
+          " IF(n %% 5000 = 0, UNIX_TIMESTAMP() - 600, NULL), UNIX_TIMESTAMP() - 3600 + n %% 3000,"
+          " UNIX_TIMESTAMP() - 3600 FROM s")
+
+
+def test_big_jobs_table_is_bounded(my_db: tuple[str, Any]) -> None:
+    """250k jobs: the window caps the scan, depth becomes an estimate, and it stays fast."""
+    url, conn = my_db
+    run = my_run(conn)
+    for stmt in MY_DDL:
+        run(stmt.format(p=""))
+    run("SET SESSION max_recursive_iterations = 1000000")   # MariaDB's default is 1000
+    run(BIG_MY, (250_000, payload("App\\Jobs\\Bulk")))
+    run("ANALYZE TABLE jobs")
+    target = open_target(spec_for(url))
+    try:
+        t0 = time.perf_counter()
+        data = collect(target)
+        seconds = time.perf_counter() - t0
+    finally:
+        target.close()
+    (jobs,) = [t for t in data["tables"] if t["table"] == "jobs"
+               and t["schema"] == url.rsplit("/", 1)[1]]
+    assert sum(r["total"] for r in jobs["summary"]) == jobs["window"] == 100_000
+    assert seconds < 5, seconds
+    result = audit(url)
+    (default,) = [f for f in by_rule(result, url.rsplit("/", 1)[1] + ".jobs")["QU001"]
+                  if f["evidence"]["queue"] == "default"]
+    assert default["evidence"]["window_capped"] and default["evidence"]["depth_is_estimate"]
+    assert 150_000 <= default["evidence"]["depth"] <= 300_000
