@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from dbwatch.parsers.innodb_common import MAX_LINE, normalize_ts
+from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import TOO_DEEP, Deadlock, feed_line, finish, new_state
 
 MAX_BLOCK_LINES = 50_000     # a real report is a few hundred lines; beyond this, give up on it
@@ -61,7 +61,11 @@ def iter_deadlocks(lines: Iterable[str]) -> Iterator[Deadlock]:
     """Every deadlock report in the log, in order. Never raises on bad input."""
     block: _Block | None = None
     for raw in lines:
-        line = (raw if isinstance(raw, str) else str(raw))[:MAX_LINE].rstrip("\r\n")
+        if not isinstance(raw, str):
+            raw = str(raw)
+        if raw[:1] == " " and is_record_dump(raw):
+            continue                      # row contents: most of a report's bytes
+        line = raw[:MAX_LINE].rstrip("\r\n")
         parts = _split(line)
         if parts is not None:
             ts, thread, innodb, body = parts

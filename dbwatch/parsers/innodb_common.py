@@ -86,10 +86,13 @@ def parse_trx_header(line: str) -> TrxHeader | None:
         return None
     raw_id, rest = m.group(1), m.group(2)
     trx_id = None if raw_id.startswith("(") else norm_trx_id(raw_id)
+    if rest == "not started":       # most of a busy server's list: keep it cheap
+        return TrxHeader(trx_id, None, rest)
     am = _ACTIVE.search(rest)
     active = int(am.group(1)) if am else None
     state = rest[am.end():] if am else rest
-    state = _PROCESS.sub("", state)
+    if "process no" in state or "OS thread id" in state:
+        state = _PROCESS.sub("", state)
     state = state.split(", thread declared inside InnoDB")[0].strip(" ,")
     return TrxHeader(trx_id, active, state)
 
@@ -99,10 +102,10 @@ def parse_counts(line: str) -> dict[str, Any] | None:
     m = _COUNTS.match(line)
     if not m:
         return None
-    return {"lock_wait": bool(m.group(1)), "lock_structs": int(m.group(2)),
-            "heap_size": int(m.group(3)),
-            "row_locks": int(m.group(4)) if m.group(4) else None,   # 5.0 omits it
-            "undo_entries": int(m.group(5)) if m.group(5) else 0}
+    wait, structs, heap, rows, undo = m.groups()
+    return {"lock_wait": wait is not None, "lock_structs": int(structs), "heap_size": int(heap),
+            "row_locks": int(rows) if rows else None,   # 5.0 omits it
+            "undo_entries": int(undo) if undo else 0}   # printed only when non-zero
 
 
 def parse_tables_in_use(line: str) -> tuple[int, int] | None:
@@ -140,9 +143,17 @@ def _unquote(ident: str) -> str:
     return ident
 
 
+_SIMPLE_TABLE = re.compile(r'^`([^`/]+)`\.`([^`]+)`$|^"([^"/]+)"\."([^"]+)"$')
+
+
 def split_table(text: str) -> tuple[str | None, str | None]:
     """`db`.`t`, "db"."t", db.t, `db/t` (5.0) or a lone `t` -> (db, table)."""
-    text = _COMMENT.sub("", text).strip()
+    m = _SIMPLE_TABLE.match(text)
+    if m:                           # the common case, without the quote-aware scan
+        return (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    if "/*" in text:
+        text = _COMMENT.sub("", text)
+    text = text.strip()
     parts: list[str] = []
     buf: list[str] = []
     quote = ""

@@ -63,11 +63,23 @@ class TrxInfo:
     tables_locked: int | None = None
     lock_wait: bool = False
     lock_wait_seconds: float | None = None
-    waiting_lock: DeadlockLock | None = None
+    waiting_lock_line: str | None = None      # parsed on demand: most callers never look
+
+    @property
+    def waiting_lock(self) -> DeadlockLock | None:
+        lk = parse_lock_line(self.waiting_lock_line) if self.waiting_lock_line else None
+        if lk is None:
+            return None
+        return DeadlockLock(
+            n=0, waiting=True, mode=lk["mode"], db=lk["db"], table=lk["table"],
+            index=lk["index"], special=lk["special"], insert_intention=lk["insert_intention"],
+            lock_type=lk["lock_type"], trx_id=lk["trx_id"], space_id=lk["space_id"],
+            page_no=lk["page_no"])
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "waiting_lock"}
-        out["waiting_lock"] = self.waiting_lock.to_dict() if self.waiting_lock else None
+        out = {k: v for k, v in self.__dict__.items() if k != "waiting_lock_line"}
+        wl = self.waiting_lock
+        out["waiting_lock"] = wl.to_dict() if wl else None
         return out
 
 
@@ -179,16 +191,15 @@ def _parse_transactions(lines: list[str], a: int, b: int
     info: dict[str, Any] = {}
     out: list[TrxInfo] = []
     cur: dict[str, Any] | None = None
-    for k in range(a, b):
-        line = lines[k]
-        if not line or (line[0] == " " and is_record_dump(line)):
+    for line in lines[a:b]:
+        if not line or line[0] == " " and is_record_dump(line):
             continue
-        if line.startswith("---TRANSACTION"):
+        if line[0] == "-" and line.startswith("---TRANSACTION"):
             if cur is not None and len(out) < MAX_TRX_LIST:
                 out.append(_trx_info(cur))
             hd = parse_trx_header(line)
             cur = {"trx_id": hd.trx_id, "active_seconds": hd.active_seconds,
-                   "state": hd.state or None, "query": []} if hd else None
+                   "state": hd.state or None, "query": [], "_qlen": 0} if hd else None
             continue
         if cur is None:
             _header_line(info, line)
@@ -210,50 +221,50 @@ def _header_line(info: dict[str, Any], line: str) -> None:
 
 
 def _trx_line(cur: dict[str, Any], line: str) -> None:
+    # Dispatch on the first character: most lines of a big list are lock dumps.
+    c = line[0]
+    if c == "R" and line.startswith("Record lock"):
+        return
     if cur.get("_in_query"):
         if not line.startswith(_QUERY_END):
-            if sum(len(q) for q in cur["query"]) < MAX_QUERY:
+            if cur["_qlen"] < MAX_QUERY:
                 cur["query"].append(line)
+                cur["_qlen"] += len(line) + 1
             return
         cur["_in_query"] = False
-    if line.startswith("------- TRX HAS BEEN WAITING"):
-        m = _WAITING.match(line)
-        if m:
-            secs = int(m.group(1))
-            cur["lock_wait_seconds"] = secs / 1e6 if m.group(2) == "us" else float(secs)
-        cur["_want_lock"] = True
+    if c == "-":
+        if line.startswith("------- TRX HAS BEEN WAITING"):
+            m = _WAITING.match(line)
+            if m:
+                secs = int(m.group(1))
+                cur["lock_wait_seconds"] = secs / 1e6 if m.group(2) == "us" else float(secs)
+            cur["_want_lock"] = True
         return
-    if line.startswith(("RECORD LOCKS", "TABLE LOCK")):
-        if cur.pop("_want_lock", False):
-            lk = parse_lock_line(line)
-            if lk is not None:
-                cur["waiting_lock"] = DeadlockLock(
-                    n=0, waiting=True, mode=lk["mode"], db=lk["db"], table=lk["table"],
-                    index=lk["index"], special=lk["special"],
-                    insert_intention=lk["insert_intention"], lock_type=lk["lock_type"],
-                    trx_id=lk["trx_id"], space_id=lk["space_id"], page_no=lk["page_no"])
+    if c in "RT":
+        if cur.pop("_want_lock", False) and line.startswith(("RECORD LOCKS", "TABLE LOCK")):
+            cur["waiting_lock_line"] = line
         return
-    if "thread_id" in cur:
+    if "thread_id" in cur or (c == "0" and cur["state"] == "not started"):
         return
-    tu = parse_tables_in_use(line)
-    if tu:
-        cur["tables_in_use"], cur["tables_locked"] = tu
-        return
-    counts = parse_counts(line)
-    if counts:
-        cur.update(counts)
-        return
-    th = parse_thread(line)
-    if th:
-        cur.update(th)
-        cur["_in_query"] = True
+    if c == "m":
+        tu = parse_tables_in_use(line)
+        if tu:
+            cur["tables_in_use"], cur["tables_locked"] = tu
+    elif c == "M":
+        th = parse_thread(line)
+        if th:
+            cur.update(th)
+            cur["_in_query"] = True
+    elif c == "L" or c.isdigit():
+        counts = parse_counts(line)
+        if counts:
+            cur.update(counts)
+
+
+_TRX_KEYS = frozenset(TrxInfo.__dataclass_fields__) - {"query"}
 
 
 def _trx_info(cur: dict[str, Any]) -> TrxInfo:
-    query = "\n".join(cur.pop("query")).strip()[:MAX_QUERY] or None
-    keys = TrxInfo.__dataclass_fields__
-    kw = {k: v for k, v in cur.items() if k in keys}
-    kw.setdefault("trx_id", None)
-    kw.setdefault("state", None)
-    kw.setdefault("active_seconds", None)
+    query = "\n".join(cur["query"]).strip()[:MAX_QUERY] or None
+    kw = {k: v for k, v in cur.items() if k in _TRX_KEYS}
     return TrxInfo(query=query, **kw)

@@ -1,0 +1,107 @@
+"""Benchmark the InnoDB parsers: a 1 MB status text and an error log with 10,000 deadlocks.
+
+Run: python contrib/bench/bench_parsers.py [--repeat N]   (prints one JSON object)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from dbwatch.parsers.errorlog import iter_deadlocks  # noqa: E402
+from dbwatch.parsers.innodb_status import parse_status  # noqa: E402
+
+FIX = ROOT / "tests" / "fixtures" / "innodb"
+STATUS_LIMIT = 1_048_576        # the server's cap on the status text
+
+TRX = """---TRANSACTION {tid}, ACTIVE {age} sec starting index read
+mysql tables in use 1, locked 1
+LOCK WAIT 2 lock struct(s), heap size 1128, 1 row lock(s)
+MariaDB thread id {th}, OS thread handle 139689786504896, query id {q} localhost 127.0.0.1 root Sending data
+SELECT * FROM `jobs` WHERE `queue` = 'default' AND ((`reserved_at` IS NULL and `available_at` <= 1795310916) OR (`reserved_at` <= 1795310826)) ORDER BY `id` ASC limit 1 FOR UPDATE
+------- TRX HAS BEEN WAITING 32075 us FOR THIS LOCK TO BE GRANTED:
+RECORD LOCKS space id 9 page no 9 n bits 824 index jobs_queue_index of table `test`.`jobs` trx id {tid} lock_mode X waiting
+Record lock, heap no 6 PHYSICAL RECORD: n_fields 2; compact format; info bits 0
+ 0: len 7; hex 64656661756c74; asc default;;
+ 1: len 8; hex 0000000000000005; asc         ;;
+
+------------------
+---TRANSACTION (0x7f0c1c773d80), not started
+0 lock struct(s), heap size 1128, 0 row lock(s)
+"""
+
+
+def one_mb_status() -> str:
+    """The real delete-vs-claim capture, its TRANSACTIONS list padded to the 1 MB cap."""
+    base = (FIX / "mariadb-laravel-queue-index.txt").read_text()
+    head, sep, tail = base.partition("LIST OF TRANSACTIONS FOR EACH SESSION:\n")
+    budget = STATUS_LIMIT - len(head) - len(sep) - len(tail)
+    parts: list[str] = []
+    size, i = 0, 0
+    while True:
+        block = TRX.format(tid=200_000 + i, age=i % 600, th=1000 + i, q=5_000_000 + i)
+        if size + len(block) > budget:
+            break
+        parts.append(block)
+        size += len(block)
+        i += 1
+    return head + sep + "".join(parts) + tail
+
+
+def error_log(deadlocks: int) -> list[str]:
+    block = (FIX / "mariadb-error-log-excerpt.log").read_text().splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(block) if "deadlock detected" in ln)
+    end = next(i for i, ln in enumerate(block) if "WE ROLL BACK" in ln) + 1
+    one = block[start:end]
+    return one * deadlocks
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float, object]:
+    """(median, best) seconds: the best run shows the cost on an idle machine."""
+    times, result = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times), result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--deadlocks", type=int, default=10_000)
+    args = ap.parse_args()
+    status = one_mb_status()
+    t_status, best_status, parsed = timed(lambda: parse_status(status), args.repeat)
+    log = error_log(args.deadlocks)
+    log_bytes = sum(len(ln.encode()) for ln in log)
+    t_log, best_log, found = timed(lambda: sum(1 for _ in iter_deadlocks(log)),
+                                   max(1, args.repeat // 3))
+    mb = len(status.encode()) / 1e6
+    print(json.dumps({
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "processor": platform.processor() or platform.machine()},
+        "status_parse": {"bytes": len(status.encode()), "transactions":
+                         len(parsed.transactions),  # type: ignore[attr-defined]
+                         "median_ms": round(t_status * 1000, 2),
+                         "best_ms": round(best_status * 1000, 2),
+                         "mb_per_s": round(mb / t_status, 1), "target_ms": 50},
+        "error_log_parse": {"deadlocks": found, "bytes": log_bytes, "lines": len(log),
+                            "median_s": round(t_log, 3), "best_s": round(best_log, 3),
+                            "mb_per_s": round(log_bytes / 1e6 / t_log, 1),
+                            "deadlocks_per_s": round(int(found) / t_log)},  # type: ignore[call-overload]
+        "repeat": args.repeat, "load_average": list(os.getloadavg()),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
