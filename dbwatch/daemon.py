@@ -110,6 +110,7 @@ class Daemon:
         self.delivery.wake()
         _log_transitions(spec.name, tr)
         self._actions(setup, spec, now)
+        _record_deadlocks(self.state, result)
         values = gauges(result.snapshot, findings)
         if values:
             self.state.record_metrics(spec.name, values, now)
@@ -222,6 +223,15 @@ class Daemon:
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGHUP, hup)
+
+
+def _record_deadlocks(state: State, result: TargetResult) -> None:
+    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
+    status = result.snapshot.section("my.innodb_status")
+    dl = status.get("deadlock") if isinstance(status, dict) else None
+    if isinstance(dl, dict) and dl.get("key"):
+        if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
+            log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
 
 
 def _log_transitions(target: str, tr: Transitions) -> None:

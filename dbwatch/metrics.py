@@ -1,4 +1,4 @@
-"""Prometheus metrics (--metrics-address) and the gauges read from a snapshot for the history.
+"""Prometheus metrics (--metrics-address) and the values a cycle records in the state history.
 
 gauges() is tolerant: a section that is absent or shaped differently yields nothing.
 """
@@ -16,13 +16,6 @@ from prometheus_client.registry import Collector
 from .findings import Finding
 from .snapshot import Snapshot
 
-# Section names other probes use (or may use); the first present one wins.
-_DEAD_TUPLE_SECTIONS = ("pg.dead_tuples", "pg.tables", "pg.table_stats")
-_HORIZON_SECTIONS = ("pg.horizon", "pg.xmin_horizon")
-_HLL_SECTIONS = ("my.history_list", "my.innodb_status", "my.innodb_metrics", "my.status")
-_QUEUE_SECTIONS = ("qu.backlog", "queue.backlog", "pg.queue_backlog", "my.queue_backlog")
-
-
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
@@ -32,64 +25,67 @@ def _num(value: Any) -> float | None:
         return None
 
 
-def _first(d: Any, *keys: str) -> float | None:
-    if not isinstance(d, dict):
-        return None
-    for k in keys:
-        v = _num(d.get(k))
-        if v is not None:
-            return v
-    return None
+def _tables(section: Any) -> list[dict[str, Any]]:
+    data = section.get("tables") if isinstance(section, dict) else section
+    return [t for t in data or [] if isinstance(t, dict)]
 
 
-def _rows(snap: Snapshot, names: tuple[str, ...]) -> list[dict[str, Any]]:
-    for name in names:
-        data = snap.section(name)
-        if isinstance(data, dict):
-            data = data.get("rows", data.get("tables", [data]))
-        if isinstance(data, list):
-            return [r for r in data if isinstance(r, dict)]
-    return []
+def _pg_values(snap: Snapshot) -> dict[str, float]:
+    """The keys PG202/PG102/PG201 read back (dbwatch.checks.pg_mvcc), plus the horizon age."""
+    try:
+        from .checks.pg_mvcc import history_values, holders
+    except ImportError:
+        return {}
+    out = dict(history_values(snap))
+    hz = snap.section("pg.horizon")
+    if hz:
+        ages = [h.age_seconds for h in holders(hz, snap.target) if h.age_seconds is not None]
+        out["pg.horizon_age_seconds"] = max(ages, default=0.0)
+    return out
 
 
 def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]:
-    """Series keys -> values for this cycle: oldest_xact_seconds, horizon_age_seconds,
-    horizon_xid_age, history_list_length, dead_tuples:<table>, queue_depth:<queue>."""
+    """History keys -> values for this cycle; sections absent or shaped otherwise yield nothing.
+
+    Keys: oldest_xact_seconds, innodb_deadlocks, innodb_history_list_length,
+    queue_depth:<schema.table>/<queue>, queue_age_seconds:<…>, and from PostgreSQL
+    pg.n_dead_tup:<db.schema.table>, pg.autovacuum_count:<…>, pg.deadlocks:<db>,
+    pg.horizon_xid_age, pg.horizon_age_seconds.
+    """
     out: dict[str, float] = {}
-    ages = [_first(r, "xact_seconds", "trx_seconds") for r in
-            _rows(snap, ("pg.sessions",)) + _rows(snap, ("my.trx",))
+    ages = [_num(r.get("xact_seconds")) for r in snap.section("pg.sessions") or []
             if r.get("backend_type") in (None, "client backend")]
+    ages += [_num(r.get("trx_seconds")) for r in snap.section("my.trx") or []]
     if snap.has("pg.sessions") or snap.has("my.trx"):
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)
-    for r in _rows(snap, _HORIZON_SECTIONS):
-        for key, names in (("horizon_age_seconds", ("age_seconds", "xact_seconds")),
-                           ("horizon_xid_age", ("xid_age", "xmin_age", "age"))):
-            v = _first(r, *names)
+    try:
+        out.update(_pg_values(snap))
+    except Exception:   # a shape change elsewhere must not stop the cycle
+        pass
+    counters = snap.section("my.innodb_counters")
+    if isinstance(counters, dict):
+        for key in ("innodb_deadlocks", "innodb_history_list_length"):
+            v = _num(counters.get(key))
             if v is not None:
-                out[key] = max(out.get(key, 0.0), v)
-    for r in _rows(snap, _DEAD_TUPLE_SECTIONS):
-        dead = _first(r, "n_dead_tup", "dead", "dead_tuples")
-        name = r.get("table") or r.get("relname")
-        if dead is not None and name:
-            schema = r.get("schema") or r.get("schemaname")
-            out[f"dead_tuples:{schema}.{name}" if schema else f"dead_tuples:{name}"] = dead
-    for r in _rows(snap, _HLL_SECTIONS):
-        v = _first(r, "history_list_length", "hll", "trx_rseg_history_len",
-                   "Innodb_history_list_length")
-        if v is not None:
-            out["history_list_length"] = v
-            break
-    for r in _rows(snap, _QUEUE_SECTIONS):
-        depth = _first(r, "depth", "available", "count")
-        if depth is not None:
-            key = f"queue_depth:{r.get('table', 'jobs')}/{r.get('queue', 'default')}"
-            out[key] = out.get(key, 0.0) + depth
-    for f in findings:   # checks' evidence, when a section has another shape
-        if f.rule == "MY201" and "history_list_length" not in out:
-            v = _first(f.evidence, "hll", "history_list_length")
-            if v is not None:
-                out["history_list_length"] = v
+                out[key] = v
+    for name in ("pg.queues", "my.queues"):
+        for t in _tables(snap.section(name)):
+            for q in t.get("summary") or []:
+                key = f"{t.get('schema')}.{t.get('table')}/{q.get('queue')}"
+                for prefix, field_ in (("queue_depth", "available"),
+                                       ("queue_age_seconds", "oldest_available_seconds")):
+                    v = _num(q.get(field_))
+                    if v is not None:
+                        out[f"{prefix}:{key}"] = v
     return out
+
+
+def server_deadlocks(values: dict[str, float]) -> float | None:
+    """The server's own deadlock counter (summed over databases on PostgreSQL)."""
+    pg = [v for k, v in values.items() if k.startswith("pg.deadlocks:")]
+    if pg:
+        return sum(pg)
+    return values.get("innodb_deadlocks")
 
 
 @dataclass
@@ -152,9 +148,13 @@ class DaemonCollector(Collector):
         hll = g("dbwatch_history_list_length", "InnoDB history list length", labels=["target"])
         dead = g("dbwatch_dead_tuples", "Dead tuples of watched tables", labels=["target", "table"])
         depth = g("dbwatch_queue_depth", "Available jobs", labels=["target", "queue"])
-        dl = CounterMetricFamily("dbwatch_deadlocks_seen", "Deadlocks recorded", labels=["target"])
-        simple = {"oldest_xact_seconds": xact, "horizon_age_seconds": hor,
-                  "horizon_xid_age": horx, "history_list_length": hll}
+        dl = g("dbwatch_deadlocks_seen", "Deadlocks recorded in the state DB", labels=["target"])
+        srv = g("dbwatch_server_deadlocks", "The server's deadlock counter", labels=["target"])
+        qage = g("dbwatch_queue_oldest_available_seconds", "Age of the oldest available job",
+                 labels=["target", "queue"])
+        simple = {"oldest_xact_seconds": xact, "pg.horizon_age_seconds": hor,
+                  "pg.horizon_xid_age": horx, "innodb_history_list_length": hll}
+        prefixed = {"pg.n_dead_tup:": dead, "queue_depth:": depth, "queue_age_seconds:": qage}
         for name, st in sorted(self.targets.items()):
             for (rule, sev), n in sorted(st.findings.items()):
                 found.add_metric([rule, sev, name], n)
@@ -164,13 +164,16 @@ class DaemonCollector(Collector):
             cyc.add_metric([name], st.cycles)
             err.add_metric([name], st.errors)
             dl.add_metric([name], st.deadlocks)
+            deadlocks = server_deadlocks(st.gauges)
+            if deadlocks is not None:
+                srv.add_metric([name], deadlocks)
             for key, value in st.gauges.items():
                 if key in simple:
                     simple[key].add_metric([name], value)
-                elif key.startswith("dead_tuples:"):
-                    dead.add_metric([name, key.split(":", 1)[1]], value)
-                elif key.startswith("queue_depth:"):
-                    depth.add_metric([name, key.split(":", 1)[1]], value)
+                    continue
+                for prefix, family in prefixed.items():
+                    if key.startswith(prefix):
+                        family.add_metric([name, key[len(prefix):]], value)
         queued = g("dbwatch_alerts_queued", "Messages waiting in the outbox", labels=["receiver"])
         for recv, n in sorted(self.outbox.items()):
             queued.add_metric([recv], n)
@@ -180,8 +183,8 @@ class DaemonCollector(Collector):
         for recv, c in sorted(self.delivery.items()):
             sent.add_metric([recv], c.get("sent", 0))
             fail.add_metric([recv], c.get("failed", 0))
-        yield from (found, up, dur, late, cyc, err, xact, hor, horx, hll, dead, depth, dl,
-                    queued, sent, fail)
+        yield from (found, up, dur, late, cyc, err, xact, hor, horx, hll, dead, depth, qage, dl,
+                    srv, queued, sent, fail)
 
 
 def serve(address: str, collector: DaemonCollector) -> CollectorRegistry:
