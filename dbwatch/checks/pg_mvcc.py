@@ -88,7 +88,7 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[st
     out: dict[int, list[tuple[dict[str, Any], Cause]]] = {}
     for t in dead.get("tables") or []:
         limit = _count(ctx, "harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples",
-                       1000 if t.get("queue") else 10000)
+                       500 if t.get("queue") else 10000)
         if (t.get("n_dead_tup") or 0) < limit:
             continue
         c = attribute(t, hs, _min_age(ctx), int(_count(ctx, "cause_min_xids", 1000)))
@@ -144,7 +144,7 @@ def _dead_grade(ctx: CheckContext, t: dict[str, Any]) -> str | None:
     if t.get("queue"):
         if n >= _count(ctx, "queue_critical", 10000):
             return "critical"
-        return "warning" if n >= _count(ctx, "queue_warning", 1000) else None
+        return "warning" if n >= _count(ctx, "queue_warning", 500) else None
     return ctx.grade(n)
 
 
