@@ -8,8 +8,8 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
 FROM (SELECT coalesce(left(queue, 255), '(none)') AS queue, failed_at,
              extract(epoch FROM (now() AT TIME ZONE 'UTC') - failed_at) AS age,
              split_part(left(last_error, 400), chr(10), 1) AS head,
-             left(coalesce(substring(left(handler, 2048) FROM 'job_class: *([A-Za-z0-9_:]{1,255})'),
-                           substring(left(handler, 2048) FROM '!ruby/object:([A-Za-z0-9_:]{1,255})')),
+             left(coalesce(substring(left(handler, 2048) FROM 'job_class: *([A-Za-z0-9_:]+)'),
+                           substring(left(handler, 2048) FROM '!ruby/object:([A-Za-z0-9_:]+)')),
                   255) AS job_class
       FROM {table}
       WHERE failed_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)

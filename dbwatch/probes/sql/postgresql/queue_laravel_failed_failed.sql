@@ -11,7 +11,7 @@ FROM (SELECT left(p.queue, 255) AS queue, p.failed_at,
              extract(epoch FROM localtimestamp - p.failed_at) AS age,
              split_part(split_part(split_part(p.e, chr(10), 1), ' (SQL: ', 1),
                         ' (Connection: ', 1) AS head,
-             left(substring(p.h FROM '"displayName"\s*:\s*"((?:[^"\\]|\\.){1,255})"'), 255) AS job_class
+             left(substring(p.h FROM '"displayName"\s*:\s*"([^"]*)"'), 255) AS job_class
       FROM (SELECT queue, failed_at, left(exception, 400) AS e, left(payload, 2048) AS h
             FROM {table}
             WHERE id >= (SELECT coalesce(min(x.id), 0)
