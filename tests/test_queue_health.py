@@ -1,0 +1,166 @@
+"""Pure tests of queue-table recognition, failure classification and the QU001–QU004 checks
+over hand-built snapshot sections (no database)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbwatch.catalogue import load_catalogue
+from dbwatch.checks import CheckContext, load_checks
+from dbwatch.queues import (attempts_limit, classify_failure, job_class, payload_timeout,
+                            recognise)
+from dbwatch.snapshot import Snapshot
+
+LARAVEL_JOBS = {"id": "bigint", "queue": "", "payload": "", "attempts": "tinyint(3) unsigned",
+                "reserved_at": "", "available_at": "", "created_at": ""}
+LARAVEL_FAILED = {"id": "", "uuid": "", "connection": "", "queue": "", "payload": "",
+                  "exception": "", "failed_at": ""}
+
+
+def test_recognise_by_columns_not_name() -> None:
+    assert recognise(LARAVEL_JOBS, "mysql").kind == "laravel_jobs"        # type: ignore[union-attr]
+    assert recognise(LARAVEL_FAILED, "postgresql").kind == "laravel_failed"  # type: ignore[union-attr]
+    no_uuid = {k: v for k, v in LARAVEL_FAILED.items() if k != "uuid"}
+    assert recognise(no_uuid, "mysql").kind == "laravel_failed"           # type: ignore[union-attr]
+    assert recognise({"id": "", "queue": "", "payload": ""}, "mysql") is None
+    que = dict.fromkeys(["id", "job_class", "error_count", "run_at", "queue", "finished_at",
+                         "expired_at", "last_error_message", "args"], "")
+    assert recognise(que, "postgresql").library == "Que"                 # type: ignore[union-attr]
+    assert recognise(que, "mysql") is None                                # Que is PostgreSQL only
+
+
+@pytest.mark.parametrize("ctype,limit", [("tinyint(3) unsigned", 255), ("tinyint(4)", 127),
+                                         ("smallint", 32767), ("smallint unsigned", 65535),
+                                         ("integer", 2147483647), ("text", None), (None, None)])
+def test_attempts_limit(ctype: str | None, limit: int | None) -> None:
+    assert attempts_limit(ctype) == limit
+
+
+def test_job_class_and_timeout_are_read_defensively() -> None:
+    assert job_class("App\\\\Jobs\\\\SendMail") == "App\\Jobs\\SendMail"
+    assert job_class("Closure (routes\\/web.php:12)") == "Closure (routes/web.php:12)"
+    assert job_class("bad\\escape\\") == "bad\\escape\\"        # not valid JSON: kept as is
+    assert job_class("\x00\x1b[31m") == "[31m" and job_class("") is None and job_class(None) is None
+    assert payload_timeout('120,"retryUnt') == 120
+    assert payload_timeout('null,"retry') is None and payload_timeout(None) is None
+
+
+MAX = "Illuminate\\Queue\\MaxAttemptsExceededException: "
+
+
+@pytest.mark.parametrize("head,kind,variant", [
+    (MAX + "A queued job has been attempted too many times. The job may have previously timed out.",
+     "max_attempts", "5.4"),
+    (MAX + "A queued job has been attempted too many times or run too long. The job may have "
+           "previously timed out.", "max_attempts", "5.5-10.9"),
+    (MAX + "App\\Jobs\\X has been attempted too many times or run too long. The job may have "
+           "previously timed out. in /app/Worker.php:750", "max_attempts", "5.5-10.9"),
+    (MAX + "App\\Jobs\\X has been attempted too many times.", "max_attempts", "10.10+"),
+    ("Illuminate\\Queue\\TimeoutExceededException: App\\Jobs\\X has timed out.", "timeout", ""),
+    ("Illuminate\\Database\\QueryException: SQLSTATE[40001]: Serialization failure: 1213 Deadlock "
+     "found when trying to get lock; try restarting transaction", "deadlock", ""),
+    ("PDOException: SQLSTATE[40P01]: Deadlock detected: 7 ERROR:  deadlock detected", "deadlock", ""),
+    ("Illuminate\\Database\\QueryException: SQLSTATE[HY000]: General error: 1205 Lock wait "
+     "timeout exceeded; try restarting transaction", "lock_wait_timeout", ""),
+    ("RuntimeException: boom", "other", ""),
+    ("** (RuntimeError) boom", "other", ""),
+    ("undefined method `foo' for nil", "other", ""),
+])
+def test_classify_failure(head: str, kind: str, variant: str) -> None:
+    f = classify_failure(head)
+    assert (f.kind, f.variant) == (kind, variant)
+    if "** (" in head:
+        assert f.exception == "RuntimeError"
+
+
+def _ctx(rule_id: str, section: dict[str, Any], engine: str = "mariadb",
+         params: dict[str, Any] | None = None) -> CheckContext:
+    rule = load_catalogue()[rule_id]
+    name = "pg.queues" if engine == "postgresql" else "my.queues"
+    snap = Snapshot(target="t", engine=engine, server_version="x", version_num=101100,
+                    taken_at=0.0, sections={name: section})
+    return CheckContext(rule=rule, snapshot=snap, thresholds=rule.thresholds,
+                        params=dict(rule.params) | (params or {}))
+
+
+def _run(rule_id: str, section: dict[str, Any], **kw: Any) -> list[Any]:
+    ctx = _ctx(rule_id, section, **kw)
+    return list(load_checks()[ctx.rule.check].fn(ctx))
+
+
+def _table(**aspects: Any) -> dict[str, Any]:
+    return {"schema": "app", "table": "jobs", "kind": "laravel_jobs", "library": "Laravel",
+            "rows_estimate": 100, "attempts_limit": 255, "window": 100_000, "groups": 500,
+            **aspects}
+
+
+def test_backlog_grades_age_and_depth_and_estimates_when_capped() -> None:
+    summary = [{"queue": "default", "total": 60, "available": 50, "oldest_available_seconds": 400,
+                "reserved": 0}, {"queue": "fresh", "total": 3, "available": 3,
+                                 "oldest_available_seconds": 2, "reserved": 0}]
+    (f,) = _run("QU001", {"tables": [_table(summary=summary)]})
+    assert f.severity == "warning" and f.evidence["depth"] == 50 and f.evidence["age"] == "6m40s"
+    assert f.identity == ["app", "jobs", "default"]
+    big = _table(summary=[{"queue": "q", "total": 100_000, "available": 100_000,
+                           "oldest_available_seconds": 10, "reserved": 0}],
+                 rows_estimate=1_000_000)
+    (f,) = _run("QU001", {"tables": [big]})
+    assert f.severity == "critical" and f.evidence["depth"] == 1_000_000
+    assert f.evidence["depth_is_estimate"] and "~1000000" in f.summary
+
+
+def test_expired_uses_target_retry_after_then_rule_param() -> None:
+    reserved = [{"queue": "a", "reserved_seconds": 3600, "n": 5, "expires_after": None},
+                {"queue": "b", "reserved_seconds": 100, "n": 2, "expires_after": None},
+                {"queue": "a", "reserved_seconds": 30, "n": 9, "expires_after": None}]
+    (f,) = _run("QU002", {"tables": [_table(reserved=reserved)], "retry_after": None})
+    assert f.evidence["count"] == 7 and f.evidence["queues"] == {"a": 5, "b": 2}
+    assert f.evidence["oldest_seconds"] == 3600 and "retry_after (1m30s)" in f.summary
+    (f,) = _run("QU002", {"tables": [_table(reserved=reserved)], "retry_after": 600.0})
+    assert f.evidence["count"] == 5 and f.evidence["retry_after_source"] == "target retry_after"
+    assert _run("QU002", {"tables": [_table(reserved=reserved)], "retry_after": 7200.0}) == []
+
+
+def test_repeated_attempts_by_class_share_limit_and_timeout() -> None:
+    summary = [{"queue": "q", "total": 10}]
+    repeated = [{"queue": "q", "attempts": 3, "job_class": "App\\\\Jobs\\\\A",
+                 "timeout_head": '120,"retry', "n": 4},
+                {"queue": "q", "attempts": 250, "job_class": "App\\\\Jobs\\\\B",
+                 "timeout_head": None, "n": 1}]
+    (f,) = _run("QU003", {"tables": [_table(summary=summary, repeated=repeated)]})
+    assert f.severity == "critical"           # B is near the tinyint limit
+    assert f.evidence["count"] == 5 and f.evidence["near_limit"] == ["App\\Jobs\\B"]
+    a = f.evidence["by_class"][0]
+    assert (a["job_class"], a["count"], a["share"]) == ("App\\Jobs\\A", 4, 0.4)
+    assert f.evidence["timeout_not_below_retry_after"][0]["timeout"] == 120
+    assert "not below retry_after" in f.summary
+    only3 = _run("QU003", {"tables": [_table(summary=summary, repeated=repeated)]},
+                 params={"min_attempts": 4})
+    assert only3[0].evidence["count"] == 1
+
+
+def test_failed_jobs_grouped_by_exception_and_class_in_window() -> None:
+    def row(head: str, cls: str, n24: int, n7d: int) -> dict[str, Any]:
+        return {"queue": "q", "head": head, "job_class": cls, "n": n7d, "n_1h": 0, "n_6h": 0,
+                "n_24h": n24, "n_3d": n24, "n_7d": n7d, "latest": "2024-01-01 00:00:00",
+                "latest_seconds_ago": 60}
+    failed = [row(MAX + "App\\Jobs\\A has been attempted too many times.", "App\\\\Jobs\\\\A", 30, 31),
+              row(MAX + "App\\Jobs\\A has been attempted too many times or run too long.",
+                  "App\\\\Jobs\\\\A", 10, 10),
+              row("PDOException: SQLSTATE[40001]: 1213 Deadlock found", "App\\\\Jobs\\\\B", 0, 3)]
+    t = _table(failed=failed, kind="laravel_failed", table="failed_jobs")
+    (f,) = _run("QU004", {"tables": [t]})
+    assert f.evidence["count"] == 40 and f.evidence["job_class"] == "App\\Jobs\\A"
+    assert f.evidence["variants"] == ["10.10+", "5.5-10.9"] and f.evidence["window"] == "1d00h"
+    assert "MaxAttemptsExceededException" in f.summary and "retry_after" in f.fix
+    week = _run("QU004", {"tables": [t]}, params={"window": "7d"})
+    assert [(x.evidence["kind"], x.evidence["count"]) for x in week] == [("max_attempts", 41),
+                                                                          ("deadlock", 3)]
+    assert "SKIP LOCKED" in week[1].fix
+
+
+def test_empty_section_gives_no_findings() -> None:
+    empty = {"tables": [_table(summary=[], reserved=[], repeated=[])], "retry_after": None}
+    for rule in ("QU001", "QU002", "QU003", "QU004"):
+        assert _run(rule, empty) == []
