@@ -44,7 +44,9 @@ def _groups(sessions: list[dict[str, Any]]) -> dict[int, list[list[int]]]:
     for s in sessions:
         if s.get("blocked_by"):
             chain = chain_to_root(s["pid"], by_pid)
-            roots.setdefault(chain[-1], []).append(chain)
+            # a cycle (a deadlock PostgreSQL has not yet broken) has no root: key it once
+            root = min(chain) if by_pid.get(chain[-1], {}).get("blocked_by") else chain[-1]
+            roots.setdefault(root, []).append(chain)
     return roots
 
 
