@@ -8,8 +8,7 @@ import pytest
 
 from dbwatch.catalogue import load_catalogue
 from dbwatch.checks import CheckContext, load_checks
-from dbwatch.queues import (attempts_limit, classify_failure, job_class, payload_timeout,
-                            recognise)
+from dbwatch.queues import attempts_limit, classify_failure, job_class, payload_timeout, recognise
 from dbwatch.snapshot import Snapshot
 
 LARAVEL_JOBS = {"id": "bigint", "queue": "", "payload": "", "attempts": "tinyint(3) unsigned",
@@ -58,11 +57,11 @@ MAX = "Illuminate\\Queue\\MaxAttemptsExceededException: "
            "previously timed out. in /app/Worker.php:750", "max_attempts", "5.5-10.9"),
     (MAX + "App\\Jobs\\X has been attempted too many times.", "max_attempts", "10.10+"),
     ("Illuminate\\Queue\\TimeoutExceededException: App\\Jobs\\X has timed out.", "timeout", ""),
-    ("Illuminate\\Database\\QueryException: SQLSTATE[40001]: Serialization failure: 1213 Deadlock "
-     "found when trying to get lock; try restarting transaction", "deadlock", ""),
+    (("Illuminate\\Database\\QueryException: SQLSTATE[40001]: Serialization failure: 1213 Deadlock "
+     "found when trying to get lock; try restarting transaction"), "deadlock", ""),
     ("PDOException: SQLSTATE[40P01]: Deadlock detected: 7 ERROR:  deadlock detected", "deadlock", ""),
-    ("Illuminate\\Database\\QueryException: SQLSTATE[HY000]: General error: 1205 Lock wait "
-     "timeout exceeded; try restarting transaction", "lock_wait_timeout", ""),
+    (("Illuminate\\Database\\QueryException: SQLSTATE[HY000]: General error: 1205 Lock wait "
+     "timeout exceeded; try restarting transaction"), "lock_wait_timeout", ""),
     ("RuntimeException: boom", "other", ""),
     ("** (RuntimeError) boom", "other", ""),
     ("undefined method `foo' for nil", "other", ""),

@@ -34,48 +34,48 @@ TRACE = "\n".join(f"#{i} /app/vendor/laravel/framework/src/Illuminate/Foo.php({i
                   for i in range(40))
 
 MY_BUILD = [
-    "CREATE TABLE jobs (id bigint unsigned NOT NULL AUTO_INCREMENT PRIMARY KEY, queue varchar(255)"
+    ("CREATE TABLE jobs (id bigint unsigned NOT NULL AUTO_INCREMENT PRIMARY KEY, queue varchar(255)"
     " NOT NULL, payload longtext NOT NULL, attempts tinyint unsigned NOT NULL, reserved_at int"
     " unsigned NULL, available_at int unsigned NOT NULL, created_at int unsigned NOT NULL,"
-    " KEY jobs_queue_index (queue)) DEFAULT CHARSET utf8mb4",
-    "CREATE TABLE failed_jobs (id bigint unsigned NOT NULL AUTO_INCREMENT PRIMARY KEY, uuid"
+    " KEY jobs_queue_index (queue)) DEFAULT CHARSET utf8mb4"),
+    ("CREATE TABLE failed_jobs (id bigint unsigned NOT NULL AUTO_INCREMENT PRIMARY KEY, uuid"
     " varchar(255) NOT NULL, connection text NOT NULL, queue text NOT NULL, payload longtext NOT"
     " NULL, exception longtext NOT NULL, failed_at timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,"
-    " UNIQUE KEY failed_jobs_uuid_unique (uuid)) DEFAULT CHARSET utf8mb4",
-    "INSERT INTO jobs (queue, payload, attempts, reserved_at, available_at, created_at)"
+    " UNIQUE KEY failed_jobs_uuid_unique (uuid)) DEFAULT CHARSET utf8mb4"),
+    ("INSERT INTO jobs (queue, payload, attempts, reserved_at, available_at, created_at)"
     " SELECT ELT(1 + seq %% 4, 'default', 'mail', 'reports', 'low'),"
     " REPLACE(%(payload)s, '%%s', ELT(1 + seq %% 3, 'A', 'B', 'C')),"
     " IF(seq %% 500 = 0, 3, IF(seq %% 100 = 0, 2, 0)),"
     " IF(seq %% 200 = 0, UNIX_TIMESTAMP() - 3600, NULL), UNIX_TIMESTAMP() - 7200 + seq %% 7000,"
-    " UNIX_TIMESTAMP() - 7200 FROM seq_1_to_%(jobs)s",
-    "INSERT INTO failed_jobs (uuid, connection, queue, payload, exception, failed_at)"
+    " UNIX_TIMESTAMP() - 7200 FROM seq_1_to_%(jobs)s"),
+    ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception, failed_at)"
     " SELECT UUID(), 'database', 'default', REPLACE(%(payload)s, '%%s', ELT(1 + seq %% 3, 'A', 'B', 'C')),"
     " CONCAT('Illuminate\\\\Queue\\\\MaxAttemptsExceededException: App\\\\Jobs\\\\A has been attempted"
     " too many times.', CHAR(10), %(trace)s), NOW() - INTERVAL (%(failed)s - seq) * 2 SECOND"
-    " FROM seq_1_to_%(failed)s",
+    " FROM seq_1_to_%(failed)s"),
     "ANALYZE TABLE jobs, failed_jobs",
 ]
 PG_BUILD = [
-    "CREATE TABLE jobs (id bigserial PRIMARY KEY, queue varchar(255) NOT NULL, payload text NOT"
+    ("CREATE TABLE jobs (id bigserial PRIMARY KEY, queue varchar(255) NOT NULL, payload text NOT"
     " NULL, attempts smallint NOT NULL, reserved_at integer, available_at integer NOT NULL,"
-    " created_at integer NOT NULL)",
+    " created_at integer NOT NULL)"),
     "CREATE INDEX jobs_queue_index ON jobs (queue)",
-    "CREATE TABLE failed_jobs (id bigserial PRIMARY KEY, uuid varchar(255) NOT NULL UNIQUE,"
+    ("CREATE TABLE failed_jobs (id bigserial PRIMARY KEY, uuid varchar(255) NOT NULL UNIQUE,"
     " connection text NOT NULL, queue text NOT NULL, payload text NOT NULL, exception text NOT"
-    " NULL, failed_at timestamp(0) NOT NULL DEFAULT CURRENT_TIMESTAMP)",
-    "INSERT INTO jobs (queue, payload, attempts, reserved_at, available_at, created_at)"
+    " NULL, failed_at timestamp(0) NOT NULL DEFAULT CURRENT_TIMESTAMP)"),
+    ("INSERT INTO jobs (queue, payload, attempts, reserved_at, available_at, created_at)"
     " SELECT (ARRAY['default', 'mail', 'reports', 'low'])[1 + s %% 4],"
     " replace(%(payload)s, '%%s', (ARRAY['A', 'B', 'C'])[1 + s %% 3]),"
     " CASE WHEN s %% 500 = 0 THEN 3 WHEN s %% 100 = 0 THEN 2 ELSE 0 END,"
     " CASE WHEN s %% 200 = 0 THEN extract(epoch FROM now())::int - 3600 END,"
     " extract(epoch FROM now())::int - 7200 + s %% 7000, extract(epoch FROM now())::int - 7200"
-    " FROM generate_series(1, %(jobs)s) s",
-    "INSERT INTO failed_jobs (uuid, connection, queue, payload, exception, failed_at)"
+    " FROM generate_series(1, %(jobs)s) s"),
+    ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception, failed_at)"
     " SELECT gen_random_uuid()::text, 'database', 'default',"
     " replace(%(payload)s, '%%s', (ARRAY['A', 'B', 'C'])[1 + s %% 3]),"
     " 'Illuminate\\Queue\\MaxAttemptsExceededException: App\\Jobs\\A has been attempted too many"
     " times.' || chr(10) || %(trace)s, localtimestamp - make_interval(secs => (%(failed)s - s) * 2)"
-    " FROM generate_series(1, %(failed)s) s",
+    " FROM generate_series(1, %(failed)s) s"),
     "ANALYZE jobs", "ANALYZE failed_jobs",
 ]
 

@@ -66,7 +66,7 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
         shape = recognise(cols, engine)
         if shape is None:
             continue
-        ctype = next((cols[c] for c in ATTEMPT_COLUMNS if c in cols and cols[c]), None)
+        ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
         out.append({"schema": r["schema"], "table": r["table_name"], "kind": shape.kind,
                     "library": shape.library, "rows_estimate": _estimate(r.get("rows_estimate")),
                     "attempts_type": ctype, "attempts_limit": attempts_limit(ctype)})
