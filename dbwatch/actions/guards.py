@@ -47,6 +47,8 @@ class Session:
     database: str | None = None
     state: str | None = None         # PostgreSQL state / InnoDB trx_state
     command: str | None = None       # MySQL COMMAND
+    command_seconds: float | None = None   # MySQL TIME: seconds in the current command
+    query_id: int | None = None      # MariaDB QUERY_ID: moves with every statement
     backend_type: str | None = None  # PostgreSQL backend_type
     age: float | None = None         # transaction age, seconds
     idle: float | None = None        # seconds idle (PG: in this state; MySQL: sleeping)

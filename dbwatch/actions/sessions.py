@@ -83,8 +83,13 @@ def my_superusers(conn: Connection) -> set[str] | None:
     return names or None
 
 
+def my_sql(conn: Connection, name: str) -> str:
+    """MariaDB's PROCESSLIST has QUERY_ID (MySQL's has not): its own SQL file."""
+    return f"{name}_mariadb" if conn.flavour == "mariadb" else name
+
+
 def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[Session]:
-    rows = conn.rows(sql("mysql", "terminate_threads", 0), {"limit": SESSION_LIMIT})
+    rows = conn.rows(sql("mysql", my_sql(conn, "terminate_threads"), 0), {"limit": SESSION_LIMIT})
     programs = {int(r["thread_id"]): str(r["program"])
                 for r in _optional(conn, "terminate_programs") or []}
     supers = my_superusers(conn)
@@ -109,6 +114,8 @@ def _my_session(r: dict[str, Any], flavour: str, target: str, programs: dict[int
         target=target, engine=flavour, thread_id=tid, trx_id=None if trx is None else str(trx),
         user=r.get("user"), application=programs.get(tid), host=r.get("host"),
         database=r.get("db"), state=r.get("trx_state") or r.get("state"), command=command,
+        command_seconds=float(r["command_seconds"] or 0),
+        query_id=None if r.get("query_id") is None else int(r["query_id"]),
         age=age, idle=float(r["command_seconds"] or 0) if sleeping else None,
         idle_in_transaction=sleeping and trx is not None,
         query=r.get("trx_query") or r.get("info"),

@@ -31,7 +31,7 @@ from .guards import (
     plan,
     protection,
 )
-from .sessions import quote_literal, read_sessions
+from .sessions import my_sql, quote_literal, read_sessions
 
 log = logging.getLogger(__name__)
 WAIT_MS = 3000                  # PG 14+: wait this long for a terminated backend to exit
@@ -110,9 +110,8 @@ def _my_code(detail: str) -> int:
 def _my_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
     s = d.session
     tid = int(s.thread_id or 0)   # an int, bound: never text from the server spliced in
-    now = conn.rows(sql("mysql", "terminate_recheck", 0), {"thread_id": tid})
-    trx = None if not now or now[0]["trx_id"] is None else str(now[0]["trx_id"])
-    if not now or now[0]["user"] != s.user or trx != s.trx_id:
+    rows = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
+    if not rows or not same_thread(s, rows[0]):
         return replace(d, action="gone", reason=GONE)
     try:
         conn.execute("KILL QUERY %s" if cancel else "KILL %s", (tid,))
@@ -123,6 +122,20 @@ def _my_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
         if code not in _MY_REFUSED or not _rds_kill(conn, tid, cancel):
             return replace(d, action="failed", error=exc.detail)
     return replace(d, action="cancelled" if cancel else "terminated")
+
+
+def same_thread(s: Session, now: dict[str, Any]) -> bool:
+    """Same user and trx, and no statement since the listing: INNODB_TRX is a cache up to
+    0.1 s old, so the live PROCESSLIST (QUERY_ID on MariaDB, else TIME) must agree."""
+    trx = None if now.get("trx_id") is None else str(now["trx_id"])
+    if now.get("user") != s.user or trx != s.trx_id:
+        return False
+    if s.query_id is not None and now.get("query_id") is not None:
+        return int(now["query_id"]) == s.query_id
+    if s.command_seconds is None:
+        return True
+    return now.get("command") == s.command and float(now["command_seconds"] or 0) >= \
+        s.command_seconds
 
 
 def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
