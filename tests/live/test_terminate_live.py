@@ -36,7 +36,7 @@ def _up(fn: Callable[[], Any]) -> bool:
     try:
         fn()
         return True
-    except Exception:
+    except (psycopg.Error, pymysql.Error, OSError):
         return False
 
 
