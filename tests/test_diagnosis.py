@@ -89,8 +89,9 @@ def test_same_shape_on_a_non_queue_table_is_not_a_queue_problem() -> None:
     ("delete from `jobs` where `id` = ?", "delete"),
     ("DELETE FROM jobs WHERE id = 35", "delete"),
     ("select * from `jobs` where `id` = ? limit 1 for update", "fetch"),
-    ("select * from `jobs` where `queue` = ? and ((`reserved_at` is null and `available_at` <= ?)"
-     " or (`reserved_at` <= ?)) order by `id` asc limit 1 for update", "claim"),
+    (("select * from `jobs` where `queue` = ? and ((`reserved_at` is null and "
+      "`available_at` <= ?) or (`reserved_at` <= ?)) order by `id` asc limit 1 for update"),
+     "claim"),
     ("update `jobs` set `reserved_at` = ?, `attempts` = ? where `id` = ?", "reserve"),
     ("delete from `orders` where `id` = ?", "other"),
     ("select * from jobs where id = 1", "other"),

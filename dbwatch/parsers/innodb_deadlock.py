@@ -10,8 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.parsers.innodb_common import (
-    MAX_LINE, MAX_QUERY, is_record_dump, normalize_ts, parse_counts, parse_lock_line, parse_tables_in_use,
-    parse_thread, parse_trx_header,
+    MAX_LINE,
+    MAX_QUERY,
+    is_record_dump,
+    normalize_ts,
+    parse_counts,
+    parse_lock_line,
+    parse_tables_in_use,
+    parse_thread,
+    parse_trx_header,
 )
 
 MAX_TRX = 64        # a cycle longer than this is not printed by any server anyway
@@ -205,7 +212,7 @@ def feed_line(st: _State, raw: str) -> None:
         return
     if line[0] == " " and is_record_dump(line):
         return
-    if line.startswith("RECORD LOCKS") or line.startswith("TABLE LOCK"):
+    if line.startswith(("RECORD LOCKS", "TABLE LOCK")):
         lock = parse_lock_line(line)
         if lock is not None:
             _on_lock(st, lock)
