@@ -108,6 +108,8 @@ def test_mysql_protections() -> None:
     assert "backup" in str(protection(my(query="SELECT /*!40001 SQL_NO_CACHE */ * FROM `t`"), p))
     assert "backup" in str(protection(my(application="mysqldump"), p))
     assert "cancel does nothing" in str(protection(my(), Policy(cancel=True)))
+    assert "root" in str(protection(my(user="root", superuser=None), p))
+    assert protection(my(user="root", superuser=False), p) is None
 
 
 def test_policy_merges_config_and_flags() -> None:

@@ -180,8 +180,11 @@ def protection(s: Session, p: Policy) -> str | None:
     system = _system_reason(s)
     if system:
         return system
-    if s.superuser and not p.include_superusers:
-        return "superuser (use --include-superusers)"
+    if not p.include_superusers:
+        if s.superuser:
+            return "superuser (use --include-superusers)"
+        if s.superuser is None and s.is_mysql and s.user == "root":
+            return "root (superuser status not readable: grant SELECT on mysql.user)"
     if not p.include_backups and _is_backup(s):
         return f"backup ({s.application or 'mysqldump'}; use --include-backups)"
     if s.user in p.protect_users:

@@ -44,12 +44,12 @@ def pg_sessions(conn: Connection, target: str, holders: bool = False) -> list[Se
         xid_age=None if r["xid_age"] is None else int(r["xid_age"]),
         blocks=roots.get(r["pid"], 0), standby=bool(r["standby"])) for r in rows]
     if holders:
-        out += [_pg_holder(h, target) for h in
+        out += [holder_session(h, target) for h in
                 conn.rows(sql("postgresql", "terminate_holders", conn.version_num))]
     return mark_holders(out)
 
 
-def _pg_holder(h: dict[str, Any], target: str) -> Session:
+def holder_session(h: dict[str, Any], target: str) -> Session:
     kind, name = h["kind"], h["name"]
     statement = None
     if kind == "prepared_xact":
@@ -57,9 +57,9 @@ def _pg_holder(h: dict[str, Any], target: str) -> Session:
     elif kind == "replication_slot":
         statement = f"SELECT pg_drop_replication_slot({quote_literal(name)})"
     return Session(target=target, engine="postgresql", kind=kind, name=name,
-                   database=h["database"], user=h["user"], host=h["host"],
-                   xid_age=None if h["xid_age"] is None else int(h["xid_age"]),
-                   age=h["age_seconds"], statement=statement)
+                   database=h.get("database"), user=h.get("user"), host=h.get("host"),
+                   xid_age=None if h.get("xid_age") is None else int(h["xid_age"]),
+                   age=h.get("age_seconds"), statement=statement)
 
 
 def _optional(conn: Connection, name: str) -> list[dict[str, Any]] | None:

@@ -31,7 +31,7 @@ from .guards import (
     plan,
     protection,
 )
-from .sessions import my_sql, quote_literal, read_sessions
+from .sessions import holder_session, my_sql, quote_literal, read_sessions
 
 log = logging.getLogger(__name__)
 WAIT_MS = 3000                  # PG 14+: wait this long for a terminated backend to exit
@@ -158,27 +158,23 @@ def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
 # --- explicit-only actions: prepared transactions and replication slots ------------------
 
 def explicit_actions(conn: Connection, spec: TargetSpec, req: Request) -> list[Decision]:
-    if not (req.rollback_prepared or req.drop_slots):
-        return []
+    """--rollback-prepared / --drop-slot: the only way dbwatch ends these (PostgreSQL)."""
     if conn.engine != "postgresql":
         return []
     out = []
-    holders = {(s.kind, s.name): s for s in read_sessions(conn, spec.name, holders=True)
-               if s.kind != "session"}
     for kind, names in (("prepared_xact", req.rollback_prepared),
                         ("replication_slot", req.drop_slots)):
         for name in names:
-            s = holders.get((kind, name)) or _absent(spec, kind, name)
-            if s.statement is None:
+            rows = conn.rows(sql("postgresql", "terminate_named", conn.version_num),
+                             {"kind": kind, "name": name})
+            if not rows:
+                s = Session(target=spec.name, engine="postgresql", kind=kind, name=name)
                 out.append(Decision(s, "gone", f"no {kind.replace('_', ' ')} named {name!r}"))
                 continue
+            s = holder_session(rows[0], spec.name)
             d = Decision(s, "would_terminate", f"explicitly requested: {s.statement}")
             out.append(_run_explicit(spec, conn, d) if req.execute else d)
     return out
-
-
-def _absent(spec: TargetSpec, kind: str, name: str) -> Session:
-    return Session(target=spec.name, engine="postgresql", kind=kind, name=name)
 
 
 def _run_explicit(spec: TargetSpec, conn: Connection, d: Decision) -> Decision:
