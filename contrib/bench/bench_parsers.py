@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from dbwatch.parsers.errorlog import iter_deadlocks  # noqa: E402
-from dbwatch.parsers.innodb_status import parse_status  # noqa: E402
+from dbwatch.parsers.errorlog import iter_deadlocks
+from dbwatch.parsers.innodb_status import parse_status
 
 FIX = ROOT / "tests" / "fixtures" / "innodb"
 STATUS_LIMIT = 1_048_576        # the server's cap on the status text

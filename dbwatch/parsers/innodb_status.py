@@ -11,11 +11,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.parsers.innodb_common import (
-    MAX_LINE, MAX_QUERY, is_record_dump, normalize_ts, norm_trx_id, parse_counts, parse_lock_line,
-    parse_tables_in_use, parse_thread, parse_trx_header,
+    MAX_LINE,
+    MAX_QUERY,
+    is_record_dump,
+    norm_trx_id,
+    normalize_ts,
+    parse_counts,
+    parse_lock_line,
+    parse_tables_in_use,
+    parse_thread,
+    parse_trx_header,
 )
 from dbwatch.parsers.innodb_deadlock import (
-    Deadlock, DeadlockLock, DeadlockTrx, feed_line, finish, new_state, parse_deadlock_lines,
+    Deadlock,
+    DeadlockLock,
+    DeadlockTrx,
+    feed_line,
+    finish,
+    new_state,
+    parse_deadlock_lines,
 )
 
 __all__ = ["Deadlock", "DeadlockLock", "DeadlockTrx", "FkError", "InnodbStatus", "TrxInfo",
