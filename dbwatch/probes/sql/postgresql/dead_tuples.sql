@@ -1,22 +1,35 @@
 -- Tables with dead tuples in the current database, for PG202. One statement, no per-table
--- queries: queue-like names first (known names, or job/queue as a word of the name), then by n_dead_tup; bounded by LIMIT.
+-- queries: queue-like names first (known names, or job/queue as a word of the name), then by
+-- n_dead_tup; bounded by LIMIT. Reads pg_class + pg_stat_get_*() rather than
+-- pg_stat_user_tables: that view groups (for idx_scan) and so computes every counter of
+-- every table before the LIMIT; here only the dead-tuple counter is read for all tables.
 WITH top AS (
-  SELECT t.relid, t.schemaname, t.relname, t.n_live_tup, t.n_dead_tup,
-         t.n_tup_upd, t.n_tup_del, t.n_tup_hot_upd,
-         t.last_vacuum, t.last_autovacuum, t.vacuum_count, t.autovacuum_count,
-         (t.relname = ANY(%(queue_names)s) OR t.relname ~ %(queue_pattern)s) AS queue_named
-  FROM pg_stat_user_tables t
-  WHERE t.n_dead_tup >= %(min_dead)s
-  ORDER BY (t.relname = ANY(%(queue_names)s) OR t.relname ~ %(queue_pattern)s) DESC,
-           t.n_dead_tup DESC
+  SELECT c.oid AS relid, n.nspname AS schemaname, c.relname,
+         pg_stat_get_dead_tuples(c.oid) AS n_dead_tup,
+         (c.relname = ANY(%(queue_names)s) OR c.relname ~ %(queue_pattern)s) AS queue_named
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'm', 'p')
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+    AND n.nspname !~ '^pg_toast'
+    AND pg_stat_get_dead_tuples(c.oid) >= %(min_dead)s
+  ORDER BY (c.relname = ANY(%(queue_names)s) OR c.relname ~ %(queue_pattern)s) DESC,
+           pg_stat_get_dead_tuples(c.oid) DESC
   LIMIT %(limit)s
 )
 SELECT current_database() AS database,
        top.schemaname AS schema,
        top.relname AS "table",
-       top.n_live_tup, top.n_dead_tup, top.n_tup_upd, top.n_tup_del, top.n_tup_hot_upd,
-       top.last_vacuum, top.last_autovacuum, top.vacuum_count, top.autovacuum_count,
-       extract(epoch FROM now() - greatest(top.last_vacuum, top.last_autovacuum))::float8
+       pg_stat_get_live_tuples(top.relid) AS n_live_tup,
+       top.n_dead_tup,
+       pg_stat_get_tuples_updated(top.relid) AS n_tup_upd,
+       pg_stat_get_tuples_deleted(top.relid) AS n_tup_del,
+       pg_stat_get_last_vacuum_time(top.relid) AS last_vacuum,
+       pg_stat_get_last_autovacuum_time(top.relid) AS last_autovacuum,
+       pg_stat_get_vacuum_count(top.relid) AS vacuum_count,
+       pg_stat_get_autovacuum_count(top.relid) AS autovacuum_count,
+       extract(epoch FROM now() - greatest(pg_stat_get_last_vacuum_time(top.relid),
+                                           pg_stat_get_last_autovacuum_time(top.relid)))::float8
            AS vacuum_seconds_ago,
        top.queue_named
        OR (SELECT count(*) FROM pg_attribute a
