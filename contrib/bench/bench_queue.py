@@ -21,7 +21,8 @@ import psycopg
 import pymysql
 
 from dbwatch.probes import sql
-from dbwatch.probes.queue import ASPECTS, GROUPS, HORIZON, WINDOW, _has_sql, collect, quote
+from dbwatch.probes.queue import (ASPECTS, FAILED_WINDOW, GROUPS, HORIZON, WINDOW, _has_sql,
+                                  collect, quote)
 from dbwatch.targets import open_target, spec_for
 
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
@@ -101,6 +102,7 @@ def measure(engine: str, conn: Any, schema: str, version: int, repeat: int) -> d
             if not _has_sql(engine, name):
                 continue
             text = sql(engine, name, version).replace("{table}", ident)
+            params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
             walls, servers = [], []
             for _ in range(repeat):
                 cur = conn.cursor()
@@ -137,6 +139,8 @@ def bench(engine: str, jobs: int, failed: int, repeat: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             data = collect(target)
             probe_s = time.perf_counter() - t0
+            note = getattr(data, "message", None)      # PartialResult: some table failed
+            data = getattr(data, "data", data)
             schema = db if engine == "mysql" else "public"
             raw = target.conn     # the probe's own session: read-only, statement timeout set
             queries = measure(engine, raw, schema, target.version_num, repeat)
@@ -144,7 +148,7 @@ def bench(engine: str, jobs: int, failed: int, repeat: int) -> dict[str, Any]:
             target.close()
         return {"engine": target.flavour, "jobs_rows": jobs, "failed_rows": failed,
                 "build_seconds": round(built, 1), "probe_seconds": round(probe_s, 3),
-                "tables_probed": data["probed"], "queries": queries}
+                "tables_probed": data["probed"], "probe_note": note, "queries": queries}
     finally:
         if engine == "mysql":
             admin.cursor().execute(f"DROP DATABASE {db}")
@@ -163,7 +167,8 @@ def main() -> int:
     args = ap.parse_args()
     results = [bench(e.strip(), args.jobs, args.failed, args.repeat)
                for e in args.engines.split(",") if e.strip()]
-    print(json.dumps({"window_rows": WINDOW, "results": results}, indent=2))
+    print(json.dumps({"window_rows": WINDOW, "failed_window_rows": FAILED_WINDOW,
+                      "load_average": os.getloadavg(), "results": results}, indent=2))
     return 0
 
 

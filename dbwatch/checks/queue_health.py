@@ -247,6 +247,8 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
     for t in _tables(ctx, "failed"):
         groups = _failure_groups(t, key)
         capped = len(t["failed"]) >= int(t.get("groups") or 0)
+        # every row of the newest-rows window is a failure in the horizon: there may be more
+        full = sum(int(r.get("n") or 0) for r in t["failed"]) >= int(t.get("failed_window") or 0) > 0
         for g in groups[:MAX_FAILURE_FINDINGS]:
             sev = ctx.grade(g["count"])
             if sev is None:
@@ -254,7 +256,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
             ev = _base(t) | g | {
                 "window": format_duration(window), "window_seconds": window,
                 "job": g["job_class"], "meaning": MEANING[g["kind"]],
-                "groups": len(groups), "groups_capped": capped,
+                "groups": len(groups), "groups_capped": capped, "count_is_lower_bound": full,
                 "latest_ago": format_duration(g["latest_seconds_ago"])}
             summary = (f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with "
                        f"{_short(g['exception'])} in the last {ev['window']} "

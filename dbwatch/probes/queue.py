@@ -15,7 +15,8 @@ from . import PartialResult, _sql_variants, probe, sql
 log = logging.getLogger(__name__)
 
 MAX_TABLES = 20            # queue tables probed per cycle; the rest are listed as skipped
-WINDOW = 100_000           # rows read per table: the oldest jobs / the newest failures by id
+WINDOW = 50_000            # jobs rows read per table: the oldest by id
+FAILED_WINDOW = 20_000     # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500               # grouped rows returned per query
 HORIZON = 7 * 86400        # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed")
@@ -89,12 +90,14 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
     table = f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}"
     params = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
-    out = dict(t, window=WINDOW, groups=GROUPS, horizon=HORIZON, error=None, privilege=False)
+    out = dict(t, window=WINDOW, failed_window=FAILED_WINDOW, groups=GROUPS, horizon=HORIZON,
+               error=None, privilege=False)
     for aspect in ASPECTS:
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):
             continue
         text = sql(engine, name, conn.version_num).replace("{table}", table)
+        params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
         try:
             out[aspect] = [_jsonable(r) for r in conn.rows(text, params)]
         except ProbeError as exc:

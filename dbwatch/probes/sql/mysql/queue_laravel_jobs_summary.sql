@@ -1,15 +1,17 @@
 -- Laravel jobs, per queue, over the oldest %(window)s rows by id (claims take the lowest ids).
--- A primary-key range read: bounded, no locks (a consistent read). Epoch-second columns.
-SELECT w.queue AS queue, COUNT(*) AS total,
-       SUM(w.reserved_at IS NULL AND w.available_at <= clock.now_s) AS available,
-       clock.now_s - MIN(CASE WHEN w.reserved_at IS NULL AND w.available_at <= clock.now_s
-                              THEN CAST(w.available_at AS SIGNED) END) AS oldest_available_seconds,
-       SUM(w.reserved_at IS NOT NULL) AS reserved,
-       clock.now_s - MIN(CAST(w.reserved_at AS SIGNED)) AS oldest_reserved_seconds,
-       SUM(w.attempts > 1) AS repeated,
-       MAX(w.attempts) AS max_attempts
-FROM (SELECT queue, reserved_at, available_at, attempts FROM {table} ORDER BY id LIMIT %(window)s) w
+-- A primary-key range read (only ids are materialised): bounded, a consistent read, no locks.
+SELECT j.queue AS queue, COUNT(*) AS total,
+       SUM(j.reserved_at IS NULL AND j.available_at <= clock.now_s) AS available,
+       clock.now_s - MIN(CASE WHEN j.reserved_at IS NULL AND j.available_at <= clock.now_s
+                              THEN CAST(j.available_at AS SIGNED) END) AS oldest_available_seconds,
+       SUM(j.reserved_at IS NOT NULL) AS reserved,
+       clock.now_s - MIN(CAST(j.reserved_at AS SIGNED)) AS oldest_reserved_seconds,
+       SUM(j.attempts > 1) AS repeated,
+       MAX(j.attempts) AS max_attempts
+FROM {table} j
 CROSS JOIN (SELECT CAST(UNIX_TIMESTAMP() AS SIGNED) AS now_s) clock
-GROUP BY w.queue, clock.now_s
-ORDER BY w.queue
+WHERE j.id <= (SELECT COALESCE(MAX(x.id), 0)
+               FROM (SELECT id FROM {table} ORDER BY id LIMIT %(window)s) x)
+GROUP BY j.queue, clock.now_s
+ORDER BY j.queue
 LIMIT %(groups)s
