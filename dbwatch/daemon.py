@@ -110,15 +110,16 @@ class Daemon:
         self.delivery.wake()
         _log_transitions(spec.name, tr)
         self._actions(setup, spec, now)
-        _record_deadlocks(self.state, result)
         values = gauges(result.snapshot, findings)
-        if values:
-            self.state.record_metrics(spec.name, values, now)
         duration = time.time() - started
         status = "unreachable" if result.error else ("degraded" if result.snapshot.failures
                                                      else "ok")
-        self.state.record_cycle(spec.name, started, duration, status, result.error,
-                                len(findings), lateness)
+        with self.state.transaction():    # one commit (one fsync) for the bookkeeping
+            _record_deadlocks(self.state, result)
+            if values:
+                self.state.record_metrics(spec.name, values, now)
+            self.state.record_cycle(spec.name, started, duration, status, result.error,
+                                    len(findings), lateness)
         self.collector.observe(spec.name, up=not result.error, duration=duration,
                                lateness=lateness, error=bool(result.snapshot.failures),
                                findings=findings, values=values,
@@ -229,9 +230,9 @@ def _record_deadlocks(state: State, result: TargetResult) -> None:
     """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
     status = result.snapshot.section("my.innodb_status")
     dl = status.get("deadlock") if isinstance(status, dict) else None
-    if isinstance(dl, dict) and dl.get("key"):
-        if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
-            log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
+    if isinstance(dl, dict) and dl.get("key") and \
+            state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
+        log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
 
 
 def _log_transitions(target: str, tr: Transitions) -> None:

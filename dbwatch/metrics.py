@@ -4,6 +4,7 @@ gauges() is tolerant: a section that is absent or shaped differently yields noth
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from prometheus_client.registry import Collector
 
 from .findings import Finding
 from .snapshot import Snapshot
+
+log = logging.getLogger(__name__)
 
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
@@ -33,7 +36,8 @@ def _tables(section: Any) -> list[dict[str, Any]]:
 def _pg_values(snap: Snapshot) -> dict[str, float]:
     """The keys PG202/PG102/PG201 read back (dbwatch.checks.pg_mvcc), plus the horizon age."""
     try:
-        from .checks.pg_mvcc import history_values, holders
+        from .checks.pg_horizon import holders
+        from .checks.pg_mvcc import history_values
     except ImportError:
         return {}
     out = dict(history_values(snap))
@@ -60,8 +64,8 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)
     try:
         out.update(_pg_values(snap))
-    except Exception:   # a shape change elsewhere must not stop the cycle
-        pass
+    except Exception:
+        log.debug("history values of %s failed", snap.target, exc_info=True)
     counters = snap.section("my.innodb_counters")
     if isinstance(counters, dict):
         for key in ("innodb_deadlocks", "innodb_history_list_length"):

@@ -27,7 +27,7 @@ def pool_size(n_targets: int, cap: int = MAX_THREADS) -> int:
 class Scheduler:
     """Runs `job(name, scheduled_at)` for every (name, interval) it is given."""
 
-    def __init__(self, job: Callable[[str, float], None], threads: int) -> None:
+    def __init__(self, job: Callable[[str, float], object], threads: int) -> None:
         self.job = job
         self.threads = threads
         self.anchor: dict[str, tuple[float, float]] = {}   # name -> (first run, interval)
@@ -35,16 +35,22 @@ class Scheduler:
         self._sched = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=threads)},
             job_defaults={"coalesce": True, "max_instances": 1}, timezone="UTC")
-        self._overrun: dict[str, float] = {}    # name -> when we last said so
+        self._skipped: set[str] = set()
+        self._said = 0.0
         self._sched.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
 
     def _on_missed(self, event: JobEvent) -> None:
+        """Counted, and said at most once a minute for all targets together."""
         self.missed += 1
         now = time.time()
-        if now - self._overrun.get(event.job_id, 0.0) > 600:   # not every interval
-            self._overrun[event.job_id] = now
-            log.warning("cycle of %s skipped: the previous one is still running (a slow or "
-                        "dead target) or started too late", event.job_id)
+        self._skipped.add(event.job_id)
+        if now - self._said >= 60:
+            names = sorted(self._skipped)
+            log.warning("%d targets skipped a cycle in the last minute because the previous one "
+                        "was still running or started too late (%s%s): slow or dead targets, "
+                        "or too many targets for %d threads", len(names), ", ".join(names[:5]),
+                        ", …" if len(names) > 5 else "", self.threads)
+            self._said, self._skipped = now, set()
 
     def _run(self, name: str) -> None:
         self.job(name, self.scheduled(name, time.time()))

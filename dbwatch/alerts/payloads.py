@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..state import FindingRow
@@ -20,7 +20,7 @@ _ICON = {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_q
 
 
 def iso(ts: float) -> str:
-    dt = datetime.fromtimestamp(ts, timezone.utc)
+    dt = datetime.fromtimestamp(ts, UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 

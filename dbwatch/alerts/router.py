@@ -28,7 +28,7 @@ class Policy:
     send_resolved: bool
 
     @classmethod
-    def of(cls, cfg: AlertConfig) -> "Policy":
+    def of(cls, cfg: AlertConfig) -> Policy:
         repeat = cfg.repeat_interval
         if cfg.kind == "alertmanager":
             repeat = min(repeat, ALERTMANAGER_RESEND)
@@ -65,18 +65,18 @@ def _route_one(state: State, target: str, p: Policy, firing: list[FindingRow],
     for fp, prev in sent.items():
         if prev["status"] != "firing" or fp in eligible:
             continue
-        row = state.finding(fp)
-        if p.send_resolved and row is not None:
-            state.enqueue(p.name, fp, "resolved", alert_data(row, "resolved", now, 0.0), now)
+        gone = state.finding(fp)
+        if p.send_resolved and gone is not None:
+            state.enqueue(p.name, fp, "resolved", alert_data(gone, "resolved", now, 0.0), now)
             queued += 1
         state.mark_sent(p.name, fp, target, "resolved", prev["severity"], now)
     for fp, row in eligible.items():
-        prev = sent.get(fp)
-        if prev is None or prev["status"] == "resolved":
+        last = sent.get(fp)
+        if last is None or last["status"] == "resolved":
             if fp in silenced:
                 continue
-        elif not (now - prev["last_sent"] >= p.repeat_interval
-                  or severity_rank(row.severity) > severity_rank(prev["severity"])):
+        elif not (now - last["last_sent"] >= p.repeat_interval
+                  or severity_rank(row.severity) > severity_rank(last["severity"])):
             continue
         state.enqueue(p.name, fp, "firing", alert_data(row, "firing", now, valid_for), now)
         state.mark_sent(p.name, fp, target, "firing", row.severity, now)

@@ -1,0 +1,193 @@
+"""How many targets one daemon holds: cycle lateness and CPU at N targets, one interval each.
+
+Targets are N databases (dbw_bench_<i>) on the local PostgreSQL, created for the run and
+dropped afterwards. The daemon runs in this process with its real scheduler, state DB and
+probes; each cycle's scheduled and actual start, duration and thread CPU by phase are kept.
+
+    python contrib/bench/bench_daemon.py --sizes 50,200,500 --interval 15 --cycles 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from dbwatch import audit
+from dbwatch import daemon as daemon_mod
+from dbwatch.catalogue import load_catalogue
+from dbwatch.config import Config, TargetConfig
+from dbwatch.daemon import Daemon, Setup
+from dbwatch.scheduler import Scheduler, pool_size
+from dbwatch.state import State
+from dbwatch.targets import spec_for
+
+PREFIX = "dbw_bench_"
+
+
+def admin(url: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(url, autocommit=True, dbname="postgres")
+
+
+def create_databases(url: str, n: int) -> None:
+    with admin(url) as conn:
+        have = {r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                           (PREFIX + "%",))}
+    todo = [f"{PREFIX}{i}" for i in range(n) if f"{PREFIX}{i}" not in have]
+
+    def make(names: list[str]) -> None:
+        with admin(url) as conn:
+            for name in names:
+                conn.execute(f'CREATE DATABASE "{name}"')   # names are ours, not user input
+    chunks = [todo[i::4] for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(make, chunks))
+
+
+def drop_databases(url: str) -> None:
+    with admin(url) as conn:
+        names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s",
+                                            (PREFIX + "%",))]
+
+    def drop(chunk: list[str]) -> None:
+        with admin(url) as conn:
+            for name in chunk:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(drop, [names[i::4] for i in range(4)]))
+
+
+def target_url(base: str, i: int) -> str:
+    return base.rsplit("/", 1)[0] + f"/{PREFIX}{i}"
+
+
+class Phases:
+    """Thread CPU spent per phase of a cycle (connect, probes, evaluate, the rest)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cpu: dict[str, float] = {}
+
+    def wrap(self, module: Any, name: str, label: str) -> None:
+        fn = getattr(module, name)
+
+        def timed(*a: Any, **kw: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                with self.lock:
+                    self.cpu[label] = self.cpu.get(label, 0.0) + time.thread_time() - t0
+        setattr(module, name, timed)
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def run_size(base: str, n: int, interval: float, cycles: int, threads: int | None,
+             phases: Phases) -> dict[str, Any]:
+    targets = tuple(TargetConfig(name=f"t{i}", url=target_url(base, i), interval=interval)
+                    for i in range(n))
+    config = Config(targets=targets)
+    setup = Setup(load_catalogue(), config, {t.name: (spec_for(t.url, t.name), t) for t in targets},
+                  ())
+    records: list[tuple[str, float, float, float, float]] = []
+    lock = threading.Lock()
+    with tempfile.TemporaryDirectory() as tmp:
+        state = State(Path(tmp) / "state.db")
+        d = Daemon(None, state, setup)
+
+        def job(name: str, scheduled: float) -> None:
+            started, cpu0 = time.time(), time.thread_time()
+            d.cycle(name, scheduled)
+            with lock:
+                records.append((name, scheduled, started, time.time() - started,
+                                time.thread_time() - cpu0))
+        sched = Scheduler(job, threads or pool_size(n))
+        phases.cpu.clear()
+        sched.set_targets((t.name, interval) for t in targets)
+        cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
+        sched.start()
+        time.sleep(min(interval, 15.0) + interval * (cycles - 1) + 0.5)
+        sched.shutdown(wait=True)
+        cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
+        state.close()
+    late = sorted(r[2] - r[1] for r in records)
+    dur = sorted(r[3] for r in records)
+    machine = (busy[0] - busy0[0]) / max(busy[1] - busy0[1], 1.0)
+    return {
+        "targets": n, "interval": interval, "threads": threads or pool_size(n),
+        "cycles_run": len(records), "cycles_expected": n * cycles, "skipped": sched.missed,
+        "lateness_p50": _q(late, 0.5), "lateness_p95": _q(late, 0.95), "lateness_max": round(late[-1], 3) if late else None,
+        "duration_p50": _q(dur, 0.5), "duration_p95": _q(dur, 0.95),
+        "dbwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
+        "machine_cpu_pct_of_all_cores": round(100 * machine, 1),
+        "cpu_ms_per_cycle": round(1000 * cpu / max(len(records), 1), 2),
+        "cpu_ms_per_cycle_by_phase": {k: round(1000 * v / max(len(records), 1), 2)
+                                      for k, v in sorted(phases.cpu.items())},
+        "wall_seconds": round(wall, 1),
+    }
+
+
+def _q(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return round(values[min(len(values) - 1, int(q * len(values)))], 3)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    ap.add_argument("--sizes", default="50,200,500")
+    ap.add_argument("--interval", type=float, default=15.0)
+    ap.add_argument("--cycles", type=int, default=3)
+    ap.add_argument("--threads", type=int, help="scheduler threads (default: one per target, capped)")
+    ap.add_argument("--keep", action="store_true", help="keep the databases afterwards")
+    ap.add_argument("--json", help="write the results here too")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
+    phases = Phases()
+    phases.wrap(audit, "open_target", "connect")
+    phases.wrap(audit, "run_probes", "probes")
+    phases.wrap(audit, "evaluate", "evaluate")
+    phases.wrap(Daemon, "_after_probe", "state+alerts+metrics")
+    assert daemon_mod.probe_target is audit.probe_target
+    results = []
+    try:
+        t0 = time.time()
+        create_databases(args.pg, max(sizes))
+        print(f"{max(sizes)} databases ready in {time.time() - t0:.0f}s", file=sys.stderr)
+        for n in sizes:
+            res = run_size(args.pg, n, args.interval, args.cycles, args.threads, phases)
+            results.append(res)
+            print(json.dumps(res), flush=True)
+    finally:
+        if not args.keep:
+            drop_databases(args.pg)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    print("\ntargets  cycles  late p50/p95/max s  took p50/p95 s  dbwatch CPU  machine CPU")
+    for r in results:
+        print(f"{r['targets']:7d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
+              f"{r['lateness_p50']}/{r['lateness_p95']}/{r['lateness_max']:<8} "
+              f"{r['duration_p50']}/{r['duration_p95']:<8} "
+              f"{r['dbwatch_cpu_pct_of_one_core']:5.1f}%    {r['machine_cpu_pct_of_all_cores']:5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
