@@ -24,8 +24,7 @@ from typing import Any
 import psycopg
 
 from dbwatch.probes import sql
-from dbwatch.probes.pg_mvcc import (DEAD_LIMIT, DEAD_MIN, QUEUE_NAMES, QUEUE_PATTERN,
-                                    dead_tuple_rows)
+from dbwatch.probes.pg_mvcc import DEAD_LIMIT, DEAD_MIN, QUEUE_NAMES, QUEUE_PATTERN, dead_tuple_rows
 from dbwatch.targets import open_target, spec_for
 
 PARAMS = {"queue_names": QUEUE_NAMES, "queue_pattern": QUEUE_PATTERN, "min_dead": DEAD_MIN,

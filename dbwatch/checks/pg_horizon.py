@@ -30,7 +30,7 @@ class Holder:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _quote(text: str) -> str:
+def _quote(text: Any) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 

@@ -49,7 +49,7 @@ class PgCluster:
         return base
 
     @classmethod
-    def create(cls, settings: dict[str, Any] | None = None) -> "PgCluster":
+    def create(cls, settings: dict[str, Any] | None = None) -> PgCluster:
         pg = cls(cls._new_base(), free_port())
         _as_postgres([str(BIN / "initdb"), "-D", str(pg.data), "-A", "trust", "-U", "postgres",
                       "--no-sync", "-E", "UTF8", "--locale", "C"])
@@ -91,7 +91,7 @@ class PgCluster:
         return out.stdout.strip()
 
     def standby(self, settings: dict[str, Any] | None = None,
-                slot: str | None = None) -> "PgCluster":
+                slot: str | None = None) -> PgCluster:
         """A streaming hot standby of this cluster (pg_basebackup -R), started."""
         sb = PgCluster(self._new_base(), free_port())
         args = [str(BIN / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
@@ -114,7 +114,7 @@ class PgCluster:
                 raise TimeoutError(f"{sql!r} still {value!r} after {timeout}s")
             time.sleep(0.2)
 
-    def __enter__(self) -> "PgCluster":
+    def __enter__(self) -> PgCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:

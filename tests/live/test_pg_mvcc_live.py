@@ -16,13 +16,13 @@ import pytest
 
 from dbwatch.catalogue import Thresholds, load_catalogue
 from dbwatch.config import Config, RuleOverride, TargetConfig
-from dbwatch.evaluate import Selection, evaluate, sections_needed, rules_for
+from dbwatch.evaluate import Selection, evaluate, rules_for, sections_needed
 from dbwatch.findings import Finding
 from dbwatch.probes import run_probes
 from dbwatch.targets import open_target, spec_for
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pgcluster import PgCluster, available  # noqa: E402
+from pgcluster import PgCluster, available
 
 FAST = Thresholds("duration", 1.0, 3600.0)
 CATALOGUE = load_catalogue()
