@@ -187,7 +187,7 @@ def test_pg101_chain_to_root() -> None:
                 _sess(3, [2], 90.0), _sess(4, [3, 1], 10.0), _sess(5, [6], 50.0),
                 _sess(6, [5], 60.0)]
     found = run("PG101", snap(**{"pg.sessions": sessions}))
-    root = [f for f in found if f.evidence["root_pid"] == 1][0]
+    root = next(f for f in found if f.evidence["root_pid"] == 1)
     assert root.evidence["pid"] == 3 and root.evidence["blocked_count"] == 3
     assert [c["pid"] for c in root.evidence["chain"]] == [3, 2, 1]
     assert "pg_terminate_backend(1)" in root.fix and root.severity == "warning"

@@ -48,7 +48,7 @@ def history(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[
         return []
     try:
         return [(float(t), float(v)) for t, v in st.history(ctx.snapshot.target, key, since)]
-    except Exception:   # history is a nicety; a state problem must not hide the finding
+    except Exception:  # noqa: BLE001 - history is a nicety; a state problem must not hide the finding
         return []
 
 

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 BIN = Path(os.environ.get("DBWATCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
 OS_USER = "postgres"
