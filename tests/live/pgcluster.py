@@ -114,7 +114,7 @@ class PgCluster:
                 raise TimeoutError(f"{sql!r} still {value!r} after {timeout}s")
             time.sleep(0.2)
 
-    def __enter__(self) -> PgCluster:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
