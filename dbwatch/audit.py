@@ -36,7 +36,8 @@ class TargetResult:
         return {"name": self.spec.name, "engine": self.snapshot.engine,
                 "server_version": self.snapshot.server_version, "status": self.status,
                 "error": self.error, "rules_run": sorted(self.evaluation.ran),
-                "rules_unknown": self.evaluation.unknown}
+                "rules_unknown": self.evaluation.unknown,
+                "unavailable": self.snapshot.unavailable()}
 
 
 @dataclass

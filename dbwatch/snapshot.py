@@ -35,6 +35,15 @@ class Snapshot:
     def has(self, name: str) -> bool:
         return self.sections.get(name) is not None
 
+    def unavailable(self) -> list[str]:
+        """Sources switched off on the server (not failures): a section {"available": false,
+        "reason", "fix"}. One line each, duplicates merged, for the target line and JSON."""
+        out: dict[str, None] = {}
+        for data in self.sections.values():
+            if isinstance(data, dict) and data.get("available") is False:
+                out[f"{data.get('reason')}; to enable: {data.get('fix')}"] = None
+        return list(out)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target, "engine": self.engine,

@@ -1,0 +1,192 @@
+"""QU401/QU402 from live statement sources: performance_schema statement history grouped into
+transactions (high confidence) and statement digests / pg_stat_statements (call counts only:
+QU401 probable; a claim's shape alone is enough for QU402). Same detectors as `audit --log`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..durations import parse_duration
+from ..findings import Finding
+from ..snapshot import Snapshot
+from ..sqlpatterns.detect import (
+    EXAMPLE_CHARS,
+    PatternDetector,
+    ServerVersion,
+    detect_digests,
+    is_claim,
+    parse_server_version,
+    qu402_finding,
+)
+from ..sqlpatterns.detect import _Pattern as Pattern
+from ..sqlpatterns.fingerprint import Classifier
+from ..sqlpatterns.transactions import TransactionGrouper
+from . import CheckContext, check
+
+HISTORY = "my.statement_history"
+DIGESTS = {"mysql": "my.statement_digests", "postgresql": "pg.statement_digests"}
+
+
+def _family(snap: Snapshot) -> str:
+    return "postgresql" if snap.engine == "postgresql" else "mysql"
+
+
+def _available(section: Any) -> bool:
+    return isinstance(section, dict) and bool(section.get("available"))
+
+
+@dataclass
+class HistoryAnalysis:
+    detector: PatternDetector
+    source: str
+    statements: int
+    threads: int
+    transactions: int = 0
+    unparsable: int = 0
+
+    def evidence(self) -> dict[str, Any]:
+        return {"source": self.source, "statements_read": self.statements,
+                "threads": self.threads, "transactions_seen": self.transactions,
+                "unparsable": self.unparsable}
+
+
+def analyse_history(section: Any) -> HistoryAnalysis | None:
+    """Statements ordered by (thread, event) → transactions → the pattern detector."""
+    if not _available(section):
+        return None
+    det = PatternDetector(Classifier("mysql"))
+    grouper = TransactionGrouper(det.feed, "mysql")
+    current: Any = None
+    threads = 0
+    for thread, _event, text in section.get("statements") or []:
+        if thread != current:
+            if current is not None:
+                grouper.disconnect(current)   # its window ends here; ids are never reused
+            current, threads = thread, threads + 1
+        grouper.feed(thread, None, str(text))
+    grouper.flush()
+    return HistoryAnalysis(det, str(section.get("source")), grouper.stats.statements, threads,
+                           det.transactions, det.classifier.stats.unparsable)
+
+
+def server_of(snap: Snapshot) -> ServerVersion | None:
+    """The server, when SKIP LOCKED was detected on it; else None (no QU402)."""
+    if "skip_locked" not in snap.features:
+        return None
+    return parse_server_version(f"{snap.engine} {snap.server_version}", _family(snap))
+
+
+def _digest_rows(section: Any, max_idle: float) -> dict[str, list[tuple[str, int]]]:
+    """Digest rows by scope (MySQL: default schema; PostgreSQL: database), stale ones dropped."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    if not _available(section):
+        return out
+    for d in section.get("digests") or []:
+        idle = d.get("idle_seconds")
+        if idle is not None and idle > max_idle:
+            continue
+        scope = str(d.get("schema") or d.get("database") or "")
+        out.setdefault(scope, []).append((str(d.get("text") or ""), int(d.get("calls") or 0)))
+    return out
+
+
+def _max_idle(ctx: CheckContext) -> float:
+    return parse_duration(ctx.params.get("digest_max_idle", "1d"))
+
+
+def _key(f: Finding) -> str:
+    return repr(f.identity)
+
+
+def _digest_summary(f: Finding) -> str:
+    ev = f.evidence
+    key = ", ".join(ev["key_columns"])
+    return (f"`SELECT … WHERE {key} = ? FOR UPDATE` and `DELETE … WHERE {key} = ?` on "
+            f"`{ev['table']}` are called about equally often ({ev['select_calls']:,} and "
+            f"{ev['delete_calls']:,} calls): probably a fetch-before-delete (statement digests "
+            "do not show transactions)")
+
+
+def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, Any]) -> Finding:
+    return ctx.finding(severity=ctx.rule.severity, subject=f.subject, summary=summary,
+                       fix=f.fix, evidence=evidence, identity=f.identity,
+                       confidence=f.confidence)
+
+
+@check("fetch_before_delete", mysql=[HISTORY, DIGESTS["mysql"]],
+       postgresql=[DIGESTS["postgresql"]])
+def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
+    snap = ctx.snapshot
+    out: dict[str, Finding] = {}
+    history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
+    if history is not None:
+        for f in history.detector.findings(None, snap.target):
+            if f.rule == "QU401":
+                out[_key(f)] = _emit(ctx, f, f.summary + " (statement history)",
+                                     f.evidence | history.evidence())
+    section = snap.section(DIGESTS[_family(snap)])
+    for scope, rows in sorted(_digest_rows(section, _max_idle(ctx)).items()):
+        for f in detect_digests(rows, snap.target, _family(snap)):
+            digest = {"select_calls": f.evidence["select_calls"],
+                      "delete_calls": f.evidence["delete_calls"], "scope": scope or None,
+                      "source": section["source"]}
+            prior = out.get(_key(f))
+            if prior is not None:    # seen in transactions: the digest only adds the rate
+                prior.evidence.setdefault("digests", []).append(digest)
+                continue
+            ev = f.evidence | {"source": section["source"], "scope": scope or None}
+            out[_key(f)] = _emit(ctx, f, _digest_summary(f), ev)
+    yield from out.values()
+
+
+def _digest_claims(section: Any, max_idle: float, dialect: str) -> dict[str, Pattern]:
+    """Claim-shaped digests without SKIP LOCKED, by table, with their calls."""
+    clf = Classifier(dialect)
+    claims: dict[str, Pattern] = {}
+    for _scope, rows in sorted(_digest_rows(section, max_idle).items()):
+        for text, calls in rows:
+            c = clf.classify(text)
+            if c is None or not is_claim(c[0]):
+                continue
+            table = (c[0].table or "").rsplit(".", 1)[-1]
+            p = claims.setdefault(table, Pattern())
+            p.count += calls
+            p.transactions += calls
+            if not p.example:
+                p.example.append(text[:EXAMPLE_CHARS])
+                p.fingerprints.append(c[0].fingerprint)
+    return claims
+
+
+@check("claim_without_skip_locked", mysql=[HISTORY, DIGESTS["mysql"]],
+       postgresql=[DIGESTS["postgresql"]])
+def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
+    snap = ctx.snapshot
+    server = server_of(snap)
+    if server is None:
+        return
+    out: dict[str, Finding] = {}
+    history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
+    if history is not None:
+        for f in history.detector.findings(server, snap.target):
+            if f.rule == "QU402":
+                out[_key(f)] = _emit(ctx, f, f.summary + " (statement history)",
+                                     f.evidence | history.evidence())
+    section = snap.section(DIGESTS[_family(snap)])
+    for table, p in sorted(_digest_claims(section, _max_idle(ctx), _family(snap)).items()):
+        g = qu402_finding(table, p, server, snap.target)
+        if g is None:
+            continue
+        prior = out.get(_key(g))
+        if prior is not None:
+            prior.evidence["digest_calls"] = p.count
+            continue
+        summary = (f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
+                   f"{p.count:,} calls (statement digests); {server.engine} "
+                   f"{snap.server_version} supports SKIP LOCKED")
+        ev = dict(g.evidence) | {"source": section["source"],
+                                                       "calls": p.count}
+        out[_key(g)] = _emit(ctx, g, summary, ev)
+    yield from out.values()

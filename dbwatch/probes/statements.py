@@ -1,0 +1,160 @@
+"""Statement sources for QU401/QU402: performance_schema statement history and digests
+(MySQL/MariaDB), pg_stat_statements (PostgreSQL). Bounded reads; nothing is enabled or created.
+
+A source that is switched off by configuration is not a failure: its section is
+{"available": false, "reason": ..., "fix": ...} and the target line says how to enable it.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..errors import ProbeError
+from ..targets import Connection
+from . import PartialResult, probe, sql
+
+log = logging.getLogger(__name__)
+
+HISTORY_LIMIT = 10_000     # statements read per cycle: the default history_long size
+DIGEST_LIMIT = 500         # digest rows read per cycle, most called first
+PFS_GRANT = "GRANT SELECT ON performance_schema.* TO '<monitor>'@'%';"
+PG_GRANT = "GRANT pg_read_all_stats TO <monitor_user>;  -- or pg_monitor"
+PFS_OFF = "performance_schema is OFF: no statement history or digests for QU401/QU402"
+PFS_ON_FIX = ("under [mysqld] in my.cnf set `performance_schema = ON`, "
+              "`performance-schema-consumer-events-statements-current = ON` and "
+              "`performance-schema-consumer-events-statements-history-long = ON`, then restart "
+              "the server (see `dbwatch explain QU401`)")
+CONSUMERS_FIX = ("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME "
+                 "LIKE 'events_statements_%';  -- until the next restart; to keep it, "
+                 "`performance-schema-consumer-events-statements-current = ON` and "
+                 "`performance-schema-consumer-events-statements-history-long = ON` in my.cnf")
+DIGEST_FIX = ("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN "
+              "('global_instrumentation', 'statements_digest');")
+PGSS_FIX = ("pg_stat_statements: add it to `shared_preload_libraries` in postgresql.conf "
+            "(restart), then `CREATE EXTENSION pg_stat_statements;` in this database")
+_logged: set[tuple[str, str]] = set()
+
+
+def unavailable(conn: Connection, reason: str, fix: str, **extra: Any) -> dict[str, Any]:
+    """The section of a source switched off by configuration; logged once per target."""
+    key = (conn.spec.name, reason)
+    if key not in _logged:
+        _logged.add(key)
+        log.info("%s: %s; to enable: %s", conn.spec.name, reason, fix)
+    return {"available": False, "reason": reason, "fix": fix, **extra}
+
+
+def _rows(conn: Connection, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Query; a refusal names the performance_schema grant rather than a generic one."""
+    try:
+        return conn.rows(sql("mysql", name, conn.version_num), params)
+    except ProbeError as exc:
+        if exc.privilege:
+            raise ProbeError(name, exc.detail, PFS_GRANT, privilege=True) from None
+        raise
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
+
+
+def consumers(conn: Connection) -> dict[str, Any]:
+    """performance_schema on/off, the enabled consumers and the buffer sizes."""
+    rows = _rows(conn, "statement_consumers")
+    first = rows[0] if rows else {}
+    enabled = {_text(r["name"]): _text(r["enabled"]).upper() == "YES" for r in rows if r.get("name")}
+    return {"performance_schema": bool(int(first.get("performance_schema") or 0)),
+            "consumers": enabled,
+            "history_long_size": int(first.get("history_long_size") or 0),
+            "history_size": int(first.get("history_size") or 0),
+            "max_sql_text_length": int(first.get("max_sql_text_length") or 0)}
+
+
+def _history_table(c: dict[str, Any]) -> str | None:
+    on = c["consumers"]
+    if not (on.get("global_instrumentation") and on.get("thread_instrumentation")
+            and on.get("events_statements_current")):
+        return None
+    if on.get("events_statements_history_long") and c["history_long_size"] > 0:
+        return "events_statements_history_long"
+    if on.get("events_statements_history") and c["history_size"] > 0:
+        return "events_statements_history"
+    return None
+
+
+@probe("my.statement_history", "mysql", grant=PFS_GRANT)
+def statement_history(conn: Connection) -> Any:
+    """Recent statements of other sessions, ordered by (thread, event), for transaction grouping."""
+    c = consumers(conn)
+    if not c["performance_schema"]:
+        return unavailable(conn, PFS_OFF, PFS_ON_FIX)
+    table = _history_table(c)
+    if table is None:
+        off = [n for n in ("events_statements_current", "events_statements_history",
+                           "events_statements_history_long") if not c["consumers"].get(n)]
+        return unavailable(conn, "statement history: performance_schema consumers "
+                           f"{', '.join(off) or 'global/thread instrumentation'} disabled",
+                           CONSUMERS_FIX, consumers=c["consumers"])
+    if table.endswith("_long"):
+        big = c["history_long_size"] > HISTORY_LIMIT
+        name = "statement_history_newest" if big else "statement_history_long"
+    else:
+        name = "statement_history_recent"
+    rows = _rows(conn, name, {"limit": HISTORY_LIMIT})
+    return {"available": True, "source": f"performance_schema.{table}", "limit": HISTORY_LIMIT,
+            "buffer_size": c["history_long_size"] if table.endswith("_long") else c["history_size"],
+            "max_sql_text_length": c["max_sql_text_length"],
+            "statements": [[int(r["thread_id"]), int(r["event_id"]), _text(r["sql_text"])]
+                           for r in rows]}
+
+
+@probe("my.statement_digests", "mysql", grant=PFS_GRANT)
+def statement_digests(conn: Connection) -> Any:
+    """Digests of locking reads and deletes, most called first."""
+    c = consumers(conn)
+    if not c["performance_schema"]:
+        return unavailable(conn, PFS_OFF, PFS_ON_FIX)
+    if not (c["consumers"].get("global_instrumentation") and c["consumers"].get("statements_digest")):
+        return unavailable(conn, "statement digests: statements_digest consumer disabled", DIGEST_FIX)
+    params = {"for_update": "%FOR UPDATE%", "for_share": "%FOR SHARE%",
+              "share_mode": "%LOCK IN SHARE MODE%", "delete": "%DELETE%", "limit": DIGEST_LIMIT}
+    rows = _rows(conn, "statement_digests", params)
+    return {"available": True, "source": "performance_schema.events_statements_summary_by_digest",
+            "limit": DIGEST_LIMIT,
+            "digests": [{"schema": _text(r["schema_name"]) or None, "text": _text(r["digest_text"]),
+                         "calls": int(r["calls"] or 0),
+                         "idle_seconds": None if r["idle_seconds"] is None else int(r["idle_seconds"])}
+                        for r in rows]}
+
+
+def _quote(name: str) -> str:
+    """An identifier from pg_extension, quoted, with % doubled for the driver's paramstyle."""
+    return ('"' + name.replace('"', '""') + '"').replace("%", "%%")
+
+
+@probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
+def pg_statement_digests(conn: Connection) -> Any:
+    """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
+    ext = conn.rows(sql("postgresql", "statement_digests_extension", conn.version_num))
+    if not ext:
+        return unavailable(conn, "statement digests: pg_stat_statements is not installed in "
+                           "this database", PGSS_FIX)
+    view = f"{_quote(str(ext[0]['schema']))}.pg_stat_statements"
+    text = sql("postgresql", "statement_digests", conn.version_num).replace("{view}", view)
+    patterns = ["%for update%", "%for no key update%", "%for share%", "%for key share%",
+                "%delete%"]
+    try:
+        rows = conn.rows(text, {"patterns": patterns, "limit": DIGEST_LIMIT})
+    except ProbeError as exc:
+        if "shared_preload_libraries" not in exc.detail:
+            raise
+        return unavailable(conn, "statement digests: pg_stat_statements is installed but not "
+                           "loaded", PGSS_FIX)
+    data = {"available": True, "source": f"{ext[0]['schema']}.pg_stat_statements",
+            "limit": DIGEST_LIMIT, "version": ext[0]["version"],
+            "digests": [{"database": r["database"], "text": str(r["query"] or ""),
+                         "calls": int(r["calls"] or 0), "idle_seconds": None} for r in rows]}
+    if not ext[0]["sees_all"]:
+        return PartialResult(data, "pg_stat_statements hides other roles' query text from this "
+                                   "role", PG_GRANT)
+    return data
