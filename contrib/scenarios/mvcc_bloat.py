@@ -64,6 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--vacuum-every", type=float, default=None,
                     help="VACUUM the table every S s (default: 10 when autovacuum is off, "
                          "else never: autovacuum does it)")
+    ap.add_argument("--no-plot", action="store_true", help="skip timeline.png")
     args = ap.parse_args(argv)
     try:
         args.threshold_s = parse_duration(args.threshold)
@@ -260,7 +261,8 @@ class Scenario:
                                                "psycopg": psycopg.__version__}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n",
                                                encoding="utf-8")
-        note = plot(self.rows, summary, self.out / "timeline.png")
+        note = None if self.args.no_plot else plot(self.rows, summary,
+                                                     self.out / "timeline.png")
         if note:
             print(note)
         return summary
