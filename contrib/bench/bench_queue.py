@@ -21,8 +21,17 @@ import psycopg
 import pymysql
 
 from dbwatch.probes import sql
-from dbwatch.probes.queue import (ASPECTS, FAILED_WINDOW, GROUPS, HORIZON, WINDOW, _has_sql,
-                                  collect, quote)
+from dbwatch.probes.queue import (
+    ASPECTS,
+    FAILED_WINDOW,
+    GROUPS,
+    HORIZON,
+    WINDOW,
+    _bounds,
+    _has_sql,
+    collect,
+    quote,
+)
 from dbwatch.targets import open_target, spec_for
 
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
@@ -92,11 +101,16 @@ def server_ms(engine: str, cur: Any, text: str, params: dict[str, Any]) -> float
     return float(plan[0]["Execution Time"])
 
 
-def measure(engine: str, conn: Any, schema: str, version: int, repeat: int) -> dict[str, Any]:
+def measure(engine: str, target: Any, schema: str, repeat: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    params = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+    conn, version = target.conn, target.version_num
+    params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
     for kind, table in (("laravel_jobs", "jobs"), ("laravel_failed", "failed_jobs")):
         ident = f"{quote(engine, schema)}.{quote(engine, table)}"
+        if engine == "mysql":      # as the probe does: the id window first, as constants
+            t0 = time.perf_counter()
+            params |= _bounds(target, ident)
+            out[f"{table}.bounds"] = {"wall_ms": round((time.perf_counter() - t0) * 1000, 1)}
         for aspect in ASPECTS:
             name = f"queue_{kind}_{aspect}"
             if not _has_sql(engine, name):
@@ -142,8 +156,8 @@ def bench(engine: str, jobs: int, failed: int, repeat: int) -> dict[str, Any]:
             note = getattr(data, "message", None)      # PartialResult: some table failed
             data = getattr(data, "data", data)
             schema = db if engine == "mysql" else "public"
-            raw = target.conn     # the probe's own session: read-only, statement timeout set
-            queries = measure(engine, raw, schema, target.version_num, repeat)
+            # the probe's own session: read-only, statement timeout set
+            queries = measure(engine, target, schema, repeat)
         finally:
             target.close()
         return {"engine": target.flavour, "jobs_rows": jobs, "failed_rows": failed,

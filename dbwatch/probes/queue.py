@@ -20,6 +20,8 @@ FAILED_WINDOW = 20_000     # failure rows read per table: the newest by id (thei
 GROUPS = 500               # grouped rows returned per query
 HORIZON = 7 * 86400        # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed")
+CANONICAL = {"jobs", "failed_jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs",
+             "river_job"}
 ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count")
 MY_GRANT = "GRANT SELECT ON {schema}.{table} TO '<monitor>'@'%';"
 PG_GRANT = "GRANT SELECT ON {schema}.{table} TO <monitor_user>;"
@@ -70,7 +72,11 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
         out.append({"schema": r["schema"], "table": r["table_name"], "kind": shape.kind,
                     "library": shape.library, "rows_estimate": _estimate(r.get("rows_estimate")),
-                    "attempts_type": ctype, "attempts_limit": attempts_limit(ctype)})
+                    "attempts_type": ctype, "attempts_limit": attempts_limit(ctype),
+                    "current": bool(r.get("current_db"))})
+    # When more than MAX_TABLES match, probe the connected database and the libraries'
+    # default names first: those are the live queues; prefixed copies come after.
+    out.sort(key=lambda t: (not t["current"], t["table"] not in CANONICAL))
     return out
 
 
@@ -86,12 +92,25 @@ def _has_sql(engine: str, name: str) -> bool:
     return bool(_sql_variants(engine, name))
 
 
+def _bounds(conn: Connection, table: str) -> dict[str, int]:
+    """MySQL/MariaDB: the id window as constants, so every query is a primary-key range."""
+    text = sql("mysql", "queue_bounds", conn.version_num).replace("{table}", table)
+    row = conn.rows(text, {"window": WINDOW, "failed_window": FAILED_WINDOW})[0]
+    return {"max_id": int(row.get("max_id") or 0), "min_id": int(row.get("min_id") or 0)}
+
+
 def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, Any]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
     table = f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}"
-    params = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+    params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
     out = dict(t, window=WINDOW, failed_window=FAILED_WINDOW, groups=GROUPS, horizon=HORIZON,
                error=None, privilege=False)
+    try:
+        if engine != "postgresql":
+            params |= _bounds(conn, table)
+    except ProbeError as exc:
+        return out | {"error": f"{t['schema']}.{t['table']}: {exc.detail}",
+                      "privilege": exc.privilege or "denied" in exc.detail.lower()}
     for aspect in ASPECTS:
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):

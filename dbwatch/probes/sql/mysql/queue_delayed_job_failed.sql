@@ -12,10 +12,9 @@ FROM (SELECT p.queue, p.failed_at, TIMESTAMPDIFF(SECOND, p.failed_at, UTC_TIMEST
                                                             CHAR(10), 1), ' ', 1) END, 255) AS job_class
       FROM (SELECT COALESCE(LEFT(queue, 255), '(none)') AS queue, failed_at,
                    LEFT(last_error, 400) AS e, LEFT(handler, 2048) AS h
-            FROM {table}
+            FROM {table} FORCE INDEX (PRIMARY)
             WHERE failed_at >= UTC_TIMESTAMP() - INTERVAL %(horizon)s SECOND
-              AND id >= (SELECT COALESCE(MIN(x.id), 0)
-                         FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)) p) f
+              AND id >= %(min_id)s) p) f
 GROUP BY f.queue, f.head, f.job_class
 ORDER BY n DESC
 LIMIT %(groups)s

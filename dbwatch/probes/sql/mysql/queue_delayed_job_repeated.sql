@@ -7,11 +7,9 @@ SELECT r.queue AS queue, r.attempts + 1 AS attempts,
                  THEN SUBSTRING_INDEX(SUBSTRING_INDEX(SUBSTRING(r.h, LOCATE('!ruby/object:', r.h) + 13),
                                                       CHAR(10), 1), ' ', 1) END, 255) AS job_class,
        NULL AS timeout_head, COUNT(*) AS n
-FROM (SELECT COALESCE(queue, '(none)') AS queue, attempts, LEFT(handler, 2048) AS h FROM {table}
+FROM (SELECT COALESCE(queue, '(none)') AS queue, attempts, LEFT(handler, 2048) AS h FROM {table} FORCE INDEX (PRIMARY)
       WHERE failed_at IS NULL AND attempts > 0
-        AND id <= (SELECT COALESCE(MAX(x.id), 0)
-                   FROM (SELECT id FROM {table} WHERE failed_at IS NULL
-                         ORDER BY id LIMIT %(window)s) x)) r
+        AND id <= %(max_id)s) r
 GROUP BY r.queue, attempts, job_class
 ORDER BY n DESC
 LIMIT %(groups)s

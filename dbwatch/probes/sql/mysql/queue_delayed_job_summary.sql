@@ -8,11 +8,10 @@ SELECT COALESCE(j.queue, '(none)') AS queue, COUNT(*) AS total,
        TIMESTAMPDIFF(SECOND, MIN(j.locked_at), clock.now_utc) AS oldest_reserved_seconds,
        SUM(j.attempts > 0) AS repeated,
        MAX(j.attempts) + 1 AS max_attempts
-FROM {table} j
+FROM {table} j FORCE INDEX (PRIMARY)
 CROSS JOIN (SELECT UTC_TIMESTAMP() AS now_utc) clock
 WHERE j.failed_at IS NULL
-  AND j.id <= (SELECT COALESCE(MAX(x.id), 0)
-               FROM (SELECT id FROM {table} WHERE failed_at IS NULL ORDER BY id LIMIT %(window)s) x)
+  AND j.id <= %(max_id)s
 GROUP BY COALESCE(j.queue, '(none)'), clock.now_utc
 ORDER BY 1
 LIMIT %(groups)s

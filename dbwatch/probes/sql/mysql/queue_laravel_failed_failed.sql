@@ -12,9 +12,8 @@ FROM (SELECT LEFT(p.queue, 255) AS queue, p.failed_at, TIMESTAMPDIFF(SECOND, p.f
                   THEN LEFT(SUBSTRING_INDEX(SUBSTRING(p.h, LOCATE('"displayName":"', p.h) + 15), '"', 1), 255)
              END AS job_class
       FROM (SELECT queue, failed_at, LEFT(exception, 400) AS e, LEFT(payload, 2048) AS h
-            FROM {table}
-            WHERE id >= (SELECT COALESCE(MIN(x.id), 0)
-                         FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)
+            FROM {table} FORCE INDEX (PRIMARY)
+            WHERE id >= %(min_id)s
               AND failed_at >= NOW() - INTERVAL %(horizon)s SECOND) p) f
 GROUP BY f.queue, f.head, f.job_class
 ORDER BY n DESC

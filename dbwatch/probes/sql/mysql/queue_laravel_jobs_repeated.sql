@@ -8,9 +8,8 @@ SELECT r.queue AS queue, r.attempts AS attempts,
             THEN SUBSTRING(r.h, LOCATE('"timeout":', r.h) + 10, 10) END AS timeout_head,
        COUNT(*) AS n
 FROM (SELECT queue, attempts, LEFT(payload, 2048) AS h
-      FROM {table}
-      WHERE id <= (SELECT COALESCE(MAX(x.id), 0)
-                   FROM (SELECT id FROM {table} ORDER BY id LIMIT %(window)s) x)
+      FROM {table} FORCE INDEX (PRIMARY)
+      WHERE id <= %(max_id)s
         AND attempts > 1) r
 GROUP BY r.queue, r.attempts, job_class, timeout_head
 ORDER BY n DESC

@@ -2,11 +2,10 @@
 -- the check can apply any retry_after. Same bounded primary-key window as the summary.
 SELECT j.queue AS queue, clock.now_s - CAST(j.reserved_at AS SIGNED) AS reserved_seconds,
        COUNT(*) AS n, NULL AS expires_after
-FROM {table} j
+FROM {table} j FORCE INDEX (PRIMARY)
 CROSS JOIN (SELECT CAST(UNIX_TIMESTAMP() AS SIGNED) AS now_s) clock
 WHERE j.reserved_at IS NOT NULL
-  AND j.id <= (SELECT COALESCE(MAX(x.id), 0)
-               FROM (SELECT id FROM {table} ORDER BY id LIMIT %(window)s) x)
+  AND j.id <= %(max_id)s
 GROUP BY j.queue, j.reserved_at, clock.now_s
 ORDER BY j.reserved_at
 LIMIT %(groups)s

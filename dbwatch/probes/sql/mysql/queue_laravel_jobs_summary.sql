@@ -8,10 +8,9 @@ SELECT j.queue AS queue, COUNT(*) AS total,
        clock.now_s - MIN(CAST(j.reserved_at AS SIGNED)) AS oldest_reserved_seconds,
        SUM(j.attempts > 1) AS repeated,
        MAX(j.attempts) AS max_attempts
-FROM {table} j
+FROM {table} j FORCE INDEX (PRIMARY)
 CROSS JOIN (SELECT CAST(UNIX_TIMESTAMP() AS SIGNED) AS now_s) clock
-WHERE j.id <= (SELECT COALESCE(MAX(x.id), 0)
-               FROM (SELECT id FROM {table} ORDER BY id LIMIT %(window)s) x)
+WHERE j.id <= %(max_id)s
 GROUP BY j.queue, clock.now_s
 ORDER BY j.queue
 LIMIT %(groups)s
