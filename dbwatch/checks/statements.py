@@ -52,10 +52,24 @@ class HistoryAnalysis:
                 "unparsable": self.unparsable}
 
 
+# Both checks read the same history: the last analysis is kept with its section (held, so
+# `is` cannot match a new object at a recycled address) and reused, never mutated.
+_last: list[tuple[Any, HistoryAnalysis]] = []
+
+
 def analyse_history(section: Any) -> HistoryAnalysis | None:
     """Statements ordered by (thread, event) → transactions → the pattern detector."""
     if not _available(section):
         return None
+    last = list(_last)
+    if last and last[0][0] is section:
+        return last[0][1]
+    result = _analyse(section)
+    _last[:] = [(section, result)]
+    return result
+
+
+def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
     det = PatternDetector(Classifier("mysql"))
     grouper = TransactionGrouper(det.feed, "mysql")
     current: Any = None

@@ -187,6 +187,24 @@ def test_probe_cost_with_a_full_history_long(pfs: Any, capsys: Any) -> None:
               f"{check_s * 1000:.1f} ms for {analysis.transactions} transactions")
 
 
+def test_a_ring_buffer_larger_than_the_limit_yields_the_newest(pfs: Any, monkeypatch: Any) -> None:
+    from dbwatch.probes import statements
+    reset(pfs)
+    run_worker(pfs, "start transaction", fetch=True, n=4)     # 29 statements
+    monkeypatch.setattr(statements, "HISTORY_LIMIT", 10)
+    conn = open_target(spec_for(pfs.url(), "pfs"))
+    try:
+        section = run_probes(conn, "pfs", ["my.statement_history"]).section("my.statement_history")
+    finally:
+        conn.close()
+    rows = section["statements"]
+    newest = pfs.query("select thread_id, event_id from performance_schema."
+                       "events_statements_history_long where sql_text = 'commit' "
+                       "order by timer_start desc limit 1")[0]
+    assert len(rows) == 10 and [newest[0], newest[1]] in [r[:2] for r in rows]
+    assert rows == sorted(rows, key=lambda r: (r[0], r[1]))
+
+
 # --- the shared MariaDB: performance_schema off by default --------------------------------
 
 def test_shared_mariadb_without_performance_schema_is_quiet(my_url: str) -> None:
