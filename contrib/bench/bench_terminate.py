@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pgcluster import PgCluster  # noqa: E402
+from pgcluster import PgCluster
 
 ROLE = "dbw_bench_app"
 CONFIG = """
@@ -56,13 +56,14 @@ def daemon_mode(url: str, interval: float, after: float, tmp: Path) -> subproces
 
 
 def loop_mode(url: str, interval: float, after: float, stop: threading.Event) -> None:
+    import tomllib
+
     from dbwatch.actions.terminate import daemon_terminate
     from dbwatch.audit import probe_target
     from dbwatch.catalogue import load_catalogue
     from dbwatch.config import parse_config
     from dbwatch.evaluate import Selection
     from dbwatch.targets import spec_for
-    import tomllib
     catalogue = load_catalogue()
     config = parse_config(tomllib.loads(CONFIG.format(url=url, interval=interval, after=after)),
                           "bench", catalogue)

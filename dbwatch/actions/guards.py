@@ -302,11 +302,11 @@ def mark_holders(sessions: list[Session]) -> list[Session]:
     oldest_global = max(global_pins, default=0)
     per_db: dict[Any, int] = {}
     for s in sessions:
-        if s.kind in ("session", "prepared_xact") and s.xid_age:
+        if s.kind in ("session", "prepared_xact") and s.xid_age and not s.is_self:
             per_db[s.database] = max(per_db.get(s.database, 0), s.xid_age)
     out = []
     for s in sessions:
-        if not s.xid_age:
+        if not s.xid_age or s.is_self:    # our own listing query pins only while it runs
             out.append(s)
             continue
         if s.kind in ("session", "prepared_xact"):

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -233,31 +234,6 @@ def test_pg_blocking_root_is_ended_and_the_waiter_proceeds(pgw: PgWorld) -> None
         (root.info.backend_pid, "terminated", 1)]
     t.join(10)
     assert result == {"ok": True}
-
-
-@needs_pg
-def test_pg_holding_xmin_selects_the_holder_only(pgw: PgWorld) -> None:
-    db = f"dbw_db_{pgw.uniq}"
-    pgw.admin.execute(f"CREATE DATABASE {db}")
-    try:
-        holder = pgw.open(pgw.app, db=db)
-        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        holder.execute("SELECT 1")                          # a snapshot: backend_xmin
-        time.sleep(0.2)
-        writer = pgw.open(pgw.app, db=db)
-        writer.execute("SELECT txid_current()")             # younger: not the holder
-        spec = spec_for(f"postgresql://postgres@127.0.0.1:5432/{db}")
-        req = Request(Criteria(holding_xmin=True, match_user=re.compile(f"^{pgw.app}$")),
-                      Policy(), execute=True)
-        decisions, _ = run_target(spec, req)
-        sessions = [d for d in decisions if d.session.kind == "session"]
-        assert [(d.session.pid, d.action) for d in sessions] == [
-            (holder.info.backend_pid, "terminated")]
-        assert pgw.alive(writer.info.backend_pid)
-    finally:
-        for c in pgw.conns:
-            c.close()
-        pgw.admin.execute(f"DROP DATABASE {db} WITH (FORCE)")
 
 
 @needs_pg
@@ -489,3 +465,89 @@ def test_my_least_privileges_and_daemon(myw: MyWorld) -> None:
         (offender.thread_id(), "terminated"), (protected.thread_id(), "skipped_protected")}
     assert wait_until(lambda: not myw.alive(offender)) and myw.alive(protected)
     assert len(told) == 2 and len(state.actions("my-local")) == 2
+
+
+# --- a throwaway cluster: prepared transactions (explicit only) and a standby's query ------
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pgcluster import PgCluster, available
+
+needs_initdb = pytest.mark.skipif(not available(), reason="no PostgreSQL binaries for initdb")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PgCluster]:
+    with PgCluster.create({"max_prepared_transactions": "5"}) as pri:
+        pri.psql("CREATE ROLE dbw_app LOGIN; CREATE TABLE t (id int); "
+                 "GRANT SELECT ON t TO dbw_app")
+        yield pri
+
+
+@needs_initdb
+def test_pg_holding_xmin_selects_the_holder_only(cluster: PgCluster) -> None:
+    """Own cluster: on the shared server other tests' sessions may hold an older horizon."""
+    url = cluster.url().replace("postgres@", "dbw_app@")
+    holder, writer = psycopg.connect(url), psycopg.connect(url)
+    try:
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM t")            # a snapshot: backend_xmin
+        with psycopg.connect(cluster.url(), autocommit=True) as other:
+            other.execute("SELECT txid_current()")          # move the XID counter on
+        writer.execute("SELECT txid_current()")             # younger: not the holder
+        req = Request(Criteria(holding_xmin=True, match_user=re.compile("^dbw_app$")),
+                      Policy(), execute=True)
+        decisions, _ = run_target(spec_for(cluster.url()), req)
+        assert [(d.session.pid, d.action) for d in decisions] == [
+            (holder.info.backend_pid, "terminated")]
+        assert decisions[0].session.xid_age is not None and decisions[0].session.xid_age >= 2
+        assert writer.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        holder.close()
+        writer.close()
+
+
+@needs_initdb
+def test_pg_prepared_xact_only_explicitly_and_standby_query_cancelled(cluster: PgCluster) -> None:
+    pri = cluster
+    with psycopg.connect(pri.url()) as x:
+        x.execute("INSERT INTO t VALUES (1)")
+        x.execute("PREPARE TRANSACTION 'dbw''s gid'")
+    gid, url = "dbw's gid", pri.url()
+    everyone = Request(Criteria(holding_xmin=True), Policy(), execute=True)
+    listed = [d for d in run_target(spec_for(url), everyone)[0]
+              if d.session.kind == "prepared_xact"]
+    assert [(d.action, d.session.name) for d in listed] == [("skipped_protected", gid)]
+    assert listed[0].to_dict()["statement"] == "ROLLBACK PREPARED 'dbw''s gid'"
+    assert pri.psql("SELECT count(*) FROM pg_prepared_xacts") == "1"   # never as a side effect
+
+    explicit = Request(Criteria(), Policy(), rollback_prepared=(gid,))
+    assert [d.action for d in run_target(spec_for(url), explicit)[0]] == ["would_terminate"]
+    assert pri.psql("SELECT count(*) FROM pg_prepared_xacts") == "1"   # the dry run
+    done = run_target(spec_for(url), Request(Criteria(), Policy(), execute=True,
+                                             rollback_prepared=(gid,)))[0]
+    assert [d.action for d in done] == ["terminated"]
+    assert pri.psql("SELECT count(*) FROM pg_prepared_xacts") == "0"
+
+    with pri.standby({"hot_standby_feedback": "on"}) as sb:
+        sb.wait_for("SELECT pg_is_in_recovery()")
+        sb.wait_for("SELECT count(*) > 0 FROM pg_roles WHERE rolname = 'dbw_app'")
+        reader = psycopg.connect(sb.url().replace("postgres@", "dbw_app@"), autocommit=True)
+        outcome: dict[str, Any] = {}
+
+        def long_query() -> None:
+            try:
+                reader.execute("SELECT count(*), pg_sleep(30) FROM t")
+            except psycopg.errors.QueryCanceled:
+                outcome["cancelled"] = True
+
+        th = threading.Thread(target=long_query)
+        th.start()
+        time.sleep(1.5)
+        req = Request(Criteria(older_than=1, match_user=re.compile("^dbw_app$")), Policy(),
+                      execute=True)
+        (d,), _ = run_target(spec_for(sb.url()), req)
+        assert (d.session.pid, d.action) == (reader.info.backend_pid, "cancelled")
+        th.join(10)
+        assert outcome == {"cancelled": True}
+        assert reader.execute("SELECT 1").fetchone() == (1,)   # the session survives
+        reader.close()
