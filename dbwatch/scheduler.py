@@ -17,7 +17,9 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 log = logging.getLogger(__name__)
-MAX_THREADS = 64
+# Measured (contrib/bench/bench_daemon.py, 500 targets): 16 threads skip cycles, 64 crowd the
+# server (more skips, and 64 connections near max_connections); 32 ran every cycle.
+MAX_THREADS = 32
 
 
 def pool_size(n_targets: int, cap: int = MAX_THREADS) -> int:
