@@ -59,15 +59,21 @@ def _text(value: Any) -> str:
 
 
 def consumers(conn: Connection) -> dict[str, Any]:
-    """performance_schema on/off, the enabled consumers and the buffer sizes."""
-    rows = _rows(conn, "statement_consumers")
-    first = rows[0] if rows else {}
-    enabled = {_text(r["name"]): _text(r["enabled"]).upper() == "YES" for r in rows if r.get("name")}
-    return {"performance_schema": bool(int(first.get("performance_schema") or 0)),
-            "consumers": enabled,
-            "history_long_size": int(first.get("history_long_size") or 0),
-            "history_size": int(first.get("history_size") or 0),
-            "max_sql_text_length": int(first.get("max_sql_text_length") or 0)}
+    """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
+    var = {_text(r["Variable_name"]).lower(): _text(r["Value"])
+           for r in _rows(conn, "statement_variables")}
+    on = var.get("performance_schema", "OFF").upper() in ("ON", "1")
+    enabled = {_text(r["name"]): _text(r["enabled"]).upper() == "YES"
+               for r in (_rows(conn, "statement_consumers") if on else [])}
+
+    def size(name: str) -> int:
+        value = var.get(f"performance_schema_{name}", "0")
+        return int(value) if value.lstrip("-").isdigit() else 0
+
+    return {"performance_schema": on, "consumers": enabled,
+            "history_long_size": size("events_statements_history_long_size"),
+            "history_size": size("events_statements_history_size"),
+            "max_sql_text_length": size("max_sql_text_length")}
 
 
 def _history_table(c: dict[str, Any]) -> str | None:
