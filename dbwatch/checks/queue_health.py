@@ -41,7 +41,7 @@ def _base(t: dict[str, Any]) -> dict[str, Any]:
 
 def _window_note(t: dict[str, Any]) -> dict[str, Any]:
     total = sum(int(r.get("total") or 0) for r in t.get("summary") or [])
-    capped = total >= int(t.get("window") or 0) > 0
+    capped = total >= int(t.get("window") or 0) > 0 or bool(t.get("window_capped_ids"))
     return {"window_rows": total, "window_capped": capped}
 
 

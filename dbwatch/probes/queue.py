@@ -92,11 +92,14 @@ def _has_sql(engine: str, name: str) -> bool:
     return bool(_sql_variants(engine, name))
 
 
-def _bounds(conn: Connection, table: str) -> dict[str, int]:
-    """MySQL/MariaDB: the id window as constants, so every query is a primary-key range."""
+def _bounds(conn: Connection, table: str) -> dict[str, Any]:
+    """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
+    most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
     text = sql("mysql", "queue_bounds", conn.version_num).replace("{table}", table)
-    row = conn.rows(text, {"window": WINDOW, "failed_window": FAILED_WINDOW})[0]
-    return {"max_id": int(row.get("max_id") or 0), "min_id": int(row.get("min_id") or 0)}
+    row = conn.rows(text, {"window": WINDOW})[0]
+    lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
+    return {"max_id": lo + WINDOW - 1, "min_id": max(hi - FAILED_WINDOW + 1, 0),
+            "beyond_window": hi > lo + WINDOW - 1}
 
 
 def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, Any]:
@@ -108,6 +111,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
     try:
         if engine != "postgresql":
             params |= _bounds(conn, table)
+            out["window_capped_ids"] = params.pop("beyond_window")
     except ProbeError as exc:
         return out | {"error": f"{t['schema']}.{t['table']}: {exc.detail}",
                       "privilege": exc.privilege or "denied" in exc.detail.lower()}
