@@ -79,7 +79,8 @@ def test_history_explicit_transactions_fetch_before_delete_and_plain_claim() -> 
     assert qu401.summary.endswith("(statement history)") and "DELETE FROM jobs" in qu401.fix
     (qu402,) = by_rule(found, "QU402")
     assert qu402.confidence == "high" and qu402.evidence["count"] == 3
-    assert "mariadb" in qu402.evidence["server_version"]
+    assert qu402.evidence["server_version"] == "10.11.6-MariaDB"
+    assert "mariadb 10.11.6-MariaDB supports SKIP LOCKED" in qu402.summary
 
 
 def test_history_autocommit_off_is_grouped_by_commits() -> None:

@@ -89,7 +89,7 @@ def server_of(snap: Snapshot) -> ServerVersion | None:
     """The server, when SKIP LOCKED was detected on it; else None (no QU402)."""
     if "skip_locked" not in snap.features:
         return None
-    return parse_server_version(f"{snap.engine} {snap.server_version}", _family(snap))
+    return parse_server_version(snap.server_version, _family(snap))
 
 
 def _digest_rows(section: Any, max_idle: float) -> dict[str, list[tuple[str, int]]]:
