@@ -266,3 +266,14 @@ def test_pg_without_the_extension_says_how_to_enable_it(pgss: pgcluster.PgCluste
     assert "pg_stat_statements is not installed in this database" in note
     assert "CREATE EXTENSION pg_stat_statements" in note
     assert rc == 0 and doc["findings"] == []
+
+
+def test_pg_extension_installed_but_not_preloaded() -> None:
+    if not pgcluster.available():
+        pytest.skip("PostgreSQL server binaries not installed")
+    with pgcluster.PgCluster.create() as pg:
+        pg.psql("create extension pg_stat_statements")
+        rc, doc = audit(pg.url())
+    (note,) = doc["targets"][0]["unavailable"]
+    assert "pg_stat_statements is installed but not loaded" in note
+    assert "shared_preload_libraries" in note and rc == 0 and doc["findings"] == []
