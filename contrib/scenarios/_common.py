@@ -113,6 +113,8 @@ def machine_info() -> dict[str, Any]:
     return {"cpu_model": cpu_model(), "cpu_count": os.cpu_count(), "memory_mb": memory_mb(),
             "os": os_name(), "kernel": platform.release(),
             "python": sys.version.split()[0],
+            # the machine may be shared: figures taken under load say so
+            "load_average": [round(x, 2) for x in os.getloadavg()],
             "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 

@@ -101,6 +101,24 @@ class Watchdog:
             self._log.close()
         return self.proc.returncode
 
+    def actions(self, t0_wall: float) -> list[dict[str, Any]]:
+        """Actions the daemon recorded, timed when taken (a webhook hears of them later)."""
+        if not self.state.exists():
+            return []
+        from dbwatch.state import State
+        state = State(self.state)
+        try:
+            rows = state.actions(limit=1000)
+        finally:
+            state.close()
+        out = []
+        for r in sorted(rows, key=lambda r: r["ts"]):
+            detail = r.get("detail") if isinstance(r.get("detail"), dict) else {}
+            out.append({"t": round(r["ts"] - t0_wall, 2), "status": "action", "rule": r["rule"],
+                        "subject": r["subject"], "action": r["action"],
+                        "pid": detail.get("pid"), "summary": str(detail.get("summary", ""))[:300]})
+        return out
+
     def log_tail(self, n: int = 5) -> list[str]:
         try:
             return self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:]

@@ -81,7 +81,7 @@ class Scenario:
         self.args = args
         self.out = Path(args.out)
         self.table = f"que_jobs_{uuid.uuid4().hex[:8]}"
-        self.t0 = time.monotonic()
+        self.t0, self.t0_wall = time.monotonic(), time.time()
         self.stop = mp.Event()
         self.inbox: mp.Queue[tuple[str, Any]] = mp.Queue()
         self.procs: list[mp.Process] = []
@@ -111,7 +111,7 @@ class Scenario:
         a = self.args
         self.out.mkdir(parents=True, exist_ok=True)
         create_table(self.admin, self.table, a.fill, a.payload)
-        self.t0 = time.monotonic()
+        self.t0, self.t0_wall = time.monotonic(), time.time()
         if a.watchdog != "off":
             self.hook = WebhookReceiver(self.t0).__enter__()
         ctx = mp.get_context("fork")
@@ -255,6 +255,9 @@ class Scenario:
             w.writeheader()
             w.writerows(self.rows)
         events = self.hook.snapshot() if self.hook else []
+        taken = self.watchdog.actions(self.t0_wall) if self.watchdog else []
+        if taken:   # the state DB knows when each action happened; the webhook only heard later
+            events = [e for e in events if not e.get("action")] + taken
         summary = summarise(self, [e for e in events if self.about_story(e)])
         summary["alerts_about_other_objects"] = sum(1 for e in events if not self.about_story(e))
         summary["machine"] = machine_info() | {"postgresql": self.server_version,
