@@ -48,12 +48,12 @@ needs_pg = pytest.mark.skipif(not PG_UP, reason="no PostgreSQL at 127.0.0.1:5432
 needs_my = pytest.mark.skipif(not MY_UP, reason="no MariaDB at 127.0.0.1:3306")
 
 
-def wait_until(cond: Callable[[], bool], timeout: float = 8.0) -> bool:
+def wait_until(cond: Callable[[], bool], timeout: float = 8.0, every: float = 0.05) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
             return True
-        time.sleep(0.05)
+        time.sleep(every)
     return cond()
 
 
@@ -425,9 +425,11 @@ def test_my_lock_wait_root_my101_and_blocking(myw: MyWorld) -> None:
 
     t = threading.Thread(target=wait_for_lock)
     t.start()
+    # every 0.25 s: InnoDB refreshes its information_schema cache only after 0.1 s without
+    # readers, so polling faster would keep reading the same stale rows
     assert wait_until(lambda: bool(myw.q(
         "SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' "
-        "AND trx_mysql_thread_id = %s", (waiter.thread_id(),)))), result
+        "AND trx_mysql_thread_id = %s", (waiter.thread_id(),))), every=0.25), result
     time.sleep(1.3)
     (f,) = findings_for(spec_for(MY, "my-local"), "MY101", {myw.app})
     ev = f.evidence
