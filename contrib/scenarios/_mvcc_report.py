@@ -65,6 +65,9 @@ def summarise(sc: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
         "alerts": [_brief(e) for e in alerts][:50],
         "actions": [_brief(e) for e in actions][:50],
         "vacuums_s": sc.vacuums,
+        # sessions ended by something other than this run (a shared server): worth knowing
+        "connections_lost": sc.lost[:50],
+        "analytics_ended_by_other": sc.analytics_gone is not None and not kills,
         "dbwatch_log_tail": sc.watchdog.log_tail() if sc.watchdog else [],
     }
 

@@ -49,23 +49,33 @@ def _quiet_child() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _lost(out: Queue[tuple[str, Any]], who: str, exc: Exception) -> None:
+    """A real worker reconnects when its connection is cut; so do these, and say so."""
+    out.put(("lost", (who, time.monotonic(), str(exc).strip().splitlines()[0][:200])))
+    time.sleep(0.2)
+
+
 def producer(url: str, table: str, rate: float, payload: int, stop: Event,
              out: Queue[tuple[str, Any]]) -> None:
     """Insert `rate` jobs a second in small batches on a fixed schedule (catching up if late)."""
     _quiet_child()
     tick, owed, sent = 0.05, 0.0, 0
-    with psycopg.connect(url, autocommit=True, application_name=PRODUCER_APP) as conn:
-        next_at = time.monotonic()
-        while not stop.is_set():
-            owed += rate * tick
-            n = int(owed)
-            if n:
-                insert_jobs(conn, table, n, payload)
-                owed -= n
-                sent += n
-            out.put(("produced", (time.monotonic(), sent)))
-            next_at += tick
-            time.sleep(max(0.0, next_at - time.monotonic()))
+    next_at = time.monotonic()
+    while not stop.is_set():
+        try:
+            with psycopg.connect(url, autocommit=True, application_name=PRODUCER_APP) as conn:
+                while not stop.is_set():
+                    owed += rate * tick
+                    n = int(owed)
+                    if n:
+                        insert_jobs(conn, table, n, payload)
+                        owed -= n
+                        sent += n
+                    out.put(("produced", (time.monotonic(), sent)))
+                    next_at += tick
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+        except psycopg.OperationalError as exc:
+            _lost(out, "producer", exc)
 
 
 def worker(url: str, table: str, stop: Event, out: Queue[tuple[str, Any]]) -> None:
@@ -75,28 +85,39 @@ def worker(url: str, table: str, stop: Event, out: Queue[tuple[str, Any]]) -> No
     claim = sql.SQL("SELECT id, job_class, args FROM {} WHERE queue = %s AND run_at <= now()"
                     " ORDER BY priority, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED").format(t)
     delete = sql.SQL("DELETE FROM {} WHERE id = %s").format(t)
-    batch: list[tuple[float, float, int]] = []
-    last_sent = time.monotonic()
-    with psycopg.connect(url, application_name=WORKER_APP) as conn:
-        cur = conn.cursor(row_factory=tuple_row)
-        while not stop.is_set():
-            t0 = time.perf_counter()
-            cur.execute(claim, (QUEUE,), prepare=True)
-            row = cur.fetchone()
-            ms = (time.perf_counter() - t0) * 1000.0
-            if row is not None:
-                cur.execute(delete, (row[0],), prepare=True)
-                conn.commit()
-            else:
-                conn.rollback()
-                time.sleep(0.01)   # empty queue: poll again shortly, as a worker would
-            now = time.monotonic()
-            batch.append((now, ms, 1 if row is not None else 0))
-            if now - last_sent >= 0.25:
+    while not stop.is_set():
+        batch: list[tuple[float, float, int]] = []
+        try:
+            with psycopg.connect(url, application_name=WORKER_APP) as conn:
+                _work(conn, claim, delete, stop, out, batch)
+        except psycopg.OperationalError as exc:
+            _lost(out, "worker", exc)
+        finally:
+            if batch:
                 out.put(("claims", batch))
-                batch, last_sent = [], now
-        if batch:
-            out.put(("claims", batch))
+
+
+def _work(conn: psycopg.Connection[Any], claim: sql.Composed, delete: sql.Composed, stop: Event,
+          out: Queue[tuple[str, Any]], batch: list[tuple[float, float, int]]) -> None:
+    cur = conn.cursor(row_factory=tuple_row)
+    last_sent = time.monotonic()
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        cur.execute(claim, (QUEUE,), prepare=True)
+        row = cur.fetchone()
+        ms = (time.perf_counter() - t0) * 1000.0
+        if row is not None:
+            cur.execute(delete, (row[0],), prepare=True)
+            conn.commit()
+        else:
+            conn.rollback()
+            time.sleep(0.01)   # empty queue: poll again shortly, as a worker would
+        now = time.monotonic()
+        batch.append((now, ms, 1 if row is not None else 0))
+        if now - last_sent >= 0.25:
+            out.put(("claims", list(batch)))
+            batch.clear()
+            last_sent = now
 
 
 class Analytics:

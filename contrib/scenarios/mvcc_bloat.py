@@ -89,6 +89,7 @@ class Scenario:
         self.produced: list[tuple[float, int]] = []
         self.rows: list[dict[str, Any]] = []
         self.vacuums: list[float] = []
+        self.lost: list[dict[str, Any]] = []         # connections cut by someone else
         self.analytics: Analytics | None = None
         self.analytics_at: float | None = None
         self.analytics_gone: float | None = None
@@ -158,6 +159,11 @@ class Scenario:
                 self.claims.extend((t - self.t0, ms, got) for t, ms, got in data)
             elif kind == "produced":
                 self.produced.append((data[0] - self.t0, data[1]))
+            elif kind == "lost":
+                who, t, why = data
+                self.lost.append({"who": who, "t": round(t - self.t0, 1), "error": why})
+                print(f"warning: a {who} lost its connection at {t - self.t0:.1f}s ({why}); "
+                      "reconnecting", file=sys.stderr, flush=True)
             try:
                 kind, data = self.inbox.get_nowait()
             except queue_mod.Empty:
