@@ -67,6 +67,9 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             "age": format_duration(longest), "age_seconds": round(longest, 1),
             "blocking_pid": chain[1] if len(chain) > 1 else root_pid,
             "root_pid": root_pid, "blocked_count": len(chains),
+            # the root's identity, so a terminate action never hits a recycled pid
+            "root_backend_start": (root or {}).get("backend_start"),
+            "root_xact_start": (root or {}).get("xact_start"),
             "root_state": (root or {}).get("state"), "root_query": (root or {}).get("query"),
             "root_xact_age": format_duration((root or {}).get("xact_seconds")),
             "root_user": (root or {}).get("user"),

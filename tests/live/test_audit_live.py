@@ -113,7 +113,8 @@ def test_fingerprint_is_stable_across_cycles(scene: dict[str, object], pg_url: s
                               capture_output=True, text=True, timeout=60)
         runs.append({f["subject"]: f["fingerprint"] for f in json.loads(proc.stdout)["findings"]})
         time.sleep(1.1)
-    assert runs[0] == runs[1] and runs[0]
+    mine = f"pid {scene['idle_pid']}"     # other sessions on the shared server may come and go
+    assert runs[0][mine] == runs[1][mine]
 
 
 def test_table_output_fits_100_columns(scene: dict[str, object], pg_url: str, my_url: str) -> None:
