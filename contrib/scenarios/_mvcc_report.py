@@ -99,7 +99,7 @@ def plot(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> str
     ax.set_yscale("log")
     ax.set_xlabel("seconds")
     marks = [(summary.get("analytics_opened_s"), "analytics opens", "grey"),
-             (summary.get("first_alert_s"), "first alert", "tab:orange"),
+             (summary.get("first_alert_s"), "first alert " + _rule(summary), "tab:orange"),
              (summary.get("terminated_at_s"), "terminated", "tab:red")]
     for x, label, colour in marks:
         if x is None:
@@ -115,3 +115,8 @@ def plot(rows: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> str
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return None
+
+
+def _rule(summary: dict[str, Any]) -> str:
+    first = summary.get("first_alert") or {}
+    return f"({first.get('rule')})" if first.get("rule") else ""
