@@ -17,6 +17,7 @@ from .snapshot import Snapshot
 from .targets import TargetSpec, open_target
 
 log = logging.getLogger(__name__)
+ALL_RULES = Selection()
 
 
 @dataclass
@@ -89,7 +90,7 @@ def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
 
 
 def run_audit(specs: list[TargetSpec], catalogue: dict[str, Rule], config: Config,
-              selection: Selection = Selection()) -> AuditResult:
+              selection: Selection = ALL_RULES) -> AuditResult:
     """Targets in parallel, so a dead one (connect timeout) does not delay the others."""
     if not specs:
         return AuditResult([])

@@ -86,7 +86,7 @@ def build_thresholds(data: dict[str, Any], where: str, problems: list[str]) -> T
         raw = data.get(level)
         try:
             values[level] = None if raw is None else parse_threshold(unit, raw)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             problems.append(f"{where}.{level}: {exc}")
             values[level] = None
     for key in data:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import Rule, Thresholds, build_thresholds
-from .durations import parse_duration
+from .durations import parse_count, parse_duration
 from .errors import ConfigError
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -143,6 +143,27 @@ def expand_vars(value: Any, where: str, col: _Collector) -> Any:
     return value
 
 
+def param_problem(default: Any, value: Any) -> str | None:
+    """A rule parameter must have the kind of its default: bool, number, list, duration, count."""
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
+    if isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return None if ok else f"expected a number, got {value!r}"
+    if isinstance(default, list):
+        return None if isinstance(value, list) else f"expected a list, got {value!r}"
+    try:
+        if re.fullmatch(r"\d+(\.\d+)?(ms|s|m|h|d|w)+", str(default)):
+            parse_duration(value)
+        elif re.fullmatch(r"\d+(\.\d+)?[kKmMgG]?", str(default)):
+            parse_count(value)
+        elif not isinstance(value, str):
+            return f"expected a string, got {value!r}"
+    except (ValueError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
 def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
     if not isinstance(raw, list):
         col.err("targets", "must be an array of tables ([[targets]])")
@@ -196,9 +217,13 @@ def _rule_overrides(raw: Any, catalogue: dict[str, Rule] | None,
             thr = build_thresholds(base, f"{col.file}: {where}.thresholds", col.problems)
         params = table.get("params", {})
         if catalogue is not None and isinstance(params, dict):
-            for key in params:
+            for key, value in params.items():
                 if key not in catalogue[rid].params:
                     col.err(f"{where}.params.{key}", "unknown parameter for this rule")
+                    continue
+                problem = param_problem(catalogue[rid].params[key], value)
+                if problem:
+                    col.err(f"{where}.params.{key}", problem)
         ignore = col.get(table, where, "ignore", "strlist", ())
         for pat in ignore:
             try:

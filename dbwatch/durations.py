@@ -11,7 +11,7 @@ _COUNT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgG]?)$")
 def parse_duration(value: str | float) -> float:
     """Seconds from "5m", "1h30m", "250ms", or a bare number of seconds."""
     if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
+        raise TypeError(f"not a duration: {value!r}")
     if isinstance(value, (int, float)):
         if value < 0:
             raise ValueError(f"negative duration: {value!r}")
@@ -33,7 +33,7 @@ def parse_duration(value: str | float) -> float:
 def parse_count(value: str | float) -> float:
     """A number, with an optional k/M/G suffix ("10k" -> 10000)."""
     if isinstance(value, bool):
-        raise ValueError(f"not a number: {value!r}")
+        raise TypeError(f"not a number: {value!r}")
     if isinstance(value, (int, float)):
         return float(value)
     m = _COUNT.match(str(value).strip())
@@ -47,7 +47,7 @@ def format_duration(seconds: float | None) -> str:
     """Compact human form: 45s, 12m05s, 3h02m, 2d04h."""
     if seconds is None:
         return "?"
-    s = int(round(max(seconds, 0)))
+    s = round(max(seconds, 0))
     if s < 60:
         return f"{s}s"
     if s < 3600:

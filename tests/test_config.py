@@ -87,3 +87,21 @@ def test_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config(path)
     assert str(path) in exc.value.problems[0]
+
+
+def test_rule_params_are_checked_against_their_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, '''
+[rules.QU002]
+params = { retry_after = "soon" }
+[rules.PG202]
+params = { min_dead_ratio = "big", queue_warning = "5k" }
+[rules.PG001]
+params = { ignore_users = "bob" }
+''')
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, load_catalogue())
+    text = "\n".join(exc.value.problems)
+    assert "rules.QU002.params.retry_after: not a duration" in text
+    assert "rules.PG202.params.min_dead_ratio: expected a number" in text
+    assert "rules.PG001.params.ignore_users: expected a list" in text
+    assert "queue_warning" not in text        # "5k" is a valid count

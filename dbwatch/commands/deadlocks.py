@@ -34,7 +34,7 @@ def _open_text(path: str) -> IO[str]:
     if path == "-":
         return sys.stdin
     try:
-        raw = open(path, "rb")
+        raw = open(path, "rb")  # noqa: SIM115 (handed to the caller's with-block)
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from None
     if raw.read(2) == b"\x1f\x8b":
