@@ -233,7 +233,11 @@ class Scenario:
             self.hook.__exit__(None, None, None)
         if self.analytics is not None:
             self.analytics.close()
-        self._drop_table()
+        try:
+            self._drop_table()
+        except psycopg.Error as exc:
+            print(f"mvcc_bloat: could not drop {self.table} ({str(exc).strip()}); "
+                  f"drop it by hand: DROP TABLE {self.table};", file=sys.stderr)
         self.admin.close()
 
     def _drop_table(self) -> None:
@@ -295,16 +299,21 @@ def main(argv: list[str] | None = None) -> int:
     def on_term(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
-    interrupted = False
+    interrupted, failed = False, None
     try:
         scenario.start()
         scenario.run()
     except KeyboardInterrupt:
         interrupted = True
         print("interrupted: cleaning up", file=sys.stderr)
+    except (psycopg.Error, OSError) as exc:
+        failed = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not skip cleanup
         scenario.shutdown()
+    if failed:
+        print(f"mvcc_bloat: {failed}", file=sys.stderr)
+        return 3
     summary = scenario.write()
     summary_line = {k: summary.get(k) for k in (
         "lock_ms_median_start", "lock_ms_median_end", "backlog_max", "backlog_end",
