@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,21 @@ def sql(engine: str, name: str, version_num: int) -> str:
     if chosen is None:
         raise ProbeError(name, f"no SQL for {engine} {version_num}")
     return chosen
+
+
+def jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    """A driver row as plain JSON values: text for bytes and timestamps, numbers for
+    Decimals, keys in lower case (MySQL's information_schema answers in upper case)."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif hasattr(v, "isoformat"):
+            v = v.isoformat()
+        elif isinstance(v, Decimal):
+            v = int(v) if v == int(v) else float(v)
+        out[str(k).lower()] = v
+    return out
 
 
 @dataclass

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..targets import Connection
-from . import probe, sql
-from .mysql import PROCESS_GRANT, _jsonable
+from . import jsonable, probe, sql
+from .mysql import PROCESS_GRANT
 
 WAIT_LIMIT = 1000
 SOURCES = (  # preference order: (schema, table) -> SQL file
@@ -40,7 +40,7 @@ def lock_waits(conn: Connection) -> Any:
     source = lock_wait_source(conn)
     if source is None:
         return {"source": None, "waits": []}
-    rows = [_jsonable(r) for r in conn.rows(sql("mysql", source, 0), {"limit": WAIT_LIMIT})]
+    rows = [jsonable(r) for r in conn.rows(sql("mysql", source, 0), {"limit": WAIT_LIMIT})]
     for r in rows:
         r["locked_table"] = _table(r.get("locked_table"))
         for key in ("waiting_trx_id", "blocking_trx_id"):

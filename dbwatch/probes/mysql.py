@@ -4,28 +4,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..targets import Connection
-from . import probe, sql
+from . import jsonable, probe, sql
 
 TRX_LIMIT = 2000
 PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        elif hasattr(v, "isoformat"):
-            v = v.isoformat()
-        elif v is not None and type(v).__name__ == "Decimal":
-            v = float(v)
-        out[k.lower() if k.isupper() else k] = v
-    return out
-
-
 @probe("my.trx", "mysql", grant=PROCESS_GRANT)
 def trx(conn: Connection) -> Any:
-    return [_jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version_num),
+    return [jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version_num),
                                             {"limit": TRX_LIMIT})]
 
 
@@ -42,7 +29,7 @@ def _settings_version(conn: Connection) -> int:
 
 @probe("my.queue_indexes", "mysql")
 def queue_indexes(conn: Connection) -> Any:
-    rows = [_jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version_num))]
+    rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version_num))]
     for r in rows:
         r["columns"] = [c for c in str(r.get("columns") or "").split(",") if c]
         r["is_primary"] = r.get("index_name") == "PRIMARY"

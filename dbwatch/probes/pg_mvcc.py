@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ProbeError, TargetError
 from ..targets import Connection, TargetSpec, open_target, spec_for
-from . import PartialResult, probe, sql
+from . import PartialResult, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
@@ -28,12 +28,8 @@ QUEUE_NAMES = ["jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs", "ri
 QUEUE_PATTERN = r"(^|_)(jobs?|queues?)(_|$)"
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
-
-
 def _rows(conn: Connection, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    return [_jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version_num), params)]
+    return [jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version_num), params)]
 
 
 def _target_config(config: Any, name: str) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..targets import Connection
-from . import PartialResult, probe, sql
+from . import PartialResult, jsonable, probe, sql
 
 SESSION_LIMIT = 5000
 SAFETY_SETTINGS = ["idle_in_transaction_session_timeout", "statement_timeout", "lock_timeout",
@@ -13,16 +13,9 @@ SAFETY_SETTINGS = ["idle_in_transaction_session_timeout", "statement_timeout", "
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in row.items():
-        out[k] = v.isoformat() if hasattr(v, "isoformat") else v
-    return out
-
-
 @probe("pg.sessions", "postgresql", grant=MONITOR_GRANT)
 def sessions(conn: Connection) -> Any:
-    rows = [_jsonable(r) for r in conn.rows(sql("postgresql", "sessions", conn.version_num),
+    rows = [jsonable(r) for r in conn.rows(sql("postgresql", "sessions", conn.version_num),
                                             {"limit": SESSION_LIMIT})]
     hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
     if hidden:
@@ -34,10 +27,10 @@ def sessions(conn: Connection) -> Any:
 
 @probe("pg.settings", "postgresql")
 def settings(conn: Connection) -> Any:
-    return [_jsonable(r) for r in conn.rows(sql("postgresql", "settings", conn.version_num),
+    return [jsonable(r) for r in conn.rows(sql("postgresql", "settings", conn.version_num),
                                             {"names": SAFETY_SETTINGS})]
 
 
 @probe("pg.queue_indexes", "postgresql")
 def queue_indexes(conn: Connection) -> Any:
-    return [_jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version_num))]
+    return [jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version_num))]

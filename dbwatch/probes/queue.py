@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ProbeError
 from ..queues import MARKER_COLUMNS, SHAPES, attempts_limit, recognise
 from ..targets import Connection
-from . import PartialResult, _sql_variants, probe, sql
+from . import PartialResult, _sql_variants, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -36,19 +36,6 @@ def quote(engine: str, name: str) -> str:
     return text.replace("%", "%%")
 
 
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, bytes):
-            v = v.decode("utf-8", "replace")
-        elif hasattr(v, "isoformat"):
-            v = v.isoformat()
-        elif v is not None and type(v).__name__ == "Decimal":
-            v = int(v) if v == int(v) else float(v)
-        out[str(k).lower()] = v
-    return out
-
-
 def _columns(text: str | None) -> dict[str, str]:
     out = {}
     for item in str(text or "").split(","):
@@ -64,7 +51,7 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
                      {"markers": list(MARKER_COLUMNS) if engine == "postgresql"
                       else tuple(MARKER_COLUMNS)})
     out = []
-    for r in map(_jsonable, rows):
+    for r in map(jsonable, rows):
         cols = _columns(r.get("columns"))
         shape = recognise(cols, engine)
         if shape is None:
@@ -122,7 +109,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         text = sql(engine, name, conn.version_num).replace("{table}", table)
         params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
         try:
-            out[aspect] = [_jsonable(r) for r in conn.rows(text, params)]
+            out[aspect] = [jsonable(r) for r in conn.rows(text, params)]
         except ProbeError as exc:
             out["error"] = f"{t['schema']}.{t['table']}: {exc.detail}"
             out["privilege"] = exc.privilege or "denied" in exc.detail.lower()
