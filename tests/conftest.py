@@ -11,7 +11,10 @@ import pytest
 PG_URL = os.environ.get("DBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 MY_URL = os.environ.get("DBWATCH_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
 ROOT = Path(__file__).resolve().parent.parent
+# shared/ sits beside the checkout (CI clones main with shared/ next to it)
 CORPUS = ROOT.parent / "shared" / "corpus"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus")
 
 
 @pytest.fixture

@@ -4,13 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS as SHARED_CORPUS
 
 from dbwatch.diagnosis import diagnose, query_kind
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_status import parse_status
 
 FIX = Path(__file__).parent / "fixtures" / "innodb"
-CORPUS = Path("/work/shared/corpus/innodb-status")
+CORPUS = SHARED_CORPUS / "innodb-status"
 
 
 def dl_of(path: Path):  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import CORPUS as SHARED_CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,7 @@ from dbwatch.diagnosis import diagnose
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_status import parse_status
 
-CORPUS = Path("/work/shared/corpus/innodb-status")
+CORPUS = SHARED_CORPUS / "innodb-status"
 FIX = Path(__file__).parent / "fixtures" / "innodb"
 SAMPLES = [p.read_text(encoding="utf-8", errors="replace")
            for p in sorted(CORPUS.glob("*deadlock*")) + sorted(CORPUS.glob("mariadb*"))
