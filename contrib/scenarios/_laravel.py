@@ -332,7 +332,7 @@ def tally(deadlocks: list[dict[str, Any]]) -> dict[str, Any]:
 
 # --- the results table ---------------------------------------------------------------------
 
-COLUMNS = ("index", "delete", "claim", "claim plan (EXPLAIN samples)", "workers", "jobs", "runs",
+COLUMNS = ("index", "delete", "claim", "claim plan (EXPLAIN, share of time)", "workers", "jobs", "runs",
            "s", "jobs/s", "deadlocks", "victim claim/update/fetch/delete", "diagnosis (error log)",
            "jobs run >1×", "stuck at first drain", "dbwatch audit on the table")
 
@@ -355,14 +355,15 @@ def table_row(runs: list[dict[str, Any]]) -> list[str]:
     diag: Counter[str] = Counter()
     rules: set[str] = set()
     for r in runs:
-        keys.update(r["explain"]["samples_by_key"])
+        keys.update(r["explain"]["seconds_by_key"])
         victims.update(r["deadlocks"]["victim_statement_client"])
         log = r["deadlocks"]["error_log"]
         diag.update(log.get("by_pattern") if log.get("read") else
                     r["dbwatch"]["deadlocks"]["by_pattern"])
         rules.update(x.split()[0] for x in r["dbwatch"]["audit"]["about_this_table"])
     total = sum(keys.values()) or 1
-    plan = ", ".join(f"{k.rsplit('_jobs_', 1)[-1]} {100 * n // total} %" for k, n in keys.most_common())
+    plan = ", ".join(f"{k.rsplit('_jobs_', 1)[-1]} {round(100 * n / total)} %"
+                     for k, n in keys.most_common())
     if s["force_index"] != "off":
         plan += f" (FORCE INDEX: {s['force_index']})"
     return [s["index"], s["delete"], s["claim"], plan, str(s["workers"]), str(s["jobs"]),

@@ -117,7 +117,7 @@ class Scenario:
         self.samples: list[dict[str, Any]] = []
         self.plans: list[dict[str, Any]] = []
         self.plans_now: dict[str, dict[str, Any]] = {}
-        self.plan_samples: Counter[str] = Counter()
+        self.plan_seconds: Counter[str] = Counter()
         self.baseline: dict[tuple[str, str], dict[str, Any]] = {}
         self.old_print: Any = None
         self.log_path: str | None = None
@@ -172,7 +172,7 @@ class Scenario:
 
     def explain(self, t: float, left: int) -> None:
         """The claim's plan now; kept when it changes (the optimizer switches as the table
-        drains), counted per sample for the share of the run each plan had."""
+        drains), with the seconds each plan was in force (per worker hint)."""
         now = int(time.time())
         for hint in dict.fromkeys(self.hints()):
             with self.admin.cursor(pymysql.cursors.DictCursor) as cur:
@@ -183,10 +183,12 @@ class Scenario:
             row: dict[str, Any] = {"t": t, "jobs_left": left, "hint": hint.strip() or None,
                    "key": plan.get("key"), "type": plan.get("type"), "rows": plan.get("rows"),
                    "extra": plan.get("Extra")}
-            self.plan_samples[row["key"] or "none (full scan)"] += 1
             last = self.plans_now.get(hint)
+            if last is not None:
+                self.plan_seconds[last["key"] or "none (full scan)"] += t - last["t_now"]
+            row["t_now"] = t
             if last is None or (last["key"], last["type"]) != (row["key"], row["type"]):
-                self.plans.append(row)
+                self.plans.append({k: v for k, v in row.items() if k != "t_now"})
             self.plans_now[hint] = row
 
     def start_workers(self) -> tuple[Any, Any, Any, Any]:
@@ -290,7 +292,9 @@ class Scenario:
         log = self.error_log()
         dbw = self.poller.report() if self.poller else {}
         server = self.q("SELECT VERSION(), @@tx_isolation, @@innodb_lock_wait_timeout")[0]
-        keys = self.plan_samples
+        keys: Counter[str] = Counter({k: round(v, 2) for k, v in self.plan_seconds.items()})
+        if not keys and self.plans:     # drained before a second sample
+            keys[self.plans[0]["key"] or "none (full scan)"] = 1
         return {
             "scenario": "laravel_deadlocks",
             "command": "python contrib/scenarios/laravel_deadlocks.py " + " ".join(
@@ -312,7 +316,7 @@ class Scenario:
                           "victim_statement_client": led["client_deadlocks_by_statement"],
                           "error_log": log},
             "explain": {"claim_key": keys.most_common(1)[0][0] if keys else None,
-                        "samples_by_key": dict(keys), "changes": self.plans},
+                        "seconds_by_key": dict(keys), "changes": self.plans},
             "dbwatch": dbw,
             "queue_samples": self.samples[:: max(1, len(self.samples) // 60)],
             "notes": self.notes,
@@ -356,8 +360,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_line(s: dict[str, Any]) -> str:
     return (f"{s['index']}/{s['delete']}/{s['claim']}: {s['jobs_completed']} jobs in "
-            f"{s['elapsed_s']} s ({s['throughput_jobs_per_s']}/s), {s['deadlocks']['total']} "
-            f"deadlocks (victim {s['deadlocks']['victim_statement_client']}), "
+            f"{s['elapsed_s']} s ({s['throughput_jobs_per_s']}/s), {s['deadlocks']['client_errors']} "
+            f"deadlocks (victim {s['deadlocks']['victim_statement_client']}; server-wide "
+            f"{s['deadlocks']['total']}), "
             f"{s['executed_more_than_once']} run more than once, claim key "
             f"{s['explain']['claim_key']}")
 
