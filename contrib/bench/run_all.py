@@ -78,8 +78,9 @@ def _dead_tuples(doc: Any) -> Rows:
 def _queue(doc: Any) -> Rows:
     out = []
     for r in doc["results"]:
-        worst = max(r["queries"].items(), key=lambda kv: kv[1]["server_ms"], default=None)
-        slow = f"; slowest query {worst[0]} {worst[1]['server_ms']} ms server" if worst else ""
+        ms = {name: q.get("server_ms", q.get("wall_ms", 0.0)) for name, q in r["queries"].items()}
+        worst = max(ms.items(), key=lambda kv: kv[1], default=None)
+        slow = f"; slowest query {worst[0]} {worst[1]} ms server" if worst else ""
         out.append(((f"queue probes, {r['engine']}, {r['jobs_rows']:,} jobs / "
                     f"{r['failed_rows']:,} failed"), f"{r['probe_seconds']} s whole probe{slow}"))
     return out
@@ -166,13 +167,19 @@ def run_one(b: Bench, quick: bool) -> dict[str, Any]:
     rec["status"] = status
     if status != "ok":
         rec["stderr_tail"] = (err or "").strip().splitlines()[-15:]
+    headline(b, rec)
+    print(f"   {status} in {rec['seconds']}s", file=sys.stderr, flush=True)
+    return rec
+
+
+def headline(b: Bench, rec: dict[str, Any]) -> None:
+    """The table rows of one result; a changed output format is reported, not fatal."""
+    rec.pop("headline_error", None)
     try:
-        rec["headline"] = [list(r) for r in b.headline(rec["result"])] if docs else []
+        rec["headline"] = [list(r) for r in b.headline(rec["result"])] if rec.get("result") else []
     except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
         rec["headline"] = []
         rec["headline_error"] = f"{type(exc).__name__}: {exc} (output format changed?)"
-    print(f"   {status} in {rec['seconds']}s", file=sys.stderr, flush=True)
-    return rec
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
@@ -245,16 +252,28 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"run only this bench (repeatable): {', '.join(names)}")
     ap.add_argument("--quick", action="store_true", help="smaller sizes where a bench has them")
     ap.add_argument("--out", default=str(HERE), help="directory for results.json and RESULTS.md")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rebuild RESULTS.md from results.json without running anything")
     args = ap.parse_args(argv)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = out_dir / "results.json"
     doc: dict[str, Any] = {"benches": {}}
-    if args.only and results_path.exists():      # --only updates its entries, keeps the rest
-        try:
+    if (args.only or args.report_only) and results_path.exists():
+        try:                                     # --only updates its entries, keeps the rest
             doc = json.loads(results_path.read_text(encoding="utf-8"))
         except ValueError:
             pass
+    if args.report_only:
+        if "machine" not in doc:
+            ap.error(f"{results_path}: no results to report")
+        by_name = {b.name: b for b in BENCHES}
+        for name, rec in doc["benches"].items():
+            if name in by_name:
+                headline(by_name[name], rec)
+        results_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        write_markdown(doc, out_dir / "RESULTS.md")
+        return 0
     doc["machine"], doc["servers"] = machine_info(), server_versions()
     failed = 0
     for b in BENCHES:
