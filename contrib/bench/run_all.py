@@ -141,7 +141,9 @@ def run_one(b: Bench, quick: bool) -> dict[str, Any]:
     path = HERE / b.script
     argv = [sys.executable, str(path), *(b.quick if quick else ())]
     rec: dict[str, Any] = {"name": b.name, "script": f"contrib/bench/{b.script}", "what": b.what,
-                           "argv": argv[1:], "quick": quick, "ran_at": machine_info()["date"]}
+                           "argv": argv[1:], "quick": quick, "ran_at": machine_info()["date"],
+                           # a shared machine skews timings; say how busy it was
+                           "load_average_before": [round(x, 2) for x in os.getloadavg()]}
     if not path.exists():
         return rec | {"status": "missing", "error": f"{b.script} does not exist yet"}
     print(f"== {b.name}: {' '.join(argv[1:])} (timeout {b.timeout:g}s)", file=sys.stderr,
@@ -223,7 +225,8 @@ def write_markdown(doc: dict[str, Any], path: Path) -> None:
              f"{(m.get('memory_mb') or 0) / 1024:.0f} GB RAM, {m['os']}; Python {m['python']}, "
              f"PostgreSQL {v.get('postgresql')}, MariaDB {v.get('mariadb')}."),
              ("Re-run: `python contrib/bench/run_all.py` (`--quick` for smaller sizes, "
-             "`--only NAME`); raw figures in `results.json`."), "",
+             "`--only NAME`); raw figures, and the load average before each bench, in "
+             "`results.json`."), "",
              "| benchmark | measured | figure | status |", "|---|---|---|---|"]
     for name in [b.name for b in BENCHES] + sorted(set(doc["benches"]) - {b.name for b in BENCHES}):
         rec = doc["benches"].get(name)
