@@ -141,7 +141,7 @@ def run_one(b: Bench, quick: bool) -> dict[str, Any]:
     path = HERE / b.script
     argv = [sys.executable, str(path), *(b.quick if quick else ())]
     rec: dict[str, Any] = {"name": b.name, "script": f"contrib/bench/{b.script}", "what": b.what,
-                           "argv": argv[1:], "quick": quick, "ran_at": machine_info()["date"],
+                           "argv": [rec_path(a) for a in argv[1:]], "quick": quick, "ran_at": machine_info()["date"],
                            # a shared machine skews timings; say how busy it was
                            "load_average_before": [round(x, 2) for x in os.getloadavg()]}
     if not path.exists():
@@ -172,6 +172,11 @@ def run_one(b: Bench, quick: bool) -> dict[str, Any]:
     headline(b, rec)
     print(f"   {status} in {rec['seconds']}s", file=sys.stderr, flush=True)
     return rec
+
+
+def rec_path(arg: str) -> str:
+    """Paths inside the repository, relative: results.json is committed."""
+    return arg[len(str(ROOT)) + 1:] if arg.startswith(str(ROOT) + os.sep) else arg
 
 
 def headline(b: Bench, rec: dict[str, Any]) -> None:
