@@ -99,6 +99,9 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         if engine != "postgresql":
             params |= _bounds(conn, table)
             out["window_capped_ids"] = params.pop("beyond_window")
+            est = conn.rows(sql("mysql", "queue_estimate", conn.version_num),
+                            {"schema": t["schema"], "table": t["table"]})
+            out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
     except ProbeError as exc:
         return out | {"error": f"{t['schema']}.{t['table']}: {exc.detail}",
                       "privilege": exc.privilege or "denied" in exc.detail.lower()}
