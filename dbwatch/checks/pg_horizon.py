@@ -69,7 +69,9 @@ def backend_holder(r: dict[str, Any]) -> Holder:
         extra={"pins_by": pins, "state": r.get("state"), "user": r.get("user"),
                "application": r.get("application"), "client_addr": r.get("client_addr"),
                "backend_xid": r.get("backend_xid"), "backend_xmin": r.get("backend_xmin"),
-               "xact_start": r.get("xact_start")})
+               "xact_start": r.get("xact_start"),
+               # with pid, the session's identity: terminate must never hit a recycled pid
+               "backend_start": r.get("backend_start")})
 
 
 def prepared_holder(r: dict[str, Any]) -> Holder:
