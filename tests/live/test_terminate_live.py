@@ -553,3 +553,17 @@ def test_pg_prepared_xact_only_explicitly_and_standby_query_cancelled(cluster: P
         assert outcome == {"cancelled": True}
         assert reader.execute("SELECT 1").fetchone() == (1,)   # the session survives
         reader.close()
+
+
+@needs_pg
+def test_pg_daemon_terminates_a_pg201_horizon_holder(pgw: PgWorld) -> None:
+    """PG201's evidence identifies the backend (pid + backend_start), so the action can act."""
+    holder = pgw.offender(pgw.app, app="analytics-report")
+    time.sleep(OLD)
+    spec = spec_for(PG, "pg-local")
+    [finding] = findings_for(spec, "PG201", {pgw.app})
+    assert finding.evidence["backend_start"] and finding.evidence["pid"] == holder.info.backend_pid
+    cfg = TerminateConfig(enabled=True, dry_run=False, rules=("PG201",), after=1.0)
+    done = daemon_terminate(spec, cfg, [(finding, 1.0)], state_store(), lambda _doc: None)
+    assert [(a["pid"], a["action"]) for a in done] == [(holder.info.backend_pid, "terminated")]
+    assert not pgw.alive(holder.info.backend_pid)
