@@ -67,7 +67,9 @@ def as_table(result: AuditResult) -> str:
     names += sorted({f.target for f in findings} - set(names))
     for t in result.targets:
         lines.append(_wrap(_target_line(t), WIDTH))
-        lines += [_wrap(f"   not available: {note}", WIDTH) for note in t.snapshot.unavailable()]
+        lines += ["\n".join(textwrap.wrap(f"not available: {note}", WIDTH, initial_indent="   ",
+                                           subsequent_indent="     "))
+                  for note in t.snapshot.unavailable()]
         mine = [f for f in findings if f.target == t.spec.name]
         lines.append(_finding_rows(mine) + "\n" if mine else "   no findings\n")
     for name in names[len(result.targets):]:
