@@ -86,7 +86,11 @@ class WorkerSpec:
 
 def worker_main(spec: WorkerSpec, n: int, events: Any, go: Any, stop: Any, idle: Any) -> None:
     """One `php artisan queue:work` process. Every step goes to `events` as a tuple."""
-    conn = pymysql.connect(**spec.dsn, autocommit=False)
+    try:
+        conn = pymysql.connect(**spec.dsn, autocommit=False)
+    except pymysql.MySQLError as exc:
+        events.put(("failed", n, str(exc.args[-1])[:200]))
+        return
     try:
         cur = conn.cursor()
         cur.execute("SELECT CONNECTION_ID()")
@@ -265,10 +269,15 @@ class DbwatchPoller(threading.Thread):
         cmd = [sys.executable, "-m", "dbwatch", *args, "--format", "json"]
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        except subprocess.TimeoutExpired:
+            self.failures.append(f"{args[0]}: timed out after 60 s")
+            return None
+        try:
             doc: dict[str, Any] = json.loads(p.stdout)
             return doc
-        except (subprocess.TimeoutExpired, ValueError) as exc:
-            self.failures.append(f"{args[0]}: {type(exc).__name__}")
+        except ValueError:
+            said = (p.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            self.failures.append(f"{args[0]}: exit {p.returncode}: {said}")
             return None
 
     def poll(self) -> None:
@@ -342,8 +351,8 @@ def _spread(values: list[Any]) -> str:
     vals = sorted(v for v in values if v is not None)
     if not vals:
         return "–"
-    if len(vals) == 1:
-        return str(vals[0])
+    if vals[0] == vals[-1]:
+        return f"{vals[0]:g}"
     return f"{statistics.median(vals):g} ({vals[0]:g}–{vals[-1]:g})"
 
 
@@ -355,15 +364,15 @@ def table_row(runs: list[dict[str, Any]]) -> list[str]:
     diag: Counter[str] = Counter()
     rules: set[str] = set()
     for r in runs:
-        keys.update(r["explain"]["seconds_by_key"])
+        for key, secs in r["explain"]["seconds_by_key"].items():
+            keys[key.rsplit("_jobs_", 1)[-1]] += secs
         victims.update(r["deadlocks"]["victim_statement_client"])
         log = r["deadlocks"]["error_log"]
         diag.update(log.get("by_pattern") if log.get("read") else
                     r["dbwatch"]["deadlocks"]["by_pattern"])
         rules.update(x.split()[0] for x in r["dbwatch"]["audit"]["about_this_table"])
     total = sum(keys.values()) or 1
-    plan = ", ".join(f"{k.rsplit('_jobs_', 1)[-1]} {round(100 * n / total)} %"
-                     for k, n in keys.most_common())
+    plan = ", ".join(f"{k} {round(100 * n / total)} %" for k, n in keys.most_common())
     if s["force_index"] != "off":
         plan += f" (FORCE INDEX: {s['force_index']})"
     return [s["index"], s["delete"], s["claim"], plan, str(s["workers"]), str(s["jobs"]),

@@ -104,6 +104,10 @@ def dsn_of(url: str) -> dict[str, Any]:
 
 # --- the run ---------------------------------------------------------------------------------
 
+class ScenarioError(Exception):
+    """The run cannot go on: one line for the user, exit 3."""
+
+
 class Scenario:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -121,7 +125,8 @@ class Scenario:
         self.baseline: dict[tuple[str, str], dict[str, Any]] = {}
         self.old_print: Any = None
         self.log_path: str | None = None
-        self.log_offset = 0
+        self.log_offset = self.log_end = 0
+        self.counter_before = 0
         self.procs: list[Any] = []
         self.poller: DbwatchPoller | None = None
 
@@ -151,6 +156,8 @@ class Scenario:
         self.baseline = {k: v | {"first_s": "before"} for k, v in first.findings.items()}
         if self.args.print_all_deadlocks:
             self.open_error_log()
+        # the counter and the error log cover the same window: from here to the workers' end
+        self.counter_before = self.status("Innodb_deadlocks")
 
     def open_error_log(self) -> None:
         path, datadir, self.old_print = self.q(
@@ -202,7 +209,13 @@ class Scenario:
         for p in self.procs:
             p.start()
         while len(self.ledger.threads) < len(self.procs):
-            self.ledger.add(events.get(timeout=30))
+            try:
+                ev = events.get(timeout=30)
+            except queue_mod.Empty:
+                raise ScenarioError("the workers did not connect within 30 s") from None
+            if ev[0] == "failed":
+                raise ScenarioError(f"worker {ev[1]} cannot connect: {ev[2]}")
+            self.ledger.add(ev)
         return events, go, stop, idle
 
     def drain(self, events: Any, wait: float) -> None:
@@ -221,7 +234,6 @@ class Scenario:
 
     def run(self) -> dict[str, Any]:
         events, go, stop, idle = self.start_workers()
-        before = self.status("Innodb_deadlocks")
         t0 = time.monotonic()
         self.poller = DbwatchPoller(self.args.url, self.table, self.args.poll, t0)
         self.poller.findings = dict(self.baseline)
@@ -241,13 +253,16 @@ class Scenario:
         elapsed = time.monotonic() - t0
         stop.set()
         self.join_workers(events)
+        deadlocks = self.status("Innodb_deadlocks") - self.counter_before
+        if self.log_path:
+            self.log_end = os.path.getsize(self.log_path)
         self.poller.halt.set()
         self.poller.join(90)
         self.poller.poll()       # once more, after the last deadlock
         left, reserved = self.sample(round(time.monotonic() - t0, 2))
         return {"elapsed_s": round(elapsed, 2), "drained": left == 0, "first_drain": first_drain,
                 "left": left, "left_reserved": reserved,
-                "deadlocks_counter_delta": self.status("Innodb_deadlocks") - before}
+                "deadlocks_counter_delta": deadlocks}
 
     def join_workers(self, events: Any) -> None:
         deadline = time.monotonic() + 60     # a worker may sit in a lock wait
@@ -263,11 +278,10 @@ class Scenario:
     def error_log(self) -> dict[str, Any]:
         if not self.log_path:
             return {"read": False, "note": self.notes[-1] if self.notes else "disabled"}
-        time.sleep(0.3)
         delta = self.out / "error-log-delta.log"
         with open(self.log_path, "rb") as src, delta.open("wb") as dst:
             src.seek(self.log_offset)
-            dst.write(src.read())
+            dst.write(src.read(max(0, self.log_end - self.log_offset)))
         p = subprocess.run([sys.executable, "-m", "dbwatch", "deadlocks", "--error-log",
                             str(delta), "--format", "json"], capture_output=True, text=True,
                            timeout=300, check=False)
@@ -349,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: cleaning up", file=sys.stderr)
         return 130
+    except (ScenarioError, pymysql.MySQLError) as exc:
+        print(f"laravel_deadlocks: {redact_url(args.url)}: {exc.args[-1]}", file=sys.stderr)
+        return 3
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         scenario.teardown()
