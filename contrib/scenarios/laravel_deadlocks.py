@@ -173,9 +173,11 @@ class Scenario:
         self.q("SET GLOBAL innodb_print_all_deadlocks = ON")
 
     def restore(self) -> None:
-        if self.old_print is not None:
-            self.q("SET GLOBAL innodb_print_all_deadlocks = %s", (self.old_print,))
-            self.old_print = None
+        # Only ever switch back off: on a shared server "ON" when we started may have been
+        # another session's temporary setting, restored by it meanwhile.
+        if self.old_print is not None and not int(self.old_print):
+            self.q("SET GLOBAL innodb_print_all_deadlocks = OFF")
+        self.old_print = None
 
     def explain(self, t: float, left: int) -> None:
         """The claim's plan now; kept when it changes (the optimizer switches as the table
