@@ -52,7 +52,8 @@ def legacy_queue_index(ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding(
                 severity=ctx.rule.severity, subject=f"index {schema}.{table}.{name}",
                 summary=f"{schema}.{table} has the legacy index {name} ({', '.join(shape)}) "
-                        f"from {LEGACY_SHAPES[shape]}: claims and deletes deadlock on it",
+                        f"from {LEGACY_SHAPES[shape]}: every reservation moves its entry, so "
+                        "claims on it deadlock with other workers' reserve UPDATE",
                 fix=_fix(ctx.snapshot.engine, schema, table, name, has_queue_index),
                 evidence={"schema": schema, "table": table, "index": name,
                           "columns": list(shape), "origin": LEGACY_SHAPES[shape],
