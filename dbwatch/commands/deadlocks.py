@@ -81,13 +81,23 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _from_history(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Deadlocks recorded by the daemon, oldest first, each tagged with its target."""
+    from pathlib import Path
+
     from ..state import State, default_state_path
-    st = State(args.state or default_state_path())
+    path = Path(args.state) if args.state else default_state_path()
+    if not path.exists():
+        raise UsageError(f"{path}: no state database (has `dbwatch watch` run? use --state)")
+    st = State(path)
     try:
-        return [json.loads(r["data"]) if isinstance(r, dict) else json.loads(r[-1])
-                for r in st.deadlocks(target=args.target, limit=args.limit or 1000)]
+        rows = st.deadlocks(target=args.target, limit=args.limit or 1000)
     finally:
         st.close()
+    out = []
+    for r in reversed(rows):
+        data = r["data"] if isinstance(r["data"], dict) else {}
+        out.append({**data, "target": r.get("target")})
+    return out
 
 
 def collect(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -119,3 +119,28 @@ def test_deadlocks_from_saved_text_and_bad_file(tmp_path: Path) -> None:
     assert out.returncode == 0 and "No deadlocks found." in out.stdout
     missing = dbwatch("deadlocks", "--error-log", str(tmp_path / "nope.log"))
     assert missing.returncode == 3 and "nope.log" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_daemon_records_deadlocks_for_history(my_admin: pymysql.connections.Connection,
+                                              uniq: str, tmp_path: Path) -> None:
+    """`watch --once` keeps the deadlock it saw; `deadlocks --history` lists it, deduplicated."""
+    table = f"dbw_dl_hist_{uniq}"
+    cur = my_admin.cursor()
+    cur.execute(f"CREATE TABLE {table} (id int primary key, v int) ENGINE=InnoDB")
+    cur.execute(f"INSERT INTO {table} VALUES (1, 0), (2, 0)")
+    cfg, state = tmp_path / "w.toml", tmp_path / "state.db"
+    cfg.write_text('[[targets]]\nname = "maria"\nurl = "mysql://root@127.0.0.1/test"\n')
+    try:
+        victim = make_deadlock(table)
+        for _ in range(2):      # the same deadlock seen twice is stored once
+            dbwatch("watch", "--config", str(cfg), "--state", str(state), "--once")
+        js = json.loads(dbwatch("deadlocks", "--history", "--state", str(state),
+                                "--format", "json").stdout)
+        ours = [d for d in js["deadlocks"]
+                if any(t["tables"] == [f"test.{table}"] for t in d["transactions"])]
+        assert len(ours) == 1 and ours[0]["target"] == "maria"
+        assert victim in {t["thread_id"] for t in ours[0]["transactions"] if t["victim"]}
+        missing = dbwatch("deadlocks", "--history", "--state", str(tmp_path / "none.db"))
+        assert missing.returncode == 3 and "no state database" in missing.stderr
+    finally:
+        cur.execute(f"DROP TABLE {table}")
