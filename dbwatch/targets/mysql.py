@@ -68,7 +68,8 @@ class MyConnection:
             kwargs["unix_socket"] = query["unix_socket"]
         if database:
             kwargs["database"] = database
-        kwargs.setdefault("host", "127.0.0.1")
+        if "read_default_file" not in kwargs:   # else ~/.my.cnf may name the host
+            kwargs.setdefault("host", "127.0.0.1")
         try:
             conn = pymysql.connect(**kwargs)
         except pymysql.MySQLError as exc:
