@@ -16,6 +16,8 @@ EXAMPLE_CHARS = 300
 QUEUE_TABLES = frozenset({"jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs",
                           "river_job", "queue_jobs", "job_queue", "queue", "jobs_queue"})
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
+# Statement kinds whose text the detector reads; it needs only the kind of the others.
+RELEVANT_KINDS = frozenset({"select", "delete"})
 SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6), "postgresql": (9, 5)}
 
 

@@ -34,6 +34,8 @@ _COMMENTS = {
                         r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""", re.DOTALL),
     "postgresql": re.compile(r"""([eE]?'(?:[^']++|'')*+')|/\*.*?(?:\*/|$)|--[^\n]*""", re.DOTALL),
 }
+# The same scan as a split: [text, literal, text, literal, …, text].
+_LIT_SPLIT = {d: re.compile("(" + p.pattern + ")", p.flags) for d, p in _LIT.items()}
 _IN_LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)+\s*\)")
 _FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.DOTALL)
 _AUTOCOMMIT = re.compile(
@@ -50,6 +52,7 @@ _WORD_KIND = {
     "lock": "lock", "unlock": "lock", "prepare": "prepare", "xa": "other",
 }
 
+KINDS = frozenset(_WORD_KIND.values()) | {"autocommit_on", "autocommit_off", "empty", "other"}
 
 # The statements of queue traffic, recognised from six characters without a regex.
 _FAST_KIND = {w: _WORD_KIND[w] for w in ("select", "delete", "update", "insert", "commit")}
@@ -80,6 +83,13 @@ def quick_kind(text: str) -> str:
             return "commit"   # PREPARE TRANSACTION ends the session's transaction
         return "other"
     return kind
+
+
+# Whole statements that frameworks send verbatim, their kind worked out once.
+EXACT_KIND = {t: quick_kind(t) for w in (
+    "START TRANSACTION", "BEGIN", "COMMIT", "ROLLBACK", "SET autocommit=0", "SET autocommit=1",
+    "set autocommit=0", "set autocommit=1", "SET AUTOCOMMIT = 0", "SET AUTOCOMMIT = 1",
+    "SELECT 1") for t in {w, w.lower(), w.upper()}}
 
 
 def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, tuple[Any, ...]]:
@@ -159,6 +169,7 @@ class Classifier:
     stats: ClassifierStats = field(default_factory=ClassifierStats)
     _cache: dict[str, Shape | None] = field(default_factory=dict)
     _recent: dict[str, tuple[Shape, tuple[Any, ...]]] = field(default_factory=dict)
+    _templates: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
         """(shape, values), or None when the statement cannot be parsed (counted)."""
@@ -179,18 +190,40 @@ class Classifier:
         if len(text) > MAX_STATEMENT:
             self.stats.truncated += 1
         try:
-            t, key, flat = _shape(text, self.dialect)
+            # One scan splits literals from the rest; the template (literals as '?') then
+            # finds its shape key in a cache: rows differing only by their ids share it.
+            t = text[:MAX_STATEMENT]
+            if "/*" in t or "--" in t or (self.dialect == "mysql" and "#" in t):
+                t = _COMMENTS[self.dialect].sub(lambda m: m.group(1) or " ", t)
+            pieces = _LIT_SPLIT[self.dialect].split(t)
+            template = "?".join(pieces[0::2])
+            norm = self._templates.get(template)
+            if norm is None:
+                norm = self._normalise(template)
         except Exception:  # noqa: BLE001 - hostile text: count it, never crash the analysis
             self.stats.unparsable += 1
             return None
+        key, flat = norm
         shape = self._cache.get(key, _MISSING)
         if shape is _MISSING:
             shape = self._parse(key)
         if shape is None:
             self.stats.unparsable += 1
             return None
-        # Values matter only for key lookups (QU401 compares them): skip the scan otherwise.
-        return shape, (_values(t, key, flat, self.dialect) if shape.key_eq else ())
+        # Values matter only for key lookups (QU401 compares them): skip them otherwise.
+        if not shape.key_eq:
+            return shape, ()
+        values = tuple(pieces[1::2])
+        return shape, (values if key is flat else _collapse_in_lists(flat, values))
+
+    def _normalise(self, template: str) -> tuple[str, str]:
+        """(shape key, shape before IN-list collapsing) of a template, as _shape makes them."""
+        flat = " ".join(template.split()).lower()
+        key = _IN_LIST.sub("(?)", flat) if "?," in flat or "?, " in flat else flat
+        if len(self._templates) >= CACHE_SIZE:
+            self._templates.clear()
+        self._templates[template] = (key, flat)
+        return key, flat
 
     def _parse(self, key: str) -> Shape | None:
         if len(self._cache) >= CACHE_SIZE:

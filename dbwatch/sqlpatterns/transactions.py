@@ -10,12 +10,13 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbwatch.sqlpatterns.fingerprint import quick_kind
+from dbwatch.sqlpatterns.fingerprint import _FAST_KIND, EXACT_KIND, KINDS, quick_kind
 
 # Kinds that carry no data and never start a transaction of their own.
 NON_DATA = frozenset({"set", "savepoint", "empty", "other", "prepare"})
 _MYSQL_IMPLICIT_COMMIT = frozenset({"ddl", "lock"})
 MAX_HELD = 16 * 1024    # text kept per held statement: what the classifier would look at
+_CONTROL = frozenset({"begin", "commit", "rollback", "autocommit_on", "autocommit_off"})
 
 
 @dataclass(slots=True)
@@ -24,6 +25,10 @@ class Statement:
     kind: str                               # quick_kind(text)
     ts: str | None = None                   # as written in the log; never parsed here
     params: dict[str, str] | None = None    # PostgreSQL `$n` values from a DETAIL line
+
+
+# Stand-ins held for statements whose text no sink will read (see `relevant`).
+_PLACEHOLDER = {k: Statement("", k) for k in KINDS}
 
 
 @dataclass(slots=True)
@@ -52,6 +57,7 @@ class GrouperStats:
     evicted: int = 0
     split: int = 0
     inferred_autocommit_off: int = 0
+    dropped: int = 0          # single-statement transactions of no `relevant` kind: counted only
 
 
 class TransactionGrouper:
@@ -59,9 +65,14 @@ class TransactionGrouper:
 
     def __init__(self, sink: Callable[[Transaction], None], dialect: str = "mysql",
                  max_statements: int = 256, max_connections: int = 10_000,
-                 max_buffered_chars: int = 64 << 20) -> None:
+                 max_buffered_chars: int = 64 << 20,
+                 relevant: frozenset[str] | None = None) -> None:
+        """`relevant`: the statement kinds the sink looks at beyond their kind (None: all).
+        Others are held as a shared kind-only Statement, and alone they are counted, not sent."""
         self.sink = sink
         self.dialect = dialect
+        self.relevant = relevant
+        self._control = _CONTROL | _MYSQL_IMPLICIT_COMMIT if dialect == "mysql" else _CONTROL
         self.max_statements = max_statements
         self.max_connections = max_connections
         self.max_buffered_chars = max_buffered_chars
@@ -89,8 +100,13 @@ class TransactionGrouper:
             self._chars -= st.chars
             if st.autocommit is None and not st.explicit and end not in ("commit", "rollback"):
                 # Never shown to be in a transaction: each statement stood alone.
+                keep = self.relevant
                 for s in st.stmts:
-                    self._emit(Transaction(conn, [s], "autocommit", False))
+                    if keep is None or s.kind in keep:
+                        self._emit(Transaction(conn, [s], "autocommit", False))
+                    else:
+                        self.stats.transactions += 1
+                        self.stats.dropped += 1
             else:
                 self._emit(Transaction(conn, st.stmts, end, st.explicit))
             st.stmts = []
@@ -104,10 +120,40 @@ class TransactionGrouper:
     def feed(self, conn: Hashable, ts: str | None, text: str,
              params: dict[str, str] | None = None, kind: str | None = None) -> None:
         """One statement as the server received it on connection `conn`."""
+        # The hot path of log analysis: quick_kind and _state inlined (one call per statement).
         if kind is None:
-            kind = quick_kind(text)
+            kind = _FAST_KIND.get(text[:6])
+            if kind is None or text[6:7].isalnum() or text[6:7] == "_":
+                kind = EXACT_KIND.get(text) or quick_kind(text)
         self.stats.statements += 1
-        st = self._state(conn)
+        conns = self._conns
+        st = conns.get(conn)
+        if st is None:
+            st = self._state(conn)
+        else:
+            conns.move_to_end(conn)
+        if kind in self._control:
+            self._control_statement(conn, st, kind)
+        elif st.explicit or not st.autocommit:
+            if kind in NON_DATA and not st.stmts:
+                return      # SET before the first statement does not open a transaction
+            keep = self.relevant
+            if keep is None or kind in keep:
+                self._hold(conn, st, Statement(text[:MAX_HELD], kind, ts, params))
+            else:
+                self._hold(conn, st, _PLACEHOLDER.get(kind) or Statement("", kind),
+                           min(len(text), MAX_HELD))
+        elif kind not in NON_DATA:
+            keep = self.relevant
+            if keep is None or kind in keep:
+                self._emit(Transaction(conn, [Statement(text, kind, ts, params)], "autocommit",
+                                       False))
+            else:
+                self.stats.transactions += 1     # its own transaction, of no interest
+                self.stats.dropped += 1
+
+    def _control_statement(self, conn: Hashable, st: _Conn, kind: str) -> None:
+        """BEGIN, COMMIT/ROLLBACK, autocommit switches and (MySQL) implicit commits."""
         if kind == "begin":
             unknown = st.autocommit is None and not st.explicit
             self._close(conn, st, "implicit")
@@ -124,19 +170,15 @@ class TransactionGrouper:
             st.autocommit = True
         elif kind == "autocommit_off":
             st.autocommit = False
-        elif kind in _MYSQL_IMPLICIT_COMMIT and self.dialect == "mysql":
+        else:                                   # ddl, lock: MySQL commits implicitly
             self._close(conn, st, "implicit")
-        elif st.explicit or not st.autocommit:
-            if kind in NON_DATA and not st.stmts:
-                return      # SET before the first statement does not open a transaction
-            self._hold(conn, st, Statement(text[:MAX_HELD], kind, ts, params))
-        elif kind not in NON_DATA:
-            self._emit(Transaction(conn, [Statement(text, kind, ts, params)], "autocommit", False))
 
-    def _hold(self, conn: Hashable, st: _Conn, stmt: Statement) -> None:
+    def _hold(self, conn: Hashable, st: _Conn, stmt: Statement, chars: int = -1) -> None:
+        if chars < 0:
+            chars = len(stmt.text)
         st.stmts.append(stmt)
-        st.chars += len(stmt.text)
-        self._chars += len(stmt.text)
+        st.chars += chars
+        self._chars += chars
         if len(st.stmts) >= self.max_statements:
             self.stats.split += 1
             if st.autocommit is None and not st.explicit:

@@ -12,7 +12,12 @@ from typing import Any
 
 from dbwatch.errors import UsageError
 from dbwatch.findings import Finding
-from dbwatch.sqlpatterns.detect import PatternDetector, ServerVersion, parse_server_version
+from dbwatch.sqlpatterns.detect import (
+    RELEVANT_KINDS,
+    PatternDetector,
+    ServerVersion,
+    parse_server_version,
+)
 from dbwatch.sqlpatterns.fingerprint import Classifier
 from dbwatch.sqlpatterns.logs.lines import LineStats, iter_lines, open_log
 from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, read_general, read_slow
@@ -86,7 +91,7 @@ class _Analysis:
     """The Sink the readers report to: splits, groups and detects as statements arrive."""
 
     def __init__(self, detector: PatternDetector, dialect: str, lstats: LineStats) -> None:
-        self.grouper = TransactionGrouper(detector.feed, dialect)
+        self.grouper = TransactionGrouper(detector.feed, dialect, relevant=RELEVANT_KINDS)
         self.lstats = lstats
         self.server_version: str | None = None
         self._feed = self.grouper.feed
@@ -176,6 +181,7 @@ def _analyse_one(path: Path, detector: PatternDetector, stats: LogStats,
         except (OSError, EOFError) as exc:    # truncated gzip, I/O error: keep what was read
             stats.errors.append(f"{path}: log unreadable after {lstats.bytes} bytes ({exc})")
         sink.grouper.flush()
+    detector.transactions += sink.grouper.stats.dropped
     cstats = detector.classifier.stats
     stats.lines += lstats.lines
     stats.bytes += lstats.bytes
