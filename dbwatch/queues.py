@@ -17,6 +17,11 @@ class Shape:
     columns: frozenset[str]
     engines: tuple[str, ...] = ("postgresql", "mysql")
     name_suffix: str = ""        # Solid Queue is recognised by name as well as columns
+    # Sibling tables read with this one, named by replacing name_suffix (solid_queue_jobs ->
+    # solid_queue_ready_executions; graphile _private_jobs -> _private_tasks).
+    siblings: tuple[str, ...] = ()
+    excludes: frozenset[str] = frozenset()   # a column that makes it another table (an archive)
+    scale_depth: bool = True     # the table's row estimate is the queue (finished rows leave it)
 
 
 SHAPES: tuple[Shape, ...] = (
@@ -39,21 +44,46 @@ SHAPES: tuple[Shape, ...] = (
     Shape("river", "River", frozenset(
         {"id", "state", "attempt", "max_attempts", "attempted_at", "created_at", "finalized_at",
          "scheduled_at", "kind", "queue", "errors"}), ("postgresql",)),
+    Shape("solid_queue", "Solid Queue", frozenset(
+        {"id", "queue_name", "class_name", "arguments", "priority", "active_job_id",
+         "scheduled_at", "finished_at", "concurrency_key"}), name_suffix="jobs",
+        siblings=("ready_executions", "scheduled_executions", "claimed_executions",
+                  "failed_executions", "processes"), scale_depth=False),
+    Shape("graphile_worker", "graphile-worker", frozenset(
+        {"id", "job_queue_id", "task_id", "payload", "run_at", "attempts", "max_attempts",
+         "last_error", "locked_at", "locked_by"}), ("postgresql",), name_suffix="jobs",
+        siblings=("tasks", "job_queues")),
+    Shape("pg_boss", "pg-boss", frozenset(
+        {"id", "name", "state", "retry_limit", "retry_count", "start_after", "started_on",
+         "completed_on", "keep_until", "output"}), ("postgresql",),
+        excludes=frozenset({"archived_on"}), scale_depth=False),
+    Shape("laravel_batches", "Laravel", frozenset(
+        {"id", "name", "total_jobs", "pending_jobs", "failed_jobs", "failed_job_ids",
+         "cancelled_at", "created_at", "finished_at"}), scale_depth=False),
 )
 
 # Columns the discovery query returns (the union of the shapes' columns plus types we read).
-MARKER_COLUMNS: tuple[str, ...] = tuple(sorted(set().union(*(s.columns for s in SHAPES))
-                                               | {"uuid"}))
+MARKER_COLUMNS: tuple[str, ...] = tuple(sorted(
+    set().union(*(s.columns | s.excludes for s in SHAPES)) | {"uuid", "expire_in", "expire_seconds"}))
 
 
-def recognise(columns: dict[str, str], engine: str) -> Shape | None:
-    """The library shape a table's columns match, or None."""
+def recognise(columns: dict[str, str], engine: str, table: str = "") -> Shape | None:
+    """The library shape a table's columns (and, where it has siblings, its name) match."""
     names = {c.lower() for c in columns}
     flavour = "postgresql" if engine == "postgresql" else "mysql"
     for shape in SHAPES:
-        if flavour in shape.engines and shape.columns <= names:
-            return shape
+        if flavour not in shape.engines or not shape.columns <= names or shape.excludes & names:
+            continue
+        if shape.name_suffix and not table.lower().endswith(shape.name_suffix):
+            continue
+        return shape
     return None
+
+
+def sibling_names(shape: Shape, table: str) -> dict[str, str]:
+    """Placeholder -> table name of the shape's sibling tables, in the same schema."""
+    stem = table[: len(table) - len(shape.name_suffix)] if shape.name_suffix else table
+    return {sib: stem + sib for sib in shape.siblings}
 
 
 _INT_LIMITS = {"tinyint": 127, "smallint": 32767, "mediumint": 8388607, "int": 2147483647,
@@ -96,11 +126,15 @@ def payload_timeout(head: str | None) -> int | None:
 @dataclass(frozen=True)
 class Failure:
     exception: str     # exception class as written in the text
-    kind: str          # max_attempts | timeout | deadlock | lock_wait_timeout | other
+    kind: str          # max_attempts | timeout | deadlock | lock_wait_timeout | worker_lost
+                       # | batch | other
     variant: str       # which message version, for max_attempts
 
 
 _MAX = "MaxAttemptsExceededException"
+# Solid Queue fails (never re-runs) the claimed jobs of a worker that died or went silent.
+_WORKER_LOST = ("ProcessPrunedError", "ProcessExitError", "ProcessMissingError")
+BATCH_EXCEPTION = "Illuminate\\Bus\\Batch"    # the probe's label for a batch's failed jobs
 _ELIXIR = re.compile(r"\*\* \(([\w.]{1,200})\) (.*)")
 _KIND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("deadlock", re.compile(r"SQLSTATE\[(40001|40P01)\]|\b1213\b.*deadlock|deadlock detected|"
@@ -129,6 +163,10 @@ def classify_failure(head: str | None) -> Failure:
         else:
             variant = "10.10+"
         return Failure(exc, "max_attempts", variant)
+    if exc.endswith(_WORKER_LOST):
+        return Failure(exc, "worker_lost", "")
+    if exc == BATCH_EXCEPTION:
+        return Failure(exc, "batch", "")
     if exc.endswith("TimeoutExceededException") or message.endswith("has timed out."):
         return Failure(exc, "timeout", "")
     for kind, pattern in _KIND_PATTERNS:
@@ -151,6 +189,11 @@ MEANING = {
     "lock_wait_timeout": ("a statement waited longer than innodb_lock_wait_timeout (1205) or "
                           "lock_timeout: something held row locks on the queue or the job's "
                           "tables for too long"),
+    "worker_lost": ("the worker running the job died or stopped sending heartbeats (OOM or "
+                    "SIGKILL, a deploy without a graceful stop, a hung or suspended host); Solid "
+                    "Queue fails such jobs and does not run them again"),
+    "batch": ("jobs of this Laravel batch failed: without allowFailures() the batch is "
+              "cancelled at the first failure and then() never runs; its pending_jobs stay"),
     "other": "the job threw this exception itself",
 }
 
@@ -168,5 +211,12 @@ FIX = {
                  "failed jobs once fixed."),
     "lock_wait_timeout": ("Find the long lock holder (MY001/MY101, PG001/PG101) and shorten its "
                           "transaction; claim with SKIP LOCKED; then retry the failed jobs."),
+    "worker_lost": ("Find why workers die (dmesg | grep -i oom, deploy logs); stop them with "
+                    "TERM and a shutdown_timeout the jobs fit in; keep jobs idempotent; then "
+                    "retry the failed executions (Mission Control, or "
+                    "SolidQueue::FailedExecution#retry)."),
+    "batch": ("Read the batch's failures in failed_jobs (failed_job_ids holds their uuids), fix "
+              "them, then php artisan queue:retry-batch <batch id>; use allowFailures() where "
+              "a partial batch is acceptable."),
     "other": "Read the exception in failed_jobs and fix the job; then retry it.",
 }

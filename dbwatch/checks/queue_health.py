@@ -67,9 +67,10 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
             if depth <= 0 or age is None:
                 continue
             shown = depth
-            if note["window_capped"] and t.get("rows_estimate") and note["window_rows"]:
+            if (note["window_capped"] and t.get("rows_estimate") and note["window_rows"]
+                    and t.get("scale_depth", True)):
                 shown = max(depth, round(depth / note["window_rows"] * t["rows_estimate"]))
-            sev = _worse(ctx.grade(float(age)),
+            sev = _worse(_grade_age(ctx, t, float(age)),
                          _grade_count(shown, ctx.params.get("depth_warning"),
                                       ctx.params.get("depth_critical")))
             if sev is None:
@@ -79,10 +80,24 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 "age": format_duration(float(age)), "age_seconds": int(age),
                 "reserved": int(row.get("reserved") or 0)}
             depth_txt = f"~{shown}" if shown != depth else str(shown)
+            summary = ctx.summary(**(ev | {"depth": depth_txt}))
+            if t["kind"] == "laravel_batches":
+                summary = (f"{ev['table']}: batches named {row.get('queue')} still have {shown} "
+                           f"jobs to run, the oldest batch started {ev['age']} ago")
             yield ctx.finding(
                 severity=sev, subject=f"queue {ev['table']}:{row.get('queue')}", evidence=ev,
-                summary=ctx.summary(**(ev | {"depth": depth_txt})),
-                identity=[t["schema"], t["table"], row.get("queue")])
+                summary=summary, identity=[t["schema"], t["table"], row.get("queue")])
+
+
+def _grade_age(ctx: CheckContext, t: dict[str, Any], age: float) -> str | None:
+    """A batch runs for as long as its jobs take: its age has its own, longer thresholds."""
+    if t["kind"] != "laravel_batches":
+        return ctx.grade(age)
+    for sev in ("critical", "warning"):
+        limit = ctx.params.get(f"batch_{sev}")
+        if limit is not None and age >= parse_duration(limit):
+            return sev
+    return None
 
 
 def _retry_after(ctx: CheckContext) -> tuple[float, str]:
@@ -92,7 +107,23 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
     return parse_duration(ctx.params.get("retry_after", "90s")), "rule parameter retry_after"
 
 
+EXPIRED_FIX = {
+    "solid_queue": ("Find why workers stop heartbeating (OOM kills: dmesg | grep -i oom; hosts "
+                    "suspended; deploys that SIGKILL): stop workers with TERM and a "
+                    "shutdown_timeout the jobs fit in; check solid_queue_processes for stale "
+                    "last_heartbeat_at; retry the failed executions once fixed."),
+    "pg_boss": ("Raise expireInSeconds for jobs that legitimately run longer, or find the "
+                "worker that died mid-job (OOM, deploy); make handlers idempotent, since "
+                "pg-boss retries expired jobs."),
+    "graphile_worker": ("Find the worker that died holding the lock (locked_by names it); "
+                        "graphile_worker.force_unlock_workers(ARRAY['<worker id>']) frees its "
+                        "jobs at once; keep tasks idempotent."),
+}
+
+
 def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
+    if t["kind"] in EXPIRED_FIX:
+        return EXPIRED_FIX[t["kind"]]
     now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
     look = ""
     if t["kind"] == "laravel_jobs":
@@ -129,9 +160,26 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
             "oldest": format_duration(oldest), "oldest_seconds": int(oldest),
             "retry_after": format_duration(expiry), "retry_after_seconds": expiry,
             "retry_after_source": source if t["kind"] == "laravel_jobs" else "library default"}
+        summary = None
+        if t["kind"] in EXPIRY_NOTE:
+            summary = (f"{ev['table']}: {count} {EXPIRY_NOTE[t['kind']][0]} "
+                       f"{ev['retry_after']} (oldest {ev['oldest']}); {EXPIRY_NOTE[t['kind']][1]}")
         yield ctx.finding(severity=sev, subject=f"table {ev['table']}", evidence=ev,
-                          fix=_expired_fix(t, expiry, ctx.snapshot.engine),
+                          summary=summary, fix=_expired_fix(t, expiry, ctx.snapshot.engine),
                           identity=[t["schema"], t["table"]])
+
+
+# What an expired claim means where it is not Laravel's "it will run again".
+EXPIRY_NOTE = {
+    "solid_queue": ("claimed jobs whose worker has sent no heartbeat for over",
+                    "Solid Queue will prune the worker and fail these jobs with "
+                    "ProcessPrunedError; they do not run again unless retried"),
+    "pg_boss": ("active jobs past their expiration of",
+                "pg-boss will fail them as expired and retry them while retries are left"),
+    "graphile_worker": ("jobs locked longer than",
+                        "graphile-worker treats such a lock as abandoned: another worker may run "
+                        "them again"),
+}
 
 
 def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, str], dict[str, Any]]:

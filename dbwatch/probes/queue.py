@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from ..errors import ProbeError
-from ..queues import MARKER_COLUMNS, SHAPES, attempts_limit, recognise
+from ..queues import MARKER_COLUMNS, SHAPES, attempts_limit, recognise, sibling_names
 from ..targets import Connection
 from . import PartialResult, _sql_variants, jsonable, probe, sql
 
@@ -21,8 +21,12 @@ GROUPS = 500               # grouped rows returned per query
 HORIZON = 7 * 86400        # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed")
 CANONICAL = {"jobs", "failed_jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs",
-             "river_job"}
-ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count")
+             "river_job", "solid_queue_jobs", "_private_jobs", "job", "job_batches"}
+ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count", "retry_count")
+# MySQL/MariaDB kinds whose queries read constant primary-key id ranges (integer ids, wide rows)
+ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job"}
+# pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
+EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
 MY_GRANT = "GRANT SELECT ON {schema}.{table} TO '<monitor>'@'%';"
 PG_GRANT = "GRANT SELECT ON {schema}.{table} TO <monitor_user>;"
 
@@ -53,14 +57,16 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
     out = []
     for r in map(jsonable, rows):
         cols = _columns(r.get("columns"))
-        shape = recognise(cols, engine)
+        shape = recognise(cols, engine, r["table_name"])
         if shape is None:
             continue
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
         out.append({"schema": r["schema"], "table": r["table_name"], "kind": shape.kind,
                     "library": shape.library, "rows_estimate": _estimate(r.get("rows_estimate")),
                     "attempts_type": ctype, "attempts_limit": attempts_limit(ctype),
-                    "current": bool(r.get("current_db"))})
+                    "current": bool(r.get("current_db")), "scale_depth": shape.scale_depth,
+                    "siblings": sibling_names(shape, r["table_name"]),
+                    "expire": next((c for c in EXPIRE_EXPR if c in cols), None)})
     # When more than MAX_TABLES match, probe the connected database and the libraries'
     # default names first: those are the live queues; prefixed copies come after.
     out.sort(key=lambda t: (not t["current"], t["table"] not in CANONICAL))
@@ -89,6 +95,16 @@ def _bounds(conn: Connection, table: str) -> dict[str, Any]:
             "beyond_window": hi > lo + WINDOW - 1}
 
 
+def _render(text: str, engine: str, t: dict[str, Any]) -> str:
+    """Put the catalog's (quoted) table names and fixed fragments into a query's text."""
+    text = text.replace("{table}", f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}")
+    for sib, name in (t.get("siblings") or {}).items():
+        text = text.replace("{" + sib + "}", f"{quote(engine, t['schema'])}.{quote(engine, name)}")
+    if t.get("expire"):
+        text = text.replace("{expire}", EXPIRE_EXPR[t["expire"]])
+    return text
+
+
 def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, Any]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
     table = f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}"
@@ -97,8 +113,9 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
                error=None, privilege=False)
     try:
         if engine != "postgresql":
-            params |= _bounds(conn, table)
-            out["window_capped_ids"] = params.pop("beyond_window")
+            if t["kind"] in ID_RANGE_KINDS:
+                params |= _bounds(conn, table)
+                out["window_capped_ids"] = params.pop("beyond_window")
             est = conn.rows(sql("mysql", "queue_estimate", conn.version_num),
                             {"schema": t["schema"], "table": t["table"]})
             out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
@@ -109,7 +126,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):
             continue
-        text = sql(engine, name, conn.version_num).replace("{table}", table)
+        text = _render(sql(engine, name, conn.version_num), engine, t)
         params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
         try:
             out[aspect] = [jsonable(r) for r in conn.rows(text, params)]

@@ -333,3 +333,161 @@ def test_big_jobs_table_is_bounded(my_db: tuple[str, Any]) -> None:
                   if f["evidence"]["queue"] == "default"]
     assert default["evidence"]["window_capped"] and default["evidence"]["depth_is_estimate"]
     assert 150_000 <= default["evidence"]["depth"] <= 300_000
+
+
+# --- Solid Queue, graphile-worker, pg-boss, Laravel job_batches -------------------------------
+# Solid Queue's tables as its install generator's db/queue_schema.rb defines them (the tables
+# dbwatch reads), turned into each engine's DDL the way Rails does: string -> varchar(255),
+# datetime -> datetime(6) / timestamp(6), bigint primary keys.
+SQ_TABLES = {
+    "jobs": "queue_name s!, class_name s!, arguments t, priority i!0, active_job_id s,"
+            " scheduled_at d, finished_at d, concurrency_key s, created_at d!, updated_at d!",
+    "ready_executions": "job_id b!, queue_name s!, priority i!0, created_at d!",
+    "scheduled_executions": "job_id b!, queue_name s!, priority i!0, scheduled_at d!, created_at d!",
+    "claimed_executions": "job_id b!, process_id b, created_at d!",
+    "failed_executions": "job_id b!, error t, created_at d!",
+    "processes": "kind s!, last_heartbeat_at d!, supervisor_id b, pid i!, hostname s, metadata t,"
+                 " created_at d!, name s!",
+}
+SQ_INDEXES = [("jobs", "queue_name, finished_at"), ("jobs", "scheduled_at, finished_at"),
+              ("ready_executions", "queue_name, priority, job_id"),
+              ("scheduled_executions", "scheduled_at, priority, job_id"),
+              ("claimed_executions", "process_id, job_id")]
+
+
+def solid_queue_ddl(engine: str) -> list[str]:
+    types = {"s": "varchar(255)", "t": "text", "i": "integer", "b": "bigint",
+             "d": "datetime(6)" if engine == "mysql" else "timestamp(6) without time zone"}
+    pk = ("bigint NOT NULL AUTO_INCREMENT PRIMARY KEY" if engine == "mysql"
+          else "bigserial PRIMARY KEY")
+    out = []
+    for name, spec in SQ_TABLES.items():
+        cols = [f"id {pk}"]
+        for col in spec.split(","):
+            cname, code = col.split()
+            ctype = types[code[0]] + (" NOT NULL" if "!" in code else "")
+            ctype += " DEFAULT 0" if code.endswith("0") else ""
+            cols.append(f"{cname} {ctype}")
+        out.append(f"CREATE TABLE solid_queue_{name} ({', '.join(cols)})")
+    for i, (name, cols) in enumerate(SQ_INDEXES):
+        out.append(f"CREATE INDEX sq_idx_{i} ON solid_queue_{name} ({cols})")
+    for name in ("ready_executions", "scheduled_executions", "claimed_executions",
+                 "failed_executions"):
+        out.append(f"ALTER TABLE solid_queue_{name} ADD FOREIGN KEY (job_id)"
+                   " REFERENCES solid_queue_jobs (id) ON DELETE CASCADE")
+    return out
+
+
+def active_job(cls: str, queue: str, executions: int) -> str:
+    """Active Job's serialized form, as Solid Queue stores it in solid_queue_jobs.arguments."""
+    return json.dumps({"job_class": cls, "job_id": "6d1c7c43", "provider_job_id": None,
+                       "queue_name": queue, "priority": None, "arguments": [42],
+                       "executions": executions, "exception_executions": {
+                           "[Net::ReadTimeout]": executions} if executions else {},
+                       "locale": "en", "timezone": "UTC",
+                       "enqueued_at": "2025-01-01T00:00:00.000000000Z", "scheduled_at": None},
+                      separators=(",", ":"))
+
+
+def sq_error(cls: str, message: str) -> str:
+    return json.dumps({"exception_class": cls, "message": message,
+                       "backtrace": ["app/jobs/x.rb:3:in `perform'"]}, separators=(",", ":"))
+
+
+PRUNED = "Process was found dead and pruned (last heartbeat at: 2025-01-01 00:00:00 UTC)"
+
+
+def fill_solid_queue(run: Any, engine: str, healthy: bool = False) -> None:
+    """Ready backlog 2 h old, due scheduled jobs, retried jobs, a dead worker's claims, failures."""
+    now = "UTC_TIMESTAMP(6)" if engine == "mysql" else "(now() AT TIME ZONE 'UTC')"
+    ago = ((lambda s: f"{now} - INTERVAL {s} SECOND") if engine == "mysql"
+           else (lambda s: f"{now} - interval '{s} seconds'"))
+    seq = "seq_1_to_{n}" if engine == "mysql" else "generate_series(1, {n})"
+
+    def jobs(n: int, cls: str, queue: str, executions: int, at: str) -> None:
+        run(f"INSERT INTO solid_queue_jobs (queue_name, class_name, arguments, active_job_id,"
+            f" created_at, updated_at) SELECT %s, %s, %s, 'x', {at}, {at} FROM {seq.format(n=n)}",
+            (queue, cls, active_job(cls, queue, executions)))
+
+    def execs(table: str, cols: str, values: str, cls: str) -> None:
+        run(f"INSERT INTO solid_queue_{table} (job_id, {cols}) SELECT id, {values}"
+            f" FROM solid_queue_jobs WHERE class_name = %s", (cls,))
+
+    run(f"INSERT INTO solid_queue_processes (kind, last_heartbeat_at, pid, created_at, name)"
+        f" VALUES ('Worker', {now}, 101, {now}, 'worker-live'),"
+        f" ('Worker', {ago(3600)}, 102, {ago(7200)}, 'worker-dead')")
+    if healthy:
+        jobs(1, "PingJob", "default", 0, now)
+        execs("ready_executions", "queue_name, created_at", f"queue_name, {now}", "PingJob")
+        return
+    jobs(25, "WelcomeMailerJob", "default", 0, ago(7200))
+    execs("ready_executions", "queue_name, created_at", f"queue_name, {ago(7200)}",
+          "WelcomeMailerJob")
+    jobs(3, "DigestJob", "mailers", 0, ago(2400))
+    execs("scheduled_executions", "queue_name, scheduled_at, created_at",
+          f"queue_name, {ago(2400)}, {ago(2400)}", "DigestJob")
+    jobs(4, "ChargeCardJob", "payments", 2, ago(600))
+    execs("scheduled_executions", "queue_name, scheduled_at, created_at",
+          f"queue_name, {ago(-300)}, {ago(600)}", "ChargeCardJob")
+    jobs(2, "ExportJob", "exports", 0, ago(3700))
+    execs("claimed_executions", "process_id, created_at",
+          f"(SELECT id FROM solid_queue_processes WHERE name = 'worker-dead'), {ago(3650)}",
+          "ExportJob")
+    jobs(1, "ThumbJob", "default", 0, now)
+    execs("claimed_executions", "process_id, created_at",
+          f"(SELECT id FROM solid_queue_processes WHERE name = 'worker-live'), {now}", "ThumbJob")
+    jobs(7, "SyncJob", "default", 0, ago(4000))
+    run(f"INSERT INTO solid_queue_failed_executions (job_id, error, created_at) SELECT id, %s,"
+        f" {ago(3600)} FROM solid_queue_jobs WHERE class_name = 'SyncJob' ORDER BY id LIMIT 6",
+        (sq_error("RuntimeError", 'sync failed: "acme" said no'),))
+    run(f"INSERT INTO solid_queue_failed_executions (job_id, error, created_at) SELECT id, %s,"
+        f" {ago(3 * 86400)} FROM solid_queue_jobs WHERE class_name = 'SyncJob' ORDER BY id DESC"
+        f" LIMIT 1", (sq_error("RuntimeError", "old"),))
+    jobs(3, "ImportJob", "imports", 0, ago(1000))
+    run(f"INSERT INTO solid_queue_failed_executions (job_id, error, created_at) SELECT id, %s,"
+        f" {ago(900)} FROM solid_queue_jobs WHERE class_name = 'ImportJob'",
+        (sq_error("SolidQueue::Processes::ProcessPrunedError", PRUNED),))
+
+
+def assert_solid_queue(data: dict[str, Any], table: str) -> None:
+    rules = by_rule(data, table)
+    backlog = {f["evidence"]["queue"]: f for f in rules["QU001"]}
+    assert set(backlog) == {"default", "mailers"}
+    assert backlog["default"]["evidence"]["depth"] == 25
+    assert 7190 <= backlog["default"]["evidence"]["age_seconds"] <= 7300
+    assert backlog["mailers"]["evidence"]["depth"] == 3 and backlog["mailers"]["severity"] == "critical"
+    (expired,) = rules["QU002"]
+    assert expired["evidence"]["count"] == 2 and expired["evidence"]["queues"] == {"exports": 2}
+    assert 3590 <= expired["evidence"]["oldest_seconds"] <= 3700
+    assert "ProcessPrunedError" in expired["summary"]
+    (repeated,) = rules["QU003"]
+    assert repeated["evidence"]["count"] == 4 and repeated["evidence"]["max_attempts"] == 3
+    assert repeated["evidence"]["by_class"][0]["job_class"] == "ChargeCardJob"
+    failed = {(f["evidence"]["exception"], f["evidence"]["job_class"]): f for f in rules["QU004"]}
+    assert set(failed) == {("RuntimeError", "SyncJob"), ("SolidQueue::Processes::ProcessPrunedError",
+                                                        "ImportJob")}
+    assert failed[("RuntimeError", "SyncJob")]["evidence"]["count"] == 6     # not the 3-day one
+    pruned = failed[("SolidQueue::Processes::ProcessPrunedError", "ImportJob")]
+    assert pruned["evidence"]["count"] == 3 and pruned["evidence"]["kind"] == "worker_lost"
+
+
+def test_solid_queue_mariadb(my_db: tuple[str, Any]) -> None:
+    url, conn = my_db
+    run = my_run(conn)
+    for stmt in solid_queue_ddl("mysql"):
+        run(stmt)
+    fill_solid_queue(run, "mysql")
+    data = audit(url)
+    assert data["targets"][0]["rules_unknown"] == {}
+    assert_solid_queue(data, url.rsplit("/", 1)[1] + ".solid_queue_jobs")
+
+
+def test_solid_queue_postgresql(pg_db: tuple[str, Any]) -> None:
+    url, conn = pg_db
+    run = pg_run(conn)
+    for stmt in solid_queue_ddl("postgresql"):
+        run(stmt)
+    fill_solid_queue(run, "postgresql")
+    data = audit(url)
+    assert data["targets"][0]["rules_unknown"] == {}
+    assert_solid_queue(data, "public.solid_queue_jobs")
