@@ -141,15 +141,17 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
     retry_after, source = _retry_after(ctx)
     for t in _tables(ctx, "reserved"):
         queues: dict[str, int] = defaultdict(int)
-        oldest, expiry = 0.0, retry_after
+        oldest, limits = 0.0, set()
         for row in t["reserved"]:
+            # the library's own expiry (per job for pg-boss), else Laravel's retry_after
             limit = row.get("expires_after")
+            expiry = retry_after if limit is None else float(limit)
             seconds = float(row.get("reserved_seconds") or 0)
-            if limit is not None:
-                expiry = float(limit)     # the library's own expiry, not Laravel's retry_after
             if seconds >= expiry:
                 queues[str(row.get("queue"))] += int(row.get("n") or 0)
                 oldest = max(oldest, seconds)
+                limits.add(expiry)
+        expiry = min(limits, default=retry_after)
         count = sum(queues.values())
         sev = ctx.grade(count) if count else None
         if sev is None:
@@ -172,13 +174,13 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
 # What an expired claim means where it is not Laravel's "it will run again".
 EXPIRY_NOTE = {
     "solid_queue": ("claimed jobs whose worker has sent no heartbeat for over",
-                    "Solid Queue will prune the worker and fail these jobs with "
-                    "ProcessPrunedError; they do not run again unless retried"),
+                    ("Solid Queue will prune the worker and fail these jobs with "
+                     "ProcessPrunedError; they do not run again unless retried")),
     "pg_boss": ("active jobs past their expiration of",
                 "pg-boss will fail them as expired and retry them while retries are left"),
     "graphile_worker": ("jobs locked longer than",
-                        "graphile-worker treats such a lock as abandoned: another worker may run "
-                        "them again"),
+                        ("graphile-worker treats such a lock as abandoned: another worker may "
+                         "run them again")),
 }
 
 
@@ -306,12 +308,22 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                 "job": g["job_class"], "meaning": MEANING[g["kind"]],
                 "groups": len(groups), "groups_capped": capped, "count_is_lower_bound": full,
                 "latest_ago": format_duration(g["latest_seconds_ago"])}
-            summary = (f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with "
-                       f"{_short(g['exception'])} in the last {ev['window']} "
-                       f"(latest {g['latest']}, {ev['latest_ago']} ago)")
-            if g["kind"] != "other":
-                summary += f": {MEANING[g['kind']].split(':')[0].split(' (')[0]}"
+            summary = _failed_summary(ev, g)
             yield ctx.finding(severity=sev, evidence=ev, summary=summary, fix=FIX[g["kind"]],
                               subject=f"failed {ev['table']}: {_short(g['exception'])} "
                                       f"{g['job_class']}",
                               identity=[t["schema"], t["table"], g["exception"], g["job_class"]])
+
+
+def _failed_summary(ev: dict[str, Any], g: dict[str, Any]) -> str:
+    when = f"in the last {ev['window']} (latest {g['latest']}, {ev['latest_ago']} ago)"
+    if g["kind"] == "batch":
+        return (f"{ev['table']}: batches named {g['job_class']} have {g['count']} failed jobs "
+                f"{when}: {MEANING['batch'].split(':')[1].strip()}")
+    # graphile-worker and others keep only the message: show it instead of a class
+    cause = (f'"{g["message"][:80]}"' if g["exception"] == "(unknown)"
+             else _short(g["exception"]))
+    text = f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with {cause} {when}"
+    if g["kind"] != "other":
+        text += f": {MEANING[g['kind']].split(':')[0].split(' (')[0]}"
+    return text

@@ -491,3 +491,259 @@ def test_solid_queue_postgresql(pg_db: tuple[str, Any]) -> None:
     data = audit(url)
     assert data["targets"][0]["rules_unknown"] == {}
     assert_solid_queue(data, "public.solid_queue_jobs")
+
+
+# graphile-worker 0.16's tables, as its __tests__/schema.sql dumps them (the view `jobs` joins them)
+GRAPHILE_DDL = [
+    "CREATE SCHEMA graphile_worker",
+    """CREATE TABLE graphile_worker._private_jobs (id bigint NOT NULL, job_queue_id integer,
+    task_id integer NOT NULL, payload json DEFAULT '{}'::json NOT NULL,
+    priority smallint DEFAULT 0 NOT NULL, run_at timestamp with time zone DEFAULT now() NOT NULL,
+    attempts smallint DEFAULT 0 NOT NULL, max_attempts smallint DEFAULT 25 NOT NULL,
+    last_error text, created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL, key text,
+    locked_at timestamp with time zone, locked_by text, revision integer DEFAULT 0 NOT NULL,
+    flags jsonb, is_available boolean GENERATED ALWAYS AS (((locked_at IS NULL)
+    AND (attempts < max_attempts))) STORED NOT NULL,
+    CONSTRAINT jobs_key_check CHECK (((length(key) > 0) AND (length(key) <= 512))),
+    CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)))""",
+    """CREATE TABLE graphile_worker._private_job_queues (id integer NOT NULL,
+    queue_name text NOT NULL, locked_at timestamp with time zone, locked_by text,
+    is_available boolean GENERATED ALWAYS AS ((locked_at IS NULL)) STORED NOT NULL,
+    CONSTRAINT job_queues_queue_name_check CHECK ((length(queue_name) <= 128)))""",
+    """CREATE TABLE graphile_worker._private_tasks (id integer NOT NULL, identifier text NOT NULL,
+    CONSTRAINT tasks_identifier_check CHECK ((length(identifier) <= 128)))""",
+    *(f"ALTER TABLE graphile_worker._private_{t} ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY"
+      for t in ("jobs", "job_queues", "tasks")),
+    "ALTER TABLE ONLY graphile_worker._private_job_queues ADD CONSTRAINT job_queues_pkey1 PRIMARY KEY (id)",
+    "ALTER TABLE ONLY graphile_worker._private_jobs ADD CONSTRAINT jobs_pkey1 PRIMARY KEY (id)",
+    "ALTER TABLE ONLY graphile_worker._private_tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY (id)",
+    """CREATE INDEX jobs_main_index ON graphile_worker._private_jobs USING btree (priority, run_at)
+    INCLUDE (id, task_id, job_queue_id) WHERE (is_available = true)""",
+    """CREATE VIEW graphile_worker.jobs AS SELECT jobs.id, job_queues.queue_name,
+    tasks.identifier AS task_identifier, jobs.priority, jobs.run_at, jobs.attempts,
+    jobs.max_attempts, jobs.last_error, jobs.created_at, jobs.updated_at, jobs.key, jobs.locked_at,
+    jobs.locked_by, jobs.revision, jobs.flags FROM ((graphile_worker._private_jobs jobs
+    JOIN graphile_worker._private_tasks tasks ON ((tasks.id = jobs.task_id)))
+    LEFT JOIN graphile_worker._private_job_queues job_queues ON ((job_queues.id = jobs.job_queue_id)))""",
+]
+
+# pg-boss 10's job table (plans.js createTableJob), a queue partition as create_queue() makes
+# it, and the archive (LIKE job, plus archived_on) that must not be read as a queue.
+PGBOSS10_DDL = [
+    "CREATE SCHEMA pgboss",
+    "CREATE TYPE pgboss.job_state AS ENUM ('created', 'retry', 'active', 'completed', 'cancelled', 'failed')",
+    """CREATE TABLE pgboss.job (id uuid not null default gen_random_uuid(), name text not null,
+    priority integer not null default(0), data jsonb,
+    state pgboss.job_state not null default('created'), retry_limit integer not null default(2),
+    retry_count integer not null default(0), retry_delay integer not null default(0),
+    retry_backoff boolean not null default false,
+    start_after timestamp with time zone not null default now(),
+    started_on timestamp with time zone, singleton_key text,
+    singleton_on timestamp without time zone,
+    expire_in interval not null default interval '15 minutes',
+    created_on timestamp with time zone not null default now(),
+    completed_on timestamp with time zone,
+    keep_until timestamp with time zone NOT NULL default now() + interval '14 days',
+    output jsonb, dead_letter text, policy text) PARTITION BY LIST (name)""",
+    "ALTER TABLE pgboss.job ADD PRIMARY KEY (name, id)",
+    "CREATE TABLE pgboss.archive (LIKE pgboss.job)",
+    "ALTER TABLE pgboss.archive ADD PRIMARY KEY (name, id)",
+    "ALTER TABLE pgboss.archive ADD archived_on timestamptz NOT NULL DEFAULT now()",
+    *(stmt for q in ("emails", "reports") for stmt in (
+        f"CREATE TABLE pgboss.j_{q} (LIKE pgboss.job INCLUDING DEFAULTS)",
+        f"ALTER TABLE pgboss.j_{q} ADD PRIMARY KEY (name, id)",
+        (f"CREATE INDEX j_{q}_i5 ON pgboss.j_{q} (name, start_after)"
+         f" INCLUDE (priority, created_on, id) WHERE state < 'active'"),
+        f"ALTER TABLE pgboss.job ATTACH PARTITION pgboss.j_{q} FOR VALUES IN ('{q}')")),
+]
+STACK = "TypeError: Cannot read properties of undefined (reading 'id')\n    at render (/app/report.js:12:5)"
+
+
+def fill_graphile(run: Any) -> None:
+    run("INSERT INTO graphile_worker._private_tasks (identifier)"
+        " VALUES ('send_email'), ('resize'), ('sync')")
+    run("INSERT INTO graphile_worker._private_job_queues (queue_name) VALUES ('images')")
+    task = "(SELECT id FROM graphile_worker._private_tasks WHERE identifier = '{}')"
+    ins = ("INSERT INTO graphile_worker._private_jobs (task_id, job_queue_id, run_at, attempts,"
+           " max_attempts, last_error, locked_at, locked_by, updated_at) SELECT {}, {}, {}, {}, {},"
+           " {}, {}, {}, {} FROM generate_series(1, {})")
+    images = "(SELECT id FROM graphile_worker._private_job_queues)"
+    run(ins.format(task.format("send_email"), "NULL", "now() - interval '2 hours'", 0, 25, "NULL",
+                   "NULL", "NULL", "now() - interval '2 hours'", 15))
+    run(ins.format(task.format("resize"), images, "now() - interval '5 hours'", 1, 25, "NULL",
+                   "now() - interval '5 hours'", "'worker-7f3a'", "now() - interval '5 hours'", 3))
+    run(ins.format(task.format("sync"), "NULL", "now() + interval '1 minute'", 3, 25,
+                   "'read ECONNRESET'", "NULL", "NULL", "now() - interval '1 day'", 4))
+    # failed for good an hour ago: fail_job pushed run_at exp(10) s past the failure
+    run(ins.format(task.format("sync"), "NULL",
+                   "now() - interval '1 hour' + make_interval(secs => exp(10))", 25, 25,
+                   "'upstream returned 503'", "NULL", "NULL", "now() - interval '1 day'", 6))
+    run(ins.format(task.format("sync"), "NULL", "now() - interval '3 days'", 25, 25,
+                   "'old failure'", "NULL", "NULL", "now() - interval '3 days'", 2))
+
+
+def fill_pgboss(run: Any) -> None:
+    ins = ("INSERT INTO pgboss.job (name, state, retry_count, start_after, started_on,"
+           " completed_on, output) SELECT %s, %s, {}, {}, {}, {}, %s FROM generate_series(1, {})")
+    run(ins.format(0, "now() - interval '2 hours'", "NULL", "NULL", 20), ("emails", "created", None))
+    run(ins.format(2, "now() + interval '5 minutes'", "now() - interval '10 minutes'", "NULL", 4),
+        ("emails", "retry", None))
+    run(ins.format(0, "now() - interval '1 hour'", "now() - interval '1 hour'", "NULL", 2),
+        ("reports", "active", None))
+    run(ins.format(0, "now()", "now() - interval '1 minute'", "NULL", 1), ("reports", "active", None))
+    run(ins.format(2, "now() - interval '1 hour'", "now() - interval '40 minutes'",
+                   "now() - interval '30 minutes'", 5),
+        ("reports", "failed", json.dumps({"stack": STACK, "message": "Cannot read properties"})))
+    run(ins.format(0, "now() - interval '1 hour'", "now() - interval '1 hour'", "now()", 50),
+        ("reports", "completed", json.dumps({"ok": True})))
+    run("INSERT INTO pgboss.archive SELECT *, now() FROM pgboss.job WHERE state = 'failed'")
+
+
+def test_graphile_worker_and_pg_boss_postgresql(pg_db: tuple[str, Any]) -> None:
+    url, conn = pg_db
+    run = pg_run(conn)
+    for stmt in GRAPHILE_DDL + PGBOSS10_DDL:
+        run(stmt)
+    fill_graphile(run)
+    fill_pgboss(run)
+    data = audit(url)
+    assert data["targets"][0]["rules_unknown"] == {}
+    assert by_rule(data, "pgboss.archive") == {}         # the archive is not a queue
+    gw = by_rule(data, "graphile_worker._private_jobs")
+    (backlog,) = gw["QU001"]
+    assert backlog["evidence"]["depth"] == 15 and backlog["evidence"]["queue"] == "(none)"
+    assert 7190 <= backlog["evidence"]["age_seconds"] <= 7300
+    (locked,) = gw["QU002"]
+    assert locked["evidence"]["count"] == 3 and locked["evidence"]["queues"] == {"images": 3}
+    assert locked["evidence"]["retry_after_seconds"] == 14400
+    (rep,) = gw["QU003"]
+    assert rep["evidence"]["count"] == 4 and rep["evidence"]["by_class"][0]["job_class"] == "sync"
+    (failed,) = gw["QU004"]
+    assert failed["evidence"]["count"] == 6 and failed["evidence"]["job_class"] == "sync"
+    assert 3500 <= failed["evidence"]["latest_seconds_ago"] <= 3700
+    assert "upstream returned 503" in failed["summary"]
+    boss = by_rule(data, "pgboss.job")
+    (backlog,) = boss["QU001"]
+    assert backlog["evidence"]["queue"] == "emails" and backlog["evidence"]["depth"] == 20
+    (expired,) = boss["QU002"]
+    assert expired["evidence"]["count"] == 2 and expired["evidence"]["retry_after_seconds"] == 900
+    (rep,) = boss["QU003"]
+    assert rep["evidence"]["count"] == 4 and rep["evidence"]["max_attempts"] == 3
+    (failed,) = boss["QU004"]
+    assert failed["evidence"]["count"] == 5 and failed["evidence"]["exception"] == "TypeError"
+    assert failed["evidence"]["job_class"] == "reports"
+
+
+PGBOSS_CURRENT_DDL = """CREATE TABLE boss2.job (id uuid not null default gen_random_uuid(),
+  name text not null, priority integer not null default(0), data jsonb,
+  state boss2.job_state not null default 'created', retry_limit integer not null default 2,
+  retry_count integer not null default 0, retry_delay integer not null default 0,
+  retry_backoff boolean not null default false, retry_delay_max integer,
+  expire_seconds int not null default 900, deletion_seconds int not null default 604800,
+  singleton_key text, singleton_on timestamp without time zone, group_id text, group_tier text,
+  start_after timestamp with time zone not null default now(),
+  created_on timestamp with time zone not null default now(), started_on timestamp with time zone,
+  completed_on timestamp with time zone,
+  keep_until timestamp with time zone NOT NULL default now() + interval '1209600',
+  output jsonb, dead_letter text, policy text, heartbeat_on timestamp with time zone,
+  heartbeat_seconds int, PRIMARY KEY (name, id))"""
+
+
+def test_pg_boss_expire_seconds_postgresql(pg_db: tuple[str, Any]) -> None:
+    """pg-boss 11+ (expire_seconds, unpartitioned): an active job past its own expiry."""
+    url, conn = pg_db
+    run = pg_run(conn)
+    run("CREATE SCHEMA boss2")
+    run("CREATE TYPE boss2.job_state AS ENUM ('created', 'retry', 'active', 'completed',"
+        " 'cancelled', 'failed')")
+    run(PGBOSS_CURRENT_DDL)
+    run("INSERT INTO boss2.job (name, state, started_on, expire_seconds) VALUES"
+        " ('pdf', 'active', now() - interval '10 minutes', 60),"
+        " ('pdf', 'active', now() - interval '10 minutes', 3600)")
+    (expired,) = by_rule(audit(url), "boss2.job")["QU002"]
+    assert expired["evidence"]["count"] == 1 and expired["evidence"]["retry_after_seconds"] == 60
+
+
+# Laravel's job_batches migration (queue:batches-table), per engine
+BATCHES_DDL = {
+    "mysql": ("CREATE TABLE job_batches (id varchar(255) NOT NULL PRIMARY KEY,"
+              " name varchar(255) NOT NULL, total_jobs int NOT NULL, pending_jobs int NOT NULL,"
+              " failed_jobs int NOT NULL, failed_job_ids longtext NOT NULL, options mediumtext NULL,"
+              " cancelled_at int NULL, created_at int NOT NULL, finished_at int NULL)"
+              " DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"),
+    "postgresql": ('CREATE TABLE "job_batches" ("id" varchar(255) NOT NULL PRIMARY KEY,'
+                   ' "name" varchar(255) NOT NULL, "total_jobs" integer NOT NULL,'
+                   ' "pending_jobs" integer NOT NULL, "failed_jobs" integer NOT NULL,'
+                   ' "failed_job_ids" text NOT NULL, "options" text NULL,'
+                   ' "cancelled_at" integer NULL, "created_at" integer NOT NULL,'
+                   ' "finished_at" integer NULL)'),
+}
+
+
+def fill_batches(run: Any, engine: str) -> None:
+    now = "UNIX_TIMESTAMP()" if engine == "mysql" else "extract(epoch FROM now())::int"
+    ins = ("INSERT INTO job_batches (id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids,"
+           " cancelled_at, created_at, finished_at) VALUES (%s, %s, %s, %s, %s, '[]', {}, {}, {})")
+    run(ins.format("NULL", f"{now} - 8 * 3600", "NULL"), ("b1", "ImportUsers", 100, 40, 0))
+    run(ins.format("NULL", f"{now} - 120", "NULL"), ("b2", "Nightly", 10, 5, 0))
+    run(ins.format(f"{now} - 3500", f"{now} - 3600", "NULL"), ("b3", "SyncInvoices", 10, 3, 3))
+    run(ins.format("NULL", f"{now} - 3600", f"{now} - 60"), ("b4", "Done", 10, 0, 0))
+
+
+def assert_batches(data: dict[str, Any], table: str) -> None:
+    rules = by_rule(data, table)
+    assert set(rules) == {"QU001", "QU004"}
+    (backlog,) = rules["QU001"]
+    assert backlog["evidence"]["queue"] == "ImportUsers" and backlog["evidence"]["depth"] == 40
+    assert backlog["severity"] == "critical" and "batches named ImportUsers" in backlog["summary"]
+    (failed,) = rules["QU004"]
+    ev = failed["evidence"]
+    assert (ev["kind"], ev["job_class"], ev["count"]) == ("batch", "SyncInvoices", 3)
+    assert "queue:retry-batch" in failed["fix"]
+
+
+@pytest.mark.parametrize("engine", ["mysql", "postgresql"])
+def test_laravel_batches(engine: str, my_db: tuple[str, Any], pg_db: tuple[str, Any]) -> None:
+    url, conn = my_db if engine == "mysql" else pg_db
+    run = my_run(conn) if engine == "mysql" else pg_run(conn)
+    run(BATCHES_DDL[engine])
+    fill_batches(run, engine)
+    data = audit(url)
+    assert data["targets"][0]["rules_unknown"] == {}
+    assert_batches(data, (url.rsplit("/", 1)[1] if engine == "mysql" else "public") + ".job_batches")
+
+
+def test_new_libraries_healthy(my_db: tuple[str, Any], pg_db: tuple[str, Any]) -> None:
+    """Fresh jobs, a live worker, nothing retried or failed: no QU finding on any of them."""
+    run = my_run(my_db[1])
+    for stmt in solid_queue_ddl("mysql") + [BATCHES_DDL["mysql"]]:
+        run(stmt)
+    fill_solid_queue(run, "mysql", healthy=True)
+    data = audit(my_db[0])
+    assert [f for f in data["findings"] if f["rule"].startswith("QU0")] == []
+    assert len({t["table"] for t in collect_tables(my_db[0])}) == 2
+    run = pg_run(pg_db[1])
+    for stmt in solid_queue_ddl("postgresql") + GRAPHILE_DDL + PGBOSS10_DDL + [BATCHES_DDL["postgresql"]]:
+        run(stmt)
+    fill_solid_queue(run, "postgresql", healthy=True)
+    run("INSERT INTO graphile_worker._private_tasks (identifier) VALUES ('send_email')")
+    run("INSERT INTO graphile_worker._private_jobs (task_id) SELECT id FROM graphile_worker._private_tasks")
+    run("INSERT INTO pgboss.job (name) VALUES ('emails')")
+    run("INSERT INTO job_batches VALUES ('b', 'Fresh', 3, 3, 0, '[]', NULL, NULL,"
+        " extract(epoch FROM now())::int, NULL)")
+    data = audit(pg_db[0])
+    assert [f for f in data["findings"] if f["rule"].startswith("QU0")] == []
+    kinds = {t["kind"] for t in collect_tables(pg_db[0])}
+    assert kinds == {"solid_queue", "graphile_worker", "pg_boss", "laravel_batches"}
+
+
+def collect_tables(url: str) -> list[dict[str, Any]]:
+    target = open_target(spec_for(url))
+    try:
+        data = collect(target)
+    finally:
+        target.close()
+    assert getattr(data, "message", None) is None, data.message
+    tables: list[dict[str, Any]] = data["tables"]
+    return tables

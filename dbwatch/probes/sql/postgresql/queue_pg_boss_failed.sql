@@ -1,0 +1,22 @@
+-- pg-boss jobs failed for good in the last %(horizon)s seconds, the newest %(window)s by
+-- completed_on. `output` holds the serialized error: the stack's first line ("TypeError: …"),
+-- else name and message, else pg-boss's own {"value": {"message": …}} (expiry).
+SELECT f.queue, f.head, f.job_class, count(*) AS n,
+       count(*) FILTER (WHERE f.age <= 3600) AS n_1h, count(*) FILTER (WHERE f.age <= 21600) AS n_6h,
+       count(*) FILTER (WHERE f.age <= 86400) AS n_24h,
+       count(*) FILTER (WHERE f.age <= 259200) AS n_3d,
+       count(*) FILTER (WHERE f.age <= 604800) AS n_7d,
+       max(f.completed_on)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
+FROM (SELECT left(name, 255) AS queue, completed_on, left(name, 255) AS job_class,
+             extract(epoch FROM now() - completed_on) AS age,
+             left(coalesce(split_part(left(output ->> 'stack', 400), chr(10), 1),
+                           (output ->> 'name') || ': ' || (output ->> 'message'),
+                           'Error: ' || (output ->> 'message'),
+                           'Error: ' || (output #>> '{value,message}'),
+                           left(output::text, 200)), 400) AS head
+      FROM {table}
+      WHERE state = 'failed' AND completed_on >= now() - make_interval(secs => %(horizon)s)
+      ORDER BY completed_on DESC LIMIT %(window)s) f
+GROUP BY 1, 2, 3
+ORDER BY n DESC
+LIMIT %(groups)s
