@@ -163,3 +163,64 @@ def test_empty_section_gives_no_findings() -> None:
     empty = {"tables": [_table(summary=[], reserved=[], repeated=[])], "retry_after": None}
     for rule in ("QU001", "QU002", "QU003", "QU004"):
         assert _run(rule, empty) == []
+
+
+SOLID = dict.fromkeys(["id", "queue_name", "class_name", "arguments", "priority", "active_job_id",
+                       "scheduled_at", "finished_at", "concurrency_key", "created_at",
+                       "updated_at"], "")
+PGBOSS = dict.fromkeys(["id", "name", "priority", "data", "state", "retry_limit", "retry_count",
+                        "start_after", "started_on", "expire_in", "created_on", "completed_on",
+                        "keep_until", "output"], "")
+GRAPHILE = dict.fromkeys(["id", "job_queue_id", "task_id", "payload", "priority", "run_at",
+                          "attempts", "max_attempts", "last_error", "created_at", "updated_at",
+                          "key", "locked_at", "locked_by", "revision", "flags"], "")
+BATCHES = dict.fromkeys(["id", "name", "total_jobs", "pending_jobs", "failed_jobs",
+                         "failed_job_ids", "options", "cancelled_at", "created_at",
+                         "finished_at"], "")
+
+
+def test_recognise_new_libraries_and_their_siblings() -> None:
+    from dbwatch.queues import SHAPES, sibling_names
+    solid = recognise(SOLID, "mysql", "solid_queue_jobs")
+    assert solid is not None and solid.kind == "solid_queue"
+    assert sibling_names(solid, "app_solid_queue_jobs")["ready_executions"] == \
+        "app_solid_queue_ready_executions"
+    assert recognise(SOLID, "mysql", "solid_queue_recurring_tasks") is None   # name decides too
+    gw = recognise(GRAPHILE, "postgresql", "_private_jobs")
+    assert gw is not None and sibling_names(gw, "_private_jobs") == {
+        "tasks": "_private_tasks", "job_queues": "_private_job_queues"}
+    assert recognise(GRAPHILE, "mysql", "_private_jobs") is None
+    assert recognise(PGBOSS, "postgresql", "job").kind == "pg_boss"        # type: ignore[union-attr]
+    assert recognise(PGBOSS | {"archived_on": ""}, "postgresql", "archive") is None
+    assert recognise(BATCHES, "mysql", "app_job_batches").kind == "laravel_batches"  # type: ignore[union-attr]
+    for shape in SHAPES:       # discovery's HAVING count(*) >= 6 must let every shape through
+        assert len(shape.columns) >= 6
+
+
+def test_classify_worker_lost_and_batches() -> None:
+    f = classify_failure("SolidQueue::Processes::ProcessPrunedError: Process was found dead and "
+                         "pruned (last heartbeat at: 2025-01-01 00:00:00 UTC)")
+    assert (f.exception, f.kind) == ("SolidQueue::Processes::ProcessPrunedError", "worker_lost")
+    assert classify_failure("Illuminate\\Bus\\Batch: 2 batches with failed jobs").kind == "batch"
+    assert classify_failure("RuntimeError: sync failed").kind == "other"
+
+
+def test_expired_uses_each_jobs_own_expiry() -> None:
+    reserved = [{"queue": "pdf", "reserved_seconds": 600, "n": 1, "expires_after": 3600},
+                {"queue": "pdf", "reserved_seconds": 600, "n": 2, "expires_after": 60}]
+    t = _table(reserved=reserved, kind="pg_boss", table="job", library="pg-boss")
+    (f,) = _run("QU002", {"tables": [t], "retry_after": None}, engine="postgresql")
+    assert f.evidence["count"] == 2 and f.evidence["retry_after_seconds"] == 60
+    assert "pg-boss will fail them as expired" in f.summary and "expireInSeconds" in f.fix
+
+
+def test_batch_backlog_has_its_own_thresholds() -> None:
+    def section(age: int) -> dict[str, Any]:
+        row = {"queue": "ImportUsers", "total": 1, "available": 40,
+               "oldest_available_seconds": age, "reserved": 0}
+        return {"tables": [_table(summary=[row], kind="laravel_batches", table="job_batches",
+                                  scale_depth=False)]}
+    assert _run("QU001", section(1800)) == []                 # 30 min: a batch may run that long
+    (f,) = _run("QU001", section(7200))
+    assert f.severity == "warning" and "batches named ImportUsers" in f.summary
+    assert _run("QU001", section(7 * 3600))[0].severity == "critical"
