@@ -3,12 +3,15 @@
 -- writes it after the job's own arguments. Ready and scheduled executions, %(window)s each.
 SELECT r.queue_name AS queue, r.executions + 1 AS attempts, left(r.class_name, 255) AS job_class,
        NULL::text AS timeout_head, count(*) AS n
-FROM (SELECT j.queue_name, j.class_name,
-             substring(right(j.arguments, 1024) FROM '"executions"\s*:\s*(\d{1,9})')::bigint AS executions
-      FROM ((SELECT job_id FROM {ready_executions} ORDER BY id LIMIT %(window)s)
-            UNION ALL
-            (SELECT job_id FROM {scheduled_executions} ORDER BY id LIMIT %(window)s)) e
-      JOIN {table} j ON j.id = e.job_id) r
+FROM ((SELECT job_id FROM {ready_executions} ORDER BY id LIMIT %(window)s)
+      UNION ALL
+      (SELECT job_id FROM {scheduled_executions} ORDER BY id LIMIT %(window)s)) e
+-- LATERAL … LIMIT 1: one primary-key lookup per execution; a plain join let the planner run the
+-- regular expression over the whole jobs table (finished jobs stay there).
+CROSS JOIN LATERAL (
+  SELECT j.queue_name, j.class_name,
+         substring(right(j.arguments, 1024) FROM '"executions"\s*:\s*(\d{1,9})')::bigint AS executions
+  FROM {table} j WHERE j.id = e.job_id LIMIT 1) r
 WHERE r.executions >= 1
 GROUP BY 1, 2, 3
 ORDER BY n DESC
