@@ -18,11 +18,22 @@ def sessions(conn: Connection) -> Any:
     rows = [jsonable(r) for r in conn.rows(sql("postgresql", "sessions", conn.version_num),
                                             {"limit": SESSION_LIMIT})]
     hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
+    if not _sees_all_sessions(conn):
+        return PartialResult(rows, "this role sees only its own sessions: other users' "
+                                   "transactions, queries and horizons are invisible",
+                             MONITOR_GRANT)
     if hidden:
         return PartialResult(rows, f"{hidden} sessions of other users are hidden "
                                    "(query and timings need pg_monitor or pg_read_all_stats)",
                              MONITOR_GRANT)
     return rows
+
+
+def _sees_all_sessions(conn: Connection) -> bool:
+    """Superuser or pg_read_all_stats (which pg_monitor includes): else other sessions are
+    shown with NULL state, timings and xids — a silent OK unless we say so."""
+    row = conn.rows(sql("postgresql", "visibility", conn.version_num))
+    return bool(row and row[0].get("sees_all"))
 
 
 @probe("pg.settings", "postgresql")
