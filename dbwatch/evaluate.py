@@ -14,7 +14,7 @@ from .catalogue import Rule
 from .checks import CheckContext, first_paragraph, load_checks
 from .config import Config, RuleOverride
 from .findings import Finding
-from .snapshot import Snapshot
+from .snapshot import ProbeFailure, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -107,26 +107,47 @@ def _unignored(found: list[Finding], override: RuleOverride | None) -> list[Find
 
 def probe_failures(snap: Snapshot, catalogue: dict[str, Rule],
                    unknown: dict[str, str]) -> list[Finding]:
-    """DW001: one finding per failed probe, naming the rules it left unknown and the grant."""
+    """DW001: one finding per failed probe — or one per missing grant when several probes were
+    refused for the same privilege — naming the rules left unknown and what fixes it."""
     rule = catalogue.get("DW001")
     fix_default = first_paragraph(rule.fix) if rule else ""
     out = []
+    refused: dict[str, list[ProbeFailure]] = {}
     for f in snap.failures:
-        affected = sorted(r for r, why in unknown.items() if f.probe in why)
+        if f.privilege and f.grant and f.probe != "connect":
+            refused.setdefault(f.grant, []).append(f)
+            continue
+        affected = _affected(unknown, [f.probe])
         if f.probe == "connect":
             summary = f"target unreachable: {f.message}"
             severity, fix = "critical", "Check the URL, network, credentials and that the server is up."
-        elif f.privilege:
-            summary = f"probe {f.probe} refused or partial: {f.message}"
-            severity, fix = "warning", f.grant or fix_default
         else:
             summary = f"probe {f.probe} failed: {f.message}"
             severity, fix = "warning", f.grant or fix_default
-        if affected:
-            summary += f" (unknown: {', '.join(affected)})"
-        out.append(Finding(rule="DW001", severity=severity, target=snap.target,
-                           subject=f"probe {f.probe}", summary=summary, fix=fix,
-                           evidence={"probe": f.probe, "error": f.message, "grant": f.grant,
-                                     "rules_unknown": affected},
-                           identity=f.probe))
+        out.append(_dw001(snap, f"probe {f.probe}", summary, severity, fix, [f], affected,
+                          identity=f.probe))
+    for grant, fails in refused.items():
+        probes = [f.probe for f in fails]
+        affected = _affected(unknown, probes)
+        summary = (f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or "
+                   f"partial: {fails[0].message}")
+        subject = f"probe {probes[0]}" if len(probes) == 1 else f"privilege for {len(probes)} probes"
+        out.append(_dw001(snap, subject, summary, "warning", grant, fails, affected,
+                          identity=["grant", grant]))
     return out
+
+
+def _affected(unknown: dict[str, str], probes: list[str]) -> list[str]:
+    return sorted(r for r, why in unknown.items() if any(p in why for p in probes))
+
+
+def _dw001(snap: Snapshot, subject: str, summary: str, severity: str, fix: str,
+           fails: list[ProbeFailure], affected: list[str], identity: Any) -> Finding:
+    if affected:
+        summary += f" (unknown: {', '.join(affected)})"
+    return Finding(rule="DW001", severity=severity, target=snap.target, subject=subject,
+                   summary=summary, fix=fix,
+                   evidence={"probe": fails[0].probe, "probes": [f.probe for f in fails],
+                             "error": fails[0].message, "grant": fails[0].grant,
+                             "rules_unknown": affected},
+                   identity=identity)
