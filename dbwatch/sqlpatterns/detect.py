@@ -85,6 +85,25 @@ def is_claim(shape: Shape) -> bool:
             and is_queue_shaped(shape))
 
 
+_MEMO_SIZE = 4096
+# (pattern key, [(value index in the SELECT, value index in the DELETE) per key column])
+_Plan = tuple[tuple[str, tuple[str, ...]], list[tuple[int, int]]]
+
+
+def _pair_plan(shape: Shape, nvalues: int, dshape: Shape, ndvalues: int) -> _Plan | None:
+    """Whether a SELECT … FOR UPDATE shape and the DELETE shape after it can name the same
+    row (same table, same key columns), and which values to compare to know."""
+    if shape.key_eq is None or dshape.key_eq is None or \
+            _base(dshape.table) != _base(shape.table):
+        return None
+    skeys = {col: k for col, k in shape.key_eq if k < nvalues}
+    dkeys = {col: k for col, k in dshape.key_eq if k < ndvalues}
+    if set(skeys) != set(dkeys) or len(skeys) != len(shape.key_eq):
+        return None
+    key = (_base(shape.table), tuple(sorted(skeys)))
+    return key, [(k, dkeys[col]) for col, k in skeys.items()]
+
+
 @dataclass
 class _Pattern:
     count: int = 0
@@ -101,6 +120,9 @@ class PatternDetector:
         self.qu401: dict[tuple[str, tuple[str, ...]], _Pattern] = {}
         self.qu402: dict[str, _Pattern] = {}
         self.transactions = 0
+        # Per shape object (kept, so an id is never reused while remembered).
+        self._claims: dict[int, tuple[Shape, str | None]] = {}
+        self._pairs: dict[tuple[int, int, int, int], tuple[Shape, Shape, _Plan | None]] = {}
 
     def _classify(self, s: Statement) -> tuple[Shape, tuple[Any, ...]] | None:
         return self.classifier.classify(s.text)
@@ -108,32 +130,47 @@ class PatternDetector:
     def feed(self, txn: Transaction) -> None:
         self.transactions += 1
         stmts = txn.statements
-        seen401: set[tuple[str, tuple[str, ...]]] = set()
-        seen402: set[str] = set()
+        seen401: set[tuple[str, tuple[str, ...]]] | None = None
+        seen402: set[str] | None = None
         for i, s in enumerate(stmts):
             if s.kind != "select":
                 continue
             low = s.text[:4096].lower()   # cheap gate before any parsing
             if "for " not in low and "share" not in low:
                 continue
-            c = self._classify(s)
+            c = self.classifier.classify(s.text)
             if c is None or c[0].lock is None:
                 continue
             shape, values = c
-            if is_claim(shape):
+            if self._claim_table(shape) is not None:
                 table = self._record402(shape, s)
+                if seen402 is None:
+                    seen402 = set()
                 if table not in seen402:
                     seen402.add(table)
                     self.qu402[table].transactions += 1
             if shape.key_eq:
                 key = self._match_delete(shape, values, s, stmts, i)
+                if seen401 is None:
+                    seen401 = set()
                 if key is not None and key not in seen401:
                     seen401.add(key)
                     self.qu401[key].transactions += 1
 
+    def _claim_table(self, shape: Shape) -> str | None:
+        """is_claim, remembered per shape object (the classifier hands out the same one)."""
+        hit = self._claims.get(id(shape))
+        if hit is None or hit[0] is not shape:
+            if len(self._claims) >= _MEMO_SIZE:
+                self._claims.clear()
+            hit = self._claims[id(shape)] = (shape, _base(shape.table) if is_claim(shape) else None)
+        return hit[1]
+
     def _record402(self, shape: Shape, s: Statement) -> str:
         table = _base(shape.table)
-        p = self.qu402.setdefault(table, _Pattern())
+        p = self.qu402.get(table)
+        if p is None:
+            p = self.qu402[table] = _Pattern()
         p.count += 1
         if not p.example:
             p.example.append(s.text[:EXAMPLE_CHARS])
@@ -149,23 +186,29 @@ class PatternDetector:
         if j >= len(stmts) or stmts[j].kind != "delete":
             return None
         d = stmts[j]
-        c = self._classify(d)
+        c = self.classifier.classify(d.text)
         if c is None:
             return None
         dshape, dvalues = c
-        if shape.key_eq is None or dshape.key_eq is None or \
-                _base(dshape.table) != _base(shape.table):
+        memo = (id(shape), len(values), id(dshape), len(dvalues))
+        hit = self._pairs.get(memo)
+        if hit is None or hit[0] is not shape or hit[1] is not dshape:
+            if len(self._pairs) >= _MEMO_SIZE:
+                self._pairs.clear()
+            hit = self._pairs[memo] = (shape, dshape,
+                                       _pair_plan(shape, len(values), dshape, len(dvalues)))
+        plan = hit[2]
+        if plan is None:
             return None
-        skeys = {col: _value(values[k], s.params) for col, k in shape.key_eq if k < len(values)}
-        dkeys = {col: _value(dvalues[k], d.params) for col, k in dshape.key_eq if k < len(dvalues)}
-        if set(skeys) != set(dkeys) or len(skeys) != len(shape.key_eq):
-            return None
-        for col, v in skeys.items():
-            w = dkeys[col]
+        key, columns = plan
+        for k, dk in columns:
+            v = _value(values[k], s.params)
+            w = _value(dvalues[dk], d.params)
             if v is not None and w is not None and v != w:
                 return None
-        key = (_base(shape.table), tuple(sorted(skeys)))
-        p = self.qu401.setdefault(key, _Pattern())
+        p = self.qu401.get(key)
+        if p is None:
+            p = self.qu401[key] = _Pattern()
         p.count += 1
         if not p.example:
             p.example.extend([s.text[:EXAMPLE_CHARS], d.text[:EXAMPLE_CHARS]])

@@ -139,10 +139,16 @@ class TransactionGrouper:
                 return      # SET before the first statement does not open a transaction
             keep = self.relevant
             if keep is None or kind in keep:
-                self._hold(conn, st, Statement(text[:MAX_HELD], kind, ts, params))
+                stmt = Statement(text[:MAX_HELD], kind, ts, params)
+                n = len(stmt.text)
             else:
-                self._hold(conn, st, _PLACEHOLDER.get(kind) or Statement("", kind),
-                           min(len(text), MAX_HELD))
+                stmt = _PLACEHOLDER.get(kind) or Statement("", kind)
+                n = min(len(text), MAX_HELD)
+            st.stmts.append(stmt)       # _hold, inlined
+            st.chars += n
+            self._chars += n
+            if len(st.stmts) >= self.max_statements or self._chars > self.max_buffered_chars:
+                self._bound(conn, st)
         elif kind not in NON_DATA:
             keep = self.relevant
             if keep is None or kind in keep:
@@ -156,7 +162,8 @@ class TransactionGrouper:
         """BEGIN, COMMIT/ROLLBACK, autocommit switches and (MySQL) implicit commits."""
         if kind == "begin":
             unknown = st.autocommit is None and not st.explicit
-            self._close(conn, st, "implicit")
+            if st.stmts:
+                self._close(conn, st, "implicit")
             if unknown:
                 st.autocommit = True     # BEGIN is how autocommit clients open transactions
             st.explicit = True
@@ -173,12 +180,8 @@ class TransactionGrouper:
         else:                                   # ddl, lock: MySQL commits implicitly
             self._close(conn, st, "implicit")
 
-    def _hold(self, conn: Hashable, st: _Conn, stmt: Statement, chars: int = -1) -> None:
-        if chars < 0:
-            chars = len(stmt.text)
-        st.stmts.append(stmt)
-        st.chars += chars
-        self._chars += chars
+    def _bound(self, conn: Hashable, st: _Conn) -> None:
+        """Split a transaction at max_statements; evict connections over max_buffered_chars."""
         if len(st.stmts) >= self.max_statements:
             self.stats.split += 1
             if st.autocommit is None and not st.explicit:

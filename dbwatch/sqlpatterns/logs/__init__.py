@@ -95,6 +95,7 @@ class _Analysis:
         self.lstats = lstats
         self.server_version: str | None = None
         self._feed = self.grouper.feed
+        self.single_statement = self.grouper.feed   # for readers that checked for ';' already
         self.connect = self.grouper.connect
         self.disconnect = self.grouper.disconnect
 

@@ -24,6 +24,12 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
     """Query/Execute lines are statements (Execute shows the bound values); Prepare is not
     an execution and is skipped; Connect/Quit delimit sessions."""
     match = GENERAL_ENTRY.match
+    statement = sink.statement
+    # A statement without ';' needs no splitting: straight to the grouper when the sink has one.
+    single = getattr(sink, "single_statement", statement)
+    # Most entries have no timestamp (same second as the previous one): their head up to
+    # the command's tab, once matched by GENERAL_ENTRY, gives (connection, command) again.
+    heads: dict[str, tuple[str, str, bool]] = {}
     cur_conn: str | None = None
     cur_cmd = ""
     parts: list[str] = []
@@ -31,6 +37,27 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
     ts: str | None = None
     seen_entry = False
     for line in lines:
+        hit = None
+        if line[:1] == "\t":
+            tab = line.find("\t", 2)
+            if tab > 0:
+                hit = heads.get(line[:tab])
+        if hit is not None:
+            if parts:
+                text = "\n".join(parts) if len(parts) > 1 else parts[0]
+                (statement if ";" in text else single)(cur_conn, ts, text)
+            cur_conn, cur_cmd, is_statement = hit
+            if is_statement:
+                arg = line[tab + 1:]
+                parts = [arg]
+                size = len(arg)
+                continue
+            parts = []
+            if cur_cmd == "Quit":
+                sink.disconnect(cur_conn)
+            elif cur_cmd in _NEW_SESSION:
+                sink.connect(cur_conn)
+            continue
         m = match(line)
         if m is None:
             if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
@@ -45,11 +72,15 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
             sink.unreadable()
             continue
         if cur_conn is not None and parts:
-            sink.statement(cur_conn, ts, "\n".join(parts) if len(parts) > 1 else parts[0])
+            statement(cur_conn, ts, "\n".join(parts) if len(parts) > 1 else parts[0])
         seen_entry = True
         stamp, cur_conn, cur_cmd, arg = m.groups()
         if stamp:
             ts = stamp
+        elif line[:1] == "\t" and m.start(4) == tab + 1:
+            if len(heads) >= 4096:
+                heads.clear()
+            heads[line[:tab]] = (cur_conn, cur_cmd, cur_cmd in _STATEMENT_COMMANDS)
         if cur_cmd in _STATEMENT_COMMANDS:
             parts = [arg]
             size = len(arg)
@@ -60,7 +91,7 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
             elif cur_cmd in _NEW_SESSION:
                 sink.connect(cur_conn)
     if cur_conn is not None and parts:
-        sink.statement(cur_conn, ts, "\n".join(parts))
+        statement(cur_conn, ts, "\n".join(parts))
 
 
 def _header(line: str, sink: Sink) -> bool:

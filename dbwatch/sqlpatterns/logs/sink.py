@@ -8,6 +8,7 @@ MAX_ENTRY = 64 * 1024   # a multi-line statement is kept up to this many charact
 
 
 class Sink(Protocol):
+    # Optionally also `single_statement(conn, ts, text)`: the same for a text without ';'.
     def statement(self, conn: Hashable, ts: str | None, text: str,
                   params: dict[str, str] | None = None) -> None: ...
 
