@@ -18,7 +18,7 @@ _TS = re.compile(
     r"^\s*(?:(\d{4})-(\d{2})-(\d{2})[ T]\s*(\d{1,2}):(\d{2}):(\d{2})"
     r"|(\d{2})(\d{2})(\d{2})\s+(\d{1,2}):(\d{2}):(\d{2}))(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(.*)$")
 
-_TRX_HEAD = re.compile(
+TRX_HEAD = _TRX_HEAD = re.compile(
     r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$")
 _ACTIVE = re.compile(r"ACTIVE\s+(?:\(PREPARED\)\s+)?(\d+)\s+sec")
 _PROCESS = re.compile(r",?\s*(?:process no \d+|OS thread id \d+)")
@@ -86,15 +86,21 @@ def parse_trx_header(line: str) -> TrxHeader | None:
         return None
     raw_id, rest = m.group(1), m.group(2)
     trx_id = None if raw_id.startswith("(") else norm_trx_id(raw_id)
+    active, state = parse_trx_state(rest)
+    return TrxHeader(trx_id, active, state)
+
+
+def parse_trx_state(rest: str) -> tuple[int | None, str]:
+    """(active seconds, state) from what follows the transaction id in its header."""
     if rest == "not started":       # most of a busy server's list: keep it cheap
-        return TrxHeader(trx_id, None, rest)
+        return None, rest
     am = _ACTIVE.search(rest)
     active = int(am.group(1)) if am else None
     state = rest[am.end():] if am else rest
     if "process no" in state or "OS thread id" in state:
         state = _PROCESS.sub("", state)
     state = state.split(", thread declared inside InnoDB")[0].strip(" ,")
-    return TrxHeader(trx_id, active, state)
+    return active, state
 
 
 def parse_counts(line: str) -> dict[str, Any] | None:
@@ -122,7 +128,23 @@ def parse_thread(line: str) -> dict[str, Any] | None:
     m = _THREAD.match(line[:MAX_LINE])
     if not m:
         return None
-    toks = m.group(3).split()
+    tail = m.group(3)
+    who = _WHO.get(tail)
+    if who is None:
+        if len(_WHO) >= 1024:
+            _WHO.clear()
+        who = _WHO[tail] = _parse_who(tail)
+    host, ip, user, state = who
+    return {"thread_id": int(m.group(1)), "query_id": int(m.group(2)), "host": host,
+            "ip": ip, "user": user, "thread_state": state}
+
+
+_WHO: dict[str, tuple[str | None, str | None, str | None, str | None]] = {}
+
+
+def _parse_who(tail: str) -> tuple[str | None, str | None, str | None, str | None]:
+    """(host, ip, user, state) after the query id; the same few tails repeat per server."""
+    toks = tail.split()
     host = ip = user = None
     i = 0
     if toks:
@@ -131,8 +153,7 @@ def parse_thread(line: str) -> dict[str, Any] | None:
             ip, i = toks[1], 2
         if i < len(toks):
             user, i = toks[i], i + 1
-    return {"thread_id": int(m.group(1)), "query_id": int(m.group(2)), "host": host,
-            "ip": ip, "user": user, "thread_state": " ".join(toks[i:]) or None}
+    return host, ip, user, " ".join(toks[i:]) or None
 
 
 def _unquote(ident: str) -> str:

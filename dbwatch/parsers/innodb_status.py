@@ -7,12 +7,13 @@ swallows the next one. Untrusted input: never raises, lengths are bounded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 from typing import Any
 
 from dbwatch.parsers.innodb_common import (
     MAX_LINE,
     MAX_QUERY,
+    TRX_HEAD,
     is_record_dump,
     norm_trx_id,
     normalize_ts,
@@ -20,7 +21,7 @@ from dbwatch.parsers.innodb_common import (
     parse_lock_line,
     parse_tables_in_use,
     parse_thread,
-    parse_trx_header,
+    parse_trx_state,
 )
 from dbwatch.parsers.innodb_deadlock import (
     Deadlock,
@@ -136,9 +137,16 @@ def split_sections(lines: list[str]) -> tuple[dict[str, tuple[int, int]], bool]:
     start = 0
     n = len(lines)
     i = 0
-    while i < n - 2:
+    # A header's first line is a rule of '-': only lines starting with "---" can be one,
+    # found by a comprehension instead of a check per line in Python.
+    for k in [j for j, line in enumerate(lines) if line[:3] == "---"]:
+        if k < i:
+            continue                 # inside the header just taken
+        if k >= n - 2:
+            break
+        i = k
         line = lines[i]
-        if line and line[0] == "-" and _is_rule(line.rstrip(), "-"):
+        if _is_rule(line.rstrip(), "-"):
             name = lines[i + 1].strip()
             close = lines[i + 2].rstrip()
             if (name and name[0] != "-" and _NAME.match(name)
@@ -150,13 +158,21 @@ def split_sections(lines: list[str]) -> tuple[dict[str, tuple[int, int]], bool]:
                     return bounds, True
                 current, start = name, i + 3
                 i += 3
-                continue
-        i += 1
     # Some saved copies drop the rule above the END marker; the marker alone suffices.
     end = next((k for k in range(max(start, n - 4), n) if lines[k].strip() == END), None)
     if current is not None and current not in bounds:
         bounds[current] = (start, n if end is None else end)
     return bounds, end is not None
+
+
+def _section_text(lines: list[str], a: int, b: int) -> str:
+    """'\\n'.join(lines[a:b])[:MAX_SECTION_KEEP], joining only the lines that are kept."""
+    size = 0
+    for k in range(a, b):
+        size += len(lines[k]) + 1
+        if size > MAX_SECTION_KEEP:
+            return "\n".join(lines[a:k + 1])[:MAX_SECTION_KEEP]
+    return "\n".join(lines[a:b])
 
 
 def _monitor_time(lines: list[str]) -> str | None:
@@ -175,7 +191,7 @@ def parse_status(text: str) -> InnodbStatus:
         text = text.replace("\\n", "\n")
     lines = text.replace("\r\n", "\n").split("\n")
     bounds, complete = split_sections(lines)
-    sections = {name: "\n".join(lines[a:b])[:MAX_SECTION_KEEP] for name, (a, b) in bounds.items()}
+    sections = {name: _section_text(lines, a, b) for name, (a, b) in bounds.items()}
     trx_info: dict[str, Any] = {}
     trxs: tuple[TrxInfo, ...] = ()
     if TRANSACTIONS in bounds:
@@ -202,25 +218,86 @@ def parse_status(text: str) -> InnodbStatus:
 
 def _parse_transactions(lines: list[str], a: int, b: int
                         ) -> tuple[dict[str, Any], tuple[TrxInfo, ...]]:
+    """One pass with cheap first-character checks; per transaction only its fields dict
+    (TrxInfo order) and a few flags. The regexes run once per transaction, not per line."""
     info: dict[str, Any] = {}
     out: list[TrxInfo] = []
+    states: dict[str, tuple[int | None, str]] = {}   # header tails repeat ("not started")
     cur: dict[str, Any] | None = None
+    query: list[str] = []
+    qlen = 0
+    in_query = want_lock = has_thread = not_started = False
     for line in lines[a:b]:
-        if not line or line[0] == " " and is_record_dump(line):
+        if not line:
             continue
-        if line[0] == "-" and line.startswith("---TRANSACTION"):
+        c = line[0]
+        if c == " " and is_record_dump(line):
+            continue
+        if c == "-" and line.startswith("---TRANSACTION"):
             if cur is not None and len(out) < MAX_TRX_LIST:
-                out.append(_trx_info(cur))
-            hd = parse_trx_header(line)
-            cur = {"trx_id": hd.trx_id, "active_seconds": hd.active_seconds,
-                   "state": hd.state or None, "query": [], "_qlen": 0} if hd else None
+                out.append(_trx_info(cur, query))
+            m = TRX_HEAD.match(line[:MAX_LINE])
+            if m is None:
+                cur = None
+                continue
+            raw_id, rest = m.groups()
+            st = states.get(rest)
+            if st is None:
+                st = states[rest] = parse_trx_state(rest)
+            cur = dict(_TRX_TEMPLATE)
+            cur["trx_id"] = None if raw_id[0] == "(" else (
+                raw_id if " " not in raw_id else norm_trx_id(raw_id))
+            cur["active_seconds"] = st[0]
+            cur["state"] = st[1] or None
+            query, qlen = [], 0
+            in_query = want_lock = has_thread = False
+            not_started = st[1] == "not started"
             continue
         if cur is None:
             _header_line(info, line)
-        else:
-            _trx_line(cur, line[:MAX_LINE])
+            continue
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE]
+        if c == "R" and line.startswith("Record lock"):
+            continue
+        if in_query:
+            if not line.startswith(_QUERY_END):
+                if qlen < MAX_QUERY:
+                    query.append(line)
+                    qlen += len(line) + 1
+                continue
+            in_query = False
+        if c == "-":
+            if line.startswith("------- TRX HAS BEEN WAITING"):
+                w = _WAITING.match(line)
+                if w:
+                    secs = int(w.group(1))
+                    cur["lock_wait_seconds"] = secs / 1e6 if w.group(2) == "us" else float(secs)
+                want_lock = True
+            continue
+        if c == "R" or c == "T":
+            if want_lock and line.startswith(("RECORD LOCKS", "TABLE LOCK")):
+                cur["waiting_lock_line"] = line
+            want_lock = False
+            continue
+        if has_thread or (c == "0" and not_started):
+            continue
+        if c == "m":
+            tu = parse_tables_in_use(line)
+            if tu:
+                cur["tables_in_use"], cur["tables_locked"] = tu
+        elif c == "M":
+            th = parse_thread(line)
+            if th:
+                cur.update(th)
+                has_thread = in_query = True
+        elif c == "L" or c.isdigit():
+            counts = parse_counts(line)
+            if counts:
+                for k in _COUNT_KEYS:
+                    cur[k] = counts[k]
     if cur is not None and len(out) < MAX_TRX_LIST:
-        out.append(_trx_info(cur))
+        out.append(_trx_info(cur, query))
     return info, tuple(out)
 
 
@@ -234,51 +311,16 @@ def _header_line(info: dict[str, Any], line: str) -> None:
         info["trx_id_counter"] = norm_trx_id(m.group(1))
 
 
-def _trx_line(cur: dict[str, Any], line: str) -> None:
-    # Dispatch on the first character: most lines of a big list are lock dumps.
-    c = line[0]
-    if c == "R" and line.startswith("Record lock"):
-        return
-    if cur.get("_in_query"):
-        if not line.startswith(_QUERY_END):
-            if cur["_qlen"] < MAX_QUERY:
-                cur["query"].append(line)
-                cur["_qlen"] += len(line) + 1
-            return
-        cur["_in_query"] = False
-    if c == "-":
-        if line.startswith("------- TRX HAS BEEN WAITING"):
-            m = _WAITING.match(line)
-            if m:
-                secs = int(m.group(1))
-                cur["lock_wait_seconds"] = secs / 1e6 if m.group(2) == "us" else float(secs)
-            cur["_want_lock"] = True
-        return
-    if c in "RT":
-        if cur.pop("_want_lock", False) and line.startswith(("RECORD LOCKS", "TABLE LOCK")):
-            cur["waiting_lock_line"] = line
-        return
-    if "thread_id" in cur or (c == "0" and cur["state"] == "not started"):
-        return
-    if c == "m":
-        tu = parse_tables_in_use(line)
-        if tu:
-            cur["tables_in_use"], cur["tables_locked"] = tu
-    elif c == "M":
-        th = parse_thread(line)
-        if th:
-            cur.update(th)
-            cur["_in_query"] = True
-    elif c == "L" or c.isdigit():
-        counts = parse_counts(line)
-        if counts:
-            cur.update(counts)
+_TRX_TEMPLATE: dict[str, Any] = {
+    name: (None if f.default is MISSING else f.default)
+    for name, f in TrxInfo.__dataclass_fields__.items()}
+_COUNT_KEYS = ("lock_wait", "lock_structs", "row_locks", "undo_entries")   # not heap_size
 
 
-_TRX_KEYS = frozenset(TrxInfo.__dataclass_fields__) - {"query"}
-
-
-def _trx_info(cur: dict[str, Any]) -> TrxInfo:
-    query = "\n".join(cur["query"]).strip()[:MAX_QUERY] or None
-    kw = {k: v for k, v in cur.items() if k in _TRX_KEYS}
-    return TrxInfo(query=query, **kw)
+def _trx_info(cur: dict[str, Any], query: list[str]) -> TrxInfo:
+    cur["query"] = "\n".join(query).strip()[:MAX_QUERY] or None
+    # Every field is in `cur`, in declaration order: fill the frozen instance directly
+    # (its generated __init__ costs a setattr per field, thousands of times per status).
+    trx = object.__new__(TrxInfo)
+    trx.__dict__.update(cur)
+    return trx
