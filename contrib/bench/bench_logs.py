@@ -116,8 +116,10 @@ def main() -> None:
         if path.parent == tmp:
             path.unlink()
     os.rmdir(tmp)
+    # The load average says how far the wall-clock figures can be trusted on a shared machine.
     print(json.dumps({"log": "mariadb general log, Laravel worker traffic (PDO prepares)",
-                      "python": sys.version.split()[0], "runs": runs}, indent=1))
+                      "python": sys.version.split()[0], "runs": runs,
+                      "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=1))
 
 
 if __name__ == "__main__":

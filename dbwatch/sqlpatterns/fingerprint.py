@@ -22,8 +22,14 @@ RECENT_SIZE, RECENT_TEXT = 2048, 1024   # exact texts remembered, and the longes
 _NUM = r"(?<![\w$.])[-+]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"
 _PH = r"\?|\$\d+|%s"
 _LIT = {
-    "mysql": re.compile(r"""(?=['"\d?$%+-])(?:'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|"""
-                        + _NUM + "|" + _PH + ")", re.DOTALL),
+    # The same language as the PostgreSQL form's look-ahead guard, but written to start
+    # with one character class (and dispatch on it by look-behinds), which lets the regex
+    # engine skip to candidate positions instead of trying every one.
+    "mysql": re.compile(
+        r"""[-+'"\d?$%](?:(?<=')(?:[^'\\]++|\\.|'')*+'|(?<=")(?:[^"\\]++|\\.|"")*+""" '"'
+        r"""|(?<=[-+])(?<![\w$.].)(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"""
+        r"""|(?<=\d)(?<![\w$.]\d)(?:(?<=0)x[0-9a-fA-F]+|\d*(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"""
+        r"""|(?<=\?)|(?<=\$)\d+|(?<=%)s)""", re.DOTALL),
     "postgresql": re.compile(r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.|'')*+'"""
                              r"""|'(?:[^']++|'')*+'|\$\$.*?\$\$|""" + _NUM + "|" + _PH + ")",
                              re.DOTALL),
