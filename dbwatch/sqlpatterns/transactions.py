@@ -65,13 +65,12 @@ class TransactionGrouper:
 
     def __init__(self, sink: Callable[[Transaction], None], dialect: str = "mysql",
                  max_statements: int = 256, max_connections: int = 10_000,
-                 max_buffered_chars: int = 64 << 20,
-                 relevant: frozenset[str] | None = None) -> None:
-        """`relevant`: the statement kinds the sink looks at beyond their kind (None: all).
-        Others are held as a shared kind-only Statement, and alone they are counted, not sent."""
+                 max_buffered_chars: int = 64 << 20) -> None:
         self.sink = sink
         self.dialect = dialect
-        self.relevant = relevant
+        # The statement kinds whose text the sink reads (None: all). Others are held as a
+        # shared kind-only Statement, and alone they are counted, not sent.
+        self.relevant: frozenset[str] | None = None
         self._control = _CONTROL | _MYSQL_IMPLICIT_COMMIT if dialect == "mysql" else _CONTROL
         self.max_statements = max_statements
         self.max_connections = max_connections
@@ -133,7 +132,19 @@ class TransactionGrouper:
         else:
             conns.move_to_end(conn)
         if kind in self._control:
-            self._control_statement(conn, st, kind)
+            # The two commonest cases inline: BEGIN on an idle session of known mode, and
+            # COMMIT of held statements (what _control_statement and _close would do).
+            if kind == "begin" and not st.stmts and st.autocommit is not None:
+                st.explicit = True
+            elif kind == "commit" and st.stmts and (st.autocommit is not None or st.explicit):
+                self._chars -= st.chars
+                self.stats.transactions += 1
+                self.sink(Transaction(conn, st.stmts, "commit", st.explicit))
+                st.stmts = []
+                st.chars = 0
+                st.explicit = False
+            else:
+                self._control_statement(conn, st, kind)
         elif st.explicit or not st.autocommit:
             if kind in NON_DATA and not st.stmts:
                 return      # SET before the first statement does not open a transaction
