@@ -91,7 +91,8 @@ class _Analysis:
     """The Sink the readers report to: splits, groups and detects as statements arrive."""
 
     def __init__(self, detector: PatternDetector, dialect: str, lstats: LineStats) -> None:
-        self.grouper = TransactionGrouper(detector.feed, dialect, relevant=RELEVANT_KINDS)
+        self.grouper = TransactionGrouper(detector.feed, dialect)
+        self.grouper.relevant = RELEVANT_KINDS
         self.lstats = lstats
         self.server_version: str | None = None
         self._feed = self.grouper.feed
