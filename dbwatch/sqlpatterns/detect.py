@@ -201,9 +201,13 @@ class PatternDetector:
         if plan is None:
             return None
         key, columns = plan
+        no_params = s.params is None and d.params is None
         for k, dk in columns:
-            v = _value(values[k], s.params)
-            w = _value(dvalues[dk], d.params)
+            v, w = values[k], dvalues[dk]
+            if no_params and v == w:
+                continue            # the same literal: the same value, whatever it is
+            v = _value(v, s.params)
+            w = _value(w, d.params)
             if v is not None and w is not None and v != w:
                 return None
         p = self.qu401.get(key)
