@@ -25,6 +25,13 @@ def test_wheel_installs_with_rules(tmp_path: Path) -> None:
     ids = {r["id"] for r in json.loads(out.stdout)}
     expected = {p.stem for p in (ROOT / "rules").glob("*.toml")}
     assert ids == expected and len(ids) == 21
+    for url in ("postgresql://postgres@127.0.0.1:5432/test", "mysql://root@127.0.0.1:3306/test"):
+        audit = subprocess.run([str(env_dir / "bin" / "dbwatch"), "audit", url, "--format", "json"],
+                               capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        [target] = json.loads(audit.stdout)["targets"]
+        # the .sql files travel in the wheel: every rule ran, none is unknown for lack of SQL
+        assert target["status"] == "ok" and len(target["rules_run"]) >= 9, audit.stderr
+        assert not [r for r, why in target["rules_unknown"].items() if "no SQL" in why]
     loc = subprocess.run([str(py), "-c", "import dbwatch.catalogue as c; print(c.rules_dir())"],
                          check=True, capture_output=True, text=True, cwd=tmp_path)
     assert str(env_dir) in loc.stdout     # rules come from the wheel, not the checkout
