@@ -10,7 +10,9 @@ from ..errors import ProbeError, TargetError
 from . import APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec, scrub
 
 _OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
-            "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on")
+            "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on "
+            # statements shown to people or run by terminate quote literals the standard way
+            "-c standard_conforming_strings=on")
 
 
 def _grant_hint(exc: Exception) -> str | None:
