@@ -1,0 +1,140 @@
+"""Real Laravel 8.83 (Debian's Illuminate packages, tests/laravel/worker.php) pushes and works
+jobs on the local MariaDB under the general log; `dbwatch audit --log` must report Laravel's own
+fetch-before-delete (QU401), and QU402 only when Laravel claimed without SKIP LOCKED.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pymysql = pytest.importorskip("pymysql")
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "tests" / "laravel" / "worker.php"
+AUTOLOADERS = [Path("/usr/share/php/Illuminate/Database/autoload.php"),
+               Path("/usr/share/php/Illuminate/Queue/autoload.php")]
+N_JOBS = 30
+
+
+def _missing() -> str | None:
+    if shutil.which("php") is None:
+        return "php not installed (apt-get install php-cli php-mysql)"
+    gone = [str(p) for p in AUTOLOADERS if not p.is_file()]
+    if gone:
+        return ("Laravel's Illuminate packages not installed (apt-get install "
+                f"php-illuminate-queue php-illuminate-database): no {', '.join(gone)}")
+    try:
+        pymysql.connect(host="127.0.0.1", user="root", password="", connect_timeout=2).close()
+    except pymysql.err.MySQLError as exc:
+        return f"no MariaDB at 127.0.0.1:3306 ({exc})"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+
+
+def _admin() -> Any:
+    return pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
+
+
+def _php(*args: str) -> str:
+    p = subprocess.run(["php", str(WORKER), *args], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert p.returncode == 0, f"worker.php {' '.join(args)}: {p.stdout}{p.stderr}"
+    return p.stdout
+
+
+@contextlib.contextmanager
+def _general_log() -> Iterator[Path]:
+    """The general log into a temp file; every old value put back, the server left as found."""
+    d = Path(tempfile.mkdtemp(prefix="dw-laravel-"))
+    d.chmod(0o777)               # the server writes as the mysql user
+    path = d / "general.log"
+    admin = _admin()
+    with admin.cursor() as cur:
+        cur.execute("select @@global.general_log, @@global.general_log_file, "
+                    "@@global.log_output")
+        old_on, old_file, old_output = cur.fetchone()
+    try:
+        with admin.cursor() as cur:
+            cur.execute("set global log_output = 'FILE'")
+            cur.execute("set global general_log_file = %s", (str(path),))
+            cur.execute("set global general_log = ON")
+        yield path
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("set global general_log = %s", ("ON" if old_on else "OFF",))
+            cur.execute("set global general_log_file = %s", (old_file,))
+            cur.execute("set global log_output = %s", (old_output,))
+        admin.close()
+
+
+def _laravel_run(uniq: str, *version: str) -> tuple[dict[str, Any], str, str]:
+    """Create Laravel's jobs table, push and work N_JOBS under the general log; audit the log."""
+    db, table = f"dw_laravel_{uniq}", f"jobs_{uniq}"
+    admin = _admin()
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"create database {db}")
+        _php(db, table, "create")
+        _php(db, table, "push", str(N_JOBS))
+        with _general_log() as log:
+            assert _php(*version, db, table, "work", str(N_JOBS + 5)).strip() == \
+                f"worked {N_JOBS}"
+            time.sleep(0.2)      # the server flushes the log line of the last statement
+        with admin.cursor() as cur:
+            cur.execute(f"select count(*) from {db}.{table}")
+            assert cur.fetchone()[0] == 0
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f"drop database if exists {db}")
+        admin.close()
+    # the log is server-wide: keep only the lines about our table for the SQL assertions
+    text = "\n".join(ln for ln in log.read_text(errors="replace").splitlines()
+                     if f"`{table}`" in ln)
+    proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "--log", str(log),
+                           "--format", "json"], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    shutil.rmtree(log.parent, ignore_errors=True)
+    return json.loads(proc.stdout), table, text
+
+
+def _ours(doc: dict[str, Any], rule: str, table: str) -> list[dict[str, Any]]:
+    return [f for f in doc["findings"]
+            if f["rule"] == rule and f["evidence"].get("table") == table]
+
+
+def test_laravel_skip_locked_claim_fetch_before_delete(uniq: str) -> None:
+    doc, table, text = _laravel_run(uniq)
+    # Laravel 8.69+ on MariaDB 10.6+: the claim carries SKIP LOCKED, as prepared by PDO
+    assert "FOR UPDATE SKIP LOCKED" in text and " Prepare\t" in text
+    qu401 = _ours(doc, "QU401", table)
+    assert len(qu401) == 1, doc["findings"]
+    ev = qu401[0]["evidence"]
+    assert ev["count"] == N_JOBS and ev["key_columns"] == ["id"]
+    assert qu401[0]["confidence"] == "high"
+    assert _ours(doc, "QU402", table) == []
+    assert doc["logs"][0]["format"] == "mysql-general"
+
+
+def test_laravel_forced_old_version_plain_for_update(uniq: str) -> None:
+    doc, table, text = _laravel_run(uniq, "--version=10.5.0-MariaDB")
+    claims = [ln for ln in text.splitlines() if "Execute\t" in ln and "`queue` = " in ln]
+    assert len(claims) == N_JOBS + 1
+    assert all(ln.endswith("order by `id` asc limit 1 for update") for ln in claims), claims[0]
+    assert len(_ours(doc, "QU401", table)) == 1, doc["findings"]
+    qu402 = _ours(doc, "QU402", table)
+    assert len(qu402) == 1, doc["findings"]
+    # every pop claims with plain FOR UPDATE, the last one finding the queue empty
+    assert qu402[0]["evidence"]["count"] == N_JOBS + 1
