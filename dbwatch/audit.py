@@ -12,7 +12,7 @@ from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
 from .findings import Finding, severity_rank
-from .probes import ProbeStats, run_probes, unreachable_snapshot
+from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
 from .targets import TargetSpec, open_target
 
@@ -67,7 +67,8 @@ class AuditResult:
 
 
 def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
-                 selection: Selection, state: Any = None) -> TargetResult:
+                 selection: Selection, state: Any = None,
+                 cache: ProbeCache | None = None) -> TargetResult:
     started = time.perf_counter()
     stats = ProbeStats()
     try:
@@ -78,7 +79,8 @@ def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
         return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
-        snap = run_probes(conn, spec.name, sections_needed(conn.flavour, rules), stats, config)
+        snap = run_probes(conn, spec.name, sections_needed(conn.flavour, rules), stats, config,
+                          cache)
     except TargetError as exc:
         snap = unreachable_snapshot(spec.name, spec.engine, exc)
         ev = evaluate(snap, catalogue, config, Selection(), state)

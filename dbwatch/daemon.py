@@ -23,6 +23,7 @@ from .config import Config, TargetConfig, load_config
 from .errors import ConfigError, TargetError, UsageError
 from .evaluate import Selection
 from .metrics import DaemonCollector, gauges, serve
+from .probes import ProbeCache
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
 from .targets import TargetSpec, spec_for
@@ -75,6 +76,8 @@ class Daemon:
         self.stop_requested = False
         self.reload_requested = False
         self._terminate_missing_logged = False
+        # per target; one target's cycles never overlap, so each cache has one user at a time
+        self._probe_caches: dict[str, ProbeCache] = {}
 
     # -- one cycle -----------------------------------------------------------------------
 
@@ -87,7 +90,8 @@ class Daemon:
         started = time.time()
         lateness = max(0.0, started - scheduled)
         try:
-            result = probe_target(spec, setup.catalogue, setup.config, Selection(), self.state)
+            result = probe_target(spec, setup.catalogue, setup.config, Selection(), self.state,
+                                  self._probe_caches.setdefault(name, ProbeCache()))
             self._after_probe(setup, spec, tc, result, started, lateness)
             return result
         except Exception as exc:   # patroni style: log, record, carry on with the next cycle

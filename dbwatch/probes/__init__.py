@@ -30,17 +30,35 @@ class Probe:
     fn: ProbeFn
     grant: str | None = None    # what fixes a privilege refusal
     with_config: bool = False   # fn(conn, config): may open sibling sessions (other databases, peers)
+    ttl: float = 0.0            # the daemon may reuse a result this many seconds (schema reads)
 
 
 PROBES: dict[str, Probe] = {}
 
 
 def probe(name: str, engine: str, grant: str | None = None,
-          with_config: bool = False) -> Callable[[Any], Any]:
+          with_config: bool = False, ttl: float = 0.0) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
-        PROBES[name] = Probe(name, engine, fn, grant, with_config)
+        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl)
         return fn
     return deco
+
+
+class ProbeCache:
+    """Per-target results of slow-changing probes (catalog reads), kept by the daemon so a
+    15 s cycle does not rescan information_schema on a server with thousands of tables."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, tuple[float, Any]] = {}
+
+    def get(self, name: str, ttl: float) -> Any:
+        hit = self._items.get(name)
+        if hit is None or time.monotonic() - hit[0] > ttl:
+            return None
+        return hit[1]
+
+    def put(self, name: str, data: Any) -> None:
+        self._items[name] = (time.monotonic(), data)
 
 
 @cache
@@ -98,8 +116,10 @@ def _load_all() -> None:
 
 
 def run_probes(conn: Connection, target: str, needs: Iterable[str],
-               stats: ProbeStats | None = None, config: Any = None) -> Snapshot:
-    """Run the needed probes on one open connection; a failed probe leaves its section None."""
+               stats: ProbeStats | None = None, config: Any = None,
+               cache: ProbeCache | None = None) -> Snapshot:
+    """Run the needed probes on one open connection; a failed probe leaves its section None.
+    With a cache (the daemon), probes with a ttl reuse their last complete result."""
     _load_all()
     started = time.time()
     sections: dict[str, Any] = {}
@@ -108,6 +128,10 @@ def run_probes(conn: Connection, target: str, needs: Iterable[str],
     for name in sorted(set(needs)):
         p = PROBES.get(name)
         if p is None or p.engine != conn.engine:
+            continue
+        cached = cache.get(name, p.ttl) if cache is not None and p.ttl else None
+        if cached is not None:
+            sections[name] = cached
             continue
         t0 = time.perf_counter()
         try:
@@ -126,6 +150,8 @@ def run_probes(conn: Connection, target: str, needs: Iterable[str],
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
+        elif cache is not None and p.ttl:
+            cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
     return Snapshot(target=target, engine=conn.flavour, server_version=conn.server_version,

@@ -16,7 +16,7 @@ def trx(conn: Connection) -> Any:
                                             {"limit": TRX_LIMIT})]
 
 
-@probe("my.settings", "mysql")
+@probe("my.settings", "mysql", ttl=60.0)
 def settings(conn: Connection) -> Any:
     rows = conn.rows(sql("mysql", "settings", _settings_version(conn)))
     return {str(r["name"]).lower(): r["value"] for r in rows}
@@ -27,7 +27,7 @@ def _settings_version(conn: Connection) -> int:
     return conn.version_num if conn.flavour == "mysql" else 0
 
 
-@probe("my.queue_indexes", "mysql")
+@probe("my.queue_indexes", "mysql", ttl=300.0)
 def queue_indexes(conn: Connection) -> Any:
     rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version_num))]
     for r in rows:

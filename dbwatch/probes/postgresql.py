@@ -36,12 +36,12 @@ def _sees_all_sessions(conn: Connection) -> bool:
     return bool(row and row[0].get("sees_all"))
 
 
-@probe("pg.settings", "postgresql")
+@probe("pg.settings", "postgresql", ttl=60.0)
 def settings(conn: Connection) -> Any:
     return [jsonable(r) for r in conn.rows(sql("postgresql", "settings", conn.version_num),
                                             {"names": SAFETY_SETTINGS})]
 
 
-@probe("pg.queue_indexes", "postgresql")
+@probe("pg.queue_indexes", "postgresql", ttl=300.0)
 def queue_indexes(conn: Connection) -> Any:
     return [jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version_num))]
