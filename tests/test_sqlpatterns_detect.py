@@ -160,3 +160,12 @@ def test_digests_probable_qu401() -> None:
 ])
 def test_digests_negative_controls(rows: list[tuple[str, int]]) -> None:
     assert detect_digests(rows, "db") == []
+
+
+def test_reported_table_keeps_the_statements_case() -> None:
+    """Shapes compare names case-insensitively; the report spells the table as the SQL did,
+    and the fingerprint does not depend on the spelling."""
+    from dbwatch.sqlpatterns.detect import shown_name
+    assert shown_name("jobs_casex", ["DELETE FROM `Jobs_CaseX` WHERE id = 5"]) == "Jobs_CaseX"
+    assert shown_name("app.jobs", ['select * from "App"."Jobs" where id = 1']) == "App.Jobs"
+    assert shown_name("jobs", ["select * from jobs_archive where id = 1"]) == "jobs"

@@ -237,8 +237,21 @@ def _qu401_fix(table: str, cols: tuple[str, ...]) -> str:
             "optimistic-locking database queue packages.")
 
 
+def shown_name(table: str, examples: list[str]) -> str:
+    """The table as the statements spell it: shapes compare names lower-cased, but MySQL
+    table names are case-sensitive on Linux, so the report must keep the original case."""
+    pattern = re.compile(r"[`\"\[]?" + r"[`\"\]]?\.[`\"\[]?".join(
+        re.escape(part) for part in table.split(".")) + r"(?![\w$])", re.IGNORECASE)
+    for text in examples:
+        m = pattern.search(text or "")
+        if m:
+            return re.sub(r"[`\"\[\]]", "", m.group(0))
+    return table
+
+
 def qu401_finding(table: str, cols: tuple[str, ...], p: _Pattern, target: str,
                   confidence: str = "high", extra: dict[str, Any] | None = None) -> Finding:
+    key_table, table = table, shown_name(table, p.example)
     key = ", ".join(cols)
     summary = (f"redundant fetch-before-delete on {table}: SELECT … WHERE {key} = ? FOR UPDATE "
                f"then DELETE of the same row, {p.count} times in {p.transactions} transactions")
@@ -252,13 +265,14 @@ def qu401_finding(table: str, cols: tuple[str, ...], p: _Pattern, target: str,
     evidence.update(extra or {})
     return Finding(rule="QU401", severity="warning", target=target, subject=f"table {table}",
                    summary=summary, fix=_qu401_fix(table, cols), evidence=evidence,
-                   identity=["QU401", table, list(cols)], confidence=confidence)
+                   identity=["QU401", key_table, list(cols)], confidence=confidence)
 
 
 def qu402_finding(table: str, p: _Pattern, server: ServerVersion | None,
                   target: str) -> Finding | None:
     if server is not None and not server.supports_skip_locked():
         return None
+    key_table, table = table, shown_name(table, p.example)
     summary = (f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
                f"{p.count} times in {p.transactions} transactions")
     if server is None:
@@ -276,7 +290,7 @@ def qu402_finding(table: str, p: _Pattern, server: ServerVersion | None,
                    evidence={"table": table, "count": p.count, "example": p.example[0],
                              "fingerprint": p.fingerprints[0],
                              "server_version": server.text if server else None},
-                   identity=["QU402", table],
+                   identity=["QU402", key_table],
                    confidence="high" if server is not None else "probable")
 
 
