@@ -114,6 +114,17 @@ def _key(f: Finding) -> str:
     return repr(f.identity)
 
 
+def _from_history(ctx: CheckContext, rule: str, server: Any) -> dict[str, Finding]:
+    """The rule's findings from the performance_schema statement history (MySQL family)."""
+    snap = ctx.snapshot
+    history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
+    if history is None:
+        return {}
+    return {_key(f): _emit(ctx, f, f.summary + " (statement history)",
+                           f.evidence | history.evidence())
+            for f in history.detector.findings(server, snap.target) if f.rule == rule}
+
+
 def _digest_summary(f: Finding) -> str:
     ev = f.evidence
     key = ", ".join(ev["key_columns"])
@@ -133,13 +144,7 @@ def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, Any])
        postgresql=[DIGESTS["postgresql"]])
 def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
-    out: dict[str, Finding] = {}
-    history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
-    if history is not None:
-        for f in history.detector.findings(None, snap.target):
-            if f.rule == "QU401":
-                out[_key(f)] = _emit(ctx, f, f.summary + " (statement history)",
-                                     f.evidence | history.evidence())
+    out = _from_history(ctx, "QU401", None)
     section = snap.section(DIGESTS[_family(snap)])
     for scope, rows in sorted(_digest_rows(section, _max_idle(ctx)).items()):
         for f in detect_digests(rows, snap.target, _family(snap)):
@@ -181,13 +186,7 @@ def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
     server = server_of(snap)
     if server is None:
         return
-    out: dict[str, Finding] = {}
-    history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
-    if history is not None:
-        for f in history.detector.findings(server, snap.target):
-            if f.rule == "QU402":
-                out[_key(f)] = _emit(ctx, f, f.summary + " (statement history)",
-                                     f.evidence | history.evidence())
+    out = _from_history(ctx, "QU402", server)
     section = snap.section(DIGESTS[_family(snap)])
     for table, p in sorted(_digest_claims(section, _max_idle(ctx), _family(snap)).items()):
         g = qu402_finding(table, p, server, snap.target)
