@@ -1,4 +1,5 @@
 """python -m dbwatch"""
+
 from __future__ import annotations
 
 import sys

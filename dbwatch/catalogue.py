@@ -1,4 +1,5 @@
 """The rule catalogue: rules/*.toml loaded and validated into frozen Rule objects."""
+
 from __future__ import annotations
 
 import tomllib
@@ -13,8 +14,19 @@ ENGINES = ("postgresql", "mysql", "any")
 CATEGORIES = ("sessions", "locks", "mvcc", "schema", "statements", "settings", "queue", "dbwatch")
 UNITS = ("duration", "count", "ratio")
 DOC_SECTIONS = ("what", "why", "fix", "references")
-_KEYS = {"id", "name", "engine", "category", "status", "check", "summary", "severity",
-         "thresholds", "params", "doc"}
+_KEYS = {
+    "id",
+    "name",
+    "engine",
+    "category",
+    "status",
+    "check",
+    "summary",
+    "severity",
+    "thresholds",
+    "params",
+    "doc",
+}
 
 
 @dataclass(frozen=True)
@@ -122,11 +134,21 @@ def _rule_from(data: dict[str, Any], path: Path, problems: list[str]) -> Rule | 
         problems.append(f"{where}: severity: must be warning or critical")
     if len(problems) != before:
         return None
-    return Rule(id=data["id"], name=data["name"], engine=data["engine"],
-                category=data["category"], status=data["status"], check=data["check"],
-                summary=data["summary"], severity=severity, thresholds=thr,
-                params=dict(data.get("params", {})), doc=dict(doc), path=str(path),
-                raw_thresholds=dict(data.get("thresholds", {})))
+    return Rule(
+        id=data["id"],
+        name=data["name"],
+        engine=data["engine"],
+        category=data["category"],
+        status=data["status"],
+        check=data["check"],
+        summary=data["summary"],
+        severity=severity,
+        thresholds=thr,
+        params=dict(data.get("params", {})),
+        doc=dict(doc),
+        path=str(path),
+        raw_thresholds=dict(data.get("thresholds", {})),
+    )
 
 
 def rules_dir() -> Path:

@@ -1,4 +1,5 @@
 """Configuration (SPEC §4): TOML with ${VAR} expansion, validated with every error collected."""
+
 from __future__ import annotations
 
 import os
@@ -21,10 +22,10 @@ class TargetConfig:
     name: str
     url: str
     interval: float = 60.0
-    databases: tuple[str, ...] = ()          # PostgreSQL: extra databases for per-table probes
+    databases: tuple[str, ...] = ()  # PostgreSQL: extra databases for per-table probes
     all_databases: bool = False
-    retry_after: float | None = None          # queue tables: Laravel's retry_after
-    primary: str | None = None                # for a standby: the name of its primary target
+    retry_after: float | None = None  # queue tables: Laravel's retry_after
+    primary: str | None = None  # for a standby: the name of its primary target
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class RuleOverride:
     thresholds: Thresholds | None = None
     for_seconds: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    ignore: tuple[str, ...] = ()              # regexes matched against the finding's subject
+    ignore: tuple[str, ...] = ()  # regexes matched against the finding's subject
     enabled: bool = True
 
 
@@ -129,12 +130,14 @@ def _convert(kind: str, value: Any) -> Any:
 def expand_vars(value: Any, where: str, col: _Collector) -> Any:
     """${VAR} from the environment, recursively; a missing variable is an error naming it."""
     if isinstance(value, str):
+
         def repl(m: re.Match[str]) -> str:
             name = m.group(1)
             if name not in os.environ:
                 col.err(where, f"environment variable {name} is not set")
                 return ""
             return os.environ[name]
+
         return _VAR.sub(repl, value)
     if isinstance(value, dict):
         return {k: expand_vars(v, f"{where}.{k}" if where else k, col) for k, v in value.items()}
@@ -186,17 +189,23 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         interval = col.get(t, where, "interval", "duration", 60.0)
         if interval <= 0:
             col.err(f"{where}.interval", "must be positive")
-        out.append(TargetConfig(
-            name=name, url=url, interval=interval,
-            databases=col.get(t, where, "databases", "strlist", ()),
-            all_databases=col.get(t, where, "all_databases", "bool", False),
-            retry_after=col.get(t, where, "retry_after", "duration", None),
-            primary=col.get(t, where, "primary", "str", None)))
+        out.append(
+            TargetConfig(
+                name=name,
+                url=url,
+                interval=interval,
+                databases=col.get(t, where, "databases", "strlist", ()),
+                all_databases=col.get(t, where, "all_databases", "bool", False),
+                retry_after=col.get(t, where, "retry_after", "duration", None),
+                primary=col.get(t, where, "primary", "str", None),
+            )
+        )
     return tuple(out)
 
 
-def _rule_overrides(raw: Any, catalogue: dict[str, Rule] | None,
-                    col: _Collector) -> dict[str, RuleOverride]:
+def _rule_overrides(
+    raw: Any, catalogue: dict[str, Rule] | None, col: _Collector
+) -> dict[str, RuleOverride]:
     if not isinstance(raw, dict):
         col.err("rules", "must be a table of [rules.ID] tables")
         return {}
@@ -230,9 +239,13 @@ def _rule_overrides(raw: Any, catalogue: dict[str, Rule] | None,
                 re.compile(pat)
             except re.error as exc:
                 col.err(f"{where}.ignore", f"bad regex {pat!r}: {exc}")
-        out[rid] = RuleOverride(thresholds=thr, for_seconds=col.get(table, where, "for", "duration", None),
-                                params=dict(params) if isinstance(params, dict) else {},
-                                ignore=ignore, enabled=col.get(table, where, "enabled", "bool", True))
+        out[rid] = RuleOverride(
+            thresholds=thr,
+            for_seconds=col.get(table, where, "for", "duration", None),
+            params=dict(params) if isinstance(params, dict) else {},
+            ignore=ignore,
+            enabled=col.get(table, where, "enabled", "bool", True),
+        )
     return out
 
 
@@ -240,8 +253,20 @@ def _terminate(raw: Any, col: _Collector) -> TerminateConfig:
     if not isinstance(raw, dict):
         col.err("terminate", "must be a table")
         return TerminateConfig()
-    col.known(raw, "terminate", {"enabled", "dry_run", "rules", "after", "protect_users",
-                                 "protect_apps", "max_per_cycle", "include_superusers"})
+    col.known(
+        raw,
+        "terminate",
+        {
+            "enabled",
+            "dry_run",
+            "rules",
+            "after",
+            "protect_users",
+            "protect_apps",
+            "max_per_cycle",
+            "include_superusers",
+        },
+    )
     d = TerminateConfig()
     g = col.get
     return TerminateConfig(
@@ -252,7 +277,8 @@ def _terminate(raw: Any, col: _Collector) -> TerminateConfig:
         protect_users=g(raw, "terminate", "protect_users", "strlist", ()),
         protect_apps=g(raw, "terminate", "protect_apps", "strlist", ()),
         max_per_cycle=g(raw, "terminate", "max_per_cycle", "int", d.max_per_cycle),
-        include_superusers=g(raw, "terminate", "include_superusers", "bool", False))
+        include_superusers=g(raw, "terminate", "include_superusers", "bool", False),
+    )
 
 
 def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
@@ -260,8 +286,16 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         col.err("alerts", "must be an array of tables ([[alerts]])")
         return ()
     out = []
-    keys = {"kind", "url", "secret", "min_severity", "repeat_interval", "send_resolved",
-            "timeout", "name"}
+    keys = {
+        "kind",
+        "url",
+        "secret",
+        "min_severity",
+        "repeat_interval",
+        "send_resolved",
+        "timeout",
+        "name",
+    }
     for i, a in enumerate(raw):
         where = f"alerts[{i}]"
         if not isinstance(a, dict):
@@ -277,13 +311,18 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         sev = col.get(a, where, "min_severity", "str", "warning")
         if sev not in ("warning", "critical"):
             col.err(f"{where}.min_severity", "must be warning or critical")
-        out.append(AlertConfig(
-            kind=kind, url=url, secret=col.get(a, where, "secret", "str", None) or None,
-            min_severity=sev,
-            repeat_interval=col.get(a, where, "repeat_interval", "duration", 4 * 3600.0),
-            send_resolved=col.get(a, where, "send_resolved", "bool", True),
-            timeout=col.get(a, where, "timeout", "duration", 5.0),
-            name=col.get(a, where, "name", "str", "") or f"{kind}{i + 1}"))
+        out.append(
+            AlertConfig(
+                kind=kind,
+                url=url,
+                secret=col.get(a, where, "secret", "str", None) or None,
+                min_severity=sev,
+                repeat_interval=col.get(a, where, "repeat_interval", "duration", 4 * 3600.0),
+                send_resolved=col.get(a, where, "send_resolved", "bool", True),
+                timeout=col.get(a, where, "timeout", "duration", 5.0),
+                name=col.get(a, where, "name", "str", "") or f"{kind}{i + 1}",
+            )
+        )
     return tuple(out)
 
 
@@ -295,14 +334,17 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
-    return DaemonConfig(state=col.get(raw, "daemon", "state", "str", None),
-                        metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
-                        log_format=fmt,
-                        retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0))
+    return DaemonConfig(
+        state=col.get(raw, "daemon", "state", "str", None),
+        metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
+        log_format=fmt,
+        retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
+    )
 
 
-def parse_config(data: dict[str, Any], file: str,
-                 catalogue: dict[str, Rule] | None = None) -> Config:
+def parse_config(
+    data: dict[str, Any], file: str, catalogue: dict[str, Rule] | None = None
+) -> Config:
     col = _Collector(file)
     col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon"})
     data = expand_vars(data, "", col)
@@ -312,7 +354,8 @@ def parse_config(data: dict[str, Any], file: str,
         rules=_rule_overrides(data.get("rules", {}), catalogue, col),
         terminate=_terminate(data.get("terminate", {}), col),
         alerts=_alerts(data.get("alerts", []), col),
-        daemon=_daemon(data.get("daemon", {}), col))
+        daemon=_daemon(data.get("daemon", {}), col),
+    )
     if cfg.terminate.enabled:
         for rid in cfg.terminate.rules:
             if catalogue is not None and rid not in catalogue:

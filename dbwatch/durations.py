@@ -1,4 +1,5 @@
 """Parse and format durations ("90s", "5m", "1h30m", "2d") and plain counts ("10k")."""
+
 from __future__ import annotations
 
 import re

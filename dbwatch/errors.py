@@ -1,4 +1,5 @@
 """The one exception hierarchy; cli.py turns these into one-line messages and exit codes."""
+
 from __future__ import annotations
 
 
@@ -32,8 +33,9 @@ class TargetError(DbwatchError):
 class ProbeError(DbwatchError):
     """One probe failed; `grant` says what privilege or setting would fix it."""
 
-    def __init__(self, probe: str, message: str, grant: str | None = None,
-                 privilege: bool = False) -> None:
+    def __init__(
+        self, probe: str, message: str, grant: str | None = None, privilege: bool = False
+    ) -> None:
         self.probe = probe
         self.detail = message
         self.grant = grant

@@ -2,6 +2,7 @@
 
 Rules whose sections are missing are reported as unknown through DW001, never as OK.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Selection:
-    select: tuple[str, ...] = ()     # ID prefixes; empty = all
+    select: tuple[str, ...] = ()  # ID prefixes; empty = all
     ignore: tuple[str, ...] = ()
 
     def wants(self, rule_id: str) -> bool:
@@ -34,11 +35,12 @@ class Selection:
 class Evaluation:
     findings: list[Finding] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
-    unknown: dict[str, str] = field(default_factory=dict)    # rule -> why it could not run
+    unknown: dict[str, str] = field(default_factory=dict)  # rule -> why it could not run
 
 
-def rules_for(engine: str, catalogue: dict[str, Rule], config: Config,
-              selection: Selection) -> list[Rule]:
+def rules_for(
+    engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
+) -> list[Rule]:
     out = []
     for rule in catalogue.values():
         override = config.rules.get(rule.id)
@@ -67,12 +69,16 @@ def _context(rule: Rule, snap: Snapshot, override: RuleOverride | None, state: A
     if override is not None:
         params.update(override.params)
         thresholds = override.thresholds or thresholds
-    return CheckContext(rule=rule, snapshot=snap, thresholds=thresholds, params=params,
-                        state=state)
+    return CheckContext(rule=rule, snapshot=snap, thresholds=thresholds, params=params, state=state)
 
 
-def evaluate(snap: Snapshot, catalogue: dict[str, Rule], config: Config,
-             selection: Selection = Selection(), state: Any = None) -> Evaluation:
+def evaluate(
+    snap: Snapshot,
+    catalogue: dict[str, Rule],
+    config: Config,
+    selection: Selection = Selection(),
+    state: Any = None,
+) -> Evaluation:
     checks = load_checks()
     result = Evaluation()
     for rule in rules_for(snap.engine, catalogue, config, selection):
@@ -87,7 +93,7 @@ def evaluate(snap: Snapshot, catalogue: dict[str, Rule], config: Config,
         override = config.rules.get(rule.id)
         try:
             found = list(chk.fn(_context(rule, snap, override, state)))
-        except Exception as exc:   # a check bug must not hide the other rules
+        except Exception as exc:  # a check bug must not hide the other rules
             log.exception("check %s failed on %s", rule.check, snap.target)
             result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
             continue
@@ -105,8 +111,9 @@ def _unignored(found: list[Finding], override: RuleOverride | None) -> list[Find
     return [f for f in found if not any(p.search(f.subject) for p in pats)]
 
 
-def probe_failures(snap: Snapshot, catalogue: dict[str, Rule],
-                   unknown: dict[str, str]) -> list[Finding]:
+def probe_failures(
+    snap: Snapshot, catalogue: dict[str, Rule], unknown: dict[str, str]
+) -> list[Finding]:
     """DW001: one finding per failed probe — or one per missing grant when several probes were
     refused for the same privilege — naming the rules left unknown and what fixes it."""
     rule = catalogue.get("DW001")
@@ -120,20 +127,33 @@ def probe_failures(snap: Snapshot, catalogue: dict[str, Rule],
         affected = _affected(unknown, [f.probe])
         if f.probe == "connect":
             summary = f"target unreachable: {f.message}"
-            severity, fix = "critical", "Check the URL, network, credentials and that the server is up."
+            severity, fix = (
+                "critical",
+                "Check the URL, network, credentials and that the server is up.",
+            )
         else:
             summary = f"probe {f.probe} failed: {f.message}"
             severity, fix = "warning", f.grant or fix_default
-        out.append(_dw001(snap, f"probe {f.probe}", summary, severity, fix, [f], affected,
-                          identity=f.probe))
+        out.append(
+            _dw001(
+                snap, f"probe {f.probe}", summary, severity, fix, [f], affected, identity=f.probe
+            )
+        )
     for grant, fails in refused.items():
         probes = [f.probe for f in fails]
         affected = _affected(unknown, probes)
-        summary = (f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or "
-                   f"partial: {fails[0].message}")
-        subject = f"probe {probes[0]}" if len(probes) == 1 else f"privilege for {len(probes)} probes"
-        out.append(_dw001(snap, subject, summary, "warning", grant, fails, affected,
-                          identity=["grant", grant]))
+        summary = (
+            f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or "
+            f"partial: {fails[0].message}"
+        )
+        subject = (
+            f"probe {probes[0]}" if len(probes) == 1 else f"privilege for {len(probes)} probes"
+        )
+        out.append(
+            _dw001(
+                snap, subject, summary, "warning", grant, fails, affected, identity=["grant", grant]
+            )
+        )
     return out
 
 
@@ -141,13 +161,31 @@ def _affected(unknown: dict[str, str], probes: list[str]) -> list[str]:
     return sorted(r for r, why in unknown.items() if any(p in why for p in probes))
 
 
-def _dw001(snap: Snapshot, subject: str, summary: str, severity: str, fix: str,
-           fails: list[ProbeFailure], affected: list[str], identity: Any) -> Finding:
+def _dw001(
+    snap: Snapshot,
+    subject: str,
+    summary: str,
+    severity: str,
+    fix: str,
+    fails: list[ProbeFailure],
+    affected: list[str],
+    identity: Any,
+) -> Finding:
     if affected:
         summary += f" (unknown: {', '.join(affected)})"
-    return Finding(rule="DW001", severity=severity, target=snap.target, subject=subject,
-                   summary=summary, fix=fix,
-                   evidence={"probe": fails[0].probe, "probes": [f.probe for f in fails],
-                             "error": fails[0].message, "grant": fails[0].grant,
-                             "rules_unknown": affected},
-                   identity=identity)
+    return Finding(
+        rule="DW001",
+        severity=severity,
+        target=snap.target,
+        subject=subject,
+        summary=summary,
+        fix=fix,
+        evidence={
+            "probe": fails[0].probe,
+            "probes": [f.probe for f in fails],
+            "error": fails[0].message,
+            "grant": fails[0].grant,
+            "rules_unknown": affected,
+        },
+        identity=identity,
+    )

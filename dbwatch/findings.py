@@ -1,4 +1,5 @@
 """Finding: what a check reports, with a fingerprint stable across probe cycles."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,14 +24,14 @@ def fingerprint_of(rule: str, target: str, identity: Any) -> str:
 @dataclass(frozen=True)
 class Finding:
     rule: str
-    severity: str               # warning | critical | unknown
+    severity: str  # warning | critical | unknown
     target: str
-    subject: str                # what it is about: "pid 1234", "table test.jobs"
-    summary: str                # one line, for people
-    fix: str                    # the concrete fix
+    subject: str  # what it is about: "pid 1234", "table test.jobs"
+    summary: str  # one line, for people
+    fix: str  # the concrete fix
     evidence: dict[str, Any] = field(default_factory=dict)
-    identity: Any = None        # what makes it "the same" finding on the next cycle
-    confidence: str = "high"    # high | probable
+    identity: Any = None  # what makes it "the same" finding on the next cycle
+    confidence: str = "high"  # high | probable
 
     @property
     def fingerprint(self) -> str:
@@ -39,7 +40,13 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rule": self.rule, "severity": self.severity, "target": self.target,
-            "subject": self.subject, "summary": self.summary, "evidence": self.evidence,
-            "fix": self.fix, "fingerprint": self.fingerprint, "confidence": self.confidence,
+            "rule": self.rule,
+            "severity": self.severity,
+            "target": self.target,
+            "subject": self.subject,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "fingerprint": self.fingerprint,
+            "confidence": self.confidence,
         }

@@ -1,4 +1,5 @@
 """Reports: findings as a terminal table, JSON (SPEC §6) or Markdown."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .audit import AuditResult, TargetResult
 from .findings import Finding
+from .pipeline import AuditResult, TargetResult
 
 WIDTH = 100
 
@@ -20,7 +21,8 @@ def iso(ts: float) -> str:
 
 def as_json(result: AuditResult) -> str:
     doc: dict[str, Any] = {
-        "status": result.status, "generated_at": iso(result.generated_at),
+        "status": result.status,
+        "generated_at": iso(result.generated_at),
         "targets": [t.to_dict() for t in result.targets],
         **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
@@ -29,8 +31,9 @@ def as_json(result: AuditResult) -> str:
 
 
 def _wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(text, width, break_long_words=True,
-                                   break_on_hyphens=False)) or "-"
+    return (
+        "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or "-"
+    )
 
 
 def _cut(text: str, n: int) -> str:
@@ -55,8 +58,9 @@ def _finding_rows(findings: list[Finding]) -> str:
         if len(f.fix) > 220:
             text += f"\n(full fix: --format json; dbwatch explain {f.rule})"
         rows.append([f.severity.upper(), f.rule, _wrap(f.subject, 24), text])
-    return str(tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"],
-                        tablefmt="simple"))
+    return str(
+        tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"], tablefmt="simple")
+    )
 
 
 def as_table(result: AuditResult) -> str:
@@ -67,12 +71,17 @@ def as_table(result: AuditResult) -> str:
     names += sorted({f.target for f in findings} - set(names))
     for t in result.targets:
         lines.append(_wrap(_target_line(t), WIDTH))
-        lines += ["\n".join(textwrap.wrap(f"not available: {note}", WIDTH, initial_indent="   ",
-                                           subsequent_indent="     "))
-                  for note in t.snapshot.unavailable()]
+        lines += [
+            "\n".join(
+                textwrap.wrap(
+                    f"not available: {note}", WIDTH, initial_indent="   ", subsequent_indent="     "
+                )
+            )
+            for note in t.snapshot.unavailable()
+        ]
         mine = [f for f in findings if f.target == t.spec.name]
         lines.append(_finding_rows(mine) + "\n" if mine else "   no findings\n")
-    for name in names[len(result.targets):]:
+    for name in names[len(result.targets) :]:
         lines.append(f"== {name}")
         lines.append(_finding_rows([f for f in findings if f.target == name]) + "\n")
     lines.append(f"{len(findings)} findings. Status: {result.status.upper()}")
@@ -84,15 +93,29 @@ def _md(text: str) -> str:
 
 
 def as_markdown(result: AuditResult) -> str:
-    out = [f"# dbwatch audit — {result.status.upper()}", "", f"Generated {iso(result.generated_at)}.", "",
-           "| target | engine | version | status |", "|---|---|---|---|"]
+    out = [
+        f"# dbwatch audit — {result.status.upper()}",
+        "",
+        f"Generated {iso(result.generated_at)}.",
+        "",
+        "| target | engine | version | status |",
+        "|---|---|---|---|",
+    ]
     for t in result.targets:
-        out.append(f"| {_md(t.spec.name)} | {t.snapshot.engine} | {_md(t.snapshot.server_version)} "
-                   f"| {_md(t.error or 'ok')} |")
-    out += ["", "| severity | rule | target | subject | finding | fix |", "|---|---|---|---|---|---|"]
+        out.append(
+            f"| {_md(t.spec.name)} | {t.snapshot.engine} | {_md(t.snapshot.server_version)} "
+            f"| {_md(t.error or 'ok')} |"
+        )
+    out += [
+        "",
+        "| severity | rule | target | subject | finding | fix |",
+        "|---|---|---|---|---|---|",
+    ]
     for f in result.findings:
-        out.append(f"| {f.severity} | {f.rule} | {_md(f.target)} | {_md(f.subject)} | "
-                   f"{_md(f.summary)} | {_md(f.fix)} |")
+        out.append(
+            f"| {f.severity} | {f.rule} | {_md(f.target)} | {_md(f.subject)} | "
+            f"{_md(f.summary)} | {_md(f.fix)} |"
+        )
     if not result.findings:
         out.append("| | | | | no findings | |")
     return "\n".join(out) + "\n"

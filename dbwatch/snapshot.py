@@ -3,6 +3,7 @@
 A section is None when its probe failed or was not run: checks needing it report
 unknown (DW001), never a silent OK.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -19,14 +20,14 @@ class ProbeFailure:
 
 @dataclass(frozen=True)
 class Snapshot:
-    target: str                     # the target's name (never its password)
-    engine: str                     # postgresql | mysql | mariadb
-    server_version: str             # as the server says it
-    version_num: int                # PG: server_version_num; MySQL/MariaDB: 80036 / 101106
-    taken_at: float                 # unix time of the probe start
+    target: str  # the target's name (never its password)
+    engine: str  # postgresql | mysql | mariadb
+    server_version: str  # as the server says it
+    version_num: int  # PG: server_version_num; MySQL/MariaDB: 80036 / 101106
+    taken_at: float  # unix time of the probe start
     sections: dict[str, Any] = field(default_factory=dict)
     failures: tuple[ProbeFailure, ...] = ()
-    features: frozenset[str] = frozenset()   # detected by query: "skip_locked", "performance_schema"
+    features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
 
     def section(self, name: str) -> Any:
         """The section's data, or None if the probe failed or was not run."""
@@ -46,9 +47,12 @@ class Snapshot:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "target": self.target, "engine": self.engine,
-            "server_version": self.server_version, "version_num": self.version_num,
-            "taken_at": self.taken_at, "sections": self.sections,
+            "target": self.target,
+            "engine": self.engine,
+            "server_version": self.server_version,
+            "version_num": self.version_num,
+            "taken_at": self.taken_at,
+            "sections": self.sections,
             "failures": [f.__dict__ for f in self.failures],
             "features": sorted(self.features),
         }

@@ -17,8 +17,8 @@ from dbwatch.alerts.delivery import Delivery, Worker, endpoint, send, where
 from dbwatch.alerts.payloads import ZERO_TIME, alert_data, build
 from dbwatch.alerts.router import Policy, muted, route
 from dbwatch.config import AlertConfig
+from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
-from dbwatch.state import State
 
 
 class Receiver:

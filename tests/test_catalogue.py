@@ -9,7 +9,7 @@ import pytest
 
 from dbwatch.catalogue import load_catalogue, rules_dir
 from dbwatch.checks import load_checks
-from dbwatch.cli import rules_markdown
+from dbwatch.commands.rules import rules_markdown
 
 SPEC_IDS = {"PG001", "PG002", "PG101", "PG102", "PG201", "PG202", "PG501", "MY001", "MY002",
             "MY101", "MY102", "MY201", "MY501", "QU001", "QU002", "QU003", "QU004", "QU301",

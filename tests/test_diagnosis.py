@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS as SHARED_CORPUS
 
-from dbwatch.diagnosis import diagnose, query_kind
+from dbwatch.deadlocks.diagnosis import diagnose, query_kind
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_status import parse_status
 

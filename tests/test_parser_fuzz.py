@@ -8,7 +8,7 @@ from conftest import CORPUS as SHARED_CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbwatch.diagnosis import diagnose
+from dbwatch.deadlocks.diagnosis import diagnose
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_status import parse_status
 

@@ -6,8 +6,8 @@ import json
 import time
 from pathlib import Path
 
+from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
-from dbwatch.state import State
 
 
 def f(rule: str = "PG002", subject: str = "pid 1", severity: str = "warning",

@@ -20,13 +20,13 @@ import psycopg
 import pymysql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pgcluster import PgCluster  # noqa: E402
+from pgcluster import PgCluster
 
-from dbwatch.audit import probe_target  # noqa: E402
-from dbwatch.catalogue import load_catalogue  # noqa: E402
-from dbwatch.config import Config  # noqa: E402
-from dbwatch.evaluate import Selection  # noqa: E402
-from dbwatch.targets import spec_for  # noqa: E402
+from dbwatch.catalogue import load_catalogue
+from dbwatch.config import Config
+from dbwatch.evaluate import Selection
+from dbwatch.pipeline import probe_target
+from dbwatch.targets import spec_for
 
 RUNS = 5
 

@@ -25,9 +25,9 @@ from dbwatch import audit
 from dbwatch import daemon as daemon_mod
 from dbwatch.catalogue import load_catalogue
 from dbwatch.config import Config, TargetConfig
-from dbwatch.daemon import Daemon, Setup
-from dbwatch.scheduler import Scheduler, pool_size
-from dbwatch.state import State
+from dbwatch.daemon.loop import Daemon, Setup
+from dbwatch.daemon.scheduler import Scheduler, pool_size
+from dbwatch.daemon.state import State
 from dbwatch.targets import spec_for
 
 PREFIX = "dbw_bench_"

@@ -59,10 +59,10 @@ def loop_mode(url: str, interval: float, after: float, stop: threading.Event) ->
     import tomllib
 
     from dbwatch.actions.terminate import daemon_terminate
-    from dbwatch.audit import probe_target
     from dbwatch.catalogue import load_catalogue
     from dbwatch.config import parse_config
     from dbwatch.evaluate import Selection
+    from dbwatch.pipeline import probe_target
     from dbwatch.targets import spec_for
     catalogue = load_catalogue()
     config = parse_config(tomllib.loads(CONFIG.format(url=url, interval=interval, after=after)),

@@ -37,7 +37,7 @@ class PgCluster:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         subprocess.run(prefix + list(cmd), check=True, capture_output=True, timeout=120)
 
-    def __enter__(self) -> "PgCluster":
+    def __enter__(self) -> PgCluster:
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres", "postgres")
         b = pg_bin()
@@ -45,8 +45,7 @@ class PgCluster:
         with open(os.path.join(self.data, "postgresql.conf"), "a") as fh:
             fh.write(f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
                      f"unix_socket_directories = '{self.dir}'\n")
-            for k, v in self.settings.items():
-                fh.write(f"{k} = {v}\n")
+            fh.writelines(f"{k} = {v}\n" for k, v in self.settings.items())
         self._as_postgres(f"{b}/pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"),
                           "-w", "start")
         return self

@@ -19,7 +19,7 @@ from typing import Any
 
 import pymysql
 
-from dbwatch.diagnosis import query_kind
+from dbwatch.deadlocks.diagnosis import query_kind
 
 DEADLOCK = 1213
 LOCK_WAIT_TIMEOUT = 1205

@@ -105,7 +105,7 @@ class Watchdog:
         """Actions the daemon recorded, timed when taken (a webhook hears of them later)."""
         if not self.state.exists():
             return []
-        from dbwatch.state import State
+        from dbwatch.daemon.state import State
         state = State(self.state)
         try:
             rows = state.actions(limit=1000)

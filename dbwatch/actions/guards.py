@@ -3,6 +3,7 @@
 No I/O: sessions come in as Session records (read by actions.sessions), Decisions go out.
 Criteria are ANDed; guards (protections) always win over criteria.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,50 +19,80 @@ from ..findings import Finding
 OWN_APP = "dbwatch"
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_BACKUP_APPS = ("pg_dump", "pg_dumpall", "pg_basebackup")
-MY_BACKUP_APPS = ("mysqldump", "mariadb-dump", "mysqlpump", "mydumper", "mariabackup",
-                  "mariadb-backup", "xtrabackup")
-MYSQLDUMP_MARK = "/*!40001 SQL_NO_CACHE */"     # every mysqldump table read carries it
-MY_SYSTEM_USERS = ("system user", "event_scheduler", "unauthenticated user", "mysql.session",
-                   "mysql.sys", "mariadb.sys", "rdsadmin")
-MY_SYSTEM_COMMANDS = ("Binlog Dump", "Binlog Dump GTID", "Daemon", "Slave_IO", "Slave_SQL",
-                      "Slave_worker", "Register Slave", "Killed")
-LOCK_RULES = ("PG101", "MY101")    # their findings name a waiter; the action is on the root
-ACTIONS = ("would_terminate", "would_cancel", "terminated", "cancelled", "skipped_protected",
-           "gone", "failed")
+MY_BACKUP_APPS = (
+    "mysqldump",
+    "mariadb-dump",
+    "mysqlpump",
+    "mydumper",
+    "mariabackup",
+    "mariadb-backup",
+    "xtrabackup",
+)
+MYSQLDUMP_MARK = "/*!40001 SQL_NO_CACHE */"  # every mysqldump table read carries it
+MY_SYSTEM_USERS = (
+    "system user",
+    "event_scheduler",
+    "unauthenticated user",
+    "mysql.session",
+    "mysql.sys",
+    "mariadb.sys",
+    "rdsadmin",
+)
+MY_SYSTEM_COMMANDS = (
+    "Binlog Dump",
+    "Binlog Dump GTID",
+    "Daemon",
+    "Slave_IO",
+    "Slave_SQL",
+    "Slave_worker",
+    "Register Slave",
+    "Killed",
+)
+LOCK_RULES = ("PG101", "MY101")  # their findings name a waiter; the action is on the root
+ACTIONS = (
+    "would_terminate",
+    "would_cancel",
+    "terminated",
+    "cancelled",
+    "skipped_protected",
+    "gone",
+    "failed",
+)
 
 
 @dataclass(frozen=True)
 class Session:
     """A candidate: a backend/thread, or a non-session horizon holder (never killed)."""
+
     target: str
-    engine: str                      # postgresql | mysql | mariadb
-    kind: str = "session"            # session | prepared_xact | replication_slot | standby_feedback
-    pid: int | None = None           # PostgreSQL backend pid
-    thread_id: int | None = None     # MySQL/MariaDB processlist id
-    backend_start: Any = None        # PostgreSQL identity, as read (datetime)
+    engine: str  # postgresql | mysql | mariadb
+    kind: str = "session"  # session | prepared_xact | replication_slot | standby_feedback
+    pid: int | None = None  # PostgreSQL backend pid
+    thread_id: int | None = None  # MySQL/MariaDB processlist id
+    backend_start: Any = None  # PostgreSQL identity, as read (datetime)
     xact_start: Any = None
-    trx_id: str | None = None        # InnoDB transaction id
+    trx_id: str | None = None  # InnoDB transaction id
     user: str | None = None
     application: str | None = None
     host: str | None = None
     database: str | None = None
-    state: str | None = None         # PostgreSQL state / InnoDB trx_state
-    command: str | None = None       # MySQL COMMAND
-    command_seconds: float | None = None   # MySQL TIME: seconds in the current command
-    query_id: int | None = None      # MariaDB QUERY_ID: moves with every statement
+    state: str | None = None  # PostgreSQL state / InnoDB trx_state
+    command: str | None = None  # MySQL COMMAND
+    command_seconds: float | None = None  # MySQL TIME: seconds in the current command
+    query_id: int | None = None  # MariaDB QUERY_ID: moves with every statement
     backend_type: str | None = None  # PostgreSQL backend_type
-    age: float | None = None         # transaction age, seconds
-    idle: float | None = None        # seconds idle (PG: in this state; MySQL: sleeping)
+    age: float | None = None  # transaction age, seconds
+    idle: float | None = None  # seconds idle (PG: in this state; MySQL: sleeping)
     idle_in_transaction: bool = False
     query: str | None = None
     superuser: bool | None = None
     is_self: bool = False
-    xid_age: int | None = None       # XIDs behind: greatest(age(backend_xid), age(backend_xmin))
+    xid_age: int | None = None  # XIDs behind: greatest(age(backend_xid), age(backend_xmin))
     holds_horizon: bool = False
-    blocks: int = 0                  # sessions waiting behind it when it is a chain root
-    name: str | None = None          # gid / slot name of a non-session holder
-    statement: str | None = None     # what ends a non-session holder, for a person to run
-    standby: bool = False            # the target is in recovery
+    blocks: int = 0  # sessions waiting behind it when it is a chain root
+    name: str | None = None  # gid / slot name of a non-session holder
+    statement: str | None = None  # what ends a non-session holder, for a person to run
+    standby: bool = False  # the target is in recovery
 
     @property
     def is_mysql(self) -> bool:
@@ -77,6 +108,7 @@ class Session:
 @dataclass(frozen=True)
 class Criteria:
     """What to select; every given criterion must hold (AND)."""
+
     older_than: float | None = None
     idle_in_transaction: bool = False
     holding_xmin: bool = False
@@ -96,6 +128,7 @@ class Criteria:
 @dataclass(frozen=True)
 class Policy:
     """Who is never touched, and how (cancel or terminate)."""
+
     protect_users: frozenset[str] = frozenset()
     protect_apps: frozenset[str] = frozenset()
     include_superusers: bool = False
@@ -103,12 +136,22 @@ class Policy:
     cancel: bool = False
 
     @classmethod
-    def from_config(cls, cfg: TerminateConfig, users: Iterable[str] = (),
-                    apps: Iterable[str] = (), include_superusers: bool = False,
-                    include_backups: bool = False, cancel: bool = False) -> Policy:
-        return cls(frozenset(cfg.protect_users) | frozenset(users),
-                   frozenset(cfg.protect_apps) | frozenset(apps),
-                   cfg.include_superusers or include_superusers, include_backups, cancel)
+    def from_config(
+        cls,
+        cfg: TerminateConfig,
+        users: Iterable[str] = (),
+        apps: Iterable[str] = (),
+        include_superusers: bool = False,
+        include_backups: bool = False,
+        cancel: bool = False,
+    ) -> Policy:
+        return cls(
+            frozenset(cfg.protect_users) | frozenset(users),
+            frozenset(cfg.protect_apps) | frozenset(apps),
+            cfg.include_superusers or include_superusers,
+            include_backups,
+            cancel,
+        )
 
 
 @dataclass(frozen=True)
@@ -121,16 +164,28 @@ class Decision:
     def to_dict(self) -> dict[str, Any]:
         s = self.session
         return {
-            "action": self.action, "target": s.target, "engine": s.engine, "kind": s.kind,
-            "pid": s.pid, "thread_id": s.thread_id, "user": s.user,
-            "application": s.application, "host": s.host, "database": s.database,
+            "action": self.action,
+            "target": s.target,
+            "engine": s.engine,
+            "kind": s.kind,
+            "pid": s.pid,
+            "thread_id": s.thread_id,
+            "user": s.user,
+            "application": s.application,
+            "host": s.host,
+            "database": s.database,
             "age": format_duration(s.age) if s.age is not None else None,
             "age_seconds": round(s.age, 1) if s.age is not None else None,
             "idle_seconds": round(s.idle, 1) if s.idle is not None else None,
             "state": s.state if not s.is_mysql else (s.command or s.state),
-            "query": s.query, "reason": self.reason, "statement": statement_for(s, self.action),
-            "error": self.error, "backend_start": _iso(s.backend_start),
-            "xact_start": _iso(s.xact_start), "trx_id": s.trx_id, "name": s.name,
+            "query": s.query,
+            "reason": self.reason,
+            "statement": statement_for(s, self.action),
+            "error": self.error,
+            "backend_start": _iso(s.backend_start),
+            "xact_start": _iso(s.xact_start),
+            "trx_id": s.trx_id,
+            "name": s.name,
         }
 
 
@@ -161,8 +216,12 @@ def matches(s: Session, c: Criteria) -> bool:
         return False
     if c.blocking and s.blocks <= 0:
         return False
-    wanted = ((c.match_user, s.user), (c.match_app, s.application), (c.match_host, s.host),
-              (c.match_query, s.query))
+    wanted = (
+        (c.match_user, s.user),
+        (c.match_app, s.application),
+        (c.match_host, s.host),
+        (c.match_query, s.query),
+    )
     if any(p is not None and not p.search(v or "") for p, v in wanted):
         return False
     unwanted = ((c.ignore_user, s.user), (c.ignore_app, s.application))
@@ -200,13 +259,19 @@ def protection(s: Session, p: Policy) -> str | None:
 
 def _holder_reason(s: Session) -> str:
     if s.kind == "prepared_xact":
-        return (f"prepared transaction {s.name!r} (database {s.database}): never ended "
-                f"automatically; run {s.statement} or --rollback-prepared {s.name} --execute")
+        return (
+            f"prepared transaction {s.name!r} (database {s.database}): never ended "
+            f"automatically; run {s.statement} or --rollback-prepared {s.name} --execute"
+        )
     if s.kind == "replication_slot":
-        return (f"replication slot {s.name!r}: never dropped automatically; run {s.statement} "
-                f"or --drop-slot {s.name} --execute")
-    return ("held by a standby's hot_standby_feedback: cancel the query on the standby "
-            "(dbwatch terminate <standby URL> --holding-xmin --cancel)")
+        return (
+            f"replication slot {s.name!r}: never dropped automatically; run {s.statement} "
+            f"or --drop-slot {s.name} --execute"
+        )
+    return (
+        "held by a standby's hot_standby_feedback: cancel the query on the standby "
+        "(dbwatch terminate <standby URL> --holding-xmin --cancel)"
+    )
 
 
 def _system_reason(s: Session) -> str | None:
@@ -249,8 +314,9 @@ def _oldest_first(s: Session) -> tuple[int, float]:
     return (0 if s.age is not None else 1, -(s.age or 0.0))
 
 
-def plan(sessions: Iterable[Session], criteria: Criteria, policy: Policy,
-         limit: int | None = None) -> tuple[list[Decision], int]:
+def plan(
+    sessions: Iterable[Session], criteria: Criteria, policy: Policy, limit: int | None = None
+) -> tuple[list[Decision], int]:
     """Dry-run decisions, oldest first; returns them and how many --limit left out."""
     out: list[Decision] = []
     acted = left_out = 0
@@ -297,8 +363,11 @@ def mark_holders(sessions: list[Session]) -> list[Session]:
     Backends and prepared transactions pin their own database; slots and standby feedback
     pin every database.
     """
-    global_pins = [s.xid_age for s in sessions
-                   if s.kind in ("replication_slot", "standby_feedback") and s.xid_age]
+    global_pins = [
+        s.xid_age
+        for s in sessions
+        if s.kind in ("replication_slot", "standby_feedback") and s.xid_age
+    ]
     oldest_global = max(global_pins, default=0)
     per_db: dict[Any, int] = {}
     for s in sessions:
@@ -306,7 +375,7 @@ def mark_holders(sessions: list[Session]) -> list[Session]:
             per_db[s.database] = max(per_db.get(s.database, 0), s.xid_age)
     out = []
     for s in sessions:
-        if not s.xid_age or s.is_self:    # our own listing query pins only while it runs
+        if not s.xid_age or s.is_self:  # our own listing query pins only while it runs
             out.append(s)
             continue
         if s.kind in ("session", "prepared_xact"):
@@ -319,20 +388,23 @@ def mark_holders(sessions: list[Session]) -> list[Session]:
 
 # --- the daemon: which firing findings are eligible, and whose session they name ---------
 
+
 @dataclass(frozen=True)
 class Identity:
     """The session a finding is about, as the finding saw it (pids and thread ids recycle)."""
+
     pid: int | None = None
     backend_start: datetime | None = None
     xact_start: datetime | None = None
-    xact_known: bool = False          # the finding recorded xact_start (possibly NULL)
+    xact_known: bool = False  # the finding recorded xact_start (possibly NULL)
     thread_id: int | None = None
     trx_id: str | None = None
 
     @property
     def usable(self) -> bool:
-        return (self.pid is not None and self.backend_start is not None) or \
-            (self.thread_id is not None and self.trx_id is not None)
+        return (self.pid is not None and self.backend_start is not None) or (
+            self.thread_id is not None and self.trx_id is not None
+        )
 
     def same_session(self, s: Session) -> bool:
         if s.kind != "session":
@@ -365,8 +437,12 @@ def identity_of(f: Finding) -> Identity:
     pid, thread = ev.get(f"{prefix}pid"), ev.get(f"{prefix}thread_id")
     if pid is not None:
         xkey = f"{prefix}xact_start"
-        return Identity(pid=int(pid), backend_start=as_datetime(ev.get(f"{prefix}backend_start")),
-                        xact_start=as_datetime(ev.get(xkey)), xact_known=xkey in ev)
+        return Identity(
+            pid=int(pid),
+            backend_start=as_datetime(ev.get(f"{prefix}backend_start")),
+            xact_start=as_datetime(ev.get(xkey)),
+            xact_known=xkey in ev,
+        )
     if thread is not None:
         trx = ev.get(f"{prefix}trx_id")
         return Identity(thread_id=int(thread), trx_id=None if trx is None else str(trx))
@@ -382,19 +458,26 @@ def finding_age(f: Finding, firing_for: float) -> float:
         return float(firing_for)
 
 
-def eligible(firing: Iterable[tuple[Finding, float]], cfg: TerminateConfig,
-             target: str) -> list[Eligible]:
+def eligible(
+    firing: Iterable[tuple[Finding, float]], cfg: TerminateConfig, target: str
+) -> list[Eligible]:
     """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
     out: list[Eligible] = []
     seen: set[Any] = set()
-    rows = [(f, finding_age(f, secs)) for f, secs in firing
-            if f.rule in cfg.rules and f.target == target]
+    rows = [
+        (f, finding_age(f, secs))
+        for f, secs in firing
+        if f.rule in cfg.rules and f.target == target
+    ]
     for f, age in sorted(rows, key=lambda r: -r[1]):
         if age < cfg.after:
             continue
         ident = identity_of(f)
-        key = (ident.pid, ident.backend_start, ident.thread_id, ident.trx_id) \
-            if ident.usable else f.fingerprint
+        key = (
+            (ident.pid, ident.backend_start, ident.thread_id, ident.trx_id)
+            if ident.usable
+            else f.fingerprint
+        )
         if key in seen:
             continue
         seen.add(key)

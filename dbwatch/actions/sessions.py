@@ -1,6 +1,7 @@
 """Live candidates for terminate, read-only: PostgreSQL backends and horizon pins, MySQL/MariaDB
 threads with their InnoDB transactions, as guards.Session records.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,30 +23,49 @@ def quote_literal(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
-def read_sessions(conn: Connection, target: str, holders: bool = False,
-                  blocking: bool = False) -> list[Session]:
+def read_sessions(
+    conn: Connection, target: str, holders: bool = False, blocking: bool = False
+) -> list[Session]:
     if conn.engine == "postgresql":
         return pg_sessions(conn, target, holders)
     return my_sessions(conn, target, blocking)
 
 
 def pg_sessions(conn: Connection, target: str, holders: bool = False) -> list[Session]:
-    rows = conn.rows(sql("postgresql", "terminate_sessions", conn.version_num),
-                     {"limit": SESSION_LIMIT})
+    rows = conn.rows(
+        sql("postgresql", "terminate_sessions", conn.version_num), {"limit": SESSION_LIMIT}
+    )
     roots = chain_roots({r["pid"]: list(r["blocked_by"]) for r in rows if r.get("blocked_by")})
-    out = [Session(
-        target=target, engine="postgresql", pid=r["pid"], backend_start=r["backend_start"],
-        xact_start=r["xact_start"], user=r["user"], application=r["application"],
-        host=r["host"], database=r["database"], state=r["state"],
-        backend_type=r["backend_type"], age=r["xact_seconds"],
-        idle=r["state_seconds"] if str(r["state"] or "").startswith("idle") else None,
-        idle_in_transaction=r["state"] in IDLE_STATES, query=r["query"],
-        superuser=r["superuser"], is_self=bool(r["is_self"]),
-        xid_age=None if r["xid_age"] is None else int(r["xid_age"]),
-        blocks=roots.get(r["pid"], 0), standby=bool(r["standby"])) for r in rows]
+    out = [
+        Session(
+            target=target,
+            engine="postgresql",
+            pid=r["pid"],
+            backend_start=r["backend_start"],
+            xact_start=r["xact_start"],
+            user=r["user"],
+            application=r["application"],
+            host=r["host"],
+            database=r["database"],
+            state=r["state"],
+            backend_type=r["backend_type"],
+            age=r["xact_seconds"],
+            idle=r["state_seconds"] if str(r["state"] or "").startswith("idle") else None,
+            idle_in_transaction=r["state"] in IDLE_STATES,
+            query=r["query"],
+            superuser=r["superuser"],
+            is_self=bool(r["is_self"]),
+            xid_age=None if r["xid_age"] is None else int(r["xid_age"]),
+            blocks=roots.get(r["pid"], 0),
+            standby=bool(r["standby"]),
+        )
+        for r in rows
+    ]
     if holders:
-        out += [holder_session(h, target) for h in
-                conn.rows(sql("postgresql", "terminate_holders", conn.version_num))]
+        out += [
+            holder_session(h, target)
+            for h in conn.rows(sql("postgresql", "terminate_holders", conn.version_num))
+        ]
     return mark_holders(out)
 
 
@@ -56,10 +76,18 @@ def holder_session(h: dict[str, Any], target: str) -> Session:
         statement = f"ROLLBACK PREPARED {quote_literal(name)}"
     elif kind == "replication_slot":
         statement = f"SELECT pg_drop_replication_slot({quote_literal(name)})"
-    return Session(target=target, engine="postgresql", kind=kind, name=name,
-                   database=h.get("database"), user=h.get("user"), host=h.get("host"),
-                   xid_age=None if h.get("xid_age") is None else int(h["xid_age"]),
-                   age=h.get("age_seconds"), statement=statement)
+    return Session(
+        target=target,
+        engine="postgresql",
+        kind=kind,
+        name=name,
+        database=h.get("database"),
+        user=h.get("user"),
+        host=h.get("host"),
+        xid_age=None if h.get("xid_age") is None else int(h["xid_age"]),
+        age=h.get("age_seconds"),
+        statement=statement,
+    )
 
 
 def _optional(conn: Connection, name: str) -> list[dict[str, Any]] | None:
@@ -90,8 +118,9 @@ def my_sql(conn: Connection, name: str) -> str:
 
 def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[Session]:
     rows = conn.rows(sql("mysql", my_sql(conn, "terminate_threads"), 0), {"limit": SESSION_LIMIT})
-    programs = {int(r["thread_id"]): str(r["program"])
-                for r in _optional(conn, "terminate_programs") or []}
+    programs = {
+        int(r["thread_id"]): str(r["program"]) for r in _optional(conn, "terminate_programs") or []
+    }
     supers = my_superusers(conn)
     roots: dict[Any, int] = {}
     if blocking:
@@ -102,22 +131,38 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
     return [_my_session(r, conn.flavour, target, programs, supers, roots) for r in rows]
 
 
-def _my_session(r: dict[str, Any], flavour: str, target: str, programs: dict[int, str],
-                supers: set[str] | None, roots: dict[Any, int]) -> Session:
+def _my_session(
+    r: dict[str, Any],
+    flavour: str,
+    target: str,
+    programs: dict[int, str],
+    supers: set[str] | None,
+    roots: dict[Any, int],
+) -> Session:
     tid, trx, command = int(r["thread_id"]), r.get("trx_id"), r.get("command")
     if trx is not None:
         age: float | None = float(r["trx_seconds"] or 0)
-    else:   # a statement outside InnoDB is its own transaction
+    else:  # a statement outside InnoDB is its own transaction
         age = float(r["command_seconds"] or 0) if command == "Query" else None
     sleeping = command == "Sleep"
     return Session(
-        target=target, engine=flavour, thread_id=tid, trx_id=None if trx is None else str(trx),
-        user=r.get("user"), application=programs.get(tid), host=r.get("host"),
-        database=r.get("db"), state=r.get("trx_state") or r.get("state"), command=command,
+        target=target,
+        engine=flavour,
+        thread_id=tid,
+        trx_id=None if trx is None else str(trx),
+        user=r.get("user"),
+        application=programs.get(tid),
+        host=r.get("host"),
+        database=r.get("db"),
+        state=r.get("trx_state") or r.get("state"),
+        command=command,
         command_seconds=float(r["command_seconds"] or 0),
         query_id=None if r.get("query_id") is None else int(r["query_id"]),
-        age=age, idle=float(r["command_seconds"] or 0) if sleeping else None,
+        age=age,
+        idle=float(r["command_seconds"] or 0) if sleeping else None,
         idle_in_transaction=sleeping and trx is not None,
         query=r.get("trx_query") or r.get("info"),
         superuser=None if supers is None else r.get("user") in supers,
-        is_self=bool(r.get("is_self")), blocks=roots.get(tid, 0))
+        is_self=bool(r.get("is_self")),
+        blocks=roots.get(tid, 0),
+    )

@@ -4,6 +4,7 @@ Shared by `dbwatch terminate` (run_target) and the daemon (daemon_terminate). Po
 one statement re-checks pid, backend_start and xact_start and signals. MySQL/MariaDB: the
 thread and its InnoDB trx are re-read immediately before KILL (mysql.rds_kill* on RDS).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,7 @@ from .guards import (
 from .sessions import holder_session, my_sql, quote_literal, read_sessions
 
 log = logging.getLogger(__name__)
-WAIT_MS = 3000                  # PG 14+: wait this long for a terminated backend to exit
+WAIT_MS = 3000  # PG 14+: wait this long for a terminated backend to exit
 GONE = "no longer the same session or transaction at the moment of the kill; nothing signalled"
 _MY_UNKNOWN_THREAD, _MY_REFUSED = 1094, (1095, 1227)
 
@@ -42,6 +43,7 @@ _MY_UNKNOWN_THREAD, _MY_REFUSED = 1094, (1095, 1227)
 @dataclass(frozen=True)
 class Request:
     """What `dbwatch terminate` asks of one target."""
+
     criteria: Criteria
     policy: Policy
     limit: int | None = None
@@ -58,8 +60,9 @@ def run_target(spec: TargetSpec, req: Request) -> tuple[list[Decision], int]:
         decisions: list[Decision] = []
         left_out = 0
         if req.criteria.given:
-            sessions = read_sessions(conn, spec.name, holders=req.criteria.holding_xmin,
-                                     blocking=req.criteria.blocking)
+            sessions = read_sessions(
+                conn, spec.name, holders=req.criteria.holding_xmin, blocking=req.criteria.blocking
+            )
             decisions, left_out = plan(sessions, req.criteria, req.policy, req.limit)
             if req.execute:
                 decisions = [execute(conn, d) for d in decisions]
@@ -75,9 +78,18 @@ def execute(conn: Connection, d: Decision) -> Decision:
         return d
     cancel = d.action == "would_cancel"
     done = _my_kill(conn, d, cancel) if d.session.is_mysql else _pg_kill(conn, d, cancel)
-    level = logging.WARNING if done.action in ("terminated", "cancelled", "failed") else logging.INFO
-    log.log(level, "%s %s on %s: %s%s", done.action, _who(done.session), done.session.target,
-            done.reason, f" ({done.error})" if done.error else "")
+    level = (
+        logging.WARNING if done.action in ("terminated", "cancelled", "failed") else logging.INFO
+    )
+    log.log(
+        level,
+        "%s %s on %s: %s%s",
+        done.action,
+        _who(done.session),
+        done.session.target,
+        done.reason,
+        f" ({done.error})" if done.error else "",
+    )
     return done
 
 
@@ -88,8 +100,13 @@ def _who(s: Session) -> str:
 
 def _pg_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
     s = d.session
-    params = {"cancel": cancel, "pid": s.pid, "backend_start": s.backend_start,
-              "xact_start": s.xact_start, "wait_ms": WAIT_MS}
+    params = {
+        "cancel": cancel,
+        "pid": s.pid,
+        "backend_start": s.backend_start,
+        "xact_start": s.xact_start,
+        "wait_ms": WAIT_MS,
+    }
     try:
         rows = conn.rows(sql("postgresql", "terminate_backend", conn.version_num), params)
     except ProbeError as exc:
@@ -109,7 +126,7 @@ def _my_code(detail: str) -> int:
 
 def _my_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
     s = d.session
-    tid = int(s.thread_id or 0)   # an int, bound: never text from the server spliced in
+    tid = int(s.thread_id or 0)  # an int, bound: never text from the server spliced in
     rows = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
     if not rows or not same_thread(s, rows[0]):
         return replace(d, action="gone", reason=GONE)
@@ -134,8 +151,9 @@ def same_thread(s: Session, now: dict[str, Any]) -> bool:
         return int(now["query_id"]) == s.query_id
     if s.command_seconds is None:
         return True
-    return now.get("command") == s.command and float(now["command_seconds"] or 0) >= \
-        s.command_seconds
+    return (
+        now.get("command") == s.command and float(now["command_seconds"] or 0) >= s.command_seconds
+    )
 
 
 def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
@@ -157,16 +175,20 @@ def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
 
 # --- explicit-only actions: prepared transactions and replication slots ------------------
 
+
 def explicit_actions(conn: Connection, spec: TargetSpec, req: Request) -> list[Decision]:
     """--rollback-prepared / --drop-slot: the only way dbwatch ends these (PostgreSQL)."""
     if conn.engine != "postgresql":
         return []
     out = []
-    for kind, names in (("prepared_xact", req.rollback_prepared),
-                        ("replication_slot", req.drop_slots)):
+    for kind, names in (
+        ("prepared_xact", req.rollback_prepared),
+        ("replication_slot", req.drop_slots),
+    ):
         for name in names:
-            rows = conn.rows(sql("postgresql", "terminate_named", conn.version_num),
-                             {"kind": kind, "name": name})
+            rows = conn.rows(
+                sql("postgresql", "terminate_named", conn.version_num), {"kind": kind, "name": name}
+            )
             if not rows:
                 s = Session(target=spec.name, engine="postgresql", kind=kind, name=name)
                 out.append(Decision(s, "gone", f"no {kind.replace('_', ' ')} named {name!r}"))
@@ -182,7 +204,7 @@ def _run_explicit(spec: TargetSpec, conn: Connection, d: Decision) -> Decision:
     try:
         if s.kind == "replication_slot":
             conn.rows("SELECT pg_drop_replication_slot(%(name)s)", {"name": s.name})
-        else:   # must run in the prepared transaction's own database; not a bindable statement
+        else:  # must run in the prepared transaction's own database; not a bindable statement
             other = open_target(spec, database=s.database)
             try:
                 other.execute(f"ROLLBACK PREPARED {quote_literal(s.name or '')}")
@@ -201,9 +223,13 @@ _announced_lock = threading.Lock()
 Notify = Callable[[dict[str, Any]], None]
 
 
-def daemon_terminate(spec: TargetSpec, cfg: TerminateConfig,
-                     firing: list[tuple[Any, float]], state: Any,
-                     notify: Notify) -> list[dict[str, Any]]:
+def daemon_terminate(
+    spec: TargetSpec,
+    cfg: TerminateConfig,
+    firing: list[tuple[Any, float]],
+    state: Any,
+    notify: Notify,
+) -> list[dict[str, Any]]:
     """The daemon's [terminate] action for one target and cycle; returns the new actions.
 
     Only when cfg.enabled; only findings of cfg.rules past cfg.after; at most
@@ -228,7 +254,7 @@ def daemon_terminate(spec: TargetSpec, cfg: TerminateConfig,
             d = daemon_decision(e, live, policy, cfg)
             if d.action.startswith("would_"):
                 if acted >= cfg.max_per_cycle:
-                    continue    # next cycle
+                    continue  # next cycle
                 acted += 1
                 if not cfg.dry_run:
                     d = execute(conn, d)
@@ -240,21 +266,35 @@ def daemon_terminate(spec: TargetSpec, cfg: TerminateConfig,
         conn.close()
 
 
-def daemon_decision(e: Eligible, live: list[Session], policy: Policy,
-                    cfg: TerminateConfig) -> Decision:
+def daemon_decision(
+    e: Eligible, live: list[Session], policy: Policy, cfg: TerminateConfig
+) -> Decision:
     """Pure: what to do about one eligible finding, given the sessions read just now."""
     f, ident = e.finding, e.identity
     kind = f.evidence.get("kind")
     if kind not in (None, "backend", "session") or not ident.usable:
-        stub = Session(target=f.target, engine="postgresql" if ident.pid else "mysql",
-                       kind=str(kind or "finding"), name=f.subject, statement=f.fix)
-        return Decision(stub, "skipped_protected",
-                        f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}")
+        stub = Session(
+            target=f.target,
+            engine="postgresql" if ident.pid else "mysql",
+            kind=str(kind or "finding"),
+            name=f.subject,
+            statement=f.fix,
+        )
+        return Decision(
+            stub,
+            "skipped_protected",
+            f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}",
+        )
     s = next((s for s in live if ident.same_session(s)), None)
     if s is None or (ident.xact_known and as_datetime(s.xact_start) != ident.xact_start):
-        stub = s or Session(target=f.target, engine="mysql" if ident.thread_id else "postgresql",
-                            pid=ident.pid, thread_id=ident.thread_id, trx_id=ident.trx_id,
-                            backend_start=ident.backend_start)
+        stub = s or Session(
+            target=f.target,
+            engine="mysql" if ident.thread_id else "postgresql",
+            pid=ident.pid,
+            thread_id=ident.thread_id,
+            trx_id=ident.trx_id,
+            backend_start=ident.backend_start,
+        )
         return Decision(stub, "gone", "the session or transaction of the finding has ended")
     why = protection(s, policy)
     if why:
@@ -264,26 +304,34 @@ def daemon_decision(e: Eligible, live: list[Session], policy: Policy,
     return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
 
 
-def _report(spec: TargetSpec, e: Eligible, d: Decision, cfg: TerminateConfig, state: Any,
-            notify: Notify) -> dict[str, Any] | None:
+def _report(
+    spec: TargetSpec, e: Eligible, d: Decision, cfg: TerminateConfig, state: Any, notify: Notify
+) -> dict[str, Any] | None:
     f = e.finding
     key = (spec.name, f.fingerprint)
     with _announced_lock:
         if _announced.get(key) == d.action and d.action not in ("terminated", "cancelled"):
             return None
         _announced[key] = d.action
-    doc = d.to_dict() | {"rule": f.rule, "fingerprint": f.fingerprint, "subject": f.subject,
-                         "severity": f.severity, "finding": f.summary, "dry_run": cfg.dry_run,
-                         "summary": f"dbwatch {d.action} {_who(d.session)} on {spec.name} "
-                                    f"({f.rule}): {d.reason}"}
+    doc = d.to_dict() | {
+        "rule": f.rule,
+        "fingerprint": f.fingerprint,
+        "subject": f.subject,
+        "severity": f.severity,
+        "finding": f.summary,
+        "dry_run": cfg.dry_run,
+        "summary": f"dbwatch {d.action} {_who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
+    }
     if state is not None:
-        state.record_action(spec.name, f.rule, f.fingerprint, f.subject, d.action,
-                            json.dumps(doc, default=str))
+        state.record_action(
+            spec.name, f.rule, f.fingerprint, f.subject, d.action, json.dumps(doc, default=str)
+        )
     level = logging.WARNING if d.action in ("terminated", "cancelled", "failed") else logging.INFO
-    log.log(level, "terminate on %s: %s %s (%s): %s", spec.name, d.action, f.subject, f.rule,
-            d.reason)
+    log.log(
+        level, "terminate on %s: %s %s (%s): %s", spec.name, d.action, f.subject, f.rule, d.reason
+    )
     try:
         notify(doc)
-    except Exception:     # an alert receiver must never undo or block an action
+    except Exception:  # an alert receiver must never undo or block an action
         log.exception("announcing the %s of %s on %s failed", d.action, f.subject, spec.name)
     return doc

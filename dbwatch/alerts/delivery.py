@@ -3,6 +3,7 @@
 A message leaves the outbox only once the receiver accepted it (2xx) or rejected its content
 for good (400/413/422); everything else is retried, in order, across restarts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,11 +17,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..config import AlertConfig
-from ..state import State
+from ..daemon.state import State
 from .payloads import build
 
 log = logging.getLogger(__name__)
-PERMANENT = (400, 413, 422)   # the payload itself was refused: retrying cannot help
+PERMANENT = (400, 413, 422)  # the payload itself was refused: retrying cannot help
 
 
 def endpoint(cfg: AlertConfig) -> str:
@@ -43,8 +44,9 @@ class Outcome:
 
 
 def send(cfg: AlertConfig, payload: dict[str, Any], now: float | None = None) -> Outcome:
-    body, headers = build(cfg.kind, cfg.name, payload, time.time() if now is None else now,
-                          cfg.secret)
+    body, headers = build(
+        cfg.kind, cfg.name, payload, time.time() if now is None else now, cfg.secret
+    )
     req = urllib.request.Request(endpoint(cfg), data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:
@@ -64,8 +66,14 @@ def backoff(attempts: int, base: float, cap: float) -> float:
 class Worker(threading.Thread):
     """Delivers one receiver's queue in order; never touches the probing threads."""
 
-    def __init__(self, cfg: AlertConfig, state: State, base: float = 1.0, cap: float = 60.0,
-                 stats: dict[str, dict[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: AlertConfig,
+        state: State,
+        base: float = 1.0,
+        cap: float = 60.0,
+        stats: dict[str, dict[str, int]] | None = None,
+    ) -> None:
         super().__init__(name=f"dbwatch-alerts-{cfg.name}", daemon=True)
         self.cfg, self.state, self.base, self.cap = cfg, state, base, cap
         self.stop_event = threading.Event()
@@ -77,7 +85,7 @@ class Worker(threading.Thread):
         while not self.stop_event.is_set():
             try:
                 pause = self.pass_once()
-            except Exception:   # a bug here must not kill alerting for good
+            except Exception:  # a bug here must not kill alerting for good
                 log.exception("alert delivery to %s failed unexpectedly", where(self.cfg))
                 pause = self.cap
             if pause > 0:
@@ -112,15 +120,24 @@ class Worker(threading.Thread):
                 self._down = False
             else:
                 counts["dropped"] += 1
-                log.error("alert receiver %s refused a %s message for good (%s); dropped",
-                          where(self.cfg), msg["event"], out.error)
+                log.error(
+                    "alert receiver %s refused a %s message for good (%s); dropped",
+                    where(self.cfg),
+                    msg["event"],
+                    out.error,
+                )
             return True
         counts["failed"] += 1
         delay = backoff(msg["attempts"] + 1, self.base, self.cap)
         self.state.outbox_failed(msg["id"], out.error, time.time() + delay)
         if not self._down or msg["attempts"] == 0:
-            log.warning("alert receiver %s: %s; %d queued, retrying in %.0fs", where(self.cfg),
-                        out.error, self.state.outbox_size().get(self.cfg.name, 0), delay)
+            log.warning(
+                "alert receiver %s: %s; %d queued, retrying in %.0fs",
+                where(self.cfg),
+                out.error,
+                self.state.outbox_size().get(self.cfg.name, 0),
+                delay,
+            )
         self._down = True
         return False
 
@@ -161,8 +178,9 @@ class Delivery:
         cfgs = list(receivers)
         deadline = time.time() + budget
         workers = [Worker(c, self.state, self.base, self.cap, self.stats) for c in cfgs]
-        threads = [threading.Thread(target=_drain, args=(w, deadline), daemon=True)
-                   for w in workers]
+        threads = [
+            threading.Thread(target=_drain, args=(w, deadline), daemon=True) for w in workers
+        ]
         for t in threads:
             t.start()
         for t in threads:

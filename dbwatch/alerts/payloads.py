@@ -3,6 +3,7 @@
 An outbox message holds an `alert` dict (see alert_data); build() turns it into the exact
 bytes and headers one receiver kind expects.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,9 +13,9 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-from ..state import FindingRow
+from ..daemon.state import FindingRow
 
-ZERO_TIME = "0001-01-01T00:00:00Z"   # Alertmanager's "no end yet"
+ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
 _ICON = {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_question:"}
 
@@ -32,13 +33,21 @@ def alert_data(row: FindingRow, status: str, now: float, valid_for: float) -> di
     """What an outbox message remembers of a finding (no secrets, JSON-able)."""
     d = row.data
     return {
-        "kind": "finding", "status": status, "fingerprint": row.fingerprint, "rule": row.rule,
-        "severity": row.severity, "target": row.target, "subject": row.subject,
-        "summary": d.get("summary", ""), "fix": d.get("fix", ""),
-        "evidence": d.get("evidence", {}), "confidence": d.get("confidence", "high"),
+        "kind": "finding",
+        "status": status,
+        "fingerprint": row.fingerprint,
+        "rule": row.rule,
+        "severity": row.severity,
+        "target": row.target,
+        "subject": row.subject,
+        "summary": d.get("summary", ""),
+        "fix": d.get("fix", ""),
+        "evidence": d.get("evidence", {}),
+        "confidence": d.get("confidence", "high"),
         "starts_at": row.fired_at or row.first_seen,
         "ends_at": (row.resolved_at or now) if status == "resolved" else None,
-        "valid_for": valid_for, "queued_at": now,
+        "valid_for": valid_for,
+        "queued_at": now,
     }
 
 
@@ -46,13 +55,20 @@ def action_data(action: dict[str, Any], now: float) -> dict[str, Any]:
     """An action taken (terminate …), announced as its own notification."""
     text = json.dumps(action, default=str, sort_keys=True)
     return {
-        "kind": "action", "status": "firing",
+        "kind": "action",
+        "status": "firing",
         "fingerprint": hashlib.sha256(text.encode()).hexdigest()[:16],
-        "rule": str(action.get("rule", "")), "severity": str(action.get("severity", "warning")),
-        "target": str(action.get("target", "")), "subject": str(action.get("subject", "")),
+        "rule": str(action.get("rule", "")),
+        "severity": str(action.get("severity", "warning")),
+        "target": str(action.get("target", "")),
+        "subject": str(action.get("subject", "")),
         "action": str(action.get("action", "")),
         "summary": str(action.get("summary") or _action_summary(action)),
-        "fix": "", "evidence": action, "starts_at": now, "ends_at": now, "valid_for": 0.0,
+        "fix": "",
+        "evidence": action,
+        "starts_at": now,
+        "ends_at": now,
+        "valid_for": 0.0,
         "queued_at": now,
     }
 
@@ -62,16 +78,24 @@ def _action_summary(a: dict[str, Any]) -> str:
 
 
 def _labels(a: dict[str, Any]) -> dict[str, str]:
-    labels = {"alertname": a["rule"] or "dbwatch", "severity": a["severity"],
-              "target": a["target"], "subject": a["subject"], "source": "dbwatch"}
+    labels = {
+        "alertname": a["rule"] or "dbwatch",
+        "severity": a["severity"],
+        "target": a["target"],
+        "subject": a["subject"],
+        "source": "dbwatch",
+    }
     if a.get("kind") == "action":
         labels["action"] = a.get("action", "")
     return labels
 
 
 def _annotations(a: dict[str, Any]) -> dict[str, str]:
-    out = {"summary": a["summary"], "fix": a["fix"],
-           "evidence": json.dumps(a.get("evidence", {}), default=str, sort_keys=True)}
+    out = {
+        "summary": a["summary"],
+        "fix": a["fix"],
+        "evidence": json.dumps(a.get("evidence", {}), default=str, sort_keys=True),
+    }
     if a.get("rule") and a.get("kind") == "finding":
         out["runbook"] = f"dbwatch explain {a['rule']}"
     return out
@@ -85,15 +109,27 @@ def webhook_body(receiver: str, a: dict[str, Any]) -> dict[str, Any]:
     """Alertmanager's webhook payload (version 4) carrying one alert."""
     labels = _labels(a)
     group = {"alertname": labels["alertname"], "target": labels["target"]}
-    alert = {"status": a["status"], "labels": labels, "annotations": _annotations(a),
-             "startsAt": iso(a["starts_at"]), "endsAt": _ends(a),
-             "generatorURL": generator_url(a["target"], a["rule"]),
-             "fingerprint": a["fingerprint"]}
-    return {"version": "4", "groupKey": f'{{}}:{{alertname="{group["alertname"]}", '
-                                        f'target="{group["target"]}"}}',
-            "truncatedAlerts": 0, "status": a["status"], "receiver": receiver,
-            "groupLabels": group, "commonLabels": labels, "commonAnnotations": alert["annotations"],
-            "externalURL": f"dbwatch://{socket.gethostname()}", "alerts": [alert]}
+    alert = {
+        "status": a["status"],
+        "labels": labels,
+        "annotations": _annotations(a),
+        "startsAt": iso(a["starts_at"]),
+        "endsAt": _ends(a),
+        "generatorURL": generator_url(a["target"], a["rule"]),
+        "fingerprint": a["fingerprint"],
+    }
+    return {
+        "version": "4",
+        "groupKey": f'{{}}:{{alertname="{group["alertname"]}", target="{group["target"]}"}}',
+        "truncatedAlerts": 0,
+        "status": a["status"],
+        "receiver": receiver,
+        "groupLabels": group,
+        "commonLabels": labels,
+        "commonAnnotations": alert["annotations"],
+        "externalURL": f"dbwatch://{socket.gethostname()}",
+        "alerts": [alert],
+    }
 
 
 def slack_body(a: dict[str, Any]) -> dict[str, Any]:
@@ -119,16 +155,24 @@ def alertmanager_body(a: dict[str, Any], now: float) -> list[dict[str, Any]]:
             ends = iso(now + 300)
     else:
         ends = iso(now + max(float(a.get("valid_for") or 0), 60.0))
-    return [{"labels": _labels(a), "annotations": _annotations(a), "startsAt": iso(a["starts_at"]),
-             "endsAt": ends, "generatorURL": generator_url(a["target"], a["rule"])}]
+    return [
+        {
+            "labels": _labels(a),
+            "annotations": _annotations(a),
+            "startsAt": iso(a["starts_at"]),
+            "endsAt": ends,
+            "generatorURL": generator_url(a["target"], a["rule"]),
+        }
+    ]
 
 
 def sign(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def build(kind: str, receiver: str, a: dict[str, Any], now: float,
-          secret: str | None = None) -> tuple[bytes, dict[str, str]]:
+def build(
+    kind: str, receiver: str, a: dict[str, Any], now: float, secret: str | None = None
+) -> tuple[bytes, dict[str, str]]:
     """The exact body and headers for one receiver kind."""
     doc: Any
     if kind == "slack":

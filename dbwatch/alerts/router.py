@@ -4,6 +4,7 @@ resolved when it clears, critical mutes warning on the same target+subject, min_
 route() runs inside the cycle's state transaction, so a finding's new status and the
 messages it causes are committed together (a SIGKILL loses neither, duplicates neither).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -11,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import AlertConfig
+from ..daemon.state import FindingRow, State
 from ..findings import severity_rank
-from ..state import FindingRow, State
 from .payloads import action_data, alert_data
 
 # Alertmanager forgets an alert at its endsAt: re-send well within that (Prometheus: 1m).
@@ -39,12 +40,14 @@ def muted(firing: Iterable[FindingRow]) -> set[str]:
     """Fingerprints of warnings whose target+subject also has a critical finding."""
     rows = list(firing)
     critical = {(r.target, r.subject) for r in rows if r.severity == "critical"}
-    return {r.fingerprint for r in rows
-            if r.severity == "warning" and (r.target, r.subject) in critical}
+    return {
+        r.fingerprint for r in rows if r.severity == "warning" and (r.target, r.subject) in critical
+    }
 
 
-def route(state: State, target: str, policies: Iterable[Policy], now: float,
-          interval: float = 60.0) -> int:
+def route(
+    state: State, target: str, policies: Iterable[Policy], now: float, interval: float = 60.0
+) -> int:
     """Queue what this target's current state calls for; returns the number of messages."""
     firing = state.firing(target)
     silenced = muted(firing)
@@ -56,8 +59,15 @@ def route(state: State, target: str, policies: Iterable[Policy], now: float,
     return queued
 
 
-def _route_one(state: State, target: str, p: Policy, firing: list[FindingRow],
-               silenced: set[str], now: float, valid_for: float) -> int:
+def _route_one(
+    state: State,
+    target: str,
+    p: Policy,
+    firing: list[FindingRow],
+    silenced: set[str],
+    now: float,
+    valid_for: float,
+) -> int:
     sent = state.sent(target, p.name)
     floor = severity_rank(p.min_severity)
     eligible = {r.fingerprint: r for r in firing if severity_rank(r.severity) >= floor}
@@ -75,8 +85,10 @@ def _route_one(state: State, target: str, p: Policy, firing: list[FindingRow],
         if last is None or last["status"] == "resolved":
             if fp in silenced:
                 continue
-        elif not (now - last["last_sent"] >= p.repeat_interval
-                  or severity_rank(row.severity) > severity_rank(last["severity"])):
+        elif not (
+            now - last["last_sent"] >= p.repeat_interval
+            or severity_rank(row.severity) > severity_rank(last["severity"])
+        ):
             continue
         state.enqueue(p.name, fp, "firing", alert_data(row, "firing", now, valid_for), now)
         state.mark_sent(p.name, fp, target, "firing", row.severity, now)
@@ -84,8 +96,7 @@ def _route_one(state: State, target: str, p: Policy, firing: list[FindingRow],
     return queued
 
 
-def announce(state: State, policies: Iterable[Policy], action: dict[str, Any],
-             now: float) -> None:
+def announce(state: State, policies: Iterable[Policy], action: dict[str, Any], now: float) -> None:
     """Queue an action notification (terminate …) for every receiver."""
     data = action_data(action, now)
     with state.transaction():

@@ -3,6 +3,7 @@
 A check never does I/O. It receives a CheckContext (the rule, its effective thresholds
 and params, the snapshot) and yields Findings.
 """
+
 from __future__ import annotations
 
 import string
@@ -21,7 +22,7 @@ class CheckContext:
     snapshot: Snapshot
     thresholds: Thresholds | None
     params: dict[str, Any]
-    state: Any = None          # daemon history (dbwatch.state), None in one-shot audits
+    state: Any = None  # daemon history (dbwatch.daemon.state), None in one-shot audits
 
     def grade(self, value: float | None) -> str | None:
         if self.thresholds is None:
@@ -31,14 +32,29 @@ class CheckContext:
     def summary(self, **fields: Any) -> str:
         return render(self.rule.summary, fields)
 
-    def finding(self, *, severity: str, subject: str, summary: str | None = None,
-                fix: str | None = None, evidence: dict[str, Any] | None = None,
-                identity: Any = None, confidence: str = "high") -> Finding:
+    def finding(
+        self,
+        *,
+        severity: str,
+        subject: str,
+        summary: str | None = None,
+        fix: str | None = None,
+        evidence: dict[str, Any] | None = None,
+        identity: Any = None,
+        confidence: str = "high",
+    ) -> Finding:
         ev = dict(evidence or {})
-        return Finding(rule=self.rule.id, severity=severity, target=self.snapshot.target,
-                       subject=subject, summary=summary or self.summary(**ev),
-                       fix=fix or first_paragraph(self.rule.fix), evidence=ev,
-                       identity=identity, confidence=confidence)
+        return Finding(
+            rule=self.rule.id,
+            severity=severity,
+            target=self.snapshot.target,
+            subject=subject,
+            summary=summary or self.summary(**ev),
+            fix=fix or first_paragraph(self.rule.fix),
+            evidence=ev,
+            identity=identity,
+            confidence=confidence,
+        )
 
 
 class _Blank(dict[str, Any]):
@@ -65,7 +81,7 @@ CheckFn = Callable[[CheckContext], Iterable[Finding]]
 class Check:
     name: str
     fn: CheckFn
-    needs: dict[str, tuple[str, ...]]     # engine -> snapshot sections ("mysql" covers mariadb)
+    needs: dict[str, tuple[str, ...]]  # engine -> snapshot sections ("mysql" covers mariadb)
 
     def sections_for(self, engine: str) -> tuple[str, ...]:
         key = "mysql" if engine in ("mysql", "mariadb") else engine
@@ -77,9 +93,11 @@ CHECKS: dict[str, Check] = {}
 
 def check(name: str, **needs: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
     """Register a check; keyword args map engine -> the sections it reads."""
+
     def deco(fn: CheckFn) -> CheckFn:
         CHECKS[name] = Check(name, fn, {k: tuple(v) for k, v in needs.items()})
         return fn
+
     return deco
 
 
@@ -87,6 +105,7 @@ def load_checks() -> dict[str, Check]:
     """Import every check module so its checks register."""
     import importlib
     import pkgutil
+
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
     return CHECKS

@@ -1,4 +1,5 @@
 """MY102 new InnoDB deadlock (with its diagnosis); MY201 history list length (purge lag)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -56,17 +57,30 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
         return
     diag = dl.get("diagnosis") or {}
     since = _recent_deadlocks(ctx, counter)
-    extra = f"; {since} deadlocks since the last probe, only the latest is shown" \
-        if since and since > 1 else ""
-    summary = (f"deadlock at {dl.get('at')} ({format_duration(age)} ago) — "
-               f"{diag.get('pattern', 'generic')}: {_victim_text(dl)}{extra}")
+    extra = (
+        f"; {since} deadlocks since the last probe, only the latest is shown"
+        if since and since > 1
+        else ""
+    )
+    summary = (
+        f"deadlock at {dl.get('at')} ({format_duration(age)} ago) — "
+        f"{diag.get('pattern', 'generic')}: {_victim_text(dl)}{extra}"
+    )
     yield ctx.finding(
-        severity=ctx.rule.severity, subject=f"deadlock {dl.get('at')}", summary=summary,
+        severity=ctx.rule.severity,
+        subject=f"deadlock {dl.get('at')}",
+        summary=summary,
         fix=str(diag.get("fix") or ""),
-        evidence={"deadlock": dl, "diagnosis": diag, "rules": diag.get("rules", []),
-                  "deadlocks_total": counter, "deadlocks_since_last_probe": since,
-                  "age_seconds": age},
-        identity=dl.get("key"))
+        evidence={
+            "deadlock": dl,
+            "diagnosis": diag,
+            "rules": diag.get("rules", []),
+            "deadlocks_total": counter,
+            "deadlocks_since_last_probe": since,
+            "age_seconds": age,
+        },
+        identity=dl.get("key"),
+    )
 
 
 def _oldest(ctx: CheckContext) -> dict[str, Any] | None:
@@ -86,16 +100,23 @@ def history_list(ctx: CheckContext) -> Iterator[Finding]:
         return
     oldest = _oldest(ctx)
     if oldest:
-        who = (f"the oldest open transaction is thread {oldest.get('thread_id')} "
-               f"({oldest.get('user')}@{oldest.get('host')}, {oldest.get('command')}) open for "
-               f"{format_duration(oldest.get('trx_seconds'))}: it holds back purge")
-        fix = (f"End it: commit/rollback in the application, or KILL {oldest.get('thread_id')}; "
-               "then purge catches up (watch the history list length fall).")
+        who = (
+            f"the oldest open transaction is thread {oldest.get('thread_id')} "
+            f"({oldest.get('user')}@{oldest.get('host')}, {oldest.get('command')}) open for "
+            f"{format_duration(oldest.get('trx_seconds'))}: it holds back purge"
+        )
+        fix = (
+            f"End it: commit/rollback in the application, or KILL {oldest.get('thread_id')}; "
+            "then purge catches up (watch the history list length fall)."
+        )
     else:
         who = "no open transaction now: purge is behind on its own (write load, purge threads)"
         fix = "Raise innodb_purge_threads / innodb_purge_batch_size; check for I/O saturation."
     yield ctx.finding(
-        severity=sev, subject="history list length",
-        summary=f"InnoDB history list length {hll:,} (purge lag); {who}", fix=fix,
+        severity=sev,
+        subject="history list length",
+        summary=f"InnoDB history list length {hll:,} (purge lag); {who}",
+        fix=fix,
         evidence={"history_list_length": hll, "oldest": oldest},
-        identity="history_list_length")
+        identity="history_list_length",
+    )

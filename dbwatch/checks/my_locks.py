@@ -1,4 +1,5 @@
 """MY101: InnoDB lock waits, each with its blocker and the root of its blocking chain."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -37,13 +38,16 @@ def _root_evidence(root: Any, waits: list[dict[str, Any]], behind: int) -> dict[
     row = next((w for w in waits if w.get("blocking_thread_id") == root), {})
     idle = row.get("blocking_command") == "Sleep"
     return {
-        "root_thread_id": root, "root_trx_id": row.get("blocking_trx_id"),
-        "root_user": row.get("blocking_user"), "root_host": row.get("blocking_host"),
+        "root_thread_id": root,
+        "root_trx_id": row.get("blocking_trx_id"),
+        "root_user": row.get("blocking_user"),
+        "root_host": row.get("blocking_host"),
         "root_command": row.get("blocking_command"),
         "root_state": "idle in transaction" if idle else (row.get("blocking_trx_state") or "?"),
         "root_trx_age": format_duration(row.get("blocking_trx_seconds")),
         "root_idle_seconds": row.get("blocking_command_seconds") if idle else None,
-        "root_query": row.get("blocking_query"), "waiters_behind_root": behind,
+        "root_query": row.get("blocking_query"),
+        "waiters_behind_root": behind,
     }
 
 
@@ -51,10 +55,14 @@ def _fix(ev: dict[str, Any]) -> str:
     root = ev.get("root_thread_id")
     if root is None:
         return "A cycle with no root: InnoDB's deadlock detector resolves it (MY102)."
-    end = (f"KILL {root}; (root thread {root}, {ev['root_state']}, transaction "
-           f"{ev['root_trx_age']} old) ")
-    return (end + "ends the chain; for queue claims use FOR UPDATE SKIP LOCKED, keep "
-            "transactions short and innodb_lock_wait_timeout modest.")
+    end = (
+        f"KILL {root}; (root thread {root}, {ev['root_state']}, transaction "
+        f"{ev['root_trx_age']} old) "
+    )
+    return (
+        end + "ends the chain; for queue claims use FOR UPDATE SKIP LOCKED, keep "
+        "transactions short and innodb_lock_wait_timeout modest."
+    )
 
 
 @check("my_lock_waits", mysql=["my.lock_waits"])
@@ -75,16 +83,27 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
             continue
         root = _root_of(thread, edges, roots)
         ev: dict[str, Any] = {
-            "thread_id": thread, "trx_id": w.get("waiting_trx_id"),
-            "user": w.get("waiting_user"), "host": w.get("waiting_host"),
-            "age": format_duration(age), "age_seconds": age,
-            "table": w.get("locked_table"), "index": w.get("locked_index"),
-            "lock_mode": w.get("lock_mode"), "query": w.get("waiting_query"),
+            "thread_id": thread,
+            "trx_id": w.get("waiting_trx_id"),
+            "user": w.get("waiting_user"),
+            "host": w.get("waiting_host"),
+            "age": format_duration(age),
+            "age_seconds": age,
+            "table": w.get("locked_table"),
+            "index": w.get("locked_index"),
+            "lock_mode": w.get("lock_mode"),
+            "query": w.get("waiting_query"),
             "blocking_thread_id": w.get("blocking_thread_id"),
             "blocking_trx_id": w.get("blocking_trx_id"),
-            "blocking_query": w.get("blocking_query"), "source": data.get("source"),
+            "blocking_query": w.get("blocking_query"),
+            "source": data.get("source"),
         }
         if root is not None:
             ev |= _root_evidence(root, waits, roots.get(root, 0))
-        yield ctx.finding(severity=sev, subject=f"thread {thread}", evidence=ev, fix=_fix(ev),
-                          identity=[thread, w.get("waiting_trx_id")])
+        yield ctx.finding(
+            severity=sev,
+            subject=f"thread {thread}",
+            evidence=ev,
+            fix=_fix(ev),
+            identity=[thread, w.get("waiting_trx_id")],
+        )

@@ -1,6 +1,7 @@
 """PG201 (who holds the xmin horizon, every kind, ranked) and PG202 (dead tuples per table,
 with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -41,7 +42,9 @@ def _min_age(ctx: CheckContext) -> float:
         return 2.0
 
 
-def history(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[tuple[float, float]]:
+def history(
+    ctx: CheckContext, key: str, since: float = HISTORY_WINDOW
+) -> list[tuple[float, float]]:
     """The daemon's history for key, oldest first; [] in a one-shot audit or without state."""
     st = ctx.state
     if st is None or not hasattr(st, "history"):
@@ -73,11 +76,20 @@ def history_values(snapshot: Any) -> dict[str, float]:
 
 
 def _holder_evidence(h: Holder, rank: int) -> dict[str, Any]:
-    ev = {"kind": h.kind, "holder": h.holder, "scope": h.scope, "rank": rank,
-          "xid_age": h.xid_age, "age": format_duration(h.age_seconds) if h.age_seconds
-          is not None else f"{h.xid_age} XIDs (no wall-clock age)",
-          "age_seconds": None if h.age_seconds is None else round(h.age_seconds, 1),
-          "pid": h.pid, "query": h.query, "database": h.database}
+    ev = {
+        "kind": h.kind,
+        "holder": h.holder,
+        "scope": h.scope,
+        "rank": rank,
+        "xid_age": h.xid_age,
+        "age": format_duration(h.age_seconds)
+        if h.age_seconds is not None
+        else f"{h.xid_age} XIDs (no wall-clock age)",
+        "age_seconds": None if h.age_seconds is None else round(h.age_seconds, 1),
+        "pid": h.pid,
+        "query": h.query,
+        "database": h.database,
+    }
     ev.update(h.extra)
     return ev
 
@@ -87,8 +99,11 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[st
     dead = ctx.snapshot.section("pg.dead_tuples") or {}
     out: dict[int, list[tuple[dict[str, Any], Cause]]] = {}
     for t in dead.get("tables") or []:
-        limit = _count(ctx, "harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples",
-                       500 if t.get("queue") else 10000)
+        limit = _count(
+            ctx,
+            "harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples",
+            500 if t.get("queue") else 10000,
+        )
         if (t.get("n_dead_tup") or 0) < limit:
             continue
         c = attribute(t, hs, _min_age(ctx), int(_count(ctx, "cause_min_xids", 1000)))
@@ -99,8 +114,9 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[st
 
 def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
     if h.kind == "standby_query" or ev.get("kind_detail") == "standby_query":
-        return (f"{h.holder} holds the primary's horizon ({h.scope}) for {ev['age']} "
-                f"({h.xid_age} XIDs)")
+        return (
+            f"{h.holder} holds the primary's horizon ({h.scope}) for {ev['age']} ({h.xid_age} XIDs)"
+        )
     return f"xmin horizon of {h.scope} held for {ev['age']} ({h.xid_age} XIDs) by {h.holder}"
 
 
@@ -110,20 +126,35 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
     harm = _causes(ctx, hs)
     for rank, h in enumerate(hs, 1):
         hurt = harm.get(id(h), [])
-        sev = _worst(ctx.grade(h.age_seconds) if h.age_seconds is not None else None,
-                     _xid_grade(ctx, h.xid_age), "warning" if hurt else None)
+        sev = _worst(
+            ctx.grade(h.age_seconds) if h.age_seconds is not None else None,
+            _xid_grade(ctx, h.xid_age),
+            "warning" if hurt else None,
+        )
         if not sev:
             continue
         ev = _holder_evidence(h, rank)
         if hurt:
-            ev["dead_tuples_kept"] = [{"table": table_key(t), "n_dead_tup": t.get("n_dead_tup"),
-                                       "confidence": c.confidence} for t, c in hurt]
+            ev["dead_tuples_kept"] = [
+                {
+                    "table": table_key(t),
+                    "n_dead_tup": t.get("n_dead_tup"),
+                    "confidence": c.confidence,
+                }
+                for t, c in hurt
+            ]
         summary = _pg201_summary(h, ev)
         if hurt:
             worst = max(hurt, key=lambda tc: tc[0].get("n_dead_tup") or 0)[0]
             summary += f"; keeps {worst.get('n_dead_tup')} dead tuples in {table_key(worst)}"
-        yield ctx.finding(severity=sev, subject=h.subject, summary=summary, fix=h.fix,
-                          evidence=ev, identity=h.identity)
+        yield ctx.finding(
+            severity=sev,
+            subject=h.subject,
+            summary=summary,
+            fix=h.fix,
+            evidence=ev,
+            identity=h.identity,
+        )
 
 
 def _growth(ctx: CheckContext, t: dict[str, Any]) -> tuple[float | None, bool]:
@@ -134,8 +165,12 @@ def _growth(ctx: CheckContext, t: dict[str, Any]) -> tuple[float | None, bool]:
     if points and now - points[0][0] > 0:
         rate = (dead - points[0][1]) / (now - points[0][0]) * 60.0
     av = history(ctx, f"pg.autovacuum_count:{table_key(t)}")
-    rising = bool(av and points and float(t.get("autovacuum_count") or 0) > av[0][1]
-                  and dead >= 0.8 * points[0][1] > 0)
+    rising = bool(
+        av
+        and points
+        and float(t.get("autovacuum_count") or 0) > av[0][1]
+        and dead >= 0.8 * points[0][1] > 0
+    )
     return rate, rising
 
 
@@ -152,9 +187,11 @@ def _pg202_fix(t: dict[str, Any], cause: Cause | None) -> str:
     name = f"{t.get('schema')}.{t.get('table')}"
     if cause is not None:
         return f"End the horizon holder: {cause.holder.fix}; then VACUUM (VERBOSE) {name};"
-    return (f"VACUUM (VERBOSE) {name}; and let autovacuum keep up: ALTER TABLE {name} SET "
-            "(autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, "
-            "autovacuum_vacuum_cost_delay = 0);")
+    return (
+        f"VACUUM (VERBOSE) {name}; and let autovacuum keep up: ALTER TABLE {name} SET "
+        "(autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, "
+        "autovacuum_vacuum_cost_delay = 0);"
+    )
 
 
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
@@ -171,11 +208,18 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         cause = attribute(t, hs, _min_age(ctx), int(_count(ctx, "cause_min_xids", 1000)), rising)
         last = t.get("vacuum_seconds_ago")
         ev: dict[str, Any] = {
-            "table": table_key(t), "database": t.get("database"), "schema": t.get("schema"),
-            "dead": dead, "live": live, "ratio": f"{ratio:.0%}", "queue_table": bool(t.get("queue")),
+            "table": table_key(t),
+            "database": t.get("database"),
+            "schema": t.get("schema"),
+            "dead": dead,
+            "live": live,
+            "ratio": f"{ratio:.0%}",
+            "queue_table": bool(t.get("queue")),
             "last_vacuum": "never" if last is None else f"{format_duration(last)} ago",
-            "last_autovacuum_at": t.get("last_autovacuum"), "last_vacuum_at": t.get("last_vacuum"),
-            "autovacuum_count": t.get("autovacuum_count"), "vacuum_count": t.get("vacuum_count"),
+            "last_autovacuum_at": t.get("last_autovacuum"),
+            "last_vacuum_at": t.get("last_vacuum"),
+            "autovacuum_count": t.get("autovacuum_count"),
+            "vacuum_count": t.get("vacuum_count"),
             "growth_per_min": None if rate is None else round(rate, 1),
             "holder": cause.holder.holder if cause else None,
             "holder_pid": cause.holder.pid if cause else None,
@@ -186,9 +230,16 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         tail = f"horizon held by {cause.holder.holder}" if cause else ev["cause"]
         if rate is not None:
             tail += f"; +{rate:.0f}/min"
-        summary = (f"{ev['table']}: {dead} dead tuples ({ev['ratio']} of rows), last vacuum "
-                   f"{ev['last_vacuum']}; {tail}")
-        yield ctx.finding(severity=sev, subject=f"table {ev['table']}", summary=summary,
-                          fix=_pg202_fix(t, cause), evidence=ev,
-                          identity=[t.get("database"), t.get("schema"), t.get("table")],
-                          confidence=cause.confidence if cause else "high")
+        summary = (
+            f"{ev['table']}: {dead} dead tuples ({ev['ratio']} of rows), last vacuum "
+            f"{ev['last_vacuum']}; {tail}"
+        )
+        yield ctx.finding(
+            severity=sev,
+            subject=f"table {ev['table']}",
+            summary=summary,
+            fix=_pg202_fix(t, cause),
+            evidence=ev,
+            identity=[t.get("database"), t.get("schema"), t.get("table")],
+            confidence=cause.confidence if cause else "high",
+        )

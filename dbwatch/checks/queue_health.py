@@ -1,6 +1,7 @@
 """QU001–QU004: queue health read from the queue tables (backlog, expired reservations,
 repeated attempts, failed jobs), over the normalised rows of the pg.queues / my.queues probes.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -16,7 +17,7 @@ SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
 # The probe counts failures in these fixed windows; the rule's window picks the smallest that
 # covers it.
 BUCKETS = ((3600, "n_1h"), (21600, "n_6h"), (86400, "n_24h"), (259200, "n_3d"), (604800, "n_7d"))
-MAX_FAILURE_FINDINGS = 10       # per table: the largest groups
+MAX_FAILURE_FINDINGS = 10  # per table: the largest groups
 _RANK = {None: 0, "warning": 1, "critical": 2}
 
 
@@ -34,8 +35,11 @@ def _section(ctx: CheckContext) -> dict[str, Any]:
 
 
 def _base(t: dict[str, Any]) -> dict[str, Any]:
-    ev = {"table": f"{t['schema']}.{t['table']}", "library": t.get("library"),
-          "rows_estimate": t.get("rows_estimate")}
+    ev = {
+        "table": f"{t['schema']}.{t['table']}",
+        "library": t.get("library"),
+        "rows_estimate": t.get("rows_estimate"),
+    }
     return ev
 
 
@@ -67,26 +71,47 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
             if depth <= 0 or age is None:
                 continue
             shown = depth
-            if (note["window_capped"] and t.get("rows_estimate") and note["window_rows"]
-                    and t.get("scale_depth", True)):
+            if (
+                note["window_capped"]
+                and t.get("rows_estimate")
+                and note["window_rows"]
+                and t.get("scale_depth", True)
+            ):
                 shown = max(depth, round(depth / note["window_rows"] * t["rows_estimate"]))
-            sev = _worse(_grade_age(ctx, t, float(age)),
-                         _grade_count(shown, ctx.params.get("depth_warning"),
-                                      ctx.params.get("depth_critical")))
+            sev = _worse(
+                _grade_age(ctx, t, float(age)),
+                _grade_count(
+                    shown, ctx.params.get("depth_warning"), ctx.params.get("depth_critical")
+                ),
+            )
             if sev is None:
                 continue
-            ev = _base(t) | note | {
-                "queue": row.get("queue"), "depth": shown, "depth_is_estimate": shown != depth,
-                "age": format_duration(float(age)), "age_seconds": int(age),
-                "reserved": int(row.get("reserved") or 0)}
+            ev = (
+                _base(t)
+                | note
+                | {
+                    "queue": row.get("queue"),
+                    "depth": shown,
+                    "depth_is_estimate": shown != depth,
+                    "age": format_duration(float(age)),
+                    "age_seconds": int(age),
+                    "reserved": int(row.get("reserved") or 0),
+                }
+            )
             depth_txt = f"~{shown}" if shown != depth else str(shown)
             summary = ctx.summary(**(ev | {"depth": depth_txt}))
             if t["kind"] == "laravel_batches":
-                summary = (f"{ev['table']}: batches named {row.get('queue')} still have {shown} "
-                           f"jobs to run, the oldest batch started {ev['age']} ago")
+                summary = (
+                    f"{ev['table']}: batches named {row.get('queue')} still have {shown} "
+                    f"jobs to run, the oldest batch started {ev['age']} ago"
+                )
             yield ctx.finding(
-                severity=sev, subject=f"queue {ev['table']}:{row.get('queue')}", evidence=ev,
-                summary=summary, identity=[t["schema"], t["table"], row.get("queue")])
+                severity=sev,
+                subject=f"queue {ev['table']}:{row.get('queue')}",
+                evidence=ev,
+                summary=summary,
+                identity=[t["schema"], t["table"], row.get("queue")],
+            )
 
 
 def _grade_age(ctx: CheckContext, t: dict[str, Any], age: float) -> str | None:
@@ -108,16 +133,22 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
 
 
 EXPIRED_FIX = {
-    "solid_queue": ("Find why workers stop heartbeating (OOM kills: dmesg | grep -i oom; hosts "
-                    "suspended; deploys that SIGKILL): stop workers with TERM and a "
-                    "shutdown_timeout the jobs fit in; check solid_queue_processes for stale "
-                    "last_heartbeat_at; retry the failed executions once fixed."),
-    "pg_boss": ("Raise expireInSeconds for jobs that legitimately run longer, or find the "
-                "worker that died mid-job (OOM, deploy); make handlers idempotent, since "
-                "pg-boss retries expired jobs."),
-    "graphile_worker": ("Find the worker that died holding the lock (locked_by names it); "
-                        "graphile_worker.force_unlock_workers(ARRAY['<worker id>']) frees its "
-                        "jobs at once; keep tasks idempotent."),
+    "solid_queue": (
+        "Find why workers stop heartbeating (OOM kills: dmesg | grep -i oom; hosts "
+        "suspended; deploys that SIGKILL): stop workers with TERM and a "
+        "shutdown_timeout the jobs fit in; check solid_queue_processes for stale "
+        "last_heartbeat_at; retry the failed executions once fixed."
+    ),
+    "pg_boss": (
+        "Raise expireInSeconds for jobs that legitimately run longer, or find the "
+        "worker that died mid-job (OOM, deploy); make handlers idempotent, since "
+        "pg-boss retries expired jobs."
+    ),
+    "graphile_worker": (
+        "Find the worker that died holding the lock (locked_by names it); "
+        "graphile_worker.force_unlock_workers(ARRAY['<worker id>']) frees its "
+        "jobs at once; keep tasks idempotent."
+    ),
 }
 
 
@@ -127,13 +158,17 @@ def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
     now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
     look = ""
     if t["kind"] == "laravel_jobs":
-        look = (f" Look: SELECT id, queue, attempts, reserved_at FROM {t['schema']}.{t['table']} "
-                f"WHERE reserved_at <= {now} - {int(retry_after)} ORDER BY id LIMIT 20;")
-    return (f"Make the worker give up first: --timeout (or the job's $timeout) several seconds "
-            f"below retry_after ({format_duration(retry_after)}), and retry_after above the "
-            "slowest job; look for killed workers (OOM: dmesg | grep -i oom; deploys without "
-            "queue:restart) and deletes rolled back by deadlocks (MY102, QU401); make jobs "
-            "idempotent, since these run again." + look)
+        look = (
+            f" Look: SELECT id, queue, attempts, reserved_at FROM {t['schema']}.{t['table']} "
+            f"WHERE reserved_at <= {now} - {int(retry_after)} ORDER BY id LIMIT 20;"
+        )
+    return (
+        f"Make the worker give up first: --timeout (or the job's $timeout) several seconds "
+        f"below retry_after ({format_duration(retry_after)}), and retry_after above the "
+        "slowest job; look for killed workers (OOM: dmesg | grep -i oom; deploys without "
+        "queue:restart) and deletes rolled back by deadlocks (MY102, QU401); make jobs "
+        "idempotent, since these run again." + look
+    )
 
 
 @check("queue_expired", **SECTIONS)
@@ -158,29 +193,48 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
             continue
         capped = len(t["reserved"]) >= int(t.get("groups") or 0) or _window_note(t)["window_capped"]
         ev = _base(t) | {
-            "count": count, "count_is_lower_bound": capped, "queues": dict(sorted(queues.items())),
-            "oldest": format_duration(oldest), "oldest_seconds": int(oldest),
-            "retry_after": format_duration(expiry), "retry_after_seconds": expiry,
-            "retry_after_source": source if t["kind"] == "laravel_jobs" else "library default"}
+            "count": count,
+            "count_is_lower_bound": capped,
+            "queues": dict(sorted(queues.items())),
+            "oldest": format_duration(oldest),
+            "oldest_seconds": int(oldest),
+            "retry_after": format_duration(expiry),
+            "retry_after_seconds": expiry,
+            "retry_after_source": source if t["kind"] == "laravel_jobs" else "library default",
+        }
         summary = None
         if t["kind"] in EXPIRY_NOTE:
-            summary = (f"{ev['table']}: {count} {EXPIRY_NOTE[t['kind']][0]} "
-                       f"{ev['retry_after']} (oldest {ev['oldest']}); {EXPIRY_NOTE[t['kind']][1]}")
-        yield ctx.finding(severity=sev, subject=f"table {ev['table']}", evidence=ev,
-                          summary=summary, fix=_expired_fix(t, expiry, ctx.snapshot.engine),
-                          identity=[t["schema"], t["table"]])
+            summary = (
+                f"{ev['table']}: {count} {EXPIRY_NOTE[t['kind']][0]} "
+                f"{ev['retry_after']} (oldest {ev['oldest']}); {EXPIRY_NOTE[t['kind']][1]}"
+            )
+        yield ctx.finding(
+            severity=sev,
+            subject=f"table {ev['table']}",
+            evidence=ev,
+            summary=summary,
+            fix=_expired_fix(t, expiry, ctx.snapshot.engine),
+            identity=[t["schema"], t["table"]],
+        )
 
 
 # What an expired claim means where it is not Laravel's "it will run again".
 EXPIRY_NOTE = {
-    "solid_queue": ("claimed jobs whose worker has sent no heartbeat for over",
-                    ("Solid Queue will prune the worker and fail these jobs with "
-                     "ProcessPrunedError; they do not run again unless retried")),
-    "pg_boss": ("active jobs past their expiration of",
-                "pg-boss will fail them as expired and retry them while retries are left"),
-    "graphile_worker": ("jobs locked longer than",
-                        ("graphile-worker treats such a lock as abandoned: another worker may "
-                         "run them again")),
+    "solid_queue": (
+        "claimed jobs whose worker has sent no heartbeat for over",
+        (
+            "Solid Queue will prune the worker and fail these jobs with "
+            "ProcessPrunedError; they do not run again unless retried"
+        ),
+    ),
+    "pg_boss": (
+        "active jobs past their expiration of",
+        "pg-boss will fail them as expired and retry them while retries are left",
+    ),
+    "graphile_worker": (
+        "jobs locked longer than",
+        ("graphile-worker treats such a lock as abandoned: another worker may run them again"),
+    ),
 }
 
 
@@ -191,8 +245,16 @@ def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, st
         if attempts < min_attempts:
             continue
         key = (str(row.get("queue")), job_class(row.get("job_class")) or "(unknown)")
-        g = groups.setdefault(key, {"queue": key[0], "job_class": key[1], "count": 0,
-                                    "max_attempts": 0, "payload_timeout": None})
+        g = groups.setdefault(
+            key,
+            {
+                "queue": key[0],
+                "job_class": key[1],
+                "count": 0,
+                "max_attempts": 0,
+                "payload_timeout": None,
+            },
+        )
         g["count"] += int(row.get("n") or 0)
         g["max_attempts"] = max(g["max_attempts"], attempts)
         timeout = payload_timeout(row.get("timeout_head"))
@@ -218,8 +280,13 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
         per_queue = {str(r.get("queue")): int(r.get("total") or 0) for r in t.get("summary") or []}
         limit = _near_limit(t, ctx)
         near = [g for g in groups.values() if g["max_attempts"] >= 0.9 * limit]
-        slow = [g for g in groups.values() if t["kind"] == "laravel_jobs"
-                and g["payload_timeout"] is not None and g["payload_timeout"] >= retry_after]
+        slow = [
+            g
+            for g in groups.values()
+            if t["kind"] == "laravel_jobs"
+            and g["payload_timeout"] is not None
+            and g["payload_timeout"] >= retry_after
+        ]
         for g in groups.values():
             total = per_queue.get(g["queue"]) or 0
             g["share"] = round(g["count"] / total, 3) if total else None
@@ -229,29 +296,52 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
         if sev is None:
             continue
         by_class = sorted(groups.values(), key=lambda g: -g["count"])[:20]
-        ev = _base(t) | _window_note(t) | {
-            "count": count, "min_attempts": min_attempts,
-            "max_attempts": max(g["max_attempts"] for g in groups.values()),
-            "by_class": by_class, "attempts_limit": limit,
-            "near_limit": [g["job_class"] for g in near],
-            "timeout_not_below_retry_after": [
-                {"job_class": g["job_class"], "timeout": g["payload_timeout"],
-                 "retry_after": retry_after} for g in slow]}
-        yield ctx.finding(severity=sev, subject=f"table {ev['table']}", evidence=ev,
-                          summary=_attempts_summary(ctx, ev, by_class, near, slow),
-                          identity=[t["schema"], t["table"]])
+        ev = (
+            _base(t)
+            | _window_note(t)
+            | {
+                "count": count,
+                "min_attempts": min_attempts,
+                "max_attempts": max(g["max_attempts"] for g in groups.values()),
+                "by_class": by_class,
+                "attempts_limit": limit,
+                "near_limit": [g["job_class"] for g in near],
+                "timeout_not_below_retry_after": [
+                    {
+                        "job_class": g["job_class"],
+                        "timeout": g["payload_timeout"],
+                        "retry_after": retry_after,
+                    }
+                    for g in slow
+                ],
+            }
+        )
+        yield ctx.finding(
+            severity=sev,
+            subject=f"table {ev['table']}",
+            evidence=ev,
+            summary=_attempts_summary(ctx, ev, by_class, near, slow),
+            identity=[t["schema"], t["table"]],
+        )
 
 
-def _attempts_summary(ctx: CheckContext, ev: dict[str, Any], by_class: list[dict[str, Any]],
-                      near: list[dict[str, Any]], slow: list[dict[str, Any]]) -> str:
+def _attempts_summary(
+    ctx: CheckContext,
+    ev: dict[str, Any],
+    by_class: list[dict[str, Any]],
+    near: list[dict[str, Any]],
+    slow: list[dict[str, Any]],
+) -> str:
     top = by_class[0]
     share = f", {top['share']:.0%} of queue {top['queue']}" if top.get("share") else ""
     text = ctx.summary(**ev) + f"; most: {top['job_class']} ({top['count']}{share})"
     if near:
         text += f"; {len(near)} job classes near the attempts limit {ev['attempts_limit']}"
     for g in slow[:1]:
-        text += (f"; {g['job_class']} has its own timeout {g['payload_timeout']}s, not below "
-                 f"retry_after: it is handed to a second worker while still running")
+        text += (
+            f"; {g['job_class']} has its own timeout {g['payload_timeout']}s, not below "
+            f"retry_after: it is handed to a second worker while still running"
+        )
     return text
 
 
@@ -270,10 +360,20 @@ def _failure_groups(t: dict[str, Any], key: str) -> list[dict[str, Any]]:
             continue
         f = classify_failure(row.get("head"))
         cls = job_class(row.get("job_class")) or "(unknown)"
-        g = groups.setdefault((f.exception, cls), {
-            "exception": f.exception, "kind": f.kind, "job_class": cls, "count": 0,
-            "queues": set(), "variants": set(), "latest": None, "latest_seconds_ago": None,
-            "message": " ".join(str(row.get("head") or "").split())[:300]})
+        g = groups.setdefault(
+            (f.exception, cls),
+            {
+                "exception": f.exception,
+                "kind": f.kind,
+                "job_class": cls,
+                "count": 0,
+                "queues": set(),
+                "variants": set(),
+                "latest": None,
+                "latest_seconds_ago": None,
+                "message": " ".join(str(row.get("head") or "").split())[:300],
+            },
+        )
         g["count"] += n
         g["queues"].add(str(row.get("queue")))
         if f.variant:
@@ -298,31 +398,47 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
         groups = _failure_groups(t, key)
         capped = len(t["failed"]) >= int(t.get("groups") or 0)
         # every row of the newest-rows window is a failure in the horizon: there may be more
-        full = sum(int(r.get("n") or 0) for r in t["failed"]) >= int(t.get("failed_window") or 0) > 0
+        full = (
+            sum(int(r.get("n") or 0) for r in t["failed"]) >= int(t.get("failed_window") or 0) > 0
+        )
         for g in groups[:MAX_FAILURE_FINDINGS]:
             sev = ctx.grade(g["count"])
             if sev is None:
                 continue
-            ev = _base(t) | g | {
-                "window": format_duration(window), "window_seconds": window,
-                "job": g["job_class"], "meaning": MEANING[g["kind"]],
-                "groups": len(groups), "groups_capped": capped, "count_is_lower_bound": full,
-                "latest_ago": format_duration(g["latest_seconds_ago"])}
+            ev = (
+                _base(t)
+                | g
+                | {
+                    "window": format_duration(window),
+                    "window_seconds": window,
+                    "job": g["job_class"],
+                    "meaning": MEANING[g["kind"]],
+                    "groups": len(groups),
+                    "groups_capped": capped,
+                    "count_is_lower_bound": full,
+                    "latest_ago": format_duration(g["latest_seconds_ago"]),
+                }
+            )
             summary = _failed_summary(ev, g)
-            yield ctx.finding(severity=sev, evidence=ev, summary=summary, fix=FIX[g["kind"]],
-                              subject=f"failed {ev['table']}: {_short(g['exception'])} "
-                                      f"{g['job_class']}",
-                              identity=[t["schema"], t["table"], g["exception"], g["job_class"]])
+            yield ctx.finding(
+                severity=sev,
+                evidence=ev,
+                summary=summary,
+                fix=FIX[g["kind"]],
+                subject=f"failed {ev['table']}: {_short(g['exception'])} {g['job_class']}",
+                identity=[t["schema"], t["table"], g["exception"], g["job_class"]],
+            )
 
 
 def _failed_summary(ev: dict[str, Any], g: dict[str, Any]) -> str:
     when = f"in the last {ev['window']} (latest {g['latest']}, {ev['latest_ago']} ago)"
     if g["kind"] == "batch":
-        return (f"{ev['table']}: batches named {g['job_class']} have {g['count']} failed jobs "
-                f"{when}: {MEANING['batch'].split(':')[1].strip()}")
+        return (
+            f"{ev['table']}: batches named {g['job_class']} have {g['count']} failed jobs "
+            f"{when}: {MEANING['batch'].split(':')[1].strip()}"
+        )
     # graphile-worker and others keep only the message: show it instead of a class
-    cause = (f'"{g["message"][:80]}"' if g["exception"] == "(unknown)"
-             else _short(g["exception"]))
+    cause = f'"{g["message"][:80]}"' if g["exception"] == "(unknown)" else _short(g["exception"])
     text = f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with {cause} {when}"
     if g["kind"] != "other":
         text += f": {MEANING[g['kind']].split(':')[0].split(' (')[0]}"

@@ -1,4 +1,5 @@
 """QU301: the legacy (queue, reserved_at) index family on Laravel-shaped jobs tables."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -28,8 +29,9 @@ def _fix(engine: str, schema: str, table: str, index: str, has_queue_index: bool
     new = f"{table}_queue_index"
     if engine == "postgresql":
         tbl = f"{_q_pg(schema)}.{_q_pg(table)}"
-        create = "" if has_queue_index else \
-            f"CREATE INDEX CONCURRENTLY {_q_pg(new)} ON {tbl} (queue); "
+        create = (
+            "" if has_queue_index else f"CREATE INDEX CONCURRENTLY {_q_pg(new)} ON {tbl} (queue); "
+        )
         return f"{create}DROP INDEX CONCURRENTLY {_q_pg(schema)}.{_q_pg(index)};"
     tbl = f"{_q_my(schema)}.{_q_my(table)}"
     add = "" if has_queue_index else f", ADD INDEX {_q_my(new)} (`queue`)"
@@ -50,12 +52,19 @@ def legacy_queue_index(ctx: CheckContext) -> Iterator[Finding]:
                 continue
             name = ix["index_name"]
             yield ctx.finding(
-                severity=ctx.rule.severity, subject=f"index {schema}.{table}.{name}",
+                severity=ctx.rule.severity,
+                subject=f"index {schema}.{table}.{name}",
                 summary=f"{schema}.{table} has the legacy index {name} ({', '.join(shape)}) "
-                        f"from {LEGACY_SHAPES[shape]}: every reservation moves its entry, so "
-                        "claims on it deadlock with other workers' reserve UPDATE",
+                f"from {LEGACY_SHAPES[shape]}: every reservation moves its entry, so "
+                "claims on it deadlock with other workers' reserve UPDATE",
                 fix=_fix(ctx.snapshot.engine, schema, table, name, has_queue_index),
-                evidence={"schema": schema, "table": table, "index": name,
-                          "columns": list(shape), "origin": LEGACY_SHAPES[shape],
-                          "has_queue_index": has_queue_index},
-                identity=[schema, table, name])
+                evidence={
+                    "schema": schema,
+                    "table": table,
+                    "index": name,
+                    "columns": list(shape),
+                    "origin": LEGACY_SHAPES[shape],
+                    "has_queue_index": has_queue_index,
+                },
+                identity=[schema, table, name],
+            )

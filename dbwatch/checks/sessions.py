@@ -1,4 +1,5 @@
 """PG001/MY001 long transactions and PG002/MY002 idle sessions holding a transaction open."""
+
 from __future__ import annotations
 
 import re
@@ -20,35 +21,55 @@ def _ignored(ctx: CheckContext, user: Any, app: Any) -> bool:
 
 def _pg_evidence(s: dict[str, Any], age: float) -> dict[str, Any]:
     return {
-        "pid": s["pid"], "user": s.get("user"), "application": s.get("application") or "",
-        "client_addr": s.get("client_addr"), "database": s.get("database"),
-        "state": s.get("state"), "age": format_duration(age), "age_seconds": round(age, 1),
-        "xact_start": s.get("xact_start"), "backend_start": s.get("backend_start"),
-        "backend_xid": s.get("backend_xid"), "backend_xmin": s.get("backend_xmin"),
-        "wait_event": s.get("wait_event"), "query": s.get("query"),
+        "pid": s["pid"],
+        "user": s.get("user"),
+        "application": s.get("application") or "",
+        "client_addr": s.get("client_addr"),
+        "database": s.get("database"),
+        "state": s.get("state"),
+        "age": format_duration(age),
+        "age_seconds": round(age, 1),
+        "xact_start": s.get("xact_start"),
+        "backend_start": s.get("backend_start"),
+        "backend_xid": s.get("backend_xid"),
+        "backend_xmin": s.get("backend_xmin"),
+        "wait_event": s.get("wait_event"),
+        "query": s.get("query"),
     }
 
 
 def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
     return {
-        "thread_id": t.get("thread_id"), "trx_id": str(t.get("trx_id")), "user": t.get("user"),
-        "host": t.get("host"), "db": t.get("db"), "command": t.get("command"),
-        "age": format_duration(age), "age_seconds": age,
-        "idle_seconds": t.get("command_seconds"), "rows_locked": t.get("trx_rows_locked"),
-        "rows_modified": t.get("trx_rows_modified"), "isolation": t.get("trx_isolation_level"),
-        "query": t.get("trx_query") or t.get("info"), "application": t.get("user"),
+        "thread_id": t.get("thread_id"),
+        "trx_id": str(t.get("trx_id")),
+        "user": t.get("user"),
+        "host": t.get("host"),
+        "db": t.get("db"),
+        "command": t.get("command"),
+        "age": format_duration(age),
+        "age_seconds": age,
+        "idle_seconds": t.get("command_seconds"),
+        "rows_locked": t.get("trx_rows_locked"),
+        "rows_modified": t.get("trx_rows_modified"),
+        "isolation": t.get("trx_isolation_level"),
+        "query": t.get("trx_query") or t.get("info"),
+        "application": t.get("user"),
     }
 
 
 def _pg_fix(s: dict[str, Any]) -> str:
-    return (f"End it in the application, or: SELECT pg_terminate_backend({s['pid']}); "
-            "prevent it: ALTER ROLE <app> SET idle_in_transaction_session_timeout = '5min';")
+    return (
+        f"End it in the application, or: SELECT pg_terminate_backend({s['pid']}); "
+        "prevent it: ALTER ROLE <app> SET idle_in_transaction_session_timeout = '5min';"
+    )
 
 
 def _my_fix(t: dict[str, Any]) -> str:
-    return (f"Commit or roll back in the application, or: KILL {t.get('thread_id')}; "
-            "prevent it: SET GLOBAL idle_transaction_timeout (MariaDB) / wait_timeout, "
-            "and keep transactions short in the client.")
+    return (
+        f"Commit or roll back in the application, or: KILL {t.get('thread_id')}; "
+        "prevent it: SET GLOBAL idle_transaction_timeout (MariaDB) / wait_timeout, "
+        "and keep transactions short in the client."
+    )
 
 
 @check("long_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
@@ -61,21 +82,32 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
             sev = ctx.grade(age)
             if sev and not _ignored(ctx, s.get("user"), s.get("application")):
                 ev = _pg_evidence(s, age)
-                yield ctx.finding(severity=sev, subject=f"pid {s['pid']}", evidence=ev,
-                                  fix=_pg_fix(s),
-                                  identity=[s["pid"], s.get("backend_start"), s.get("xact_start")])
+                yield ctx.finding(
+                    severity=sev,
+                    subject=f"pid {s['pid']}",
+                    evidence=ev,
+                    fix=_pg_fix(s),
+                    identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
+                )
         return
     for t in ctx.snapshot.section("my.trx"):
         age = float(t.get("trx_seconds") or 0)
         sev = ctx.grade(age)
         if sev and not _ignored(ctx, t.get("user"), None):
             ev = _my_evidence(t, age)
-            summary = (f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) has had InnoDB "
-                       f"transaction {ev['trx_id']} open for {ev['age']} "
-                       f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)")
-            yield ctx.finding(severity=sev, subject=f"thread {t.get('thread_id')}",
-                              summary=summary, evidence=ev, fix=_my_fix(t),
-                              identity=[t.get("thread_id"), str(t.get("trx_id"))])
+            summary = (
+                f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) has had InnoDB "
+                f"transaction {ev['trx_id']} open for {ev['age']} "
+                f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)"
+            )
+            yield ctx.finding(
+                severity=sev,
+                subject=f"thread {t.get('thread_id')}",
+                summary=summary,
+                evidence=ev,
+                fix=_my_fix(t),
+                identity=[t.get("thread_id"), str(t.get("trx_id"))],
+            )
 
 
 @check("idle_in_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
@@ -89,9 +121,13 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
             if sev and not _ignored(ctx, s.get("user"), s.get("application")):
                 ev = _pg_evidence(s, idle)
                 ev["transaction_age"] = format_duration(s.get("xact_seconds"))
-                yield ctx.finding(severity=sev, subject=f"pid {s['pid']}", evidence=ev,
-                                  fix=_pg_fix(s),
-                                  identity=[s["pid"], s.get("backend_start"), s.get("xact_start")])
+                yield ctx.finding(
+                    severity=sev,
+                    subject=f"pid {s['pid']}",
+                    evidence=ev,
+                    fix=_pg_fix(s),
+                    identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
+                )
         return
     for t in ctx.snapshot.section("my.trx"):
         if t.get("command") != "Sleep":
@@ -101,9 +137,16 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
         if sev and not _ignored(ctx, t.get("user"), None):
             ev = _my_evidence(t, float(t.get("trx_seconds") or 0))
             ev["idle"] = format_duration(idle)
-            summary = (f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) sleeps for "
-                       f"{ev['idle']} with InnoDB transaction {ev['trx_id']} open for "
-                       f"{ev['age']} ({ev['rows_locked']} rows locked)")
-            yield ctx.finding(severity=sev, subject=f"thread {t.get('thread_id')}",
-                              summary=summary, evidence=ev, fix=_my_fix(t),
-                              identity=[t.get("thread_id"), str(t.get("trx_id"))])
+            summary = (
+                f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) sleeps for "
+                f"{ev['idle']} with InnoDB transaction {ev['trx_id']} open for "
+                f"{ev['age']} ({ev['rows_locked']} rows locked)"
+            )
+            yield ctx.finding(
+                severity=sev,
+                subject=f"thread {t.get('thread_id')}",
+                summary=summary,
+                evidence=ev,
+                fix=_my_fix(t),
+                identity=[t.get("thread_id"), str(t.get("trx_id"))],
+            )

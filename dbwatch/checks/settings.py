@@ -1,4 +1,5 @@
 """PG501 missing PostgreSQL safety settings; MY501 risky InnoDB settings."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -32,17 +33,20 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
             overrides.setdefault(r["name"], []).append(f"{who}{where}")
     for name in ctx.params.get("required", []):
         if name not in server:
-            continue   # not on this version (transaction_timeout is 17+)
+            continue  # not on this version (transaction_timeout is 17+)
         if not _is_off(server[name]) or overrides.get(name):
             continue
         value = _PG_SUGGEST.get(name, "'<value>'")
         yield ctx.finding(
-            severity=ctx.rule.severity, subject=f"setting {name}",
+            severity=ctx.rule.severity,
+            subject=f"setting {name}",
             summary=f"{name} is 0 (off) server-wide and for every role and database: "
-                    "nothing ends a forgotten transaction or a runaway query",
+            "nothing ends a forgotten transaction or a runaway query",
             fix=f"ALTER ROLE <app_role> SET {name} = {value}; (or server-wide: "
-                f"ALTER SYSTEM SET {name} = {value}; SELECT pg_reload_conf();)",
-            evidence={"setting": name, "value": server[name]}, identity=name)
+            f"ALTER SYSTEM SET {name} = {value}; SELECT pg_reload_conf();)",
+            evidence={"setting": name, "value": server[name]},
+            identity=name,
+        )
 
 
 @check("my_settings", mysql=["my.settings"])
@@ -51,26 +55,33 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
     sev = ctx.rule.severity
     if str(s.get("innodb_deadlock_detect", "ON")).upper() == "OFF":
         yield ctx.finding(
-            severity=sev, subject="setting innodb_deadlock_detect",
+            severity=sev,
+            subject="setting innodb_deadlock_detect",
             summary="innodb_deadlock_detect=OFF: deadlocked transactions wait for the full "
-                    f"innodb_lock_wait_timeout ({s.get('innodb_lock_wait_timeout')}s) instead "
-                    "of one being rolled back at once",
+            f"innodb_lock_wait_timeout ({s.get('innodb_lock_wait_timeout')}s) instead "
+            "of one being rolled back at once",
             fix="SET GLOBAL innodb_deadlock_detect = ON; (and in my.cnf) -- only turn it off "
-                "with a short innodb_lock_wait_timeout on very high concurrency",
+            "with a short innodb_lock_wait_timeout on very high concurrency",
             evidence={"setting": "innodb_deadlock_detect", "value": "OFF"},
-            identity="innodb_deadlock_detect")
+            identity="innodb_deadlock_detect",
+        )
     if str(s.get("innodb_print_all_deadlocks", "OFF")).upper() == "OFF":
         persist = "SET PERSIST" if ctx.snapshot.engine == "mysql" else "SET GLOBAL"
         yield ctx.finding(
-            severity=sev, subject="setting innodb_print_all_deadlocks",
+            severity=sev,
+            subject="setting innodb_print_all_deadlocks",
             summary="innodb_print_all_deadlocks=OFF: only the latest deadlock is visible in "
-                    "SHOW ENGINE INNODB STATUS; every earlier one is lost",
+            "SHOW ENGINE INNODB STATUS; every earlier one is lost",
             fix=f"{persist} innodb_print_all_deadlocks = ON; (MariaDB: also "
-                "innodb_print_all_deadlocks=ON under [mysqld] in my.cnf), then "
-                "`dbwatch deadlocks --error-log <log_error>` reads them all",
-            evidence={"setting": "innodb_print_all_deadlocks", "value": "OFF",
-                      "log_error": s.get("log_error")},
-            identity="innodb_print_all_deadlocks")
+            "innodb_print_all_deadlocks=ON under [mysqld] in my.cnf), then "
+            "`dbwatch deadlocks --error-log <log_error>` reads them all",
+            evidence={
+                "setting": "innodb_print_all_deadlocks",
+                "value": "OFF",
+                "log_error": s.get("log_error"),
+            },
+            identity="innodb_print_all_deadlocks",
+        )
     limit = float(ctx.params.get("max_lock_wait_timeout", 120))
     try:
         lwt = float(s.get("innodb_lock_wait_timeout", 50))
@@ -78,9 +89,11 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
         lwt = 0.0
     if lwt > limit:
         yield ctx.finding(
-            severity=sev, subject="setting innodb_lock_wait_timeout",
+            severity=sev,
+            subject="setting innodb_lock_wait_timeout",
             summary=f"innodb_lock_wait_timeout={lwt:g}s: a worker blocked on a row lock hangs "
-                    f"that long before failing (over {limit:g}s)",
+            f"that long before failing (over {limit:g}s)",
             fix="SET GLOBAL innodb_lock_wait_timeout = 50; (and in my.cnf)",
             evidence={"setting": "innodb_lock_wait_timeout", "value": lwt},
-            identity="innodb_lock_wait_timeout")
+            identity="innodb_lock_wait_timeout",
+        )

@@ -2,6 +2,7 @@
 transactions (high confidence) and statement digests / pg_stat_statements (call counts only:
 QU401 probable; a claim's shape alone is enough for QU402). Same detectors as `audit --log`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -47,9 +48,13 @@ class HistoryAnalysis:
     unparsable: int = 0
 
     def evidence(self) -> dict[str, Any]:
-        return {"source": self.source, "statements_read": self.statements,
-                "threads": self.threads, "transactions_seen": self.transactions,
-                "unparsable": self.unparsable}
+        return {
+            "source": self.source,
+            "statements_read": self.statements,
+            "threads": self.threads,
+            "transactions_seen": self.transactions,
+            "unparsable": self.unparsable,
+        }
 
 
 # Both checks read the same history: the last analysis is kept with its section (held, so
@@ -77,12 +82,18 @@ def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
     for thread, _event, text in section.get("statements") or []:
         if thread != current:
             if current is not None:
-                grouper.disconnect(current)   # its window ends here; ids are never reused
+                grouper.disconnect(current)  # its window ends here; ids are never reused
             current, threads = thread, threads + 1
         grouper.feed(thread, None, str(text))
     grouper.flush()
-    return HistoryAnalysis(det, str(section.get("source")), grouper.stats.statements, threads,
-                           det.transactions, det.classifier.stats.unparsable)
+    return HistoryAnalysis(
+        det,
+        str(section.get("source")),
+        grouper.stats.statements,
+        threads,
+        det.transactions,
+        det.classifier.stats.unparsable,
+    )
 
 
 def server_of(snap: Snapshot) -> ServerVersion | None:
@@ -120,39 +131,51 @@ def _from_history(ctx: CheckContext, rule: str, server: Any) -> dict[str, Findin
     history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
     if history is None:
         return {}
-    return {_key(f): _emit(ctx, f, f.summary + " (statement history)",
-                           f.evidence | history.evidence())
-            for f in history.detector.findings(server, snap.target) if f.rule == rule}
+    return {
+        _key(f): _emit(ctx, f, f.summary + " (statement history)", f.evidence | history.evidence())
+        for f in history.detector.findings(server, snap.target)
+        if f.rule == rule
+    }
 
 
 def _digest_summary(f: Finding) -> str:
     ev = f.evidence
     key = ", ".join(ev["key_columns"])
-    return (f"`SELECT … WHERE {key} = ? FOR UPDATE` and `DELETE … WHERE {key} = ?` on "
-            f"`{ev['table']}` are called about equally often ({ev['select_calls']:,} and "
-            f"{ev['delete_calls']:,} calls): probably a fetch-before-delete (statement digests "
-            "do not show transactions)")
+    return (
+        f"`SELECT … WHERE {key} = ? FOR UPDATE` and `DELETE … WHERE {key} = ?` on "
+        f"`{ev['table']}` are called about equally often ({ev['select_calls']:,} and "
+        f"{ev['delete_calls']:,} calls): probably a fetch-before-delete (statement digests "
+        "do not show transactions)"
+    )
 
 
 def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, Any]) -> Finding:
-    return ctx.finding(severity=ctx.rule.severity, subject=f.subject, summary=summary,
-                       fix=f.fix, evidence=evidence, identity=f.identity,
-                       confidence=f.confidence)
+    return ctx.finding(
+        severity=ctx.rule.severity,
+        subject=f.subject,
+        summary=summary,
+        fix=f.fix,
+        evidence=evidence,
+        identity=f.identity,
+        confidence=f.confidence,
+    )
 
 
-@check("fetch_before_delete", mysql=[HISTORY, DIGESTS["mysql"]],
-       postgresql=[DIGESTS["postgresql"]])
+@check("fetch_before_delete", mysql=[HISTORY, DIGESTS["mysql"]], postgresql=[DIGESTS["postgresql"]])
 def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
     out = _from_history(ctx, "QU401", None)
     section = snap.section(DIGESTS[_family(snap)])
     for scope, rows in sorted(_digest_rows(section, _max_idle(ctx)).items()):
         for f in detect_digests(rows, snap.target, _family(snap)):
-            digest = {"select_calls": f.evidence["select_calls"],
-                      "delete_calls": f.evidence["delete_calls"], "scope": scope or None,
-                      "source": section["source"]}
+            digest = {
+                "select_calls": f.evidence["select_calls"],
+                "delete_calls": f.evidence["delete_calls"],
+                "scope": scope or None,
+                "source": section["source"],
+            }
             prior = out.get(_key(f))
-            if prior is not None:    # seen in transactions: the digest only adds the rate
+            if prior is not None:  # seen in transactions: the digest only adds the rate
                 prior.evidence.setdefault("digests", []).append(digest)
                 continue
             ev = f.evidence | {"source": section["source"], "scope": scope or None}
@@ -179,8 +202,11 @@ def _digest_claims(section: Any, max_idle: float, dialect: str) -> dict[str, Pat
     return claims
 
 
-@check("claim_without_skip_locked", mysql=[HISTORY, DIGESTS["mysql"]],
-       postgresql=[DIGESTS["postgresql"]])
+@check(
+    "claim_without_skip_locked",
+    mysql=[HISTORY, DIGESTS["mysql"]],
+    postgresql=[DIGESTS["postgresql"]],
+)
 def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
     server = server_of(snap)
@@ -196,10 +222,11 @@ def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
         if prior is not None:
             prior.evidence["digest_calls"] = p.count
             continue
-        summary = (f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
-                   f"{p.count:,} calls (statement digests); {server.engine} "
-                   f"{snap.server_version} supports SKIP LOCKED")
-        ev = dict(g.evidence) | {"source": section["source"],
-                                                       "calls": p.count}
+        summary = (
+            f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
+            f"{p.count:,} calls (statement digests); {server.engine} "
+            f"{snap.server_version} supports SKIP LOCKED"
+        )
+        ev = dict(g.evidence) | {"source": section["source"], "calls": p.count}
         out[_key(g)] = _emit(ctx, g, summary, ev)
     yield from out.values()

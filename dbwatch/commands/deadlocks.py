@@ -1,5 +1,6 @@
 """`dbwatch deadlocks`: InnoDB deadlocks from a live server, a saved status text, an error log,
 or the daemon's history; innotop-style tables plus the diagnosis."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,12 @@ HELP = "parse and diagnose InnoDB deadlocks (live, --file, --error-log, --histor
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", metavar="TARGET", help="mysql:// URL or configured name")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--file", metavar="F", help="saved SHOW ENGINE INNODB STATUS text ('-' = stdin)")
-    src.add_argument("--error-log", metavar="F", help="error log with innodb_print_all_deadlocks=ON")
+    src.add_argument(
+        "--file", metavar="F", help="saved SHOW ENGINE INNODB STATUS text ('-' = stdin)"
+    )
+    src.add_argument(
+        "--error-log", metavar="F", help="error log with innodb_print_all_deadlocks=ON"
+    )
     src.add_argument("--history", action="store_true", help="deadlocks recorded by the daemon")
     p.add_argument("--state", help="daemon state DB (with --history)")
     p.add_argument("--limit", type=int, default=0, help="show only the last N deadlocks")
@@ -46,6 +51,7 @@ def _open_text(path: str) -> IO[str]:
 
 def _from_status_text(text: str) -> list[dict[str, Any]]:
     from ..probes.innodb import status_section
+
     dl = status_section(text)["deadlock"]
     return [dl] if dl else []
 
@@ -53,15 +59,17 @@ def _from_status_text(text: str) -> list[dict[str, Any]]:
 def _from_error_log(path: str) -> Iterator[dict[str, Any]]:
     from ..parsers.errorlog import iter_deadlocks
     from ..probes.innodb import deadlock_record
+
     with _open_text(path) as fh:
         for dl in iter_deadlocks(fh):
             yield deadlock_record(dl)
 
 
 def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from ..cli import load_all, resolve_targets
     from ..probes import run_probes
     from ..targets import open_target
+    from .common import load_all, resolve_targets
+
     _, config = load_all(args.config)
     specs = resolve_targets([args.target] if args.target else [], config, say=False)
     specs = [s for s in specs if s.engine == "mysql"]
@@ -74,8 +82,10 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
         conn.close()
     if snap.section("my.innodb_status") is None:
         f = snap.failures[0]
-        raise UsageError(f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
-                         + (f" — {f.grant}" if f.grant else ""))
+        raise UsageError(
+            f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
+            + (f" — {f.grant}" if f.grant else "")
+        )
     dl = snap.section("my.innodb_status")["deadlock"]
     return [dl] if dl else []
 
@@ -84,7 +94,8 @@ def _from_history(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Deadlocks recorded by the daemon, oldest first, each tagged with its target."""
     from pathlib import Path
 
-    from ..state import State, default_state_path
+    from ..daemon.state import State, default_state_path
+
     path = Path(args.state) if args.state else default_state_path()
     if not path.exists():
         raise UsageError(f"{path}: no state database (has `dbwatch watch` run? use --state)")
@@ -122,18 +133,57 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
     out = []
     for i, dl in enumerate(deadlocks, 1):
         out.append(f"== Deadlock {i} at {dl.get('at') or '?'}")
-        trx = [[t["n"], dl.get("at"), t.get("user"), t.get("host"), "yes" if t.get("victim") else "",
-                t.get("active_seconds"), t.get("undo_entries"), t.get("lock_structs"),
-                _short(t.get("query"))] for t in dl.get("transactions", [])]
+        trx = [
+            [
+                t["n"],
+                dl.get("at"),
+                t.get("user"),
+                t.get("host"),
+                "yes" if t.get("victim") else "",
+                t.get("active_seconds"),
+                t.get("undo_entries"),
+                t.get("lock_structs"),
+                _short(t.get("query")),
+            ]
+            for t in dl.get("transactions", [])
+        ]
         out.append("Deadlock Transactions")
-        out.append(tabulate(trx, headers=["ID", "Timestamp", "User", "Host", "Victim", "Time",
-                                          "Undo", "LStrcts", "Query"]))
-        locks = [[lk["n"], "yes" if lk.get("waiting") else "", lk.get("mode"), lk.get("db"),
-                  lk.get("table"), lk.get("index"), lk.get("special") or "",
-                  "yes" if lk.get("insert_intention") else ""] for lk in dl.get("locks", [])]
+        out.append(
+            tabulate(
+                trx,
+                headers=[
+                    "ID",
+                    "Timestamp",
+                    "User",
+                    "Host",
+                    "Victim",
+                    "Time",
+                    "Undo",
+                    "LStrcts",
+                    "Query",
+                ],
+            )
+        )
+        locks = [
+            [
+                lk["n"],
+                "yes" if lk.get("waiting") else "",
+                lk.get("mode"),
+                lk.get("db"),
+                lk.get("table"),
+                lk.get("index"),
+                lk.get("special") or "",
+                "yes" if lk.get("insert_intention") else "",
+            ]
+            for lk in dl.get("locks", [])
+        ]
         out.append("\nDeadlock Locks")
-        out.append(tabulate(locks, headers=["ID", "Waiting", "Mode", "DB", "Table", "Index",
-                                            "Special", "Ins Intent"]))
+        out.append(
+            tabulate(
+                locks,
+                headers=["ID", "Waiting", "Mode", "DB", "Table", "Index", "Special", "Ins Intent"],
+            )
+        )
         diag = dl.get("diagnosis") or {}
         rules = f" [{', '.join(diag['rules'])}]" if diag.get("rules") else ""
         out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
@@ -148,7 +198,7 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
 def run(args: argparse.Namespace) -> int:
     deadlocks = collect(args)
     if args.limit:
-        deadlocks = deadlocks[-args.limit:]
+        deadlocks = deadlocks[-args.limit :]
     if args.format == "json":
         print(json.dumps({"deadlocks": deadlocks}, indent=2, default=str))
     else:

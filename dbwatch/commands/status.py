@@ -1,4 +1,5 @@
 """`dbwatch status`: what fires now and the last cycle of each target, from the daemon's state."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,10 +10,10 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..daemon.state import State, default_state_path
 from ..durations import format_duration
 from ..errors import UsageError
 from ..report import iso
-from ..state import State, default_state_path
 
 HELP = "show what the daemon has firing now and the last cycle of each target"
 
@@ -26,41 +27,88 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def collect(state: State, now: float) -> dict[str, Any]:
     def finding(r: Any) -> dict[str, Any]:
         since = r.fired_at or r.first_seen
-        return {"rule": r.rule, "severity": r.severity, "target": r.target, "subject": r.subject,
-                "status": r.status, "since": iso(since), "for_seconds": round(now - since, 1),
-                "summary": r.data.get("summary", ""), "fingerprint": r.fingerprint}
-    cycles = [{"target": c["target"], "started": iso(c["started"]),
-               "age_seconds": round(now - c["started"], 1), "duration": c["duration"],
-               "status": c["status"], "error": c["error"], "findings": c["findings"],
-               "lateness": c["lateness"]} for c in state.cycles()]
-    return {"generated_at": iso(now), "state": state.path,
-            "firing": [finding(r) for r in state.firing()],
-            "pending": [finding(r) for r in state.pending()],
-            "targets": cycles, "outbox": state.outbox_size()}
+        return {
+            "rule": r.rule,
+            "severity": r.severity,
+            "target": r.target,
+            "subject": r.subject,
+            "status": r.status,
+            "since": iso(since),
+            "for_seconds": round(now - since, 1),
+            "summary": r.data.get("summary", ""),
+            "fingerprint": r.fingerprint,
+        }
+
+    cycles = [
+        {
+            "target": c["target"],
+            "started": iso(c["started"]),
+            "age_seconds": round(now - c["started"], 1),
+            "duration": c["duration"],
+            "status": c["status"],
+            "error": c["error"],
+            "findings": c["findings"],
+            "lateness": c["lateness"],
+        }
+        for c in state.cycles()
+    ]
+    return {
+        "generated_at": iso(now),
+        "state": state.path,
+        "firing": [finding(r) for r in state.firing()],
+        "pending": [finding(r) for r in state.pending()],
+        "targets": cycles,
+        "outbox": state.outbox_size(),
+    }
 
 
 def as_table(doc: dict[str, Any]) -> str:
     lines = []
-    rows = [[c["target"], c["status"], f"{format_duration(c['age_seconds'])} ago",
-             f"{(c['duration'] or 0):.2f}s", c["findings"], (c["error"] or "")[:60]]
-            for c in doc["targets"]]
-    lines.append(tabulate(rows, headers=["TARGET", "LAST CYCLE", "WHEN", "TOOK", "FINDINGS",
-                                         "ERROR"]) if rows else "No cycle recorded yet.")
+    rows = [
+        [
+            c["target"],
+            c["status"],
+            f"{format_duration(c['age_seconds'])} ago",
+            f"{(c['duration'] or 0):.2f}s",
+            c["findings"],
+            (c["error"] or "")[:60],
+        ]
+        for c in doc["targets"]
+    ]
+    lines.append(
+        tabulate(rows, headers=["TARGET", "LAST CYCLE", "WHEN", "TOOK", "FINDINGS", "ERROR"])
+        if rows
+        else "No cycle recorded yet."
+    )
     for key, title in (("firing", "FIRING"), ("pending", "PENDING")):
         items = doc[key]
         if not items:
             continue
         lines.append(f"\n{title} ({len(items)})")
-        lines.append(tabulate([[f["severity"].upper(), f["rule"], f["target"], f["subject"],
-                                format_duration(f["for_seconds"]), f["summary"][:70]]
-                               for f in items],
-                              headers=["SEVERITY", "RULE", "TARGET", "SUBJECT", "FOR", "SUMMARY"]))
+        lines.append(
+            tabulate(
+                [
+                    [
+                        f["severity"].upper(),
+                        f["rule"],
+                        f["target"],
+                        f["subject"],
+                        format_duration(f["for_seconds"]),
+                        f["summary"][:70],
+                    ]
+                    for f in items
+                ],
+                headers=["SEVERITY", "RULE", "TARGET", "SUBJECT", "FOR", "SUMMARY"],
+            )
+        )
     if not doc["firing"]:
         lines.append("\nNothing firing.")
     queued = sum(doc["outbox"].values())
     if queued:
-        lines.append(f"\n{queued} alert messages waiting for delivery: "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(doc["outbox"].items())))
+        lines.append(
+            f"\n{queued} alert messages waiting for delivery: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(doc["outbox"].items()))
+        )
     return "\n".join(lines)
 
 

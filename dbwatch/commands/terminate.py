@@ -1,4 +1,5 @@
 """`dbwatch terminate`: select offenders by ANDed criteria, dry run unless --execute."""
+
 from __future__ import annotations
 
 import argparse
@@ -40,29 +41,47 @@ Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from ..cli import add_common
+    from .common import add_common
+
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EPILOG
     p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(p)
     c = p.add_argument_group("criteria (ANDed)")
     c.add_argument("--older-than", metavar="DUR", help="transaction at least this old (30s, 5m)")
-    c.add_argument("--idle-in-transaction", action="store_true",
-                   help="idle with a transaction open (MySQL: Sleep with an InnoDB trx)")
-    c.add_argument("--holding-xmin", action="store_true",
-                   help="PostgreSQL: holds its database's xmin horizon (PG201)")
-    c.add_argument("--blocking", action="store_true",
-                   help="root of a lock-wait chain (PG101/MY101)")
+    c.add_argument(
+        "--idle-in-transaction",
+        action="store_true",
+        help="idle with a transaction open (MySQL: Sleep with an InnoDB trx)",
+    )
+    c.add_argument(
+        "--holding-xmin",
+        action="store_true",
+        help="PostgreSQL: holds its database's xmin horizon (PG201)",
+    )
+    c.add_argument(
+        "--blocking", action="store_true", help="root of a lock-wait chain (PG101/MY101)"
+    )
     for what in ("user", "app"):
         c.add_argument(f"--match-{what}", metavar="REGEX", help=f"{what} matches")
         c.add_argument(f"--ignore-{what}", metavar="REGEX", help=f"leave out when {what} matches")
     c.add_argument("--match-host", metavar="REGEX", help="client host/address matches")
     c.add_argument("--match-query", metavar="REGEX", help="current/last query text matches")
     g = p.add_argument_group("guards and actions")
-    g.add_argument("--protect-user", action="append", default=[], metavar="NAME",
-                   help="never touch this user (repeatable; beside protect_users)")
-    g.add_argument("--protect-app", action="append", default=[], metavar="NAME",
-                   help="never touch this application name (repeatable)")
+    g.add_argument(
+        "--protect-user",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="never touch this user (repeatable; beside protect_users)",
+    )
+    g.add_argument(
+        "--protect-app",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="never touch this application name (repeatable)",
+    )
     g.add_argument("--include-superusers", action="store_true")
     g.add_argument("--include-backups", action="store_true", help="allow pg_dump/mysqldump")
     g.add_argument("--cancel", action="store_true", help="cancel the query only, keep the session")
@@ -101,23 +120,42 @@ def criteria_from(args: argparse.Namespace) -> Criteria:
         except ValueError as exc:
             raise UsageError(f"--older-than: {exc}") from None
     names = ("match_user", "ignore_user", "match_app", "ignore_app", "match_host", "match_query")
-    return Criteria(older_than=older, idle_in_transaction=args.idle_in_transaction,
-                    holding_xmin=args.holding_xmin, blocking=args.blocking,
-                    **{n: _regex(args, n) for n in names})
+    return Criteria(
+        older_than=older,
+        idle_in_transaction=args.idle_in_transaction,
+        holding_xmin=args.holding_xmin,
+        blocking=args.blocking,
+        **{n: _regex(args, n) for n in names},
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from ..actions.terminate import Request, run_target
-    from ..cli import load_all, resolve_targets
+    from .common import load_all, resolve_targets
+
     criteria = criteria_from(args)
     if not (criteria.given or args.rollback_prepared or args.drop_slot):
-        raise UsageError("terminate: give at least one criterion (e.g. --idle-in-transaction "
-                         "--older-than 5m); see dbwatch terminate --help")
+        raise UsageError(
+            "terminate: give at least one criterion (e.g. --idle-in-transaction "
+            "--older-than 5m); see dbwatch terminate --help"
+        )
     _, config = load_all(args.config)
-    policy = Policy.from_config(config.terminate, args.protect_user, args.protect_app,
-                                args.include_superusers, args.include_backups, args.cancel)
-    req = Request(criteria, policy, args.limit, args.execute,
-                  tuple(args.rollback_prepared), tuple(args.drop_slot))
+    policy = Policy.from_config(
+        config.terminate,
+        args.protect_user,
+        args.protect_app,
+        args.include_superusers,
+        args.include_backups,
+        args.cancel,
+    )
+    req = Request(
+        criteria,
+        policy,
+        args.limit,
+        args.execute,
+        tuple(args.rollback_prepared),
+        tuple(args.drop_slot),
+    )
     decisions: list[Decision] = []
     notes: list[str] = []
     unreachable = False
@@ -132,8 +170,10 @@ def run(args: argparse.Namespace) -> int:
         if left_out:
             notes.append(f"{spec.name}: {left_out} more matched; left out by --limit {args.limit}")
         if criteria.holding_xmin and spec.engine == "mysql":
-            notes.append(f"{spec.name}: --holding-xmin applies to PostgreSQL only; "
-                         "on MySQL/MariaDB select the oldest transaction with --older-than")
+            notes.append(
+                f"{spec.name}: --holding-xmin applies to PostgreSQL only; "
+                "on MySQL/MariaDB select the oldest transaction with --older-than"
+            )
     print(render(decisions, args.format, args.execute))
     for note in notes:
         print(f"dbwatch: {note}", file=sys.stderr)
@@ -156,19 +196,39 @@ def _cut(text: Any, width: int) -> str:
 
 def table(rows: list[dict[str, Any]], executed: bool) -> str:
     from tabulate import tabulate
+
     head = "" if executed else "DRY RUN: nothing was changed; add --execute to act.\n"
     if not rows:
         return head + "No session matches the criteria."
-    body = [[r["action"], _cut(r["target"], 24),
-             r["pid"] if r["pid"] is not None else (r["thread_id"] or r["name"]),
-             _cut(r["user"], 16), _cut(r["application"] or r["host"], 16),
-             format_duration(r["age_seconds"]) if r["age_seconds"] is not None else "-",
-             _cut(r["state"], 20),
-             _cut(r["reason"] + (f" [{r['error']}]" if r["error"] else ""), 60) + "\n  "
-             + _cut(r["statement"], 60) + ("\n  " + _cut(r["query"], 60) if r["query"] else "")]
-            for r in rows]
+    body = [
+        [
+            r["action"],
+            _cut(r["target"], 24),
+            r["pid"] if r["pid"] is not None else (r["thread_id"] or r["name"]),
+            _cut(r["user"], 16),
+            _cut(r["application"] or r["host"], 16),
+            format_duration(r["age_seconds"]) if r["age_seconds"] is not None else "-",
+            _cut(r["state"], 20),
+            _cut(r["reason"] + (f" [{r['error']}]" if r["error"] else ""), 60)
+            + "\n  "
+            + _cut(r["statement"], 60)
+            + ("\n  " + _cut(r["query"], 60) if r["query"] else ""),
+        ]
+        for r in rows
+    ]
     counts = Counter(r["action"] for r in rows)
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
-    grid: str = tabulate(body, headers=["ACTION", "TARGET", "PID/THREAD", "USER", "APP/HOST",
-                                     "AGE", "STATE", "REASON / STATEMENT / QUERY"])
+    grid: str = tabulate(
+        body,
+        headers=[
+            "ACTION",
+            "TARGET",
+            "PID/THREAD",
+            "USER",
+            "APP/HOST",
+            "AGE",
+            "STATE",
+            "REASON / STATEMENT / QUERY",
+        ],
+    )
     return head + grid + f"\n\n{summary}"

@@ -1,4 +1,5 @@
 """`dbwatch watch`: the daemon (SPEC §7); `--once` runs one full cycle and exits with the audit code."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,9 +10,9 @@ import sys
 from pathlib import Path
 
 from ..config import find_config_path
-from ..daemon import Daemon, load_setup
+from ..daemon.loop import Daemon, load_setup
+from ..daemon.state import State, default_state_path
 from ..errors import UsageError
-from ..state import State, default_state_path
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -19,12 +20,20 @@ HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="config file (default: $DBWATCH_CONFIG, ./dbwatch.toml)")
     p.add_argument("--state", help="state database (default: $XDG_STATE_HOME/dbwatch/state.db)")
-    p.add_argument("--once", action="store_true",
-                   help="one full cycle of every target, deliver alerts, exit with the audit code")
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="one full cycle of every target, deliver alerts, exit with the audit code",
+    )
     p.add_argument("--metrics-address", metavar="HOST:PORT", help="serve Prometheus /metrics")
     p.add_argument("--log-format", choices=("text", "json"), help="log lines (default: text)")
-    p.add_argument("--flush-timeout", type=float, default=20.0, metavar="SECONDS",
-                   help="--once: how long to keep retrying alert delivery (default 20)")
+    p.add_argument(
+        "--flush-timeout",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="--once: how long to keep retrying alert delivery (default 20)",
+    )
     p.add_argument("--debug", action="store_true", help="log debug messages and show tracebacks")
 
 
@@ -32,9 +41,12 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, msg (+ exc)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        doc = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
-               "level": record.levelname.lower(), "logger": record.name,
-               "msg": record.getMessage()}
+        doc = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         if record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
         return json.dumps(doc, default=str)
@@ -46,9 +58,10 @@ def setup_logging(fmt: str, debug: bool) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler],
-                        force=True)
-    # dbwatch.scheduler reports skipped cycles itself, once per episode.
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.INFO, handlers=[handler], force=True
+    )
+    # dbwatch.daemon.scheduler reports skipped cycles itself, once per episode.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
 
@@ -58,7 +71,9 @@ def _backoff() -> tuple[float, float]:
     try:
         first, cap = (float(x) for x in raw.split(","))
     except ValueError:
-        raise UsageError(f"DBWATCH_ALERT_BACKOFF={raw!r}: expected two numbers, e.g. 1,60") from None
+        raise UsageError(
+            f"DBWATCH_ALERT_BACKOFF={raw!r}: expected two numbers, e.g. 1,60"
+        ) from None
     if not 0 < first <= cap:
         raise UsageError(f"DBWATCH_ALERT_BACKOFF={raw!r}: need 0 < first <= max")
     return first, cap
@@ -72,9 +87,14 @@ def run(args: argparse.Namespace) -> int:
     state_path = args.state or daemon_cfg.state or str(default_state_path())
     state = State(Path(state_path).expanduser(), retention=daemon_cfg.retention)
     try:
-        daemon = Daemon(path, state, setup,
-                        metrics_address=args.metrics_address or daemon_cfg.metrics_address,
-                        flush_budget=max(0.0, args.flush_timeout), backoff=_backoff())
+        daemon = Daemon(
+            path,
+            state,
+            setup,
+            metrics_address=args.metrics_address or daemon_cfg.metrics_address,
+            flush_budget=max(0.0, args.flush_timeout),
+            backoff=_backoff(),
+        )
         return daemon.run_once() if args.once else daemon.run_forever()
     finally:
         state.close()

@@ -3,6 +3,7 @@
 Handles MariaDB's block form, MySQL 5.6/5.7 prefixes and MySQL 8's MY-012468/MY-012469
 event lines. Constant memory: one bounded block at a time; garbage lines are skipped.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import TOO_DEEP, Deadlock, feed_line, finish, new_state
 
-MAX_BLOCK_LINES = 50_000     # a real report is a few hundred lines; beyond this, give up on it
+MAX_BLOCK_LINES = 50_000  # a real report is a few hundred lines; beyond this, give up on it
 
 # "<timestamp> <thread> [Level] [MY-012469] [InnoDB] body" (MySQL 8),
 # "<timestamp> <thread> [Level] InnoDB: body" (MariaDB, MySQL 5.7),
@@ -20,7 +21,8 @@ _PREFIX = re.compile(
     r"^(\d{4}-\d{2}-\d{2}[ T]\s*\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|\d{6}\s+\d{1,2}:\d{2}:\d{2})"
     r"(?:\s+(?:0x)?([0-9A-Fa-f]+))?(?:\s+\[(\w+)\])?(?:\s+\[(MY-\d+)\])?"
-    r"(?:\s+(\[InnoDB\]|InnoDB:))?(?: (.*))?$")
+    r"(?:\s+(\[InnoDB\]|InnoDB:))?(?: (.*))?$"
+)
 _SRC_SUFFIX = re.compile(r" \([\w./-]+\.cc:\d+\)$")
 _START = "deadlock detected, dumping detailed information"
 
@@ -64,7 +66,7 @@ def iter_deadlocks(lines: Iterable[str]) -> Iterator[Deadlock]:
         if not isinstance(raw, str):
             raw = str(raw)
         if raw[:1] == " " and is_record_dump(raw):
-            continue                      # row contents: most of a report's bytes
+            continue  # row contents: most of a report's bytes
         line = raw[:MAX_LINE].rstrip("\r\n")
         parts = _split(line)
         if parts is not None:
@@ -77,10 +79,10 @@ def iter_deadlocks(lines: Iterable[str]) -> Iterator[Deadlock]:
             if block is None:
                 continue
             if thread != block.thread:
-                continue                  # another thread's message interleaved
+                continue  # another thread's message interleaved
             if not (innodb and _is_report_body(body)) and body.strip():
                 if (dl := finish(block.state)) is not None:
-                    yield dl              # the report ended without its victim line
+                    yield dl  # the report ended without its victim line
                 block = None
                 continue
             line = body

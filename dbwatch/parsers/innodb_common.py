@@ -3,35 +3,41 @@
 Pure and defensive: every function takes one untrusted line and returns None
 (or a neutral value) rather than raising on anything it does not recognise.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from typing import Any
 
-MAX_LINE = 16_384          # longer lines are cut before any regex sees them
-MAX_QUERY = 16_384         # query text kept per transaction (the server prints <= 3 KB)
+MAX_LINE = 16_384  # longer lines are cut before any regex sees them
+MAX_QUERY = 16_384  # query text kept per transaction (the server prints <= 3 KB)
 
 # "2018-03-05 13:24:55 0x7f..." (5.6+/MariaDB), "2022-11-25 15:58:22 139815..." (8.0),
 # "180305 13:24:55" / "120906  6:03:32" (5.0-5.5). The rest of the line is returned.
 _TS = re.compile(
     r"^\s*(?:(\d{4})-(\d{2})-(\d{2})[ T]\s*(\d{1,2}):(\d{2}):(\d{2})"
-    r"|(\d{2})(\d{2})(\d{2})\s+(\d{1,2}):(\d{2}):(\d{2}))(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(.*)$")
+    r"|(\d{2})(\d{2})(\d{2})\s+(\d{1,2}):(\d{2}):(\d{2}))(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(.*)$"
+)
 
 TRX_HEAD = _TRX_HEAD = re.compile(
-    r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$")
+    r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$"
+)
 _ACTIVE = re.compile(r"ACTIVE\s+(?:\(PREPARED\)\s+)?(\d+)\s+sec")
 _PROCESS = re.compile(r",?\s*(?:process no \d+|OS thread id \d+)")
 _COUNTS = re.compile(
     r"^(LOCK WAIT\s+)?(\d+) lock struct\(s\), heap size (\d+)"
-    r"(?:, (\d+) row lock\(s\))?(?:, undo log entries (\d+))?")
+    r"(?:, (\d+) row lock\(s\))?(?:, undo log entries (\d+))?"
+)
 _TABLES = re.compile(r"^mysql tables in use (\d+), locked (\d+)")
 _THREAD = re.compile(
-    r"^(?:MySQL|MariaDB) thread id (\d+),(?: OS thread handle [^,]*,)?\s*query id (\d+)\s?(.*)$")
+    r"^(?:MySQL|MariaDB) thread id (\d+),(?: OS thread handle [^,]*,)?\s*query id (\d+)\s?(.*)$"
+)
 _IP = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)$")
 _REC_LOCK = re.compile(
     r"^RECORD LOCKS space id (\d+) page no (\d+) n bits \d+ index (.+?) of table (.+?)"
-    r" trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$")
+    r" trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$"
+)
 _TAB_LOCK = re.compile(r"^TABLE LOCK table (.+?) trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$")
 _MODE = re.compile(r"lock[_ ]mode\s+([A-Z][A-Z-]*)")
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -92,11 +98,11 @@ def parse_trx_header(line: str) -> TrxHeader | None:
 
 def parse_trx_state(rest: str) -> tuple[int | None, str]:
     """(active seconds, state) from what follows the transaction id in its header."""
-    if rest == "not started":       # most of a busy server's list: keep it cheap
+    if rest == "not started":  # most of a busy server's list: keep it cheap
         return None, rest
     am = _ACTIVE.search(rest)
     active = int(am.group(1)) if am else None
-    state = rest[am.end():] if am else rest
+    state = rest[am.end() :] if am else rest
     if "process no" in state or "OS thread id" in state:
         state = _PROCESS.sub("", state)
     state = state.split(", thread declared inside InnoDB")[0].strip(" ,")
@@ -109,9 +115,13 @@ def parse_counts(line: str) -> dict[str, Any] | None:
     if not m:
         return None
     wait, structs, heap, rows, undo = m.groups()
-    return {"lock_wait": wait is not None, "lock_structs": int(structs), "heap_size": int(heap),
-            "row_locks": int(rows) if rows else None,   # 5.0 omits it
-            "undo_entries": int(undo) if undo else 0}   # printed only when non-zero
+    return {
+        "lock_wait": wait is not None,
+        "lock_structs": int(structs),
+        "heap_size": int(heap),
+        "row_locks": int(rows) if rows else None,  # 5.0 omits it
+        "undo_entries": int(undo) if undo else 0,
+    }  # printed only when non-zero
 
 
 def parse_tables_in_use(line: str) -> tuple[int, int] | None:
@@ -135,8 +145,14 @@ def parse_thread(line: str) -> dict[str, Any] | None:
             _WHO.clear()
         who = _WHO[tail] = _parse_who(tail)
     host, ip, user, state = who
-    return {"thread_id": int(m.group(1)), "query_id": int(m.group(2)), "host": host,
-            "ip": ip, "user": user, "thread_state": state}
+    return {
+        "thread_id": int(m.group(1)),
+        "query_id": int(m.group(2)),
+        "host": host,
+        "ip": ip,
+        "user": user,
+        "thread_state": state,
+    }
 
 
 _WHO: dict[str, tuple[str | None, str | None, str | None, str | None]] = {}
@@ -158,7 +174,7 @@ def _parse_who(tail: str) -> tuple[str | None, str | None, str | None, str | Non
 
 def _unquote(ident: str) -> str:
     ident = ident.strip()
-    if len(ident) >= 2 and ident[0] == ident[-1] and ident[0] in "`\"":
+    if len(ident) >= 2 and ident[0] == ident[-1] and ident[0] in '`"':
         q = ident[0]
         return ident[1:-1].replace(q + q, q)
     return ident
@@ -170,7 +186,7 @@ _SIMPLE_TABLE = re.compile(r'^`([^`/]+)`\.`([^`]+)`$|^"([^"/]+)"\."([^"]+)"$')
 def split_table(text: str) -> tuple[str | None, str | None]:
     """`db`.`t`, "db"."t", db.t, `db/t` (5.0) or a lone `t` -> (db, table)."""
     m = _SIMPLE_TABLE.match(text)
-    if m:                           # the common case, without the quote-aware scan
+    if m:  # the common case, without the quote-aware scan
         return (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
     if "/*" in text:
         text = _COMMENT.sub("", text)
@@ -182,15 +198,15 @@ def split_table(text: str) -> tuple[str | None, str | None]:
         if quote:
             buf.append(ch)
             if ch == quote:
-                quote = ""          # a doubled quote re-opens on the next char
-        elif ch in "`\"":
+                quote = ""  # a doubled quote re-opens on the next char
+        elif ch in '`"':
             quote = ch
             buf.append(ch)
         elif ch == ".":
             parts.append("".join(buf))
             buf = []
         elif ch == " ":
-            break                   # e.g. a trailing partition note
+            break  # e.g. a trailing partition note
         else:
             buf.append(ch)
     parts.append("".join(buf))
@@ -212,11 +228,15 @@ def _lock_flags(rest: str) -> dict[str, Any]:
     elif "gap before rec" in rest:
         special = "gap before rec"
     elif ii or "gap" in rest:
-        special = "gap"             # an insert-intention lock is always a gap lock
+        special = "gap"  # an insert-intention lock is always a gap lock
     else:
-        special = None              # next-key (record and the gap before it)
-    return {"mode": mm.group(1) if mm else None, "special": special,
-            "insert_intention": ii, "waiting": rest.rstrip().endswith("waiting")}
+        special = None  # next-key (record and the gap before it)
+    return {
+        "mode": mm.group(1) if mm else None,
+        "special": special,
+        "insert_intention": ii,
+        "waiting": rest.rstrip().endswith("waiting"),
+    }
 
 
 def parse_lock_line(line: str) -> dict[str, Any] | None:
@@ -225,16 +245,29 @@ def parse_lock_line(line: str) -> dict[str, Any] | None:
     m = _REC_LOCK.match(line)
     if m:
         db, table = split_table(m.group(4))
-        out = {"lock_type": "RECORD", "space_id": int(m.group(1)), "page_no": int(m.group(2)),
-               "index": _unquote(m.group(3)), "db": db, "table": table,
-               "trx_id": norm_trx_id(m.group(5))}
+        out = {
+            "lock_type": "RECORD",
+            "space_id": int(m.group(1)),
+            "page_no": int(m.group(2)),
+            "index": _unquote(m.group(3)),
+            "db": db,
+            "table": table,
+            "trx_id": norm_trx_id(m.group(5)),
+        }
         out.update(_lock_flags(m.group(6)))
         return out
     m = _TAB_LOCK.match(line)
     if m:
         db, table = split_table(m.group(1))
-        out = {"lock_type": "TABLE", "space_id": None, "page_no": None, "index": None,
-               "db": db, "table": table, "trx_id": norm_trx_id(m.group(2))}
+        out = {
+            "lock_type": "TABLE",
+            "space_id": None,
+            "page_no": None,
+            "index": None,
+            "db": db,
+            "table": table,
+            "trx_id": norm_trx_id(m.group(2)),
+        }
         out.update(_lock_flags(m.group(3)))
         return out
     return None

@@ -2,6 +2,7 @@
 
 Reads MySQL 5.0-9.x and MariaDB spellings line by line; never raises.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ from dbwatch.parsers.innodb_common import (
     parse_trx_header,
 )
 
-MAX_TRX = 64        # a cycle longer than this is not printed by any server anyway
+MAX_TRX = 64  # a cycle longer than this is not printed by any server anyway
 MAX_LOCKS = 1_000
 
 _STAR_TRX = re.compile(r"^\*\*\* (?:\((\d+)\) )?TRANSACTION:")
@@ -34,24 +35,31 @@ TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
 
 @dataclass(frozen=True)
 class DeadlockLock:
-    n: int                       # number of the transaction holding or waiting for it
+    n: int  # number of the transaction holding or waiting for it
     waiting: bool
-    mode: str | None             # X, S, IX, IS, AUTO-INC
+    mode: str | None  # X, S, IX, IS, AUTO-INC
     db: str | None
     table: str | None
-    index: str | None            # None for table locks
-    special: str | None          # "rec but not gap" | "gap before rec" | "gap" | None (next-key)
+    index: str | None  # None for table locks
+    special: str | None  # "rec but not gap" | "gap before rec" | "gap" | None (next-key)
     insert_intention: bool
-    lock_type: str = "RECORD"    # RECORD | TABLE
+    lock_type: str = "RECORD"  # RECORD | TABLE
     trx_id: str | None = None
     space_id: int | None = None
     page_no: int | None = None
     heap_nos: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "waiting": self.waiting, "mode": self.mode, "db": self.db,
-                "table": self.table, "index": self.index, "special": self.special,
-                "insert_intention": self.insert_intention}
+        return {
+            "n": self.n,
+            "waiting": self.waiting,
+            "mode": self.mode,
+            "db": self.db,
+            "table": self.table,
+            "index": self.index,
+            "special": self.special,
+            "insert_intention": self.insert_intention,
+        }
 
 
 @dataclass(frozen=True)
@@ -75,23 +83,32 @@ class DeadlockTrx:
     tables_locked: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "trx_id": self.trx_id, "thread_id": self.thread_id,
-                "user": self.user, "host": self.host, "query": self.query,
-                "active_seconds": self.active_seconds, "lock_structs": self.lock_structs,
-                "row_locks": self.row_locks, "undo_entries": self.undo_entries,
-                "tables": list(self.tables), "victim": self.victim}
+        return {
+            "n": self.n,
+            "trx_id": self.trx_id,
+            "thread_id": self.thread_id,
+            "user": self.user,
+            "host": self.host,
+            "query": self.query,
+            "active_seconds": self.active_seconds,
+            "lock_structs": self.lock_structs,
+            "row_locks": self.row_locks,
+            "undo_entries": self.undo_entries,
+            "tables": list(self.tables),
+            "victim": self.victim,
+        }
 
 
 @dataclass(frozen=True)
 class Deadlock:
-    at: str | None                           # "YYYY-MM-DD HH:MM:SS", server (log) time
-    victim: int | None                       # n of the rolled-back transaction
+    at: str | None  # "YYYY-MM-DD HH:MM:SS", server (log) time
+    victim: int | None  # n of the rolled-back transaction
     transactions: tuple[DeadlockTrx, ...]
     locks: tuple[DeadlockLock, ...]
-    too_deep: bool = False                   # TOO DEEP OR LONG SEARCH ... (no real cycle shown)
-    truncated: bool = False                  # report cut before "WE ROLL BACK"
-    printed_victim: int | None = None        # the number as printed (MariaDB may print 0)
-    victim_source: str = "printed"           # printed | transactions-list | weight | none
+    too_deep: bool = False  # TOO DEEP OR LONG SEARCH ... (no real cycle shown)
+    truncated: bool = False  # report cut before "WE ROLL BACK"
+    printed_victim: int | None = None  # the number as printed (MariaDB may print 0)
+    victim_source: str = "printed"  # printed | transactions-list | weight | none
 
     @property
     def identity(self) -> tuple[str | None, tuple[str | None, ...]]:
@@ -102,9 +119,12 @@ class Deadlock:
         return next((t for t in self.transactions if t.n == n), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"at": self.at, "victim": self.victim,
-                "transactions": [t.to_dict() for t in self.transactions],
-                "locks": [lk.to_dict() for lk in self.locks]}
+        return {
+            "at": self.at,
+            "victim": self.victim,
+            "transactions": [t.to_dict() for t in self.transactions],
+            "locks": [lk.to_dict() for lk in self.locks],
+        }
 
 
 @dataclass
@@ -123,7 +143,7 @@ class _State:
     victim: int | None = None
     trxs: list[_Trx] = field(default_factory=list)
     locks: list[dict[str, Any]] = field(default_factory=list)
-    role: str = ""                    # waiting | holds | conflicting
+    role: str = ""  # waiting | holds | conflicting
     seen_first: bool = False
 
 
@@ -137,8 +157,11 @@ def _on_star(st: _State, line: str) -> None:
         return
     if st.trxs:
         st.trxs[-1].in_query = False
-    for rx, role in ((_STAR_WAIT, "waiting"), (_STAR_HOLDS, "holds"),
-                     (_STAR_CONFLICT, "conflicting")):
+    for rx, role in (
+        (_STAR_WAIT, "waiting"),
+        (_STAR_HOLDS, "holds"),
+        (_STAR_CONFLICT, "conflicting"),
+    ):
         if rx.match(line):
             st.role = role
             return
@@ -242,20 +265,45 @@ def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock |
     trxs = []
     for t in st.trxs:
         f = t.fields
-        tables = tuple(dict.fromkeys(
-            f"{lk.db}.{lk.table}" if lk.db else str(lk.table)
-            for lk in locks if lk.n == t.n and lk.table))
+        tables = tuple(
+            dict.fromkeys(
+                f"{lk.db}.{lk.table}" if lk.db else str(lk.table)
+                for lk in locks
+                if lk.n == t.n and lk.table
+            )
+        )
         query = "\n".join(t.query).strip()[:MAX_QUERY] or None
-        trxs.append(DeadlockTrx(
-            n=t.n, trx_id=f.get("trx_id"), thread_id=f.get("thread_id"), user=f.get("user"),
-            host=f.get("host"), query=query, active_seconds=f.get("active_seconds"),
-            lock_structs=f.get("lock_structs"), row_locks=f.get("row_locks"),
-            undo_entries=f.get("undo_entries"), tables=tables, victim=t.n == victim,
-            state=f.get("state") or None, query_id=f.get("query_id"), ip=f.get("ip"),
-            tables_in_use=f.get("tables_in_use"), tables_locked=f.get("tables_locked")))
-    return Deadlock(at=st.at, victim=victim, transactions=tuple(trxs), locks=locks,
-                    too_deep=st.too_deep, truncated=st.victim is None and not st.too_deep,
-                    printed_victim=st.victim, victim_source=source)
+        trxs.append(
+            DeadlockTrx(
+                n=t.n,
+                trx_id=f.get("trx_id"),
+                thread_id=f.get("thread_id"),
+                user=f.get("user"),
+                host=f.get("host"),
+                query=query,
+                active_seconds=f.get("active_seconds"),
+                lock_structs=f.get("lock_structs"),
+                row_locks=f.get("row_locks"),
+                undo_entries=f.get("undo_entries"),
+                tables=tables,
+                victim=t.n == victim,
+                state=f.get("state") or None,
+                query_id=f.get("query_id"),
+                ip=f.get("ip"),
+                tables_in_use=f.get("tables_in_use"),
+                tables_locked=f.get("tables_locked"),
+            )
+        )
+    return Deadlock(
+        at=st.at,
+        victim=victim,
+        transactions=tuple(trxs),
+        locks=locks,
+        too_deep=st.too_deep,
+        truncated=st.victim is None and not st.too_deep,
+        printed_victim=st.victim,
+        victim_source=source,
+    )
 
 
 def _build_locks(st: _State, by_id: dict[Any, int]) -> tuple[DeadlockLock, ...]:
@@ -267,11 +315,23 @@ def _build_locks(st: _State, by_id: dict[Any, int]) -> tuple[DeadlockLock, ...]:
         if owner is None:
             owner = 0 if lk["role"] == "conflicting" else lk["owner_n"]
         waiting = lk["waiting"] or lk["role"] == "waiting"
-        out.append(DeadlockLock(
-            n=owner, waiting=waiting, mode=lk["mode"], db=lk["db"], table=lk["table"],
-            index=lk["index"], special=lk["special"], insert_intention=lk["insert_intention"],
-            lock_type=lk["lock_type"], trx_id=lk["trx_id"], space_id=lk["space_id"],
-            page_no=lk["page_no"], heap_nos=tuple(lk["heap_nos"])))
+        out.append(
+            DeadlockLock(
+                n=owner,
+                waiting=waiting,
+                mode=lk["mode"],
+                db=lk["db"],
+                table=lk["table"],
+                index=lk["index"],
+                special=lk["special"],
+                insert_intention=lk["insert_intention"],
+                lock_type=lk["lock_type"],
+                trx_id=lk["trx_id"],
+                space_id=lk["space_id"],
+                page_no=lk["page_no"],
+                heap_nos=tuple(lk["heap_nos"]),
+            )
+        )
     return tuple(dict.fromkeys(out))
 
 
@@ -293,8 +353,11 @@ def _pick_victim(st: _State, live: frozenset[str] | None) -> tuple[int | None, s
     printed = st.victim
     if printed is None and st.too_deep and len(st.trxs) == 1:
         return st.trxs[0].n, "printed"
-    gone = [t for t in st.trxs
-            if live is not None and t.fields.get("trx_id") and t.fields["trx_id"] not in live]
+    gone = [
+        t
+        for t in st.trxs
+        if live is not None and t.fields.get("trx_id") and t.fields["trx_id"] not in live
+    ]
     if printed in ns:
         tid = ns[printed].fields.get("trx_id")
         if live is not None and tid in live and gone:

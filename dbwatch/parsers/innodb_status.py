@@ -4,6 +4,7 @@ Pure (no database import). Sections are split line by line on their
 `----\\nNAME\\n----` headers, so an empty section (MariaDB 10.6+ SEMAPHORES) never
 swallows the next one. Untrusted input: never raises, lengths are bounded.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,11 +23,19 @@ from dbwatch.parsers.innodb_deadlock import (
 )
 from dbwatch.parsers.innodb_trx import TrxInfo, parse_transaction_list
 
-__all__ = ["Deadlock", "DeadlockLock", "DeadlockTrx", "FkError", "InnodbStatus", "TrxInfo",
-           "parse_deadlock_lines", "parse_status"]
+__all__ = [
+    "Deadlock",
+    "DeadlockLock",
+    "DeadlockTrx",
+    "FkError",
+    "InnodbStatus",
+    "TrxInfo",
+    "parse_deadlock_lines",
+    "parse_status",
+]
 
-MAX_TEXT = 4 * 1024 * 1024      # the server caps at 1 MB; anything beyond is not status text
-MAX_SECTION_KEEP = 65_536       # raw text kept per section for display
+MAX_TEXT = 4 * 1024 * 1024  # the server caps at 1 MB; anything beyond is not status text
+MAX_SECTION_KEEP = 65_536  # raw text kept per section for display
 
 DEADLOCK = "LATEST DETECTED DEADLOCK"
 FK_ERROR = "LATEST FOREIGN KEY ERROR"
@@ -43,14 +52,14 @@ class FkError:
 
 @dataclass(frozen=True)
 class InnodbStatus:
-    at: str | None                               # the monitor output's own timestamp
+    at: str | None  # the monitor output's own timestamp
     sections: dict[str, str] = field(default_factory=dict)
     deadlock: Deadlock | None = None
     foreign_key_error: FkError | None = None
     history_list_length: int | None = None
     trx_id_counter: str | None = None
     transactions: tuple[TrxInfo, ...] = ()
-    truncated: bool = False                      # no END OF INNODB MONITOR OUTPUT line
+    truncated: bool = False  # no END OF INNODB MONITOR OUTPUT line
 
     @property
     def oldest_transaction(self) -> TrxInfo | None:
@@ -59,14 +68,18 @@ class InnodbStatus:
         return max(active, key=lambda t: t.active_seconds or 0) if active else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"at": self.at, "sections": sorted(self.sections),
-                "deadlock": self.deadlock.to_dict() if self.deadlock else None,
-                "foreign_key_error": self.foreign_key_error.__dict__
-                if self.foreign_key_error else None,
-                "history_list_length": self.history_list_length,
-                "trx_id_counter": self.trx_id_counter,
-                "transactions": [t.to_dict() for t in self.transactions],
-                "truncated": self.truncated}
+        return {
+            "at": self.at,
+            "sections": sorted(self.sections),
+            "deadlock": self.deadlock.to_dict() if self.deadlock else None,
+            "foreign_key_error": self.foreign_key_error.__dict__
+            if self.foreign_key_error
+            else None,
+            "history_list_length": self.history_list_length,
+            "trx_id_counter": self.trx_id_counter,
+            "transactions": [t.to_dict() for t in self.transactions],
+            "truncated": self.truncated,
+        }
 
 
 def _is_rule(line: str, char: str) -> bool:
@@ -78,8 +91,9 @@ def dash_lines(lines: list[str]) -> list[int]:
     return [j for j, line in enumerate(lines) if line[:3] == "---"]
 
 
-def split_sections(lines: list[str], dashes: list[int] | None = None
-                   ) -> tuple[dict[str, tuple[int, int]], bool]:
+def split_sections(
+    lines: list[str], dashes: list[int] | None = None
+) -> tuple[dict[str, tuple[int, int]], bool]:
     """{name: (first body line, end line)} and whether the END marker was seen."""
     bounds: dict[str, tuple[int, int]] = {}
     current: str | None = None
@@ -89,19 +103,23 @@ def split_sections(lines: list[str], dashes: list[int] | None = None
     # A header's first line is a rule of '-': only lines starting with "---" can be one.
     for k in dash_lines(lines) if dashes is None else dashes:
         if k < i:
-            continue                 # inside the header just taken
+            continue  # inside the header just taken
         if k >= n - 2:
             break
         i = k
         line = lines[i]
-        if line[3:4].isalnum():      # '---TRANSACTION …': not a rule, skip the strips
+        if line[3:4].isalnum():  # '---TRANSACTION …': not a rule, skip the strips
             continue
         if _is_rule(line.rstrip(), "-"):
             name = lines[i + 1].strip()
             close = lines[i + 2].rstrip()
-            if (name and name[0] != "-" and _NAME.match(name)
-                    and (_is_rule(close, "-") or _is_rule(close, "="))
-                    and abs(len(line.rstrip()) - len(name)) <= 1):
+            if (
+                name
+                and name[0] != "-"
+                and _NAME.match(name)
+                and (_is_rule(close, "-") or _is_rule(close, "="))
+                and abs(len(line.rstrip()) - len(name)) <= 1
+            ):
                 if current is not None and current not in bounds:
                     bounds[current] = (start, i)
                 if name == END:
@@ -121,7 +139,7 @@ def _section_text(lines: list[str], a: int, b: int) -> str:
     for k in range(a, b):
         size += len(lines[k]) + 1
         if size > MAX_SECTION_KEEP:
-            return "\n".join(lines[a:k + 1])[:MAX_SECTION_KEEP]
+            return "\n".join(lines[a : k + 1])[:MAX_SECTION_KEEP]
     return "\n".join(lines[a:b])
 
 
@@ -137,7 +155,7 @@ def parse_status(text: str) -> InnodbStatus:
     if not isinstance(text, str):
         text = str(text or "")
     text = text[:MAX_TEXT]
-    if "\n" not in text[:8192] and "\\n" in text:      # `mysql -e` output: escaped newlines
+    if "\n" not in text[:8192] and "\\n" in text:  # `mysql -e` output: escaped newlines
         text = text.replace("\\n", "\n")
     lines = text.replace("\r\n", "\n").split("\n")
     dashes = dash_lines(lines)
@@ -160,9 +178,13 @@ def parse_status(text: str) -> InnodbStatus:
     if FK_ERROR in bounds:
         body = sections[FK_ERROR].strip()
         fk = FkError(at=normalize_ts(body)[0], text=body) if body else None
-    return InnodbStatus(at=_monitor_time(lines), sections=sections, deadlock=deadlock,
-                        foreign_key_error=fk,
-                        history_list_length=trx_info.get("history_list_length"),
-                        trx_id_counter=trx_info.get("trx_id_counter"), transactions=trxs,
-                        truncated=not complete)
-
+    return InnodbStatus(
+        at=_monitor_time(lines),
+        sections=sections,
+        deadlock=deadlock,
+        foreign_key_error=fk,
+        history_list_length=trx_info.get("history_list_length"),
+        trx_id_counter=trx_info.get("trx_id_counter"),
+        transactions=trxs,
+        truncated=not complete,
+    )

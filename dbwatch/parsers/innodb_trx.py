@@ -3,6 +3,7 @@
 A full status lists thousands of sessions and most callers look at a few (the oldest):
 headers are parsed at once, each entry's details on first access.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,16 +28,24 @@ MAX_TRX_LIST = 100_000
 _WAITING = re.compile(r"^------- TRX HAS BEEN WAITING (\d+) (us|SEC|sec) FOR THIS LOCK")
 _HLL = re.compile(r"^History list length (\d+)")
 _COUNTER = re.compile(r"^Trx id counter (.+)$")
-_QUERY_END = ("---", "Trx ", "TABLE LOCK", "RECORD LOCKS", "Record lock", "mysql tables",
-              "------- TRX")
+_QUERY_END = (
+    "---",
+    "Trx ",
+    "TABLE LOCK",
+    "RECORD LOCKS",
+    "Record lock",
+    "mysql tables",
+    "------- TRX",
+)
 _TRX_HEADER = "---TRANSACTION"
 
 
 @dataclass(frozen=True)
 class TrxInfo:
     """One entry of LIST OF TRANSACTIONS FOR EACH SESSION."""
+
     trx_id: str | None
-    state: str | None                  # "not started", "starting index read", ...
+    state: str | None  # "not started", "starting index read", ...
     active_seconds: int | None
     thread_id: int | None = None
     query_id: int | None = None
@@ -52,7 +61,7 @@ class TrxInfo:
     tables_locked: int | None = None
     lock_wait: bool = False
     lock_wait_seconds: float | None = None
-    waiting_lock_line: str | None = None      # parsed on demand: most callers never look
+    waiting_lock_line: str | None = None  # parsed on demand: most callers never look
 
     @property
     def waiting_lock(self) -> DeadlockLock | None:
@@ -60,10 +69,19 @@ class TrxInfo:
         if lk is None:
             return None
         return DeadlockLock(
-            n=0, waiting=True, mode=lk["mode"], db=lk["db"], table=lk["table"],
-            index=lk["index"], special=lk["special"], insert_intention=lk["insert_intention"],
-            lock_type=lk["lock_type"], trx_id=lk["trx_id"], space_id=lk["space_id"],
-            page_no=lk["page_no"])
+            n=0,
+            waiting=True,
+            mode=lk["mode"],
+            db=lk["db"],
+            table=lk["table"],
+            index=lk["index"],
+            special=lk["special"],
+            insert_intention=lk["insert_intention"],
+            lock_type=lk["lock_type"],
+            trx_id=lk["trx_id"],
+            space_id=lk["space_id"],
+            page_no=lk["page_no"],
+        )
 
     def __getattr__(self, name: str) -> Any:
         # Reached only for a field missing from __dict__: the details of a list entry
@@ -85,16 +103,19 @@ class TrxInfo:
 
 _HEADER_FIELDS = ("trx_id", "state", "active_seconds")
 _DETAIL_DEFAULTS: dict[str, Any] = {
-    name: f.default for name, f in TrxInfo.__dataclass_fields__.items()
-    if name not in _HEADER_FIELDS}
+    name: f.default
+    for name, f in TrxInfo.__dataclass_fields__.items()
+    if name not in _HEADER_FIELDS
+}
 _DETAILS = frozenset(_DETAIL_DEFAULTS)
-for _name in _DETAILS:     # no class-level defaults: a missing detail reaches __getattr__
+for _name in _DETAILS:  # no class-level defaults: a missing detail reaches __getattr__
     delattr(TrxInfo, _name)
-_COUNT_KEYS = ("lock_wait", "lock_structs", "row_locks", "undo_entries")   # not heap_size
+_COUNT_KEYS = ("lock_wait", "lock_structs", "row_locks", "undo_entries")  # not heap_size
 
 
-def parse_transaction_list(lines: list[str], a: int, b: int, dashes: list[int] | None = None
-                           ) -> tuple[dict[str, Any], tuple[TrxInfo, ...]]:
+def parse_transaction_list(
+    lines: list[str], a: int, b: int, dashes: list[int] | None = None
+) -> tuple[dict[str, Any], tuple[TrxInfo, ...]]:
     """({history_list_length, trx_id_counter}, entries) of lines[a:b]. Each entry keeps
     its own lines until a detail (thread, query, lock counts, …) is first read.
     `dashes`: the indexes of all lines starting with '---', when the caller has them."""
@@ -107,11 +128,11 @@ def parse_transaction_list(lines: list[str], a: int, b: int, dashes: list[int] |
         heads = [k - a for k in dashes if a <= k < b and lines[k][:14] == _TRX_HEADER]
     heads.append(len(sub))
     _header_lines(info, sub, 0, heads[0])
-    states: dict[str, tuple[int | None, str]] = {}   # header tails repeat ("not started")
+    states: dict[str, tuple[int | None, str]] = {}  # header tails repeat ("not started")
     for n in range(len(heads) - 1):
         k, end = heads[n], heads[n + 1]
         m = TRX_HEAD.match(sub[k][:MAX_LINE])
-        if m is None:           # not an entry: its lines count as section header lines
+        if m is None:  # not an entry: its lines count as section header lines
             _header_lines(info, sub, k + 1, end)
             continue
         if len(out) >= MAX_TRX_LIST:
@@ -121,12 +142,13 @@ def parse_transaction_list(lines: list[str], a: int, b: int, dashes: list[int] |
         if st is None:
             st = states[rest] = parse_trx_state(rest)
         trx = object.__new__(TrxInfo)
-        d = trx.__dict__        # frozen: filled directly, fields in declaration order
-        d["trx_id"] = None if raw_id[0] == "(" else (
-            raw_id if " " not in raw_id else norm_trx_id(raw_id))
+        d = trx.__dict__  # frozen: filled directly, fields in declaration order
+        d["trx_id"] = (
+            None if raw_id[0] == "(" else (raw_id if " " not in raw_id else norm_trx_id(raw_id))
+        )
         d["state"] = st[1] or None
         d["active_seconds"] = st[0]
-        d["_lines"] = sub[k + 1:end]
+        d["_lines"] = sub[k + 1 : end]
         out.append(trx)
     return info, tuple(out)
 
@@ -150,7 +172,7 @@ def _load_details(trx: TrxInfo) -> None:
     if lines is None:
         return
     details = _details(lines, d["state"] == "not started")
-    for name in _DETAIL_DEFAULTS:       # declaration order, as __init__ would set them
+    for name in _DETAIL_DEFAULTS:  # declaration order, as __init__ would set them
         d[name] = details[name]
     d.pop("_lines", None)
 

@@ -3,6 +3,7 @@
 SQL lives in sql/<engine>/<name>[_post_<version_num>].sql; the file with the highest
 version not above the server's is used (pg_activity's habit). Parameters are always bound.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,21 +27,25 @@ ProbeFn = Callable[..., Any]
 @dataclass(frozen=True)
 class Probe:
     name: str
-    engine: str                 # postgresql | mysql
+    engine: str  # postgresql | mysql
     fn: ProbeFn
-    grant: str | None = None    # what fixes a privilege refusal
-    with_config: bool = False   # fn(conn, config): may open sibling sessions (other databases, peers)
-    ttl: float = 0.0            # the daemon may reuse a result this many seconds (schema reads)
+    grant: str | None = None  # what fixes a privilege refusal
+    with_config: bool = (
+        False  # fn(conn, config): may open sibling sessions (other databases, peers)
+    )
+    ttl: float = 0.0  # the daemon may reuse a result this many seconds (schema reads)
 
 
 PROBES: dict[str, Probe] = {}
 
 
-def probe(name: str, engine: str, grant: str | None = None,
-          with_config: bool = False, ttl: float = 0.0) -> Callable[[Any], Any]:
+def probe(
+    name: str, engine: str, grant: str | None = None, with_config: bool = False, ttl: float = 0.0
+) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
         PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl)
         return fn
+
     return deco
 
 
@@ -111,13 +116,19 @@ def _load_all() -> None:
     """Import every probe module in this package so its probes register."""
     import importlib
     import pkgutil
+
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
 
 
-def run_probes(conn: Connection, target: str, needs: Iterable[str],
-               stats: ProbeStats | None = None, config: Any = None,
-               cache: ProbeCache | None = None) -> Snapshot:
+def run_probes(
+    conn: Connection,
+    target: str,
+    needs: Iterable[str],
+    stats: ProbeStats | None = None,
+    config: Any = None,
+    cache: ProbeCache | None = None,
+) -> Snapshot:
     """Run the needed probes on one open connection; a failed probe leaves its section None.
     With a cache (the daemon), probes with a ttl reuse their last complete result."""
     _load_all()
@@ -154,14 +165,22 @@ def run_probes(conn: Connection, target: str, needs: Iterable[str],
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
-    return Snapshot(target=target, engine=conn.flavour, server_version=conn.server_version,
-                    version_num=conn.version_num, taken_at=started, sections=sections,
-                    failures=tuple(failures), features=frozenset(features))
+    return Snapshot(
+        target=target,
+        engine=conn.flavour,
+        server_version=conn.server_version,
+        version_num=conn.version_num,
+        taken_at=started,
+        sections=sections,
+        failures=tuple(failures),
+        features=frozenset(features),
+    )
 
 
 @dataclass(frozen=True)
 class PartialResult:
     """Data that was readable, plus a note that privileges hid some of it."""
+
     data: Any
     message: str
     grant: str | None = None
@@ -170,13 +189,22 @@ class PartialResult:
 def _features(conn: Connection) -> set[str]:
     v, flavour = conn.version_num, conn.flavour
     out = set()
-    if (flavour == "postgresql" and v >= 90500) or (flavour == "mysql" and v >= 80001) \
-            or (flavour == "mariadb" and v >= 100600):
+    if (
+        (flavour == "postgresql" and v >= 90500)
+        or (flavour == "mysql" and v >= 80001)
+        or (flavour == "mariadb" and v >= 100600)
+    ):
         out.add("skip_locked")
     return out
 
 
 def unreachable_snapshot(target: str, engine: str, error: TargetError) -> Snapshot:
-    return Snapshot(target=target, engine=engine, server_version="", version_num=0,
-                    taken_at=time.time(), sections={},
-                    failures=(ProbeFailure("connect", error.detail),))
+    return Snapshot(
+        target=target,
+        engine=engine,
+        server_version="",
+        version_num=0,
+        taken_at=time.time(),
+        sections={},
+        failures=(ProbeFailure("connect", error.detail),),
+    )

@@ -1,9 +1,10 @@
 """InnoDB monitor probes: the status text (parsed here, kept JSON-able) and the counters."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from ..diagnosis import diagnose
+from ..deadlocks.diagnosis import diagnose
 from ..parsers.innodb_deadlock import Deadlock
 from ..parsers.innodb_status import parse_status
 from ..targets import Connection
@@ -29,16 +30,27 @@ def deadlock_key(dl: Deadlock) -> str:
 
 def status_section(text: str) -> dict[str, Any]:
     st = parse_status(text)
-    trxs = sorted((t for t in st.transactions if t.active_seconds is not None),
-                  key=lambda t: -(t.active_seconds or 0))[:OLDEST_KEPT]
+    trxs = sorted(
+        (t for t in st.transactions if t.active_seconds is not None),
+        key=lambda t: -(t.active_seconds or 0),
+    )[:OLDEST_KEPT]
     return {
-        "at": st.at, "truncated": st.truncated,
+        "at": st.at,
+        "truncated": st.truncated,
         "history_list_length": st.history_list_length,
         "deadlock": deadlock_record(st.deadlock) if st.deadlock else None,
-        "oldest_transactions": [{"trx_id": t.trx_id, "thread_id": t.thread_id, "user": t.user,
-                                 "host": t.host, "active_seconds": t.active_seconds,
-                                 "state": t.state, "query": (t.query or "")[:1024]}
-                                for t in trxs],
+        "oldest_transactions": [
+            {
+                "trx_id": t.trx_id,
+                "thread_id": t.thread_id,
+                "user": t.user,
+                "host": t.host,
+                "active_seconds": t.active_seconds,
+                "state": t.state,
+                "query": (t.query or "")[:1024],
+            }
+            for t in trxs
+        ],
     }
 
 

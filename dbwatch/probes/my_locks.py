@@ -4,6 +4,7 @@ The source is chosen by which table exists (information_schema.TABLES), never by
 performance_schema.data_lock_waits (MySQL 8), information_schema.INNODB_LOCK_WAITS
 (MariaDB, MySQL 5.7), else the sys.innodb_lock_waits view.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,9 @@ SOURCES = (  # preference order: (schema, table) -> SQL file
 
 def lock_wait_source(conn: Connection) -> str | None:
     """The SQL file name for this server's lock-wait tables, or None when it has none."""
-    found = {(r["table_schema"], r["table_name"])
-             for r in conn.rows(sql("mysql", "lock_wait_tables", 0))}
+    found = {
+        (r["table_schema"], r["table_name"]) for r in conn.rows(sql("mysql", "lock_wait_tables", 0))
+    }
     for table, name in SOURCES:
         if table in found:
             return name

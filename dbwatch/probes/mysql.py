@@ -1,4 +1,5 @@
 """MySQL/MariaDB probes: InnoDB transactions with their sessions, settings, queue indexes."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,8 +13,9 @@ PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 
 @probe("my.trx", "mysql", grant=PROCESS_GRANT)
 def trx(conn: Connection) -> Any:
-    return [jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version_num),
-                                            {"limit": TRX_LIMIT})]
+    return [
+        jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version_num), {"limit": TRX_LIMIT})
+    ]
 
 
 @probe("my.settings", "mysql", ttl=60.0)

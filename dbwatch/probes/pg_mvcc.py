@@ -3,6 +3,7 @@ peers), dead tuples per table (each configured database), and deadlock counters.
 
 Extra sessions (other databases, a standby's primary) are opened one at a time and closed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,13 +23,26 @@ DEAD_LIMIT = 100
 DEAD_MIN = 1
 MAX_DATABASES = 50
 # Table names of the common job-queue libraries (Laravel's `jobs` is also found by shape).
-QUEUE_NAMES = ["jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs", "river_job",
-               "job_queue", "pgboss_job", "graphile_jobs", "procrastinate_jobs", "failed_jobs"]
+QUEUE_NAMES = [
+    "jobs",
+    "que_jobs",
+    "good_jobs",
+    "delayed_jobs",
+    "oban_jobs",
+    "river_job",
+    "job_queue",
+    "pgboss_job",
+    "graphile_jobs",
+    "procrastinate_jobs",
+    "failed_jobs",
+]
 # Also any name with job(s)/queue(s) as a word: solid_queue_ready_executions, que_jobs_2024.
 QUEUE_PATTERN = r"(^|_)(jobs?|queues?)(_|$)"
 
 
-def _rows(conn: Connection, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _rows(
+    conn: Connection, name: str, params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     return [jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version_num), params)]
 
 
@@ -50,8 +64,9 @@ def _session(spec: TargetSpec, database: str | None = None) -> Iterator[Connecti
 
 def _instance(conn: Connection) -> dict[str, Any]:
     row = _rows(conn, "horizon_instance")[0]
-    row["application_name"] = receiver_app_name(row.get("receiver_conninfo"),
-                                                row.get("cluster_name"))
+    row["application_name"] = receiver_app_name(
+        row.get("receiver_conninfo"), row.get("cluster_name")
+    )
     return row
 
 
@@ -66,13 +81,14 @@ def receiver_app_name(conninfo: str | None, cluster_name: str | None) -> str:
 
 def _standby_view(conn: Connection) -> dict[str, Any]:
     """What a standby tells about itself: its WAL receiver and its oldest snapshots."""
-    return {"instance": _instance(conn),
-            "backends": _rows(conn, "horizon_backends", {"limit": 10})}
+    return {"instance": _instance(conn), "backends": _rows(conn, "horizon_backends", {"limit": 10})}
 
 
 def _primary_view(conn: Connection) -> dict[str, Any]:
-    return {"replication": _rows(conn, "horizon_replication", {"limit": HOLDER_LIMIT}),
-            "slots": _rows(conn, "horizon_slots", {"limit": HOLDER_LIMIT})}
+    return {
+        "replication": _rows(conn, "horizon_replication", {"limit": HOLDER_LIMIT}),
+        "slots": _rows(conn, "horizon_slots", {"limit": HOLDER_LIMIT}),
+    }
 
 
 def _peer(config: Any, name: str, fetch: Any) -> dict[str, Any]:
@@ -109,8 +125,9 @@ def horizon(conn: Connection, config: Any = None) -> Any:
                 data["standbys"].append(_peer(config, peer.name, _standby_view))
     hidden = sum(1 for r in data["backends"] if r.get("query") == "<insufficient privilege>")
     if hidden:
-        return PartialResult(data, f"{hidden} horizon holders of other users are hidden",
-                             MONITOR_GRANT)
+        return PartialResult(
+            data, f"{hidden} horizon holders of other users are hidden", MONITOR_GRANT
+        )
     return data
 
 
@@ -120,17 +137,25 @@ def databases_for(conn: Connection, config: Any) -> list[str]:
     tc = _target_config(config, conn.spec.name)
     names: list[str] = []
     if tc is not None and tc.all_databases:
-        names = [r["database"] for r in _rows(conn, "connectable_databases",
-                                              {"limit": MAX_DATABASES})]
+        names = [
+            r["database"] for r in _rows(conn, "connectable_databases", {"limit": MAX_DATABASES})
+        ]
     elif tc is not None:
         names = list(tc.databases)
     return [current] + [n for n in dict.fromkeys(names) if n != current][:MAX_DATABASES]
 
 
 def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
-    return _rows(conn, "dead_tuples", {"queue_names": QUEUE_NAMES, "queue_pattern": QUEUE_PATTERN,
-                                       "min_dead": DEAD_MIN,
-                                       "limit": DEAD_LIMIT})
+    return _rows(
+        conn,
+        "dead_tuples",
+        {
+            "queue_names": QUEUE_NAMES,
+            "queue_pattern": QUEUE_PATTERN,
+            "min_dead": DEAD_MIN,
+            "limit": DEAD_LIMIT,
+        },
+    )
 
 
 @probe("pg.dead_tuples", "postgresql", with_config=True)
@@ -148,8 +173,11 @@ def dead_tuples(conn: Connection, config: Any = None) -> Any:
             errors.append(f"{name}: {exc}")
     data = {"databases": done, "tables": tables}
     if errors:
-        return PartialResult(data, "dead tuples not read in " + "; ".join(errors),
-                             "GRANT CONNECT ON DATABASE <db> TO <monitor_user>;")
+        return PartialResult(
+            data,
+            "dead tuples not read in " + "; ".join(errors),
+            "GRANT CONNECT ON DATABASE <db> TO <monitor_user>;",
+        )
     return data
 
 

@@ -1,4 +1,5 @@
 """PostgreSQL probes: sessions, settings, queue-table indexes."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,25 +8,43 @@ from ..targets import Connection
 from . import PartialResult, jsonable, probe, sql
 
 SESSION_LIMIT = 5000
-SAFETY_SETTINGS = ["idle_in_transaction_session_timeout", "statement_timeout", "lock_timeout",
-                   "transaction_timeout", "idle_session_timeout", "log_lock_waits",
-                   "deadlock_timeout", "hot_standby_feedback", "max_prepared_transactions"]
+SAFETY_SETTINGS = [
+    "idle_in_transaction_session_timeout",
+    "statement_timeout",
+    "lock_timeout",
+    "transaction_timeout",
+    "idle_session_timeout",
+    "log_lock_waits",
+    "deadlock_timeout",
+    "hot_standby_feedback",
+    "max_prepared_transactions",
+]
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
 @probe("pg.sessions", "postgresql", grant=MONITOR_GRANT)
 def sessions(conn: Connection) -> Any:
-    rows = [jsonable(r) for r in conn.rows(sql("postgresql", "sessions", conn.version_num),
-                                            {"limit": SESSION_LIMIT})]
+    rows = [
+        jsonable(r)
+        for r in conn.rows(
+            sql("postgresql", "sessions", conn.version_num), {"limit": SESSION_LIMIT}
+        )
+    ]
     hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
     if not _sees_all_sessions(conn):
-        return PartialResult(rows, "this role sees only its own sessions: other users' "
-                                   "transactions, queries and horizons are invisible",
-                             MONITOR_GRANT)
+        return PartialResult(
+            rows,
+            "this role sees only its own sessions: other users' "
+            "transactions, queries and horizons are invisible",
+            MONITOR_GRANT,
+        )
     if hidden:
-        return PartialResult(rows, f"{hidden} sessions of other users are hidden "
-                                   "(query and timings need pg_monitor or pg_read_all_stats)",
-                             MONITOR_GRANT)
+        return PartialResult(
+            rows,
+            f"{hidden} sessions of other users are hidden "
+            "(query and timings need pg_monitor or pg_read_all_stats)",
+            MONITOR_GRANT,
+        )
     return rows
 
 
@@ -38,8 +57,12 @@ def _sees_all_sessions(conn: Connection) -> bool:
 
 @probe("pg.settings", "postgresql", ttl=60.0)
 def settings(conn: Connection) -> Any:
-    return [jsonable(r) for r in conn.rows(sql("postgresql", "settings", conn.version_num),
-                                            {"names": SAFETY_SETTINGS})]
+    return [
+        jsonable(r)
+        for r in conn.rows(
+            sql("postgresql", "settings", conn.version_num), {"names": SAFETY_SETTINGS}
+        )
+    ]
 
 
 @probe("pg.queue_indexes", "postgresql", ttl=300.0)

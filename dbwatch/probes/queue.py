@@ -2,6 +2,7 @@
 a few bounded, lock-free queries per table (capped per cycle) read backlog, reservations,
 repeated attempts and failures. Identifiers come from the catalog and are quoted; values bound.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,14 +15,25 @@ from . import PartialResult, _sql_variants, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 
-MAX_TABLES = 20            # queue tables probed per cycle; the rest are listed as skipped
-WINDOW = 50_000            # jobs rows read per table: the oldest by id
-FAILED_WINDOW = 20_000     # failure rows read per table: the newest by id (their text is read)
-GROUPS = 500               # grouped rows returned per query
-HORIZON = 7 * 86400        # failures older than this are not read
+MAX_TABLES = 20  # queue tables probed per cycle; the rest are listed as skipped
+WINDOW = 50_000  # jobs rows read per table: the oldest by id
+FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
+GROUPS = 500  # grouped rows returned per query
+HORIZON = 7 * 86400  # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed")
-CANONICAL = {"jobs", "failed_jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs",
-             "river_job", "solid_queue_jobs", "_private_jobs", "job", "job_batches"}
+CANONICAL = {
+    "jobs",
+    "failed_jobs",
+    "que_jobs",
+    "good_jobs",
+    "delayed_jobs",
+    "oban_jobs",
+    "river_job",
+    "solid_queue_jobs",
+    "_private_jobs",
+    "job",
+    "job_batches",
+}
 ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count", "retry_count")
 # MySQL/MariaDB kinds whose queries read constant primary-key id ranges (integer ids, wide rows)
 ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job"}
@@ -51,9 +63,10 @@ def _columns(text: str | None) -> dict[str, str]:
 
 def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
     """Queue tables of this target, recognised by columns, from a single catalog query."""
-    rows = conn.rows(sql(engine, "queue_tables", conn.version_num),
-                     {"markers": list(MARKER_COLUMNS) if engine == "postgresql"
-                      else tuple(MARKER_COLUMNS)})
+    rows = conn.rows(
+        sql(engine, "queue_tables", conn.version_num),
+        {"markers": list(MARKER_COLUMNS) if engine == "postgresql" else tuple(MARKER_COLUMNS)},
+    )
     out = []
     for r in map(jsonable, rows):
         cols = _columns(r.get("columns"))
@@ -61,12 +74,21 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
         if shape is None:
             continue
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
-        out.append({"schema": r["schema"], "table": r["table_name"], "kind": shape.kind,
-                    "library": shape.library, "rows_estimate": _estimate(r.get("rows_estimate")),
-                    "attempts_type": ctype, "attempts_limit": attempts_limit(ctype),
-                    "current": bool(r.get("current_db")), "scale_depth": shape.scale_depth,
-                    "siblings": sibling_names(shape, r["table_name"]),
-                    "expire": next((c for c in EXPIRE_EXPR if c in cols), None)})
+        out.append(
+            {
+                "schema": r["schema"],
+                "table": r["table_name"],
+                "kind": shape.kind,
+                "library": shape.library,
+                "rows_estimate": _estimate(r.get("rows_estimate")),
+                "attempts_type": ctype,
+                "attempts_limit": attempts_limit(ctype),
+                "current": bool(r.get("current_db")),
+                "scale_depth": shape.scale_depth,
+                "siblings": sibling_names(shape, r["table_name"]),
+                "expire": next((c for c in EXPIRE_EXPR if c in cols), None),
+            }
+        )
     # When more than MAX_TABLES match, probe the connected database and the libraries'
     # default names first: those are the live queues; prefixed copies come after.
     out.sort(key=lambda t: (not t["current"], t["table"] not in CANONICAL))
@@ -78,7 +100,7 @@ def _estimate(value: Any) -> int | None:
         n = int(value)
     except (TypeError, ValueError):
         return None
-    return n if n >= 0 else None      # PostgreSQL: -1 = never analysed
+    return n if n >= 0 else None  # PostgreSQL: -1 = never analysed
 
 
 def _has_sql(engine: str, name: str) -> bool:
@@ -91,8 +113,11 @@ def _bounds(conn: Connection, table: str) -> dict[str, Any]:
     text = sql("mysql", "queue_bounds", conn.version_num).replace("{table}", table)
     row = conn.rows(text, {"window": WINDOW})[0]
     lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
-    return {"max_id": lo + WINDOW - 1, "min_id": max(hi - FAILED_WINDOW + 1, 0),
-            "beyond_window": hi > lo + WINDOW - 1}
+    return {
+        "max_id": lo + WINDOW - 1,
+        "min_id": max(hi - FAILED_WINDOW + 1, 0),
+        "beyond_window": hi > lo + WINDOW - 1,
+    }
 
 
 def _render(text: str, engine: str, t: dict[str, Any]) -> str:
@@ -109,19 +134,30 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
     table = f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}"
     params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
-    out = dict(t, window=WINDOW, failed_window=FAILED_WINDOW, groups=GROUPS, horizon=HORIZON,
-               error=None, privilege=False)
+    out = dict(
+        t,
+        window=WINDOW,
+        failed_window=FAILED_WINDOW,
+        groups=GROUPS,
+        horizon=HORIZON,
+        error=None,
+        privilege=False,
+    )
     try:
         if engine != "postgresql":
             if t["kind"] in ID_RANGE_KINDS:
                 params |= _bounds(conn, table)
                 out["window_capped_ids"] = params.pop("beyond_window")
-            est = conn.rows(sql("mysql", "queue_estimate", conn.version_num),
-                            {"schema": t["schema"], "table": t["table"]})
+            est = conn.rows(
+                sql("mysql", "queue_estimate", conn.version_num),
+                {"schema": t["schema"], "table": t["table"]},
+            )
             out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
     except ProbeError as exc:
-        return out | {"error": f"{t['schema']}.{t['table']}: {exc.detail}",
-                      "privilege": exc.privilege or "denied" in exc.detail.lower()}
+        return out | {
+            "error": f"{t['schema']}.{t['table']}: {exc.detail}",
+            "privilege": exc.privilege or "denied" in exc.detail.lower(),
+        }
     for aspect in ASPECTS:
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):
@@ -141,11 +177,15 @@ def collect(conn: Connection) -> Any:
     engine = conn.engine
     found = discover(conn, engine)
     probed = [probe_table(conn, engine, t) for t in found[:MAX_TABLES]]
-    data = {"tables": probed, "discovered": len(found), "probed": len(probed),
-            "max_tables": MAX_TABLES,
-            "skipped": [f"{t['schema']}.{t['table']}" for t in found[MAX_TABLES:]][:100],
-            "retry_after": getattr(conn.spec, "retry_after", None),
-            "libraries": sorted({s.library for s in SHAPES})}
+    data = {
+        "tables": probed,
+        "discovered": len(found),
+        "probed": len(probed),
+        "max_tables": MAX_TABLES,
+        "skipped": [f"{t['schema']}.{t['table']}" for t in found[MAX_TABLES:]][:100],
+        "retry_after": getattr(conn.spec, "retry_after", None),
+        "libraries": sorted({s.library for s in SHAPES}),
+    }
     failed = [t for t in probed if t["error"]]
     if not failed:
         return data

@@ -4,6 +4,7 @@
 A source that is switched off by configuration is not a failure: its section is
 {"available": false, "reason": ..., "fix": ...} and the target line says how to enable it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,23 +16,31 @@ from . import PartialResult, probe, sql
 
 log = logging.getLogger(__name__)
 
-HISTORY_LIMIT = 10_000     # statements read per cycle: the default history_long size
-DIGEST_LIMIT = 500         # digest rows read per cycle, most called first
+HISTORY_LIMIT = 10_000  # statements read per cycle: the default history_long size
+DIGEST_LIMIT = 500  # digest rows read per cycle, most called first
 PFS_GRANT = "GRANT SELECT ON performance_schema.* TO '<monitor>'@'%';"
 PG_GRANT = "GRANT pg_read_all_stats TO <monitor_user>;  -- or pg_monitor"
 PFS_OFF = "performance_schema is OFF: no statement history or digests for QU401/QU402"
-PFS_ON_FIX = ("under [mysqld] in my.cnf set `performance_schema = ON`, "
-              "`performance-schema-consumer-events-statements-current = ON` and "
-              "`performance-schema-consumer-events-statements-history-long = ON`, then restart "
-              "the server (see `dbwatch explain QU401`)")
-CONSUMERS_FIX = ("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME "
-                 "LIKE 'events_statements_%';  -- until the next restart; to keep it, "
-                 "`performance-schema-consumer-events-statements-current = ON` and "
-                 "`performance-schema-consumer-events-statements-history-long = ON` in my.cnf")
-DIGEST_FIX = ("UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN "
-              "('global_instrumentation', 'statements_digest');")
-PGSS_FIX = ("pg_stat_statements: add it to `shared_preload_libraries` in postgresql.conf "
-            "(restart), then `CREATE EXTENSION pg_stat_statements;` in this database")
+PFS_ON_FIX = (
+    "under [mysqld] in my.cnf set `performance_schema = ON`, "
+    "`performance-schema-consumer-events-statements-current = ON` and "
+    "`performance-schema-consumer-events-statements-history-long = ON`, then restart "
+    "the server (see `dbwatch explain QU401`)"
+)
+CONSUMERS_FIX = (
+    "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME "
+    "LIKE 'events_statements_%';  -- until the next restart; to keep it, "
+    "`performance-schema-consumer-events-statements-current = ON` and "
+    "`performance-schema-consumer-events-statements-history-long = ON` in my.cnf"
+)
+DIGEST_FIX = (
+    "UPDATE performance_schema.setup_consumers SET ENABLED = 'YES' WHERE NAME IN "
+    "('global_instrumentation', 'statements_digest');"
+)
+PGSS_FIX = (
+    "pg_stat_statements: add it to `shared_preload_libraries` in postgresql.conf "
+    "(restart), then `CREATE EXTENSION pg_stat_statements;` in this database"
+)
 _logged: set[tuple[str, str]] = set()
 
 
@@ -44,7 +53,9 @@ def unavailable(conn: Connection, reason: str, fix: str, **extra: Any) -> dict[s
     return {"available": False, "reason": reason, "fix": fix, **extra}
 
 
-def _rows(conn: Connection, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def _rows(
+    conn: Connection, name: str, params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Query; a refusal names the performance_schema grant rather than a generic one."""
     try:
         return conn.rows(sql("mysql", name, conn.version_num), params)
@@ -60,26 +71,36 @@ def _text(value: Any) -> str:
 
 def consumers(conn: Connection) -> dict[str, Any]:
     """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
-    var = {_text(r["Variable_name"]).lower(): _text(r["Value"])
-           for r in _rows(conn, "statement_variables")}
+    var = {
+        _text(r["Variable_name"]).lower(): _text(r["Value"])
+        for r in _rows(conn, "statement_variables")
+    }
     on = var.get("performance_schema", "OFF").upper() in ("ON", "1")
-    enabled = {_text(r["name"]): _text(r["enabled"]).upper() == "YES"
-               for r in (_rows(conn, "statement_consumers") if on else [])}
+    enabled = {
+        _text(r["name"]): _text(r["enabled"]).upper() == "YES"
+        for r in (_rows(conn, "statement_consumers") if on else [])
+    }
 
     def size(name: str) -> int:
         value = var.get(f"performance_schema_{name}", "0")
         return int(value) if value.lstrip("-").isdigit() else 0
 
-    return {"performance_schema": on, "consumers": enabled,
-            "history_long_size": size("events_statements_history_long_size"),
-            "history_size": size("events_statements_history_size"),
-            "max_sql_text_length": size("max_sql_text_length")}
+    return {
+        "performance_schema": on,
+        "consumers": enabled,
+        "history_long_size": size("events_statements_history_long_size"),
+        "history_size": size("events_statements_history_size"),
+        "max_sql_text_length": size("max_sql_text_length"),
+    }
 
 
 def _history_table(c: dict[str, Any]) -> str | None:
     on = c["consumers"]
-    if not (on.get("global_instrumentation") and on.get("thread_instrumentation")
-            and on.get("events_statements_current")):
+    if not (
+        on.get("global_instrumentation")
+        and on.get("thread_instrumentation")
+        and on.get("events_statements_current")
+    ):
         return None
     if on.get("events_statements_history_long") and c["history_long_size"] > 0:
         return "events_statements_history_long"
@@ -96,22 +117,38 @@ def statement_history(conn: Connection) -> Any:
         return unavailable(conn, PFS_OFF, PFS_ON_FIX)
     table = _history_table(c)
     if table is None:
-        off = [n for n in ("events_statements_current", "events_statements_history",
-                           "events_statements_history_long") if not c["consumers"].get(n)]
-        return unavailable(conn, "statement history: performance_schema consumers "
-                           f"{', '.join(off) or 'global/thread instrumentation'} disabled",
-                           CONSUMERS_FIX, consumers=c["consumers"])
+        off = [
+            n
+            for n in (
+                "events_statements_current",
+                "events_statements_history",
+                "events_statements_history_long",
+            )
+            if not c["consumers"].get(n)
+        ]
+        return unavailable(
+            conn,
+            "statement history: performance_schema consumers "
+            f"{', '.join(off) or 'global/thread instrumentation'} disabled",
+            CONSUMERS_FIX,
+            consumers=c["consumers"],
+        )
     if table.endswith("_long"):
         big = c["history_long_size"] > HISTORY_LIMIT
         name = "statement_history_newest" if big else "statement_history_long"
     else:
         name = "statement_history_recent"
     rows = _rows(conn, name, {"limit": HISTORY_LIMIT})
-    return {"available": True, "source": f"performance_schema.{table}", "limit": HISTORY_LIMIT,
-            "buffer_size": c["history_long_size"] if table.endswith("_long") else c["history_size"],
-            "max_sql_text_length": c["max_sql_text_length"],
-            "statements": [[int(r["thread_id"]), int(r["event_id"]), _text(r["sql_text"])]
-                           for r in rows]}
+    return {
+        "available": True,
+        "source": f"performance_schema.{table}",
+        "limit": HISTORY_LIMIT,
+        "buffer_size": c["history_long_size"] if table.endswith("_long") else c["history_size"],
+        "max_sql_text_length": c["max_sql_text_length"],
+        "statements": [
+            [int(r["thread_id"]), int(r["event_id"]), _text(r["sql_text"])] for r in rows
+        ],
+    }
 
 
 @probe("my.statement_digests", "mysql", grant=PFS_GRANT)
@@ -120,17 +157,34 @@ def statement_digests(conn: Connection) -> Any:
     c = consumers(conn)
     if not c["performance_schema"]:
         return unavailable(conn, PFS_OFF, PFS_ON_FIX)
-    if not (c["consumers"].get("global_instrumentation") and c["consumers"].get("statements_digest")):
-        return unavailable(conn, "statement digests: statements_digest consumer disabled", DIGEST_FIX)
-    params = {"for_update": "%FOR UPDATE%", "for_share": "%FOR SHARE%",
-              "share_mode": "%LOCK IN SHARE MODE%", "delete": "%DELETE%", "limit": DIGEST_LIMIT}
+    if not (
+        c["consumers"].get("global_instrumentation") and c["consumers"].get("statements_digest")
+    ):
+        return unavailable(
+            conn, "statement digests: statements_digest consumer disabled", DIGEST_FIX
+        )
+    params = {
+        "for_update": "%FOR UPDATE%",
+        "for_share": "%FOR SHARE%",
+        "share_mode": "%LOCK IN SHARE MODE%",
+        "delete": "%DELETE%",
+        "limit": DIGEST_LIMIT,
+    }
     rows = _rows(conn, "statement_digests", params)
-    return {"available": True, "source": "performance_schema.events_statements_summary_by_digest",
-            "limit": DIGEST_LIMIT,
-            "digests": [{"schema": _text(r["schema_name"]) or None, "text": _text(r["digest_text"]),
-                         "calls": int(r["calls"] or 0),
-                         "idle_seconds": None if r["idle_seconds"] is None else int(r["idle_seconds"])}
-                        for r in rows]}
+    return {
+        "available": True,
+        "source": "performance_schema.events_statements_summary_by_digest",
+        "limit": DIGEST_LIMIT,
+        "digests": [
+            {
+                "schema": _text(r["schema_name"]) or None,
+                "text": _text(r["digest_text"]),
+                "calls": int(r["calls"] or 0),
+                "idle_seconds": None if r["idle_seconds"] is None else int(r["idle_seconds"]),
+            }
+            for r in rows
+        ],
+    }
 
 
 def _quote(name: str) -> str:
@@ -143,24 +197,39 @@ def pg_statement_digests(conn: Connection) -> Any:
     """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
     ext = conn.rows(sql("postgresql", "statement_digests_extension", conn.version_num))
     if not ext:
-        return unavailable(conn, "statement digests: pg_stat_statements is not installed in "
-                           "this database", PGSS_FIX)
+        return unavailable(
+            conn,
+            "statement digests: pg_stat_statements is not installed in this database",
+            PGSS_FIX,
+        )
     view = f"{_quote(str(ext[0]['schema']))}.pg_stat_statements"
     text = sql("postgresql", "statement_digests", conn.version_num).replace("{view}", view)
-    patterns = ["%for update%", "%for no key update%", "%for share%", "%for key share%",
-                "%delete%"]
+    patterns = ["%for update%", "%for no key update%", "%for share%", "%for key share%", "%delete%"]
     try:
         rows = conn.rows(text, {"patterns": patterns, "limit": DIGEST_LIMIT})
     except ProbeError as exc:
         if "shared_preload_libraries" not in exc.detail:
             raise
-        return unavailable(conn, "statement digests: pg_stat_statements is installed but not "
-                           "loaded", PGSS_FIX)
-    data = {"available": True, "source": f"{ext[0]['schema']}.pg_stat_statements",
-            "limit": DIGEST_LIMIT, "version": ext[0]["version"],
-            "digests": [{"database": r["database"], "text": str(r["query"] or ""),
-                         "calls": int(r["calls"] or 0), "idle_seconds": None} for r in rows]}
+        return unavailable(
+            conn, "statement digests: pg_stat_statements is installed but not loaded", PGSS_FIX
+        )
+    data = {
+        "available": True,
+        "source": f"{ext[0]['schema']}.pg_stat_statements",
+        "limit": DIGEST_LIMIT,
+        "version": ext[0]["version"],
+        "digests": [
+            {
+                "database": r["database"],
+                "text": str(r["query"] or ""),
+                "calls": int(r["calls"] or 0),
+                "idle_seconds": None,
+            }
+            for r in rows
+        ],
+    }
     if not ext[0]["sees_all"]:
-        return PartialResult(data, "pg_stat_statements hides other roles' query text from this "
-                                   "role", PG_GRANT)
+        return PartialResult(
+            data, "pg_stat_statements hides other roles' query text from this role", PG_GRANT
+        )
     return data

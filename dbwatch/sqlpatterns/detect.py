@@ -1,6 +1,7 @@
 """Pure detectors over transactions and digest rows: QU401 fetch-before-delete, QU402 claims
 without SKIP LOCKED. No I/O; the findings say table, counts, an example and the fix.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,20 @@ from dbwatch.sqlpatterns.fingerprint import Classifier, Shape
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
 
 EXAMPLE_CHARS = 300
-QUEUE_TABLES = frozenset({"jobs", "que_jobs", "good_jobs", "delayed_jobs", "oban_jobs",
-                          "river_job", "queue_jobs", "job_queue", "queue", "jobs_queue"})
+QUEUE_TABLES = frozenset(
+    {
+        "jobs",
+        "que_jobs",
+        "good_jobs",
+        "delayed_jobs",
+        "oban_jobs",
+        "river_job",
+        "queue_jobs",
+        "job_queue",
+        "queue",
+        "jobs_queue",
+    }
+)
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
 # Statement kinds whose text the detector reads; it needs only the kind of the others.
 RELEVANT_KINDS = frozenset({"select", "delete"})
@@ -23,7 +36,7 @@ SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6), "postgresql": (9, 5
 
 @dataclass(frozen=True)
 class ServerVersion:
-    engine: str                  # mysql | mariadb | postgresql
+    engine: str  # mysql | mariadb | postgresql
     version: tuple[int, ...]
     text: str
 
@@ -47,7 +60,7 @@ def parse_server_version(text: str, default_engine: str | None = None) -> Server
     elif "mysql" in low:
         engine = "mysql"
     elif default_engine == "mysql" and version >= (10,):
-        engine = "mariadb"      # MySQL never had a 10.x; a bare 10.x/11.x is MariaDB
+        engine = "mariadb"  # MySQL never had a 10.x; a bare 10.x/11.x is MariaDB
     elif default_engine in SKIP_LOCKED_SINCE:
         engine = default_engine
     else:
@@ -75,14 +88,24 @@ def _value(raw: Any, params: dict[str, str] | None) -> str | None:
 
 def is_queue_shaped(shape: Shape) -> bool:
     name = _base(shape.table)
-    return (name in QUEUE_TABLES or name.startswith("solid_queue_") or name.endswith("_jobs")
-            or bool(shape.columns & QUEUE_COLUMNS))
+    return (
+        name in QUEUE_TABLES
+        or name.startswith("solid_queue_")
+        or name.endswith("_jobs")
+        or bool(shape.columns & QUEUE_COLUMNS)
+    )
 
 
 def is_claim(shape: Shape) -> bool:
-    return (shape.kind == "select" and shape.lock == "update" and shape.order_by
-            and shape.limit and not shape.skip_locked and not shape.nowait
-            and is_queue_shaped(shape))
+    return (
+        shape.kind == "select"
+        and shape.lock == "update"
+        and shape.order_by
+        and shape.limit
+        and not shape.skip_locked
+        and not shape.nowait
+        and is_queue_shaped(shape)
+    )
 
 
 _MEMO_SIZE = 4096
@@ -93,8 +116,7 @@ _Plan = tuple[tuple[str, tuple[str, ...]], list[tuple[int, int]]]
 def _pair_plan(shape: Shape, nvalues: int, dshape: Shape, ndvalues: int) -> _Plan | None:
     """Whether a SELECT … FOR UPDATE shape and the DELETE shape after it can name the same
     row (same table, same key columns), and which values to compare to know."""
-    if shape.key_eq is None or dshape.key_eq is None or \
-            _base(dshape.table) != _base(shape.table):
+    if shape.key_eq is None or dshape.key_eq is None or _base(dshape.table) != _base(shape.table):
         return None
     skeys = {col: k for col, k in shape.key_eq if k < nvalues}
     dkeys = {col: k for col, k in dshape.key_eq if k < ndvalues}
@@ -135,7 +157,7 @@ class PatternDetector:
         for i, s in enumerate(stmts):
             if s.kind != "select":
                 continue
-            low = s.text[:4096].lower()   # cheap gate before any parsing
+            low = s.text[:4096].lower()  # cheap gate before any parsing
             if "for " not in low and "share" not in low:
                 continue
             c = self.classifier.classify(s.text)
@@ -177,8 +199,9 @@ class PatternDetector:
             p.fingerprints.append(shape.fingerprint)
         return table
 
-    def _match_delete(self, shape: Shape, values: tuple[Any, ...], s: Statement,
-                      stmts: list[Statement], i: int) -> tuple[str, tuple[str, ...]] | None:
+    def _match_delete(
+        self, shape: Shape, values: tuple[Any, ...], s: Statement, stmts: list[Statement], i: int
+    ) -> tuple[str, tuple[str, ...]] | None:
         """The next data statement deletes the same row by the same key: record it."""
         j = i + 1
         while j < len(stmts) and stmts[j].kind in NON_DATA:
@@ -195,8 +218,11 @@ class PatternDetector:
         if hit is None or hit[0] is not shape or hit[1] is not dshape:
             if len(self._pairs) >= _MEMO_SIZE:
                 self._pairs.clear()
-            hit = self._pairs[memo] = (shape, dshape,
-                                       _pair_plan(shape, len(values), dshape, len(dvalues)))
+            hit = self._pairs[memo] = (
+                shape,
+                dshape,
+                _pair_plan(shape, len(values), dshape, len(dvalues)),
+            )
         plan = hit[2]
         if plan is None:
             return None
@@ -205,7 +231,7 @@ class PatternDetector:
         for k, dk in columns:
             v, w = values[k], dvalues[dk]
             if no_params and v == w:
-                continue            # the same literal: the same value, whatever it is
+                continue  # the same literal: the same value, whatever it is
             v = _value(v, s.params)
             w = _value(w, d.params)
             if v is not None and w is not None and v != w:
@@ -230,18 +256,24 @@ class PatternDetector:
 
 def _qu401_fix(table: str, cols: tuple[str, ...]) -> str:
     where = " AND ".join(f"{c} = ?" for c in cols)
-    return (f"Delete with one statement, `DELETE FROM {table} WHERE {where}`, without the "
-            "SELECT … FOR UPDATE before it: the DELETE locks the same row itself. For Laravel's "
-            "database queue (DatabaseQueue::deleteReserved does select-for-update + delete), use "
-            "a queue driver whose deleteReserved issues a single DELETE, e.g. one of the "
-            "optimistic-locking database queue packages.")
+    return (
+        f"Delete with one statement, `DELETE FROM {table} WHERE {where}`, without the "
+        "SELECT … FOR UPDATE before it: the DELETE locks the same row itself. For Laravel's "
+        "database queue (DatabaseQueue::deleteReserved does select-for-update + delete), use "
+        "a queue driver whose deleteReserved issues a single DELETE, e.g. one of the "
+        "optimistic-locking database queue packages."
+    )
 
 
 def shown_name(table: str, examples: list[str]) -> str:
     """The table as the statements spell it: shapes compare names lower-cased, but MySQL
     table names are case-sensitive on Linux, so the report must keep the original case."""
-    pattern = re.compile(r"[`\"\[]?" + r"[`\"\]]?\.[`\"\[]?".join(
-        re.escape(part) for part in table.split(".")) + r"(?![\w$])", re.IGNORECASE)
+    pattern = re.compile(
+        r"[`\"\[]?"
+        + r"[`\"\]]?\.[`\"\[]?".join(re.escape(part) for part in table.split("."))
+        + r"(?![\w$])",
+        re.IGNORECASE,
+    )
     for text in examples:
         m = pattern.search(text or "")
         if m:
@@ -249,61 +281,109 @@ def shown_name(table: str, examples: list[str]) -> str:
     return table
 
 
-def qu401_finding(table: str, cols: tuple[str, ...], p: _Pattern, target: str,
-                  confidence: str = "high", extra: dict[str, Any] | None = None) -> Finding:
+def qu401_finding(
+    table: str,
+    cols: tuple[str, ...],
+    p: _Pattern,
+    target: str,
+    confidence: str = "high",
+    extra: dict[str, Any] | None = None,
+) -> Finding:
     key_table, table = table, shown_name(table, p.example)
     key = ", ".join(cols)
-    summary = (f"redundant fetch-before-delete on {table}: SELECT … WHERE {key} = ? FOR UPDATE "
-               f"then DELETE of the same row, {p.count} times in {p.transactions} transactions")
+    summary = (
+        f"redundant fetch-before-delete on {table}: SELECT … WHERE {key} = ? FOR UPDATE "
+        f"then DELETE of the same row, {p.count} times in {p.transactions} transactions"
+    )
     if confidence != "high":
         summary += " (probable: from statement digests, not transactions)"
-    evidence: dict[str, Any] = {"table": table, "key_columns": list(cols), "count": p.count,
-                                "transactions": p.transactions,
-                                "example": {"select": p.example[0] if p.example else None,
-                                            "delete": p.example[1] if len(p.example) > 1 else None},
-                                "fingerprints": p.fingerprints}
+    evidence: dict[str, Any] = {
+        "table": table,
+        "key_columns": list(cols),
+        "count": p.count,
+        "transactions": p.transactions,
+        "example": {
+            "select": p.example[0] if p.example else None,
+            "delete": p.example[1] if len(p.example) > 1 else None,
+        },
+        "fingerprints": p.fingerprints,
+    }
     evidence.update(extra or {})
-    return Finding(rule="QU401", severity="warning", target=target, subject=f"table {table}",
-                   summary=summary, fix=_qu401_fix(table, cols), evidence=evidence,
-                   identity=["QU401", key_table, list(cols)], confidence=confidence)
+    return Finding(
+        rule="QU401",
+        severity="warning",
+        target=target,
+        subject=f"table {table}",
+        summary=summary,
+        fix=_qu401_fix(table, cols),
+        evidence=evidence,
+        identity=["QU401", key_table, list(cols)],
+        confidence=confidence,
+    )
 
 
-def qu402_finding(table: str, p: _Pattern, server: ServerVersion | None,
-                  target: str) -> Finding | None:
+def qu402_finding(
+    table: str, p: _Pattern, server: ServerVersion | None, target: str
+) -> Finding | None:
     if server is not None and not server.supports_skip_locked():
         return None
     key_table, table = table, shown_name(table, p.example)
-    summary = (f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
-               f"{p.count} times in {p.transactions} transactions")
+    summary = (
+        f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
+        f"{p.count} times in {p.transactions} transactions"
+    )
     if server is None:
-        summary += ("; server version unknown (SKIP LOCKED needs MySQL ≥ 8.0.1, "
-                    "MariaDB ≥ 10.6, PostgreSQL ≥ 9.5): pass --server-version")
+        summary += (
+            "; server version unknown (SKIP LOCKED needs MySQL ≥ 8.0.1, "
+            "MariaDB ≥ 10.6, PostgreSQL ≥ 9.5): pass --server-version"
+        )
     else:
         summary += f"; {server.engine} {server.text} supports SKIP LOCKED"
-    fix = (f"Claim with `… ORDER BY … LIMIT n FOR UPDATE SKIP LOCKED` on {table}, so workers "
-           "skip rows another worker holds instead of queueing on the same row. Laravel adds "
-           "SKIP LOCKED from 6.14 (on MariaDB from 8.69) and only when it detects the server "
-           "version: upgrade the framework, or set the connection's `version` in "
-           "config/database.php when detection is wrong.")
-    return Finding(rule="QU402", severity="warning", target=target, subject=f"table {table}",
-                   summary=summary, fix=fix,
-                   evidence={"table": table, "count": p.count, "example": p.example[0],
-                             "fingerprint": p.fingerprints[0],
-                             "server_version": server.text if server else None},
-                   identity=["QU402", key_table],
-                   confidence="high" if server is not None else "probable")
+    fix = (
+        f"Claim with `… ORDER BY … LIMIT n FOR UPDATE SKIP LOCKED` on {table}, so workers "
+        "skip rows another worker holds instead of queueing on the same row. Laravel adds "
+        "SKIP LOCKED from 6.14 (on MariaDB from 8.69) and only when it detects the server "
+        "version: upgrade the framework, or set the connection's `version` in "
+        "config/database.php when detection is wrong."
+    )
+    return Finding(
+        rule="QU402",
+        severity="warning",
+        target=target,
+        subject=f"table {table}",
+        summary=summary,
+        fix=fix,
+        evidence={
+            "table": table,
+            "count": p.count,
+            "example": p.example[0],
+            "fingerprint": p.fingerprints[0],
+            "server_version": server.text if server else None,
+        },
+        identity=["QU402", key_table],
+        confidence="high" if server is not None else "probable",
+    )
 
 
-def detect_transactions(transactions: Iterable[Transaction], server: ServerVersion | None,
-                        target: str, dialect: str = "mysql") -> list[Finding]:
+def detect_transactions(
+    transactions: Iterable[Transaction],
+    server: ServerVersion | None,
+    target: str,
+    dialect: str = "mysql",
+) -> list[Finding]:
     det = PatternDetector(Classifier(dialect))
     for t in transactions:
         det.feed(t)
     return det.findings(server, target)
 
 
-def detect_digests(rows: Iterable[tuple[str, int]], target: str, dialect: str = "mysql",
-                   min_calls: int = 10, tolerance: float = 0.2) -> list[Finding]:
+def detect_digests(
+    rows: Iterable[tuple[str, int]],
+    target: str,
+    dialect: str = "mysql",
+    min_calls: int = 10,
+    tolerance: float = 0.2,
+) -> list[Finding]:
     """Weak signal: `SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE id = ?` on one
     table called about equally often (performance_schema digests / pg_stat_statements)."""
     clf = Classifier(dialect)
@@ -330,7 +410,14 @@ def detect_digests(rows: Iterable[tuple[str, int]], target: str, dialect: str = 
         if lo < min_calls or hi == 0 or lo / hi < 1 - tolerance:
             continue
         p = _Pattern(count=lo, transactions=lo, example=[s[1], d[1]], fingerprints=[s[2], d[2]])
-        out.append(qu401_finding(key[0], key[1], p, target, confidence="probable",
-                                 extra={"select_calls": s[0], "delete_calls": d[0],
-                                        "source": "digest"}))
+        out.append(
+            qu401_finding(
+                key[0],
+                key[1],
+                p,
+                target,
+                confidence="probable",
+                extra={"select_calls": s[0], "delete_calls": d[0], "source": "digest"},
+            )
+        )
     return out

@@ -2,6 +2,7 @@
 
 Untrusted text: truncated before parsing, sqlparse's grouping limits kept, failures counted.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,9 +12,9 @@ from typing import Any
 import sqlparse
 from sqlparse import tokens as T
 
-MAX_STATEMENT = 16 * 1024      # bytes of a statement we look at; the rest is never parsed
-CACHE_SIZE = 20_000            # distinct shapes kept; cleared when full (cheap, rare)
-RECENT_SIZE, RECENT_TEXT = 2048, 1024   # exact texts remembered, and the longest kept
+MAX_STATEMENT = 16 * 1024  # bytes of a statement we look at; the rest is never parsed
+CACHE_SIZE = 20_000  # distinct shapes kept; cleared when full (cheap, rare)
+RECENT_SIZE, RECENT_TEXT = 2048, 1024  # exact texts remembered, and the longest kept
 
 # One pass finds every literal and placeholder, so that the i-th '?' of a shape is the
 # i-th value: strings first (a digit or '?' inside a string is not a literal of its own).
@@ -26,18 +27,26 @@ _LIT = {
     # with one character class (and dispatch on it by look-behinds), which lets the regex
     # engine skip to candidate positions instead of trying every one.
     "mysql": re.compile(
-        r"""[-+'"\d?$%](?:(?<=')(?:[^'\\]++|\\.|'')*+'|(?<=")(?:[^"\\]++|\\.|"")*+""" '"'
+        r"""[-+'"\d?$%](?:(?<=')(?:[^'\\]++|\\.|'')*+'|(?<=")(?:[^"\\]++|\\.|"")*+"""
+        '"'
         r"""|(?<=[-+])(?<![\w$.].)(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"""
         r"""|(?<=\d)(?<![\w$.]\d)(?:(?<=0)x[0-9a-fA-F]+|\d*(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"""
-        r"""|(?<=\?)|(?<=\$)\d+|(?<=%)s)""", re.DOTALL),
-    "postgresql": re.compile(r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.|'')*+'"""
-                             r"""|'(?:[^']++|'')*+'|\$\$.*?\$\$|""" + _NUM + "|" + _PH + ")",
-                             re.DOTALL),
+        r"""|(?<=\?)|(?<=\$)\d+|(?<=%)s)""",
+        re.DOTALL,
+    ),
+    "postgresql": re.compile(
+        r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.|'')*+'"""
+        r"""|'(?:[^']++|'')*+'|\$\$.*?\$\$|""" + _NUM + "|" + _PH + ")",
+        re.DOTALL,
+    ),
 }
 _COMMENTS = {
     # Strings are matched (and kept) so a '--' inside a literal is not taken for a comment.
-    "mysql": re.compile(r"""('(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")"""
-                        r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""", re.DOTALL),
+    "mysql": re.compile(
+        r"""('(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")"""
+        r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""",
+        re.DOTALL,
+    ),
     "postgresql": re.compile(r"""([eE]?'(?:[^']++|'')*+')|/\*.*?(?:\*/|$)|--[^\n]*""", re.DOTALL),
 }
 # The same scan as a split: [text, literal, text, literal, …, text].
@@ -46,16 +55,35 @@ _IN_LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)+\s*\)")
 _FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.DOTALL)
 _AUTOCOMMIT = re.compile(
     r"\s*set\s+(?:session\s+|local\s+|@@session\.|@@local\.|@@)?autocommit\s*(?:=|to)\s*'?(\w+)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _SECOND_WORD = re.compile(r"\s*[A-Za-z_]+\s+([A-Za-z_]+)")
 
 _WORD_KIND = {
-    "select": "select", "with": "select", "delete": "delete", "update": "update",
-    "insert": "insert", "replace": "insert", "begin": "begin", "start": "begin",
-    "commit": "commit", "end": "commit", "rollback": "rollback", "abort": "rollback",
-    "savepoint": "savepoint", "release": "savepoint", "set": "set",
-    "create": "ddl", "alter": "ddl", "drop": "ddl", "truncate": "ddl", "rename": "ddl",
-    "lock": "lock", "unlock": "lock", "prepare": "prepare", "xa": "other",
+    "select": "select",
+    "with": "select",
+    "delete": "delete",
+    "update": "update",
+    "insert": "insert",
+    "replace": "insert",
+    "begin": "begin",
+    "start": "begin",
+    "commit": "commit",
+    "end": "commit",
+    "rollback": "rollback",
+    "abort": "rollback",
+    "savepoint": "savepoint",
+    "release": "savepoint",
+    "set": "set",
+    "create": "ddl",
+    "alter": "ddl",
+    "drop": "ddl",
+    "truncate": "ddl",
+    "rename": "ddl",
+    "lock": "lock",
+    "unlock": "lock",
+    "prepare": "prepare",
+    "xa": "other",
 }
 
 KINDS = frozenset(_WORD_KIND.values()) | {"autocommit_on", "autocommit_off", "empty", "other"}
@@ -77,8 +105,9 @@ def quick_kind(text: str) -> str:
     if kind == "set":
         a = _AUTOCOMMIT.match(text, 0, 256)
         if a is not None:
-            return "autocommit_off" if a.group(1).lower() in ("0", "off", "false") \
-                else "autocommit_on"
+            return (
+                "autocommit_off" if a.group(1).lower() in ("0", "off", "false") else "autocommit_on"
+            )
     elif kind == "rollback":
         second = _SECOND_WORD.match(text, 0, 256)
         if second is not None and second.group(1).lower() == "to":
@@ -86,16 +115,29 @@ def quick_kind(text: str) -> str:
     elif kind == "prepare":
         second = _SECOND_WORD.match(text, 0, 256)
         if second is not None and second.group(1).lower() == "transaction":
-            return "commit"   # PREPARE TRANSACTION ends the session's transaction
+            return "commit"  # PREPARE TRANSACTION ends the session's transaction
         return "other"
     return kind
 
 
 # Whole statements that frameworks send verbatim, their kind worked out once.
-EXACT_KIND = {t: quick_kind(t) for w in (
-    "START TRANSACTION", "BEGIN", "COMMIT", "ROLLBACK", "SET autocommit=0", "SET autocommit=1",
-    "set autocommit=0", "set autocommit=1", "SET AUTOCOMMIT = 0", "SET AUTOCOMMIT = 1",
-    "SELECT 1") for t in {w, w.lower(), w.upper()}}
+EXACT_KIND = {
+    t: quick_kind(t)
+    for w in (
+        "START TRANSACTION",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "SET autocommit=0",
+        "SET autocommit=1",
+        "set autocommit=0",
+        "set autocommit=1",
+        "SET AUTOCOMMIT = 0",
+        "SET AUTOCOMMIT = 1",
+        "SELECT 1",
+    )
+    for t in {w, w.lower(), w.upper()}
+}
 
 
 def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, tuple[Any, ...]]:
@@ -130,11 +172,11 @@ def _collapse_in_lists(flat: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
     pos = 0
     i = 0
     for m in _IN_LIST.finditer(flat):
-        before = flat[pos:m.start()].count("?")
-        out.extend(values[i:i + before])
+        before = flat[pos : m.start()].count("?")
+        out.extend(values[i : i + before])
         i += before
         n = m.group(0).count("?")
-        out.append(tuple(values[i:i + n]))
+        out.append(tuple(values[i : i + n]))
         i += n
         pos = m.end()
     out.extend(values[i:])
@@ -146,12 +188,14 @@ class Shape:
     """What the detectors need to know about one statement shape."""
 
     fingerprint: str
-    kind: str                                   # select | delete | update | insert | … (quick_kind)
-    table: str | None = None                    # main table, unquoted and lower-cased
-    key_eq: tuple[tuple[str, int], ...] | None = None  # WHERE is only `col = ?` ANDs: (col, value index)
+    kind: str  # select | delete | update | insert | … (quick_kind)
+    table: str | None = None  # main table, unquoted and lower-cased
+    key_eq: tuple[tuple[str, int], ...] | None = (
+        None  # WHERE is only `col = ?` ANDs: (col, value index)
+    )
     where_cols: frozenset[str] = frozenset()
-    columns: frozenset[str] = frozenset()       # every identifier named in the statement
-    lock: str | None = None                     # update | share
+    columns: frozenset[str] = frozenset()  # every identifier named in the statement
+    lock: str | None = None  # update | share
     skip_locked: bool = False
     nowait: bool = False
     order_by: bool = False
@@ -161,7 +205,7 @@ class Shape:
 @dataclass(slots=True)
 class ClassifierStats:
     classified: int = 0
-    parsed: int = 0          # sqlparse runs (cache misses)
+    parsed: int = 0  # sqlparse runs (cache misses)
     unparsable: int = 0
     truncated: int = 0
     cache_clears: int = 0
@@ -256,14 +300,17 @@ def fingerprint(text: str, dialect: str = "mysql") -> str:
 
 
 def _unquote(name: str) -> str:
-    if len(name) >= 2 and name[0] in "`\"[" and name[-1] in "`\"]":
+    if len(name) >= 2 and name[0] in '`"[' and name[-1] in '`"]':
         name = name[1:-1]
     return name.lower()
 
 
 def _is_name(tok: Any) -> bool:
-    return tok.ttype in T.Name and tok.ttype is not T.Name.Placeholder \
+    return (
+        tok.ttype in T.Name
+        and tok.ttype is not T.Name.Placeholder
         or tok.ttype is T.Literal.String.Symbol
+    )
 
 
 def parse_shape(shape: str) -> Shape:
@@ -271,8 +318,11 @@ def parse_shape(shape: str) -> Shape:
     stmts = sqlparse.parse(shape)
     if not stmts:
         raise ValueError("empty statement")
-    toks = [t for t in stmts[0].flatten()  # type: ignore[no-untyped-call]
-            if not t.is_whitespace and t.ttype not in T.Comment]
+    toks = [
+        t
+        for t in stmts[0].flatten()  # type: ignore[no-untyped-call]
+        if not t.is_whitespace and t.ttype not in T.Comment
+    ]
     if not toks:
         raise ValueError("empty statement")
     words = [_unquote(t.value) if _is_name(t) else t.value.lower() for t in toks]
@@ -280,8 +330,21 @@ def parse_shape(shape: str) -> Shape:
     return _ShapeBuilder(toks, words, kind).build()
 
 
-_WHERE_END = frozenset({"order by", "group by", "having", "limit", "for", "lock", "returning",
-                        "union", "offset", "window", "fetch"})
+_WHERE_END = frozenset(
+    {
+        "order by",
+        "group by",
+        "having",
+        "limit",
+        "for",
+        "lock",
+        "returning",
+        "union",
+        "offset",
+        "window",
+        "fetch",
+    }
+)
 
 
 class _ShapeBuilder:
@@ -340,8 +403,11 @@ class _ShapeBuilder:
                 start = self.words.index(want) + 1
             except ValueError:
                 return None
-        if self.kind == "update" and start < len(self.words) and self.words[start] in (
-                "low_priority", "ignore", "only"):
+        if (
+            self.kind == "update"
+            and start < len(self.words)
+            and self.words[start] in ("low_priority", "ignore", "only")
+        ):
             start += 1
         return self._name_at(start)[0]
 
@@ -361,7 +427,11 @@ class _ShapeBuilder:
             if name is not None:
                 col = name.rsplit(".", 1)[-1]
                 cols.add(col)
-                if j + 1 < len(toks) and words[j] == "=" and toks[j + 1].ttype is T.Name.Placeholder:
+                if (
+                    j + 1 < len(toks)
+                    and words[j] == "="
+                    and toks[j + 1].ttype is T.Name.Placeholder
+                ):
                     eqs.append((col, ph_index))
                     ph_index += 1
                     i = j + 2

@@ -3,6 +3,7 @@
 Bounded: at most `max_statements` per open transaction and `max_connections` open
 connections (the idlest is evicted); finished transactions go to a sink at once.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -15,16 +16,16 @@ from dbwatch.sqlpatterns.fingerprint import _FAST_KIND, EXACT_KIND, KINDS, quick
 # Kinds that carry no data and never start a transaction of their own.
 NON_DATA = frozenset({"set", "savepoint", "empty", "other", "prepare"})
 _MYSQL_IMPLICIT_COMMIT = frozenset({"ddl", "lock"})
-MAX_HELD = 16 * 1024    # text kept per held statement: what the classifier would look at
+MAX_HELD = 16 * 1024  # text kept per held statement: what the classifier would look at
 _CONTROL = frozenset({"begin", "commit", "rollback", "autocommit_on", "autocommit_off"})
 
 
 @dataclass(slots=True)
 class Statement:
     text: str
-    kind: str                               # quick_kind(text)
-    ts: str | None = None                   # as written in the log; never parsed here
-    params: dict[str, str] | None = None    # PostgreSQL `$n` values from a DETAIL line
+    kind: str  # quick_kind(text)
+    ts: str | None = None  # as written in the log; never parsed here
+    params: dict[str, str] | None = None  # PostgreSQL `$n` values from a DETAIL line
 
 
 # Stand-ins held for statements whose text no sink will read (see `relevant`).
@@ -35,8 +36,8 @@ _PLACEHOLDER = {k: Statement("", k) for k in KINDS}
 class Transaction:
     connection: Hashable
     statements: list[Statement]
-    end: str          # commit | rollback | autocommit | implicit | disconnect | evicted | eof | split
-    explicit: bool    # began with BEGIN/START TRANSACTION (else autocommit off or autocommit)
+    end: str  # commit | rollback | autocommit | implicit | disconnect | evicted | eof | split
+    explicit: bool  # began with BEGIN/START TRANSACTION (else autocommit off or autocommit)
 
 
 @dataclass(slots=True)
@@ -57,15 +58,20 @@ class GrouperStats:
     evicted: int = 0
     split: int = 0
     inferred_autocommit_off: int = 0
-    dropped: int = 0          # single-statement transactions of no `relevant` kind: counted only
+    dropped: int = 0  # single-statement transactions of no `relevant` kind: counted only
 
 
 class TransactionGrouper:
     """Feed statements in log order; completed transactions are passed to `sink`."""
 
-    def __init__(self, sink: Callable[[Transaction], None], dialect: str = "mysql",
-                 max_statements: int = 256, max_connections: int = 10_000,
-                 max_buffered_chars: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        sink: Callable[[Transaction], None],
+        dialect: str = "mysql",
+        max_statements: int = 256,
+        max_connections: int = 10_000,
+        max_buffered_chars: int = 64 << 20,
+    ) -> None:
         self.sink = sink
         self.dialect = dialect
         # The statement kinds whose text the sink reads (None: all). Others are held as a
@@ -77,7 +83,7 @@ class TransactionGrouper:
         self.max_buffered_chars = max_buffered_chars
         self.stats = GrouperStats()
         self._conns: OrderedDict[Hashable, _Conn] = OrderedDict()
-        self._chars = 0        # statement text held over all open transactions
+        self._chars = 0  # statement text held over all open transactions
 
     def _state(self, conn: Hashable) -> _Conn:
         st = self._conns.get(conn)
@@ -116,8 +122,14 @@ class TransactionGrouper:
         self.stats.transactions += 1
         self.sink(txn)
 
-    def feed(self, conn: Hashable, ts: str | None, text: str,
-             params: dict[str, str] | None = None, kind: str | None = None) -> None:
+    def feed(
+        self,
+        conn: Hashable,
+        ts: str | None,
+        text: str,
+        params: dict[str, str] | None = None,
+        kind: str | None = None,
+    ) -> None:
         """One statement as the server received it on connection `conn`."""
         # The hot path of log analysis: quick_kind and _state inlined (one call per statement).
         if kind is None:
@@ -147,7 +159,7 @@ class TransactionGrouper:
                 self._control_statement(conn, st, kind)
         elif st.explicit or not st.autocommit:
             if kind in NON_DATA and not st.stmts:
-                return      # SET before the first statement does not open a transaction
+                return  # SET before the first statement does not open a transaction
             keep = self.relevant
             if keep is None or kind in keep:
                 stmt = Statement(text[:MAX_HELD], kind, ts, params)
@@ -155,7 +167,7 @@ class TransactionGrouper:
             else:
                 stmt = _PLACEHOLDER.get(kind) or Statement("", kind)
                 n = min(len(text), MAX_HELD)
-            st.stmts.append(stmt)       # _hold, inlined
+            st.stmts.append(stmt)  # _hold, inlined
             st.chars += n
             self._chars += n
             if len(st.stmts) >= self.max_statements or self._chars > self.max_buffered_chars:
@@ -163,10 +175,11 @@ class TransactionGrouper:
         elif kind not in NON_DATA:
             keep = self.relevant
             if keep is None or kind in keep:
-                self._emit(Transaction(conn, [Statement(text, kind, ts, params)], "autocommit",
-                                       False))
+                self._emit(
+                    Transaction(conn, [Statement(text, kind, ts, params)], "autocommit", False)
+                )
             else:
-                self.stats.transactions += 1     # its own transaction, of no interest
+                self.stats.transactions += 1  # its own transaction, of no interest
                 self.stats.dropped += 1
 
     def _control_statement(self, conn: Hashable, st: _Conn, kind: str) -> None:
@@ -176,7 +189,7 @@ class TransactionGrouper:
             if st.stmts:
                 self._close(conn, st, "implicit")
             if unknown:
-                st.autocommit = True     # BEGIN is how autocommit clients open transactions
+                st.autocommit = True  # BEGIN is how autocommit clients open transactions
             st.explicit = True
         elif kind == "commit" or kind == "rollback":
             if st.autocommit is None and not st.explicit:
@@ -184,11 +197,11 @@ class TransactionGrouper:
                 self.stats.inferred_autocommit_off += 1
             self._close(conn, st, kind)
         elif kind == "autocommit_on":
-            self._close(conn, st, "commit")     # switching autocommit on commits (MySQL)
+            self._close(conn, st, "commit")  # switching autocommit on commits (MySQL)
             st.autocommit = True
         elif kind == "autocommit_off":
             st.autocommit = False
-        else:                                   # ddl, lock: MySQL commits implicitly
+        else:  # ddl, lock: MySQL commits implicitly
             self._close(conn, st, "implicit")
 
     def _bound(self, conn: Hashable, st: _Conn) -> None:
@@ -196,7 +209,7 @@ class TransactionGrouper:
         if len(st.stmts) >= self.max_statements:
             self.stats.split += 1
             if st.autocommit is None and not st.explicit:
-                st.autocommit = True     # hundreds of statements and no COMMIT: autocommit
+                st.autocommit = True  # hundreds of statements and no COMMIT: autocommit
                 self._close(conn, st, "autocommit")
             else:
                 explicit = st.explicit
@@ -226,8 +239,9 @@ class TransactionGrouper:
         return len(self._conns)
 
 
-def group_transactions(events: Iterable[tuple[Hashable, Any, str]], dialect: str = "mysql",
-                       **limits: int) -> Iterator[Transaction]:
+def group_transactions(
+    events: Iterable[tuple[Hashable, Any, str]], dialect: str = "mysql", **limits: int
+) -> Iterator[Transaction]:
     """Convenience for tests and small inputs: (connection, ts, text) → transactions."""
     done: list[Transaction] = []
     grouper = TransactionGrouper(done.append, dialect, **limits)

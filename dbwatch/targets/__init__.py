@@ -1,4 +1,5 @@
 """Targets: the only code that talks to a database driver. URL parsing, opening, redaction."""
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,8 @@ APP_NAME = "dbwatch"
 class TargetSpec:
     name: str
     url: str
-    engine: str            # "postgresql" or "mysql" (flavour refined after connecting)
-    retry_after: float | None = None   # queue tables: the target's Laravel retry_after
+    engine: str  # "postgresql" or "mysql" (flavour refined after connecting)
+    retry_after: float | None = None  # queue tables: the target's Laravel retry_after
 
     @property
     def safe_url(self) -> str:
@@ -60,7 +61,9 @@ def engine_of(url: str) -> str:
         return "postgresql"
     if scheme in MY_SCHEMES:
         return "mysql"
-    raise TargetError(redact_url(url), f"unknown URL scheme {scheme!r}: use postgresql:// or mysql://")
+    raise TargetError(
+        redact_url(url), f"unknown URL scheme {scheme!r}: use postgresql:// or mysql://"
+    )
 
 
 def spec_for(url: str, name: str | None = None) -> TargetSpec:
@@ -92,7 +95,8 @@ def url_parts(url: str) -> tuple[dict[str, Any], dict[str, str]]:
     """host/port/user/password/database plus query parameters, all unquoted."""
     parts = urlsplit(url)
     base = {
-        "host": parts.hostname, "port": _port(parts),
+        "host": parts.hostname,
+        "port": _port(parts),
         "user": unquote(parts.username) if parts.username else None,
         "password": unquote(parts.password) if parts.password is not None else None,
         "database": unquote(parts.path.lstrip("/")) or None,
@@ -107,7 +111,9 @@ class Connection(Protocol):
     version_num: int
     spec: TargetSpec
 
-    def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]: ...
+    def rows(
+        self, sql: str, params: Any = None, limit: int | None = None
+    ) -> list[dict[str, Any]]: ...
     def execute(self, sql: str, params: Any = None) -> int: ...
     def close(self) -> None: ...
 
@@ -116,8 +122,10 @@ def open_target(spec: TargetSpec, database: str | None = None) -> Connection:
     """A labelled, read-only, autocommit session with short timeouts."""
     if spec.engine == "postgresql":
         from .postgres import PgConnection
+
         return PgConnection.open(spec, database)
     from .mysql import MyConnection
+
     return MyConnection.open(spec, database)
 
 

@@ -1,4 +1,5 @@
 """MySQL/MariaDB sessions through PyMySQL: autocommit, read-only, labelled, short timeouts."""
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,11 @@ class MyConnection:
         self._limit_session()
 
     def _limit_session(self) -> None:
-        sets = ["SET SESSION TRANSACTION READ ONLY", "SET SESSION innodb_lock_wait_timeout = 2",
-                "SET SESSION lock_wait_timeout = 2"]
+        sets = [
+            "SET SESSION TRANSACTION READ ONLY",
+            "SET SESSION innodb_lock_wait_timeout = 2",
+            "SET SESSION lock_wait_timeout = 2",
+        ]
         if self.flavour == "mariadb":
             sets.append(f"SET SESSION max_statement_time = {STATEMENT_TIMEOUT_MS / 1000:.1f}")
         else:
@@ -48,14 +52,18 @@ class MyConnection:
             try:
                 self.rows(stmt)
             except ProbeError:
-                pass   # an older server without the variable: the other limits still apply
+                pass  # an older server without the variable: the other limits still apply
 
     @classmethod
     def open(cls, spec: TargetSpec, database: str | None = None) -> MyConnection:
         base, query = url_parts(spec.url)
         kwargs: dict[str, Any] = {
-            "connect_timeout": CONNECT_TIMEOUT_S, "read_timeout": 30, "write_timeout": 30,
-            "autocommit": True, "program_name": APP_NAME, "charset": "utf8mb4",
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "read_timeout": 30,
+            "write_timeout": 30,
+            "autocommit": True,
+            "program_name": APP_NAME,
+            "charset": "utf8mb4",
             "cursorclass": pymysql.cursors.DictCursor,
         }
         mycnf = os.path.expanduser("~/.my.cnf")
@@ -68,7 +76,7 @@ class MyConnection:
             kwargs["unix_socket"] = query["unix_socket"]
         if database:
             kwargs["database"] = database
-        if "read_default_file" not in kwargs:   # else ~/.my.cnf may name the host
+        if "read_default_file" not in kwargs:  # else ~/.my.cnf may name the host
             kwargs.setdefault("host", "127.0.0.1")
         try:
             conn = pymysql.connect(**kwargs)
@@ -87,11 +95,16 @@ class MyConnection:
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
             code = exc.args[0] if exc.args else 0
             if code in _PRIV_ERRORS:
-                raise ProbeError("query", scrub(_msg(exc), self.spec),
-                                 "GRANT PROCESS, SELECT ON *.* TO '<monitor>'@'%';",
-                                 privilege=True) from None
+                raise ProbeError(
+                    "query",
+                    scrub(_msg(exc), self.spec),
+                    "GRANT PROCESS, SELECT ON *.* TO '<monitor>'@'%';",
+                    privilege=True,
+                ) from None
             if not self.conn.open or code in (2006, 2013):
-                raise TargetError(self.spec.name, f"connection lost: {scrub(_msg(exc), self.spec)}") from None
+                raise TargetError(
+                    self.spec.name, f"connection lost: {scrub(_msg(exc), self.spec)}"
+                ) from None
             raise ProbeError("query", scrub(_msg(exc), self.spec)) from None
         except pymysql.MySQLError as exc:
             raise ProbeError("query", scrub(_msg(exc), self.spec)) from None
@@ -102,8 +115,9 @@ class MyConnection:
                 return int(cur.execute(sql, params))
         except pymysql.MySQLError as exc:
             code = exc.args[0] if exc.args else 0
-            raise ProbeError("execute", scrub(_msg(exc), self.spec),
-                             privilege=code in _PRIV_ERRORS) from None
+            raise ProbeError(
+                "execute", scrub(_msg(exc), self.spec), privilege=code in _PRIV_ERRORS
+            ) from None
 
     def close(self) -> None:
         try:

@@ -1,4 +1,5 @@
 """PostgreSQL sessions through psycopg 3: autocommit, read-only, labelled, short timeouts."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,10 +10,12 @@ from psycopg.rows import dict_row
 from ..errors import ProbeError, TargetError
 from . import APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec, scrub
 
-_OPTIONS = (f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
-            "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on "
-            # statements shown to people or run by terminate quote literals the standard way
-            "-c standard_conforming_strings=on")
+_OPTIONS = (
+    f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
+    "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on "
+    # statements shown to people or run by terminate quote literals the standard way
+    "-c standard_conforming_strings=on"
+)
 
 
 def _grant_hint(exc: Exception) -> str | None:
@@ -36,8 +39,11 @@ class PgConnection:
     @classmethod
     def open(cls, spec: TargetSpec, database: str | None = None) -> PgConnection:
         kwargs: dict[str, Any] = {
-            "autocommit": True, "application_name": APP_NAME, "options": _OPTIONS,
-            "connect_timeout": CONNECT_TIMEOUT_S, "row_factory": dict_row,
+            "autocommit": True,
+            "application_name": APP_NAME,
+            "options": _OPTIONS,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+            "row_factory": dict_row,
         }
         if database:
             kwargs["dbname"] = database
@@ -57,11 +63,17 @@ class PgConnection:
                 return list(cur.fetchmany(limit) if limit else cur.fetchall())
         except psycopg.OperationalError as exc:
             if self.conn.closed:
-                raise TargetError(self.spec.name, f"connection lost: {scrub(str(exc), self.spec)}") from None
+                raise TargetError(
+                    self.spec.name, f"connection lost: {scrub(str(exc), self.spec)}"
+                ) from None
             raise ProbeError("query", scrub(str(exc), self.spec), _grant_hint(exc)) from None
         except psycopg.Error as exc:
-            raise ProbeError("query", scrub(str(exc), self.spec), _grant_hint(exc),
-                             privilege=_grant_hint(exc) is not None) from None
+            raise ProbeError(
+                "query",
+                scrub(str(exc), self.spec),
+                _grant_hint(exc),
+                privilege=_grant_hint(exc) is not None,
+            ) from None
 
     def execute(self, sql: str, params: Any = None) -> int:
         """For actions (terminate): the only write path, used outside probes."""
@@ -70,8 +82,12 @@ class PgConnection:
                 cur.execute(sql, params)
                 return cur.rowcount
         except psycopg.Error as exc:
-            raise ProbeError("execute", scrub(str(exc), self.spec), _grant_hint(exc),
-                             privilege=_grant_hint(exc) is not None) from None
+            raise ProbeError(
+                "execute",
+                scrub(str(exc), self.spec),
+                _grant_hint(exc),
+                privilege=_grant_hint(exc) is not None,
+            ) from None
 
     def close(self) -> None:
         try:

@@ -18,7 +18,7 @@ import pytest
 
 pymysql = pytest.importorskip("pymysql")
 
-from dbwatch.diagnosis import diagnose
+from dbwatch.deadlocks.diagnosis import diagnose
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_deadlock import Deadlock
 from dbwatch.parsers.innodb_status import parse_status

@@ -20,11 +20,11 @@ import pytest
 from dbwatch.actions.guards import Criteria, Policy, plan, protection
 from dbwatch.actions.sessions import read_sessions
 from dbwatch.actions.terminate import Request, daemon_terminate, execute, run_target
-from dbwatch.audit import probe_target
 from dbwatch.catalogue import Thresholds, load_catalogue
 from dbwatch.config import Config, RuleOverride, TerminateConfig
 from dbwatch.evaluate import Selection
 from dbwatch.findings import Finding
+from dbwatch.pipeline import probe_target
 from dbwatch.targets import TargetSpec, open_target, spec_for
 
 PG = "postgresql://postgres@127.0.0.1:5432/test"
@@ -60,7 +60,7 @@ def wait_until(cond: Callable[[], bool], timeout: float = 8.0, every: float = 0.
 def state_store() -> Any:
     """The daemon's real State when dbwatch/state.py exists; a recording stub otherwise."""
     try:
-        from dbwatch.state import State
+        from dbwatch.daemon.state import State
         return State(":memory:")
     except ImportError:
         class Stub:

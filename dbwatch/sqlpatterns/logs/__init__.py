@@ -1,5 +1,6 @@
 """Query-log analysis: detect the format, stream statements into the transaction grouper,
 run the QU401/QU402 detectors. Entry point: analyse_logs(paths)."""
+
 from __future__ import annotations
 
 import itertools
@@ -29,8 +30,11 @@ __all__ = ["FORMATS", "LogAnalysis", "LogStats", "analyse_logs", "detect_format"
 
 SNIFF_LINES = 200
 READERS: dict[str, Callable[[Iterable[str], Any], None]] = {
-    "mysql-general": read_general, "mysql-slow": read_slow, "postgresql-stderr": read_stderr,
-    "postgresql-csvlog": read_csvlog, "postgresql-jsonlog": read_jsonlog,
+    "mysql-general": read_general,
+    "mysql-slow": read_slow,
+    "postgresql-stderr": read_stderr,
+    "postgresql-csvlog": read_csvlog,
+    "postgresql-jsonlog": read_jsonlog,
     "sql": read_transcript,
 }
 FORMATS = tuple(READERS)
@@ -42,8 +46,10 @@ def detect_format(head: Sequence[str]) -> str:
     """The log format, from its first lines."""
     if any(line.startswith(_SLOW_MARKERS) for line in head):
         return "mysql-slow"
-    if any(GENERAL_ENTRY.match(line) or re.match(r"Time\s+Id\s+Command\s+Argument", line)
-           for line in head):
+    if any(
+        GENERAL_ENTRY.match(line) or re.match(r"Time\s+Id\s+Command\s+Argument", line)
+        for line in head
+    ):
         return "mysql-general"
     for line in head:
         if line.startswith("{"):
@@ -58,7 +64,7 @@ def detect_format(head: Sequence[str]) -> str:
         return "postgresql-csvlog"
     for line in head:
         i = line.find(":  ")
-        if i > 0 and line[line.rfind(" ", 0, i) + 1:i] in SEVERITIES:
+        if i > 0 and line[line.rfind(" ", 0, i) + 1 : i] in SEVERITIES:
             return "postgresql-stderr"
     return "sql"
 
@@ -67,15 +73,15 @@ def detect_format(head: Sequence[str]) -> str:
 class LogStats:
     lines: int = 0
     statements: int = 0
-    unparsable: int = 0           # statements examined by a detector that sqlparse refused
-    unreadable_lines: int = 0     # lines no reader could interpret (skipped)
+    unparsable: int = 0  # statements examined by a detector that sqlparse refused
+    unreadable_lines: int = 0  # lines no reader could interpret (skipped)
     overlong_lines: int = 0
     transactions: int = 0
     bytes: int = 0
     format: str = ""
     server_version: str | None = None
-    sqlparse_runs: int = 0        # distinct statement shapes parsed (cache misses)
-    errors: list[str] = field(default_factory=list)   # files cut short (truncated gzip, I/O)
+    sqlparse_runs: int = 0  # distinct statement shapes parsed (cache misses)
+    errors: list[str] = field(default_factory=list)  # files cut short (truncated gzip, I/O)
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "errors": list(self.errors)}
@@ -96,20 +102,21 @@ class _Analysis:
         self.lstats = lstats
         self.server_version: str | None = None
         self._feed = self.grouper.feed
-        self.single_statement = self.grouper.feed   # for readers that checked for ';' already
+        self.single_statement = self.grouper.feed  # for readers that checked for ';' already
         self.connect = self.grouper.connect
         self.disconnect = self.grouper.disconnect
 
-    def statement(self, conn: Hashable, ts: str | None, text: str,
-                  params: dict[str, str] | None = None) -> None:
-        if ";" in text and has_several(text):   # multi-statement string: each on its own
+    def statement(
+        self, conn: Hashable, ts: str | None, text: str, params: dict[str, str] | None = None
+    ) -> None:
+        if ";" in text and has_several(text):  # multi-statement string: each on its own
             for piece in split_statements(text):
                 self._feed(conn, ts, piece, params)
             return
         self._feed(conn, ts, text, params)
 
     def version(self, text: str) -> None:
-        self.server_version = text      # the last header wins: the server may have been upgraded
+        self.server_version = text  # the last header wins: the server may have been upgraded
 
     def unreadable(self, n: int = 1) -> None:
         self.lstats.unreadable += n
@@ -123,8 +130,12 @@ def _dialect(fmt: str, override: ServerVersion | None) -> str:
     return "mysql"
 
 
-def analyse_logs(paths: Sequence[str | Path], server_version_override: str | None = None,
-                 target: str | None = None, fmt: str | None = None) -> LogAnalysis:
+def analyse_logs(
+    paths: Sequence[str | Path],
+    server_version_override: str | None = None,
+    target: str | None = None,
+    fmt: str | None = None,
+) -> LogAnalysis:
     """Analyse query logs (streamed, gzip accepted) and return QU401/QU402 findings + stats.
 
     The server version comes from `server_version_override`, else from the log's own
@@ -136,8 +147,10 @@ def analyse_logs(paths: Sequence[str | Path], server_version_override: str | Non
         # A bare number ('8.0.36', '15') takes its engine from the log format, known later.
         override = parse_server_version(server_version_override, "unknown")
         if parse_server_version(server_version_override, "mysql") is None:
-            raise UsageError(f"--server-version {server_version_override!r}: expected e.g. "
-                             "'10.11.6-MariaDB', 'mysql 8.0.36' or 'postgresql 15'")
+            raise UsageError(
+                f"--server-version {server_version_override!r}: expected e.g. "
+                "'10.11.6-MariaDB', 'mysql 8.0.36' or 'postgresql 15'"
+            )
     if fmt is not None and fmt not in READERS:
         raise UsageError(f"unknown log format {fmt!r}; one of {', '.join(FORMATS)}")
     detector = PatternDetector()
@@ -150,8 +163,9 @@ def analyse_logs(paths: Sequence[str | Path], server_version_override: str | Non
         if server_version_override and override is None:
             override = parse_server_version(server_version_override, dialect)
         if version is not None and seen_version is None:
-            seen_version = parse_server_version(version, "postgresql" if dialect ==
-                                                "postgresql" else "mysql")
+            seen_version = parse_server_version(
+                version, "postgresql" if dialect == "postgresql" else "mysql"
+            )
     server = override or seen_version
     stats.format = ",".join(dict.fromkeys(formats))
     stats.server_version = server.text if server else None
@@ -159,9 +173,13 @@ def analyse_logs(paths: Sequence[str | Path], server_version_override: str | Non
     return LogAnalysis(detector.findings(server, name), stats)
 
 
-def _analyse_one(path: Path, detector: PatternDetector, stats: LogStats,
-                 override: ServerVersion | None, fmt: str | None
-                 ) -> tuple[str, str | None, str]:
+def _analyse_one(
+    path: Path,
+    detector: PatternDetector,
+    stats: LogStats,
+    override: ServerVersion | None,
+    fmt: str | None,
+) -> tuple[str, str | None, str]:
     lstats = LineStats()
     try:
         stream = open_log(path)
@@ -172,7 +190,7 @@ def _analyse_one(path: Path, detector: PatternDetector, stats: LogStats,
         head: list[str] = []
         try:
             head = list(itertools.islice(lines, SNIFF_LINES))
-        except (OSError, EOFError) as exc:    # not gzip after all, or cut in its first MiB
+        except (OSError, EOFError) as exc:  # not gzip after all, or cut in its first MiB
             stats.errors.append(f"{path}: log unreadable after {lstats.bytes} bytes ({exc})")
         file_fmt = fmt or detect_format(head)
         dialect = _dialect(file_fmt, override)
@@ -180,7 +198,7 @@ def _analyse_one(path: Path, detector: PatternDetector, stats: LogStats,
         sink = _Analysis(detector, dialect, lstats)
         try:
             READERS[file_fmt](itertools.chain(head, lines), sink)
-        except (OSError, EOFError) as exc:    # truncated gzip, I/O error: keep what was read
+        except (OSError, EOFError) as exc:  # truncated gzip, I/O error: keep what was read
             stats.errors.append(f"{path}: log unreadable after {lstats.bytes} bytes ({exc})")
         sink.grouper.flush()
     detector.transactions += sink.grouper.stats.dropped

@@ -2,6 +2,7 @@
 
 Reads 1 MiB chunks and splits them in C: constant memory however large the log or a line.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -12,15 +13,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 CHUNK = 1 << 20
-MAX_LINE = 1 << 20     # longer lines are cut here; the classifier looks at 16 KiB anyway
+MAX_LINE = 1 << 20  # longer lines are cut here; the classifier looks at 16 KiB anyway
 
 
 @dataclass
 class LineStats:
-    bytes: int = 0          # bytes of log text read (after decompression)
+    bytes: int = 0  # bytes of log text read (after decompression)
     lines: int = 0
-    overlong: int = 0       # lines cut at MAX_LINE
-    unreadable: int = 0     # lines no reader could make sense of (skipped)
+    overlong: int = 0  # lines cut at MAX_LINE
+    unreadable: int = 0  # lines no reader could make sense of (skipped)
 
 
 def open_log(path: str | Path) -> BinaryIO:
@@ -37,7 +38,7 @@ def iter_lines(stream: BinaryIO, stats: LineStats, max_line: int = MAX_LINE) -> 
     """Lines without their newline; invalid UTF-8 is replaced, never fatal."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     carry = ""
-    cut = False        # the current line was already cut: drop the rest of it
+    cut = False  # the current line was already cut: drop the rest of it
     while True:
         chunk = stream.read(CHUNK)
         if not chunk:

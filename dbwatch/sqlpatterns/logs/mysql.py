@@ -1,4 +1,5 @@
 """MySQL/MariaDB general log and slow log readers (line by line, multi-line statements)."""
+
 from __future__ import annotations
 
 import re
@@ -10,7 +11,9 @@ from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 # `2024-01-15T10:00:00.123456Z\t   11 Query\t…` (MySQL 5.7+/8).
 GENERAL_ENTRY = re.compile(
     r"(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
-    r"\t\s*(\d+) ([A-Z][A-Za-z_]*(?: [a-z]+)?)\t(.*)", re.DOTALL)
+    r"\t\s*(\d+) ([A-Z][A-Za-z_]*(?: [a-z]+)?)\t(.*)",
+    re.DOTALL,
+)
 VERSION_LINE = re.compile(r".*, Version: (\S+(?: \([^)]*\))?)")
 HEADER = re.compile(r"(?:Tcp port: |Time\s+Id\s+Command\s+Argument)")
 _STATEMENT_COMMANDS = frozenset({"Query", "Execute"})
@@ -48,7 +51,7 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
                 (statement if ";" in text else single)(cur_conn, ts, text)
             cur_conn, cur_cmd, is_statement = hit
             if is_statement:
-                arg = line[tab + 1:]
+                arg = line[tab + 1 :]
                 parts = [arg]
                 size = len(arg)
                 continue
@@ -61,14 +64,14 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
         m = match(line)
         if m is None:
             if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
-                if size < MAX_ENTRY:          # continuation of a multi-line statement
+                if size < MAX_ENTRY:  # continuation of a multi-line statement
                     parts.append(line)
                     size += len(line)
                 continue
             if _header(line, sink) or not line:
                 continue
             if seen_entry and cur_conn is not None:
-                continue                      # continuation of an argument we ignore
+                continue  # continuation of an argument we ignore
             sink.unreadable()
             continue
         if cur_conn is not None and parts:
@@ -126,7 +129,7 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
                 if m is not None:
                     conn = m.group(1) or m.group(2)
                 elif line.startswith("# User@Host:"):
-                    conn = line[12:].split("Id:")[0].strip()   # old servers: no thread id
+                    conn = line[12:].split("Id:")[0].strip()  # old servers: no thread id
             continue
         if not parts and (not line or SLOW_META.match(line)):
             continue

@@ -2,6 +2,7 @@
 
 Sessions are grouped by session id (%c) when the log has it, else by pid.
 """
+
 from __future__ import annotations
 
 import csv
@@ -11,9 +12,29 @@ from collections.abc import Iterable, Iterator
 
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
-SEVERITIES = frozenset({"LOG", "ERROR", "WARNING", "NOTICE", "DETAIL", "HINT", "STATEMENT",
-                        "CONTEXT", "FATAL", "PANIC", "INFO", "DEBUG", "DEBUG1", "DEBUG2",
-                        "DEBUG3", "DEBUG4", "DEBUG5", "LOCATION", "QUERY"})
+SEVERITIES = frozenset(
+    {
+        "LOG",
+        "ERROR",
+        "WARNING",
+        "NOTICE",
+        "DETAIL",
+        "HINT",
+        "STATEMENT",
+        "CONTEXT",
+        "FATAL",
+        "PANIC",
+        "INFO",
+        "DEBUG",
+        "DEBUG1",
+        "DEBUG2",
+        "DEBUG3",
+        "DEBUG4",
+        "DEBUG5",
+        "LOCATION",
+        "QUERY",
+    }
+)
 _SESSION = re.compile(r"(?<![\w.])([0-9a-f]{6,8}\.[0-9a-f]{1,8})(?![\w.])")
 _PID = re.compile(r"\[(\d+)\]|\bpid[=:]\s*(\d+)")
 _PARAM = re.compile(r"\$(\d+) = (NULL|'(?:[^']|'')*')")
@@ -43,17 +64,18 @@ def statement_text(msg: str) -> str | None:
         i = msg.find("  ")
         if i < 0:
             return None
-        msg = msg[i + 2:]
+        msg = msg[i + 2 :]
     if msg.startswith("statement: "):
         return msg[11:]
     if msg.startswith("execute "):
         i = msg.find(": ")
-        return msg[i + 2:] if i > 0 else None
+        return msg[i + 2 :] if i > 0 else None
     return None
 
 
-def _message(sink: Sink, pending: _Pending, key: str, sev: str, msg: str,
-             detail: str | None = None) -> None:
+def _message(
+    sink: Sink, pending: _Pending, key: str, sev: str, msg: str, detail: str | None = None
+) -> None:
     if sev == "DETAIL":
         if pending.key == key and msg.startswith("parameters: "):
             pending.params = {"$" + n: v for n, v in _PARAM.findall(msg[:MAX_ENTRY])}
@@ -112,7 +134,7 @@ def read_stderr(lines: Iterable[str], sink: Sink) -> None:
             _message(sink, pending, key, sev, "\n".join(parts))
         sev = line[j:i]
         key = _session_key(line[:j]) or line[:j]
-        parts = [line[i + 3:]]
+        parts = [line[i + 3 :]]
         size = len(parts[0])
     if parts and key is not None:
         _message(sink, pending, key, sev, "\n".join(parts))
@@ -126,7 +148,7 @@ def _csv_rows(lines: Iterable[str], sink: Sink) -> Iterator[list[str]]:
             row = next(reader)
         except StopIteration:
             return
-        except csv.Error:           # a field over csv's size limit, a stray quote
+        except csv.Error:  # a field over csv's size limit, a stray quote
             sink.unreadable()
             continue
         yield row
@@ -139,8 +161,9 @@ def read_csvlog(lines: Iterable[str], sink: Sink) -> None:
             sink.unreadable()
             continue
         key = row[_CSV_SESSION] or row[_CSV_PID]
-        _message(sink, pending, key, row[_CSV_SEVERITY], row[_CSV_MESSAGE][:MAX_ENTRY],
-                 row[_CSV_DETAIL])
+        _message(
+            sink, pending, key, row[_CSV_SEVERITY], row[_CSV_MESSAGE][:MAX_ENTRY], row[_CSV_DETAIL]
+        )
     pending.flush(sink)
 
 
@@ -160,6 +183,7 @@ def read_jsonlog(lines: Iterable[str], sink: Sink) -> None:
         if not isinstance(msg, str) or not isinstance(sev, str):
             sink.unreadable()
             continue
-        _message(sink, pending, key, sev, msg[:MAX_ENTRY],
-                 detail if isinstance(detail, str) else None)
+        _message(
+            sink, pending, key, sev, msg[:MAX_ENTRY], detail if isinstance(detail, str) else None
+        )
     pending.flush(sink)

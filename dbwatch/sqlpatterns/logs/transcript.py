@@ -1,5 +1,6 @@
 """Plain SQL transcripts (statements separated by `;`, one connection) and the splitter that
 also cuts multi-statement query strings found in server logs."""
+
 from __future__ import annotations
 
 import re
@@ -8,8 +9,11 @@ from collections.abc import Iterable, Iterator
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 # Quoted text and comments are matched whole so a ';' inside them does not split.
-_TOKENS = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`|--[^\n]*"""
-                     r"""|/\*.*?\*/|;""", re.DOTALL)
+_TOKENS = re.compile(
+    r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`|--[^\n]*"""
+    r"""|/\*.*?\*/|;""",
+    re.DOTALL,
+)
 _QUOTED = re.compile(r"""'(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+"|`[^`]*+`""", re.DOTALL)
 TRANSCRIPT_CONN = "transcript"
 
@@ -26,7 +30,7 @@ def split_statements(text: str) -> Iterator[str]:
     start = 0
     for m in _TOKENS.finditer(text):
         if m.group(0) == ";":
-            piece = text[start:m.start()].strip()
+            piece = text[start : m.start()].strip()
             if piece:
                 yield piece
             start = m.end()
@@ -42,8 +46,9 @@ def read_transcript(lines: Iterable[str], sink: Sink) -> None:
     size = 0
     for line in lines:
         stripped = line.strip()
-        if not buf and (not stripped or stripped.startswith("\\")
-                        or stripped.lower().startswith("delimiter")):
+        if not buf and (
+            not stripped or stripped.startswith("\\") or stripped.lower().startswith("delimiter")
+        ):
             continue
         if size < MAX_ENTRY:
             buf.append(line)

@@ -4,6 +4,7 @@ max_instances=1 and coalesce=True: probes never overlap on one target, and a lat
 runs once, not in a burst. The thread pool has a thread per target up to a cap, so a slow or
 dead target (connect timeout) holds only its own thread; first runs are staggered.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,11 +33,13 @@ class Scheduler:
     def __init__(self, job: Callable[[str, float], object], threads: int) -> None:
         self.job = job
         self.threads = threads
-        self.anchor: dict[str, tuple[float, float]] = {}   # name -> (first run, interval)
+        self.anchor: dict[str, tuple[float, float]] = {}  # name -> (first run, interval)
         self.missed = 0
         self._sched = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=threads)},
-            job_defaults={"coalesce": True, "max_instances": 1}, timezone="UTC")
+            job_defaults={"coalesce": True, "max_instances": 1},
+            timezone="UTC",
+        )
         self._skipped: set[str] = set()
         self._said = 0.0
         self._sched.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
@@ -48,10 +51,15 @@ class Scheduler:
         self._skipped.add(event.job_id)
         if now - self._said >= 60:
             names = sorted(self._skipped)
-            log.warning("%d targets skipped a cycle in the last minute because the previous one "
-                        "was still running or started too late (%s%s): slow or dead targets, "
-                        "or too many targets for %d threads", len(names), ", ".join(names[:5]),
-                        ", …" if len(names) > 5 else "", self.threads)
+            log.warning(
+                "%d targets skipped a cycle in the last minute because the previous one "
+                "was still running or started too late (%s%s): slow or dead targets, "
+                "or too many targets for %d threads",
+                len(names),
+                ", ".join(names[:5]),
+                ", …" if len(names) > 5 else "",
+                self.threads,
+            )
             self._said, self._skipped = now, set()
 
     def _run(self, name: str) -> None:
@@ -79,9 +87,13 @@ class Scheduler:
                 continue
             first = now + 0.2 + (i / n) * min(interval, 15.0)
             self.anchor[name] = (first, interval)
-            kwargs: dict[str, Any] = {"id": name, "args": (name,), "replace_existing": True,
-                                      "misfire_grace_time": max(1, int(interval)),
-                                      "next_run_time": _dt(first)}
+            kwargs: dict[str, Any] = {
+                "id": name,
+                "args": (name,),
+                "replace_existing": True,
+                "misfire_grace_time": max(1, int(interval)),
+                "next_run_time": _dt(first),
+            }
             self._sched.add_job(self._run, "interval", seconds=interval, **kwargs)
 
     def start(self) -> None:
@@ -95,4 +107,5 @@ class Scheduler:
 
 def _dt(ts: float) -> Any:
     from datetime import datetime
+
     return datetime.fromtimestamp(ts, UTC)

@@ -20,6 +20,7 @@ API other modules code against (all methods are thread-safe):
   record_cycle(target, started, duration, status, error, findings, lateness); cycles()
 Outbox and alerts-sent methods are used by dbwatch.alerts (router and delivery).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .findings import Finding, severity_rank
+from ..findings import Finding, severity_rank
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -91,10 +92,17 @@ class FindingRow:
     @property
     def finding(self) -> Finding:
         d = self.data
-        return Finding(rule=self.rule, severity=self.severity, target=self.target,
-                       subject=self.subject, summary=d.get("summary", ""), fix=d.get("fix", ""),
-                       evidence=d.get("evidence", {}), identity=d.get("identity"),
-                       confidence=d.get("confidence", "high"))
+        return Finding(
+            rule=self.rule,
+            severity=self.severity,
+            target=self.target,
+            subject=self.subject,
+            summary=d.get("summary", ""),
+            fix=d.get("fix", ""),
+            evidence=d.get("evidence", {}),
+            identity=d.get("identity"),
+            confidence=d.get("confidence", "high"),
+        )
 
 
 @dataclass
@@ -133,8 +141,9 @@ class State:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = sqlite3.connect(
+            self.path, timeout=30, isolation_level=None, check_same_thread=False
+        )
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         # FULL: a committed outbox row survives power loss too, not only a killed process.
@@ -146,8 +155,10 @@ class State:
     def _create(self) -> None:
         with self._lock:
             self._db.executescript(_SCHEMA)
-            self._db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
-                             (str(SCHEMA_VERSION),))
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
+                (str(SCHEMA_VERSION),),
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -181,9 +192,14 @@ class State:
 
     # -- finding lifecycle -------------------------------------------------------------
 
-    def update(self, target: str, findings: Iterable[Finding], now: float | None = None,
-               for_seconds: Callable[[str], float] | None = None,
-               keep_rules: Iterable[str] = ()) -> Transitions:
+    def update(
+        self,
+        target: str,
+        findings: Iterable[Finding],
+        now: float | None = None,
+        for_seconds: Callable[[str], float] | None = None,
+        keep_rules: Iterable[str] = (),
+    ) -> Transitions:
         """Apply one cycle's findings for `target`; returns what fired and what resolved."""
         now = time.time() if now is None else now
         wait = for_seconds or (lambda rule: 0.0)
@@ -195,8 +211,12 @@ class State:
                 current[f.fingerprint] = f
         out = Transitions()
         with self.transaction() as db:
-            live = {r.fingerprint: r for r in self._finding_rows(
-                "target = ? AND status IN ('pending', 'firing')", (target,))}
+            live = {
+                r.fingerprint: r
+                for r in self._finding_rows(
+                    "target = ? AND status IN ('pending', 'firing')", (target,)
+                )
+            }
             for fp, f in current.items():
                 row = live.get(fp)
                 self._advance(db, f, row, now, wait(f.rule), out)
@@ -206,40 +226,78 @@ class State:
                 if row.status == "pending":
                     db.execute("DELETE FROM findings WHERE fingerprint = ?", (fp,))
                     continue
-                db.execute("UPDATE findings SET status = 'resolved', resolved_at = ? "
-                           "WHERE fingerprint = ?", (now, fp))
+                db.execute(
+                    "UPDATE findings SET status = 'resolved', resolved_at = ? "
+                    "WHERE fingerprint = ?",
+                    (now, fp),
+                )
                 out.resolved.append(self._finding_rows("fingerprint = ?", (fp,))[0])
         return out
 
-    def _advance(self, db: sqlite3.Connection, f: Finding, row: FindingRow | None,
-                 now: float, wait: float, out: Transitions) -> None:
+    def _advance(
+        self,
+        db: sqlite3.Connection,
+        f: Finding,
+        row: FindingRow | None,
+        now: float,
+        wait: float,
+        out: Transitions,
+    ) -> None:
         data = _finding_data(f)
         if row is None:
             status = "firing" if wait <= 0 else "pending"
-            db.execute("INSERT OR REPLACE INTO findings(fingerprint, target, rule, severity, "
-                       "subject, status, first_seen, fired_at, last_seen, resolved_at, data) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
-                       (f.fingerprint, f.target, f.rule, f.severity, f.subject, status, now,
-                        now if status == "firing" else None, now, data))
+            db.execute(
+                "INSERT OR REPLACE INTO findings(fingerprint, target, rule, severity, "
+                "subject, status, first_seen, fired_at, last_seen, resolved_at, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+                (
+                    f.fingerprint,
+                    f.target,
+                    f.rule,
+                    f.severity,
+                    f.subject,
+                    status,
+                    now,
+                    now if status == "firing" else None,
+                    now,
+                    data,
+                ),
+            )
         else:
             status = row.status
             if status == "pending" and now - row.first_seen >= wait:
                 status = "firing"
-            db.execute("UPDATE findings SET severity = ?, subject = ?, status = ?, last_seen = ?,"
-                       " fired_at = coalesce(fired_at, CASE WHEN ? = 'firing' THEN ? END),"
-                       " data = ? WHERE fingerprint = ?",
-                       (f.severity, f.subject, status, now, status, now, data, f.fingerprint))
+            db.execute(
+                "UPDATE findings SET severity = ?, subject = ?, status = ?, last_seen = ?,"
+                " fired_at = coalesce(fired_at, CASE WHEN ? = 'firing' THEN ? END),"
+                " data = ? WHERE fingerprint = ?",
+                (f.severity, f.subject, status, now, status, now, data, f.fingerprint),
+            )
         if status == "pending":
             out.pending += 1
         elif row is None or row.status == "pending":
             out.fired.append(self._finding_rows("fingerprint = ?", (f.fingerprint,))[0])
 
     def _finding_rows(self, where: str, params: Iterable[Any] = ()) -> list[FindingRow]:
-        rows = self._rows(f"SELECT * FROM findings WHERE {where} ORDER BY target, rule, subject",
-                          params)
-        return [FindingRow(r["fingerprint"], r["target"], r["rule"], r["severity"], r["subject"],
-                           r["status"], r["first_seen"], r["fired_at"], r["last_seen"],
-                           r["resolved_at"], json.loads(r["data"])) for r in rows]
+        rows = self._rows(
+            f"SELECT * FROM findings WHERE {where} ORDER BY target, rule, subject", params
+        )
+        return [
+            FindingRow(
+                r["fingerprint"],
+                r["target"],
+                r["rule"],
+                r["severity"],
+                r["subject"],
+                r["status"],
+                r["first_seen"],
+                r["fired_at"],
+                r["last_seen"],
+                r["resolved_at"],
+                json.loads(r["data"]),
+            )
+            for r in rows
+        ]
 
     def firing(self, target: str | None = None) -> list[FindingRow]:
         if target is None:
@@ -258,38 +316,55 @@ class State:
     # -- alerts sent and the outbox (dbwatch.alerts) ------------------------------------
 
     def sent(self, target: str, receiver: str) -> dict[str, sqlite3.Row]:
-        rows = self._rows("SELECT * FROM alerts_sent WHERE target = ? AND receiver = ?",
-                          (target, receiver))
+        rows = self._rows(
+            "SELECT * FROM alerts_sent WHERE target = ? AND receiver = ?", (target, receiver)
+        )
         return {r["fingerprint"]: r for r in rows}
 
-    def mark_sent(self, receiver: str, fingerprint: str, target: str, status: str,
-                  severity: str, now: float) -> None:
+    def mark_sent(
+        self, receiver: str, fingerprint: str, target: str, status: str, severity: str, now: float
+    ) -> None:
         with self.transaction() as db:
-            db.execute("INSERT INTO alerts_sent(receiver, fingerprint, target, status, severity, "
-                       "first_sent, last_sent) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                       "ON CONFLICT(receiver, fingerprint) DO UPDATE SET status = excluded.status,"
-                       " severity = excluded.severity, last_sent = excluded.last_sent",
-                       (receiver, fingerprint, target, status, severity, now, now))
+            db.execute(
+                "INSERT INTO alerts_sent(receiver, fingerprint, target, status, severity, "
+                "first_sent, last_sent) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(receiver, fingerprint) DO UPDATE SET status = excluded.status,"
+                " severity = excluded.severity, last_sent = excluded.last_sent",
+                (receiver, fingerprint, target, status, severity, now, now),
+            )
 
-    def enqueue(self, receiver: str, fingerprint: str, event: str, payload: dict[str, Any],
-                now: float | None = None) -> int:
+    def enqueue(
+        self,
+        receiver: str,
+        fingerprint: str,
+        event: str,
+        payload: dict[str, Any],
+        now: float | None = None,
+    ) -> int:
         """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
         now = time.time() if now is None else now
         body = json.dumps(payload, default=str, sort_keys=True)
         with self.transaction() as db:
-            last = db.execute("SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
-                              " ORDER BY id DESC LIMIT 1", (receiver, fingerprint)).fetchone()
+            last = db.execute(
+                "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (receiver, fingerprint),
+            ).fetchone()
             if last is not None and last["event"] == event and event != "action":
                 db.execute("UPDATE outbox SET payload = ? WHERE id = ?", (body, last["id"]))
                 return int(last["id"])
-            cur = db.execute("INSERT INTO outbox(receiver, fingerprint, event, payload, created) "
-                             "VALUES (?, ?, ?, ?, ?)", (receiver, fingerprint, event, body, now))
+            cur = db.execute(
+                "INSERT INTO outbox(receiver, fingerprint, event, payload, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (receiver, fingerprint, event, body, now),
+            )
             return int(cur.lastrowid or 0)
 
     def outbox_head(self, receiver: str, limit: int = 20) -> list[dict[str, Any]]:
         """The oldest queued messages of one receiver, in order."""
-        rows = self._rows("SELECT * FROM outbox WHERE receiver = ? ORDER BY id LIMIT ?",
-                          (receiver, limit))
+        rows = self._rows(
+            "SELECT * FROM outbox WHERE receiver = ? ORDER BY id LIMIT ?", (receiver, limit)
+        )
         return [dict(r) | {"payload": json.loads(r["payload"])} for r in rows]
 
     def outbox_done(self, msg_id: int) -> None:
@@ -298,8 +373,11 @@ class State:
 
     def outbox_failed(self, msg_id: int, error: str, next_attempt: float) -> None:
         with self.transaction() as db:
-            db.execute("UPDATE outbox SET attempts = attempts + 1, next_attempt = ?, "
-                       "last_error = ? WHERE id = ?", (next_attempt, error[:300], msg_id))
+            db.execute(
+                "UPDATE outbox SET attempts = attempts + 1, next_attempt = ?, "
+                "last_error = ? WHERE id = ?",
+                (next_attempt, error[:300], msg_id),
+            )
 
     def outbox_size(self) -> dict[str, int]:
         rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver")
@@ -309,33 +387,41 @@ class State:
 
     def record_deadlock(self, target: str, key: str, at: Any, data_json: Any) -> bool:
         with self.transaction() as db:
-            cur = db.execute("INSERT OR IGNORE INTO deadlocks(target, key, at, data, seen_at) "
-                             "VALUES (?, ?, ?, ?, ?)",
-                             (target, key, at, _as_json(data_json), time.time()))
+            cur = db.execute(
+                "INSERT OR IGNORE INTO deadlocks(target, key, at, data, seen_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (target, key, at, _as_json(data_json), time.time()),
+            )
             return cur.rowcount == 1
 
     def deadlocks(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
-        rows = self._rows(f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, rowid DESC "
-                          "LIMIT ?", [*params, limit])
+        rows = self._rows(
+            f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, rowid DESC LIMIT ?",
+            [*params, limit],
+        )
         return [dict(r) | {"data": _loads(r["data"])} for r in rows]
 
     def deadlock_count(self, target: str) -> int:
-        return int(self._rows("SELECT count(*) AS n FROM deadlocks WHERE target = ?",
-                              (target,))[0]["n"])
+        return int(
+            self._rows("SELECT count(*) AS n FROM deadlocks WHERE target = ?", (target,))[0]["n"]
+        )
 
-    def record_action(self, target: str, rule: str, fingerprint: str, subject: str,
-                      action: str, detail_json: Any) -> None:
+    def record_action(
+        self, target: str, rule: str, fingerprint: str, subject: str, action: str, detail_json: Any
+    ) -> None:
         with self.transaction() as db:
-            db.execute("INSERT INTO actions(ts, target, rule, fingerprint, subject, action, "
-                       "detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (time.time(), target, rule, fingerprint, subject, action,
-                        _as_json(detail_json)))
+            db.execute(
+                "INSERT INTO actions(ts, target, rule, fingerprint, subject, action, "
+                "detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (time.time(), target, rule, fingerprint, subject, action, _as_json(detail_json)),
+            )
 
     def actions(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
-        rows = self._rows(f"SELECT * FROM actions {where} ORDER BY id DESC LIMIT ?",
-                          [*params, limit])
+        rows = self._rows(
+            f"SELECT * FROM actions {where} ORDER BY id DESC LIMIT ?", [*params, limit]
+        )
         return [dict(r) | {"detail": _loads(r["detail"])} for r in rows]
 
     # -- time series -------------------------------------------------------------------
@@ -343,16 +429,22 @@ class State:
     def record_metric(self, target: str, key: str, value: float, ts: float | None = None) -> None:
         self.record_metrics(target, {key: value}, ts)
 
-    def record_metrics(self, target: str, values: dict[str, float], ts: float | None = None) -> None:
+    def record_metrics(
+        self, target: str, values: dict[str, float], ts: float | None = None
+    ) -> None:
         ts = time.time() if ts is None else ts
         with self.transaction() as db:
-            db.executemany("INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)",
-                           [(target, k, ts, float(v)) for k, v in values.items()])
+            db.executemany(
+                "INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)",
+                [(target, k, ts, float(v)) for k, v in values.items()],
+            )
 
     def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
         since = time.time() - since_seconds
-        rows = self._rows("SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
-                          "ORDER BY ts", (target, key, since))
+        rows = self._rows(
+            "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? ORDER BY ts",
+            (target, key, since),
+        )
         return [(float(r["ts"]), float(r["value"])) for r in rows]
 
     def rate(self, target: str, key: str, since_seconds: float) -> float | None:
@@ -371,19 +463,31 @@ class State:
         cutoff = now - self.retention
         with self.transaction() as db:
             db.execute("DELETE FROM series WHERE ts < ?", (cutoff,))
-            db.execute("DELETE FROM findings WHERE status = 'resolved' AND resolved_at < ?",
-                       (cutoff,))
-            db.execute("DELETE FROM alerts_sent WHERE status = 'resolved' AND last_sent < ?",
-                       (cutoff,))
+            db.execute(
+                "DELETE FROM findings WHERE status = 'resolved' AND resolved_at < ?", (cutoff,)
+            )
+            db.execute(
+                "DELETE FROM alerts_sent WHERE status = 'resolved' AND last_sent < ?", (cutoff,)
+            )
 
     # -- cycles --------------------------------------------------------------------------
 
-    def record_cycle(self, target: str, started: float, duration: float, status: str,
-                     error: str | None = None, findings: int = 0, lateness: float = 0.0) -> None:
+    def record_cycle(
+        self,
+        target: str,
+        started: float,
+        duration: float,
+        status: str,
+        error: str | None = None,
+        findings: int = 0,
+        lateness: float = 0.0,
+    ) -> None:
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO cycles(target, started, duration, status, error, "
-                       "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (target, started, duration, status, error, findings, lateness))
+            db.execute(
+                "INSERT OR REPLACE INTO cycles(target, started, duration, status, error, "
+                "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (target, started, duration, status, error, findings, lateness),
+            )
 
     def cycles(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self._rows("SELECT * FROM cycles ORDER BY target")]

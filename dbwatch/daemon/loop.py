@@ -4,6 +4,7 @@ SIGTERM/SIGINT set a flag: running cycles finish, then exit 0. SIGHUP sets a fla
 and rules are reloaded, the old ones kept if the new ones are invalid. A cycle that raises
 is logged and the daemon carries on.
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,18 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .alerts.delivery import Delivery
-from .alerts.router import Policy, announce, route
-from .audit import AuditResult, TargetResult, probe_target
-from .catalogue import Rule, load_catalogue
-from .config import Config, TargetConfig, load_config
-from .errors import ConfigError, TargetError, UsageError
-from .evaluate import Selection
+from ..alerts.delivery import Delivery
+from ..alerts.router import Policy, announce, route
+from ..catalogue import Rule, load_catalogue
+from ..config import Config, TargetConfig, load_config
+from ..errors import ConfigError, TargetError, UsageError
+from ..evaluate import Selection
+from ..pipeline import AuditResult, TargetResult, probe_target
+from ..probes import ProbeCache
+from ..targets import TargetSpec, spec_for
 from .metrics import DaemonCollector, gauges, serve
-from .probes import ProbeCache
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
-from .targets import TargetSpec, spec_for
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Setup:
     """One consistent view of config and rules; swapped whole on reload."""
+
     catalogue: dict[str, Rule]
     config: Config
     targets: dict[str, tuple[TargetSpec, TargetConfig]]
@@ -62,9 +64,15 @@ def load_setup(path: Path | None) -> Setup:
 
 
 class Daemon:
-    def __init__(self, config_path: Path | None, state: State, setup: Setup,
-                 metrics_address: str | None = None, flush_budget: float = 20.0,
-                 backoff: tuple[float, float] = (1.0, 60.0)) -> None:
+    def __init__(
+        self,
+        config_path: Path | None,
+        state: State,
+        setup: Setup,
+        metrics_address: str | None = None,
+        flush_budget: float = 20.0,
+        backoff: tuple[float, float] = (1.0, 60.0),
+    ) -> None:
         self.config_path = config_path
         self.state = state
         self.setup = setup
@@ -90,44 +98,73 @@ class Daemon:
         started = time.time()
         lateness = max(0.0, started - scheduled)
         try:
-            result = probe_target(spec, setup.catalogue, setup.config, Selection(), self.state,
-                                  self._probe_caches.setdefault(name, ProbeCache()))
+            result = probe_target(
+                spec,
+                setup.catalogue,
+                setup.config,
+                Selection(),
+                self.state,
+                self._probe_caches.setdefault(name, ProbeCache()),
+            )
             self._after_probe(setup, spec, tc, result, started, lateness)
             return result
-        except Exception as exc:   # patroni style: log, record, carry on with the next cycle
+        except Exception as exc:  # patroni style: log, record, carry on with the next cycle
             log.exception("cycle of %s failed", name)
             try:
-                self.state.record_cycle(name, started, time.time() - started, "error",
-                                        f"{type(exc).__name__}: {exc}"[:300], 0, lateness)
+                self.state.record_cycle(
+                    name,
+                    started,
+                    time.time() - started,
+                    "error",
+                    f"{type(exc).__name__}: {exc}"[:300],
+                    0,
+                    lateness,
+                )
             except Exception:
                 log.exception("could not record the failed cycle of %s", name)
             return None
 
-    def _after_probe(self, setup: Setup, spec: TargetSpec, tc: TargetConfig,
-                     result: TargetResult, started: float, lateness: float) -> None:
+    def _after_probe(
+        self,
+        setup: Setup,
+        spec: TargetSpec,
+        tc: TargetConfig,
+        result: TargetResult,
+        started: float,
+        lateness: float,
+    ) -> None:
         now = time.time()
         findings = result.evaluation.findings
         with self.state.transaction():
-            tr = self.state.update(spec.name, findings, now, setup.for_seconds,
-                                   keep_rules=result.evaluation.unknown)
+            tr = self.state.update(
+                spec.name, findings, now, setup.for_seconds, keep_rules=result.evaluation.unknown
+            )
             route(self.state, spec.name, setup.policies, now, tc.interval)
         self.delivery.wake()
         _log_transitions(spec.name, tr)
         self._actions(setup, spec, now)
         values = gauges(result.snapshot, findings)
         duration = time.time() - started
-        status = "unreachable" if result.error else ("degraded" if result.snapshot.failures
-                                                     else "ok")
-        with self.state.transaction():    # one commit (one fsync) for the bookkeeping
+        status = (
+            "unreachable" if result.error else ("degraded" if result.snapshot.failures else "ok")
+        )
+        with self.state.transaction():  # one commit (one fsync) for the bookkeeping
             _record_deadlocks(self.state, result)
             if values:
                 self.state.record_metrics(spec.name, values, now)
-            self.state.record_cycle(spec.name, started, duration, status, result.error,
-                                    len(findings), lateness)
-        self.collector.observe(spec.name, up=not result.error, duration=duration,
-                               lateness=lateness, error=bool(result.snapshot.failures),
-                               findings=findings, values=values,
-                               deadlocks=self.state.deadlock_count(spec.name))
+            self.state.record_cycle(
+                spec.name, started, duration, status, result.error, len(findings), lateness
+            )
+        self.collector.observe(
+            spec.name,
+            up=not result.error,
+            duration=duration,
+            lateness=lateness,
+            error=bool(result.snapshot.failures),
+            findings=findings,
+            values=values,
+            deadlocks=self.state.deadlock_count(spec.name),
+        )
         self.state.prune(now)
 
     def _actions(self, setup: Setup, spec: TargetSpec, now: float) -> None:
@@ -135,18 +172,22 @@ class Daemon:
         if not cfg.enabled:
             return
         try:
-            from .actions.terminate import daemon_terminate  # written alongside; may be absent
+            from ..actions.terminate import daemon_terminate  # written alongside; may be absent
         except ImportError as exc:
             if not self._terminate_missing_logged:
                 log.error("[terminate] is enabled but the terminate action is unavailable: %s", exc)
                 self._terminate_missing_logged = True
             return
-        firing = [(r.finding, now - (r.fired_at or r.first_seen))
-                  for r in self.state.firing(spec.name) if r.rule in cfg.rules]
+        firing = [
+            (r.finding, now - (r.fired_at or r.first_seen))
+            for r in self.state.firing(spec.name)
+            if r.rule in cfg.rules
+        ]
         if not firing:
             return
-        notify: Callable[[dict[str, Any]], None] = (
-            lambda action: announce(self.state, setup.policies, action, time.time()))
+        notify: Callable[[dict[str, Any]], None] = lambda action: announce(
+            self.state, setup.policies, action, time.time()
+        )
         try:
             done = daemon_terminate(spec, cfg, firing, self.state, notify)
         except Exception:
@@ -164,8 +205,12 @@ class Daemon:
             results = list(pool.map(lambda n: self.cycle(n, time.time()), names))
         left = self.delivery.flush(self.setup.config.alerts, self.flush_budget)
         if left:
-            log.warning("%d alert messages could not be delivered yet; they stay queued in %s "
-                        "and go out on the next run", left, self.state.path)
+            log.warning(
+                "%d alert messages could not be delivered yet; they stay queued in %s "
+                "and go out on the next run",
+                left,
+                self.state.path,
+            )
         if any(r is None for r in results):
             return 3
         return AuditResult([r for r in results if r is not None]).exit_code
@@ -211,8 +256,9 @@ class Daemon:
         self.collector.forget(set(new.targets))
         if new.config.alerts != old.config.alerts:
             self.delivery.start(new.config.alerts)
-        log.warning("config reloaded: %d targets, %d receivers", len(new.targets),
-                    len(new.config.alerts))
+        log.warning(
+            "config reloaded: %d targets, %d receivers", len(new.targets), len(new.config.alerts)
+        )
         if pool_size(len(new.targets)) > sched.threads:
             sched.shutdown(wait=True)
             return self._new_scheduler()
@@ -225,6 +271,7 @@ class Daemon:
 
         def hup(signum: int, _frame: Any) -> None:
             self.reload_requested = True
+
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGHUP, hup)
@@ -234,14 +281,23 @@ def _record_deadlocks(state: State, result: TargetResult) -> None:
     """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
     status = result.snapshot.section("my.innodb_status")
     dl = status.get("deadlock") if isinstance(status, dict) else None
-    if isinstance(dl, dict) and dl.get("key") and \
-            state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
+    if (
+        isinstance(dl, dict)
+        and dl.get("key")
+        and state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl)
+    ):
         log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
 
 
 def _log_transitions(target: str, tr: Transitions) -> None:
     for r in tr.fired:
-        log.warning("firing %s %s on %s: %s: %s", r.severity, r.rule, target, r.subject,
-                    r.data.get("summary", ""))
+        log.warning(
+            "firing %s %s on %s: %s: %s",
+            r.severity,
+            r.rule,
+            target,
+            r.subject,
+            r.data.get("summary", ""),
+        )
     for r in tr.resolved:
         log.info("resolved %s on %s: %s", r.rule, target, r.subject)

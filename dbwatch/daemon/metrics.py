@@ -2,6 +2,7 @@
 
 gauges() is tolerant: a section that is absent or shaped differently yields nothing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,10 +15,11 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from .findings import Finding
-from .snapshot import Snapshot
+from ..findings import Finding
+from ..snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
 
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
@@ -36,8 +38,8 @@ def _tables(section: Any) -> list[dict[str, Any]]:
 def _pg_values(snap: Snapshot) -> dict[str, float]:
     """The keys PG202/PG102/PG201 read back (dbwatch.checks.pg_mvcc), plus the horizon age."""
     try:
-        from .checks.pg_horizon import holders
-        from .checks.pg_mvcc import history_values
+        from ..checks.pg_horizon import holders
+        from ..checks.pg_mvcc import history_values
     except ImportError:
         return {}
     out = dict(history_values(snap))
@@ -57,8 +59,11 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
     pg.horizon_xid_age, pg.horizon_age_seconds.
     """
     out: dict[str, float] = {}
-    ages = [_num(r.get("xact_seconds")) for r in snap.section("pg.sessions") or []
-            if r.get("backend_type") in (None, "client backend")]
+    ages = [
+        _num(r.get("xact_seconds"))
+        for r in snap.section("pg.sessions") or []
+        if r.get("backend_type") in (None, "client backend")
+    ]
     ages += [_num(r.get("trx_seconds")) for r in snap.section("my.trx") or []]
     if snap.has("pg.sessions") or snap.has("my.trx"):
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)
@@ -76,8 +81,10 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
         for t in _tables(snap.section(name)):
             for q in t.get("summary") or []:
                 key = f"{t.get('schema')}.{t.get('table')}/{q.get('queue')}"
-                for prefix, field_ in (("queue_depth", "available"),
-                                       ("queue_age_seconds", "oldest_available_seconds")):
+                for prefix, field_ in (
+                    ("queue_depth", "available"),
+                    ("queue_age_seconds", "oldest_available_seconds"),
+                ):
                     v = _num(q.get(field_))
                     if v is not None:
                         out[f"{prefix}:{key}"] = v
@@ -113,8 +120,18 @@ class DaemonCollector(Collector):
         self.outbox: dict[str, int] = {}
         self.delivery: dict[str, dict[str, int]] = {}
 
-    def observe(self, target: str, *, up: bool, duration: float, lateness: float, error: bool,
-                findings: list[Finding], values: dict[str, float], deadlocks: int) -> None:
+    def observe(
+        self,
+        target: str,
+        *,
+        up: bool,
+        duration: float,
+        lateness: float,
+        error: bool,
+        findings: list[Finding],
+        values: dict[str, float],
+        deadlocks: int,
+    ) -> None:
         counts: dict[tuple[str, str], int] = {}
         for f in findings:
             counts[(f.rule, f.severity)] = counts.get((f.rule, f.severity), 0) + 1
@@ -140,13 +157,22 @@ class DaemonCollector(Collector):
         found = g("dbwatch_findings", "Current findings", labels=["rule", "severity", "target"])
         up = g("dbwatch_target_up", "1 if the last probe reached the target", labels=["target"])
         dur = g("dbwatch_probe_duration_seconds", "Duration of the last cycle", labels=["target"])
-        late = g("dbwatch_cycle_lateness_seconds", "Start of the last cycle after its schedule",
-                 labels=["target"])
+        late = g(
+            "dbwatch_cycle_lateness_seconds",
+            "Start of the last cycle after its schedule",
+            labels=["target"],
+        )
         cyc = CounterMetricFamily("dbwatch_cycles", "Cycles run", labels=["target"])
-        err = CounterMetricFamily("dbwatch_probe_errors", "Cycles with an unreachable target "
-                                  "or a failed probe", labels=["target"])
-        xact = g("dbwatch_oldest_transaction_seconds", "Age of the oldest open transaction",
-                 labels=["target"])
+        err = CounterMetricFamily(
+            "dbwatch_probe_errors",
+            "Cycles with an unreachable target or a failed probe",
+            labels=["target"],
+        )
+        xact = g(
+            "dbwatch_oldest_transaction_seconds",
+            "Age of the oldest open transaction",
+            labels=["target"],
+        )
         hor = g("dbwatch_horizon_age_seconds", "Age of the xmin horizon holder", labels=["target"])
         horx = g("dbwatch_horizon_xid_age", "XID age of the xmin horizon", labels=["target"])
         hll = g("dbwatch_history_list_length", "InnoDB history list length", labels=["target"])
@@ -154,10 +180,17 @@ class DaemonCollector(Collector):
         depth = g("dbwatch_queue_depth", "Available jobs", labels=["target", "queue"])
         dl = g("dbwatch_deadlocks_seen", "Deadlocks recorded in the state DB", labels=["target"])
         srv = g("dbwatch_server_deadlocks", "The server's deadlock counter", labels=["target"])
-        qage = g("dbwatch_queue_oldest_available_seconds", "Age of the oldest available job",
-                 labels=["target", "queue"])
-        simple = {"oldest_xact_seconds": xact, "pg.horizon_age_seconds": hor,
-                  "pg.horizon_xid_age": horx, "innodb_history_list_length": hll}
+        qage = g(
+            "dbwatch_queue_oldest_available_seconds",
+            "Age of the oldest available job",
+            labels=["target", "queue"],
+        )
+        simple = {
+            "oldest_xact_seconds": xact,
+            "pg.horizon_age_seconds": hor,
+            "pg.horizon_xid_age": horx,
+            "innodb_history_list_length": hll,
+        }
         prefixed = {"pg.n_dead_tup:": dead, "queue_depth:": depth, "queue_age_seconds:": qage}
         for name, st in sorted(self.targets.items()):
             for (rule, sev), n in sorted(st.findings.items()):
@@ -177,18 +210,37 @@ class DaemonCollector(Collector):
                     continue
                 for prefix, family in prefixed.items():
                     if key.startswith(prefix):
-                        family.add_metric([name, key[len(prefix):]], value)
+                        family.add_metric([name, key[len(prefix) :]], value)
         queued = g("dbwatch_alerts_queued", "Messages waiting in the outbox", labels=["receiver"])
         for recv, n in sorted(self.outbox.items()):
             queued.add_metric([recv], n)
         sent = CounterMetricFamily("dbwatch_alerts_sent", "Messages delivered", labels=["receiver"])
-        fail = CounterMetricFamily("dbwatch_alert_failures", "Failed delivery attempts",
-                                   labels=["receiver"])
+        fail = CounterMetricFamily(
+            "dbwatch_alert_failures", "Failed delivery attempts", labels=["receiver"]
+        )
         for recv, c in sorted(self.delivery.items()):
             sent.add_metric([recv], c.get("sent", 0))
             fail.add_metric([recv], c.get("failed", 0))
-        yield from (found, up, dur, late, cyc, err, xact, hor, horx, hll, dead, depth, qage, dl,
-                    srv, queued, sent, fail)
+        yield from (
+            found,
+            up,
+            dur,
+            late,
+            cyc,
+            err,
+            xact,
+            hor,
+            horx,
+            hll,
+            dead,
+            depth,
+            qage,
+            dl,
+            srv,
+            queued,
+            sent,
+            fail,
+        )
 
 
 def serve(address: str, collector: DaemonCollector) -> CollectorRegistry:

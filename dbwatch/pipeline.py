@@ -1,4 +1,5 @@
 """One audit pass: open each target, run the probes its rules need, evaluate, close."""
+
 from __future__ import annotations
 
 import logging
@@ -34,18 +35,23 @@ class TargetResult:
         return "unreachable" if self.error else "ok"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.spec.name, "engine": self.snapshot.engine,
-                "server_version": self.snapshot.server_version, "status": self.status,
-                "error": self.error, "rules_run": sorted(self.evaluation.ran),
-                "rules_unknown": self.evaluation.unknown,
-                "unavailable": self.snapshot.unavailable()}
+        return {
+            "name": self.spec.name,
+            "engine": self.snapshot.engine,
+            "server_version": self.snapshot.server_version,
+            "status": self.status,
+            "error": self.error,
+            "rules_run": sorted(self.evaluation.ran),
+            "rules_unknown": self.evaluation.unknown,
+            "unavailable": self.snapshot.unavailable(),
+        }
 
 
 @dataclass
 class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
-    logs: list[dict[str, Any]] = field(default_factory=list)     # `--log` analysis stats
+    logs: list[dict[str, Any]] = field(default_factory=list)  # `--log` analysis stats
     generated_at: float = field(default_factory=time.time)
 
     @property
@@ -66,9 +72,14 @@ class AuditResult:
         return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[self.status]
 
 
-def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
-                 selection: Selection, state: Any = None,
-                 cache: ProbeCache | None = None) -> TargetResult:
+def probe_target(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    selection: Selection,
+    state: Any = None,
+    cache: ProbeCache | None = None,
+) -> TargetResult:
     started = time.perf_counter()
     stats = ProbeStats()
     try:
@@ -79,8 +90,9 @@ def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
         return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
-        snap = run_probes(conn, spec.name, sections_needed(conn.flavour, rules), stats, config,
-                          cache)
+        snap = run_probes(
+            conn, spec.name, sections_needed(conn.flavour, rules), stats, config, cache
+        )
     except TargetError as exc:
         snap = unreachable_snapshot(spec.name, spec.engine, exc)
         ev = evaluate(snap, catalogue, config, Selection(), state)
@@ -91,8 +103,12 @@ def probe_target(spec: TargetSpec, catalogue: dict[str, Rule], config: Config,
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
 
 
-def run_audit(specs: list[TargetSpec], catalogue: dict[str, Rule], config: Config,
-              selection: Selection = ALL_RULES) -> AuditResult:
+def run_audit(
+    specs: list[TargetSpec],
+    catalogue: dict[str, Rule],
+    config: Config,
+    selection: Selection = ALL_RULES,
+) -> AuditResult:
     """Targets in parallel, so a dead one (connect timeout) does not delay the others."""
     if not specs:
         return AuditResult([])

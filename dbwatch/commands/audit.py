@@ -1,0 +1,77 @@
+"""`dbwatch audit`: one pass of every selected rule over every target (and query logs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from ..evaluate import Selection
+from ..findings import Finding
+from ..pipeline import AuditResult, run_audit
+from ..report import render
+from ..sqlpatterns.logs import analyse_logs
+from ..targets import TargetSpec
+from .common import add_common, load_all, prefixes, resolve_targets
+
+HELP = "one pass of every selected rule over every target"
+
+
+def add_arguments(a: argparse.ArgumentParser) -> None:
+    a.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
+    add_common(a)
+    a.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
+    a.add_argument("--select", action="append", help="only rules with these ID prefixes (PG,QU3)")
+    a.add_argument("--ignore", action="append", help="skip rules with these ID prefixes")
+    a.add_argument(
+        "--log",
+        nargs="+",
+        metavar="FILE",
+        help="also analyse query logs (general, slow, PostgreSQL, SQL transcript; .gz ok)",
+    )
+    a.add_argument(
+        "--server-version", help="server version for --log without a target, e.g. 8.0.36"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    catalogue, config = load_all(args.config)
+    selection = Selection(prefixes(args.select), prefixes(args.ignore))
+    if args.log and not args.targets:
+        specs: list[TargetSpec] = []
+    else:
+        specs = resolve_targets(args.targets, config)
+    result = run_audit(specs, catalogue, config, selection) if specs else AuditResult([])
+    if args.log:
+        result.extra_findings.extend(audit_logs(args.log, args.server_version, result, selection))
+    print(render(result, args.format))
+    for t in result.targets:
+        if t.error:
+            print(f"dbwatch: {t.spec.name}: {t.error}", file=sys.stderr)
+    return result.exit_code
+
+
+def audit_logs(
+    paths: Sequence[str], server_version: str | None, result: AuditResult, selection: Selection
+) -> list[Finding]:
+    """Analyse the logs (streamed), record their stats in the result, return the findings."""
+    started = time.perf_counter()
+    print(f"dbwatch: analysing {len(paths)} log file(s)…", file=sys.stderr)
+    analysis = analyse_logs(list(paths), server_version)
+    seconds = time.perf_counter() - started
+    st = analysis.stats
+    info = st.to_dict()
+    info["seconds"] = round(seconds, 3)
+    result.logs.append(info)
+    mb = st.bytes / 1e6
+    print(
+        f"dbwatch: {mb:.1f} MB, {st.lines:,} lines, {st.statements:,} statements, "
+        f"{st.transactions:,} transactions, {st.unparsable:,} unparsable, "
+        f"format {st.format}, server {st.server_version or 'unknown'}, "
+        f"{mb / seconds if seconds else 0:.1f} MB/s",
+        file=sys.stderr,
+    )
+    for err in st.errors:
+        print(f"dbwatch: {err}", file=sys.stderr)
+    return [f for f in analysis.findings if selection.wants(f.rule)]

@@ -1,0 +1,1 @@
+"""The daemon: loop, scheduler, state, metrics."""
