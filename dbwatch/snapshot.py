@@ -19,6 +19,16 @@ class ProbeFailure:
 
 
 @dataclass(frozen=True)
+class CoverageGap:
+    """Something a probe did not examine (DW002): a table past a cap, a time budget hit,
+    an object the user cannot see. `name` names it (schema.table, database, probe)."""
+
+    kind: str  # "queue_table" | "database" | "probe" | "time_budget" | ...
+    name: str
+    reason: str  # one line: why it was not examined and, where known, how to fix it
+
+
+@dataclass(frozen=True)
 class Snapshot:
     target: str  # the target's name (never its password)
     engine: str  # postgresql | mysql | mariadb
@@ -28,6 +38,7 @@ class Snapshot:
     sections: dict[str, Any] = field(default_factory=dict)
     failures: tuple[ProbeFailure, ...] = ()
     features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
+    gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
 
     def section(self, name: str) -> Any:
         """The section's data, or None if the probe failed or was not run."""
@@ -55,4 +66,5 @@ class Snapshot:
             "sections": self.sections,
             "failures": [f.__dict__ for f in self.failures],
             "features": sorted(self.features),
+            "gaps": [g.__dict__ for g in self.gaps],
         }

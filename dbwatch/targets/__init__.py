@@ -27,6 +27,21 @@ class TargetSpec:
     url: str
     engine: str  # "postgresql" or "mysql" (flavour refined after connecting)
     retry_after: float | None = None  # queue tables: the target's Laravel retry_after
+    # Scope (SPEC §3): a URL naming a database scopes per-database rules to it, unless widened.
+    all_databases: bool = False
+
+    @property
+    def database(self) -> str | None:
+        """The database (PostgreSQL) or schema (MySQL) the URL names, None when it names none."""
+        try:
+            return url_parts(self.url)[0]["database"]
+        except ValueError:
+            return None
+
+    @property
+    def scoped_database(self) -> str | None:
+        """The database everything per-database is scoped to; None means every database."""
+        return None if self.all_databases else self.database
 
     @property
     def safe_url(self) -> str:

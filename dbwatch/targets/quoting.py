@@ -1,0 +1,31 @@
+"""Identifier quoting, one helper per engine: catalog names are data, never SQL text.
+
+Compose SQL with these at the last step; never apply a string template to a quoted name.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+
+def pg_ident(*parts: str) -> sql.Composable:
+    """A (possibly qualified) PostgreSQL identifier composed by psycopg itself."""
+    return sql.Identifier(*parts)
+
+
+def pg_ident_text(*parts: str) -> str:
+    """The same identifier as text, for fixes shown to people (standard double-quote rules)."""
+    return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
+
+
+def my_ident(*parts: str) -> str:
+    """A (possibly qualified) MySQL/MariaDB identifier: backticks, inner backticks doubled.
+
+    The result may be placed in statement text; callers that use the driver's %s
+    paramstyle must double '%' (see my_ident_for_format)."""
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def my_ident_for_format(*parts: str) -> str:
+    """my_ident with % doubled, for statements that also carry %s parameters (PyMySQL)."""
+    return my_ident(*parts).replace("%", "%%")
