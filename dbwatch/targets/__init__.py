@@ -34,9 +34,10 @@ class TargetSpec:
     def database(self) -> str | None:
         """The database (PostgreSQL) or schema (MySQL) the URL names, None when it names none."""
         try:
-            return url_parts(self.url)[0]["database"]
+            db = url_parts(self.url)[0]["database"]
         except ValueError:
             return None
+        return str(db) if db else None
 
     @property
     def scoped_database(self) -> str | None:
