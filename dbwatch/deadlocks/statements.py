@@ -140,8 +140,10 @@ def classify(query: str | None) -> Statement:
     toks = q.split()
     if not toks:
         return Statement(UNKNOWN, None, False, False, False)
-    while toks and toks[0] == "(":
-        toks = toks[1:]
+    lead = 0
+    while lead < len(toks) and toks[lead] == "(":
+        lead += 1
+    toks = toks[lead:]
     verb = toks[0] if toks else ""
     locking = "for update" in q or "for share" in q or "lock in share mode" in q
     skip = "skip locked" in q

@@ -164,6 +164,8 @@ class Scanner:
             self._open(ln.ts, ln.thread, offset)
             return
         if ln.prefixed and blk is not None:
+            if blk.thread is None and ln.innodb and _is_report_body(body):
+                blk.thread = ln.thread  # the header had lost its prefix
             if blk.thread is not None and ln.thread is not None and ln.thread != blk.thread:
                 return  # another thread's message interleaved
             if not (ln.innodb and _is_report_body(body)) and body:
@@ -171,15 +173,19 @@ class Scanner:
                 return
             if blk.state.at is None and ln.ts:
                 blk.state.at = normalize_ts(ln.ts)[0]
+        if body[:3] == "***" and (blk is None or blk.state.done) and not self.structured:
+            if body.replace(" ", "").startswith("***(1)TRANSACTION:"):
+                self.recognised += 1  # a bare report pasted without its header
+                self._open(ln.ts, None, offset)
+                feed_line(self.block.state, body)  # type: ignore[union-attr]
+                return
         if blk is None:
-            if body.startswith("***"):
+            if body[:3] == "***":
                 self.recognised += 1
-                if not self.structured and body.replace(" ", "").startswith("***(1)TRANSACTION:"):
-                    self.block = _Block(new_state(ln.ts and normalize_ts(ln.ts)[0]), None, offset)
-                    feed_line(self.block.state, body)
             return
         if body[:3] == "---" and not body.strip("-"):
-            self._close()  # a section rule: the status section is over
+            if blk.state.trxs:
+                self._close()  # a section rule: the status section is over
             return
         blk.lines += 1
         if body.startswith(("***", "RECORD LOCKS", "TABLE LOCK")):
@@ -191,7 +197,7 @@ class Scanner:
     def flush(self, quiet: bool = False) -> list[Deadlock]:
         """Take the finished deadlocks. At the end of input (`quiet`), also the open block:
         a report whose victim line was read is complete even if nothing follows it."""
-        if quiet and self.block is not None and (self.block.state.done or not quiet):
+        if quiet and self.block is not None and self.block.state.done:
             self._close()
         out, self.out = self.out, []
         return out
