@@ -243,7 +243,8 @@ def claim_pileup(dl: Deadlock, table: str) -> Diagnosis:
 
 def queue_unclear(dl: Deadlock, table: str, kinds: dict[int, str]) -> Diagnosis:
     said = "; ".join(
-        f"({t.n}) " + (f"`{_short(t.query)}`" if t.query else "no statement printed")
+        f"({t.n}) "
+        + (f"`{_short(t.query)}`" if t.query else "no statement printed")
         + f" [{kinds.get(t.n, OTHER)}]"
         for t in dl.transactions
     )

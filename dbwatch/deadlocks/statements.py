@@ -75,7 +75,7 @@ def is_queue_name(table: str | None) -> bool:
     base = table.lower().rsplit(".", 1)[-1]
     if base in NOT_QUEUE:
         return False
-    return base in QUEUE_NAMES or base.endswith("_jobs") or base.endswith("_queue")
+    return base in QUEUE_NAMES or base.endswith(("_jobs", "_queue"))
 
 
 def normalize(query: str | None) -> str:

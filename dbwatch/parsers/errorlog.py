@@ -36,7 +36,9 @@ _PREFIX = re.compile(
 )
 _TAGS = re.compile(r"^(?:\[(\w+)\] *)?(?:\[(MY-\d+)\] *)?(\[InnoDB\]|InnoDB:)")
 _SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?: ")
-_MONTHS = frozenset("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())
+_MONTHS = frozenset(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+)
 _START = "deadlock detected, dumping detailed information"
 SECTION = "LATEST DETECTED DEADLOCK"
 
@@ -173,12 +175,16 @@ class Scanner:
                 return
             if blk.state.at is None and ln.ts:
                 blk.state.at = normalize_ts(ln.ts)[0]
-        if body[:3] == "***" and (blk is None or blk.state.done) and not self.structured:
-            if body.replace(" ", "").startswith("***(1)TRANSACTION:"):
-                self.recognised += 1  # a bare report pasted without its header
-                self._open(ln.ts, None, offset)
-                feed_line(self.block.state, body)  # type: ignore[union-attr]
-                return
+        if (
+            body[:3] == "***"
+            and (blk is None or blk.state.done)
+            and not self.structured
+            and body.replace(" ", "").startswith("***(1)TRANSACTION:")
+        ):
+            self.recognised += 1  # a bare report pasted without its header
+            self._open(ln.ts, None, offset)
+            feed_line(self.block.state, body)  # type: ignore[union-attr]
+            return
         if blk is None:
             if body[:3] == "***":
                 self.recognised += 1

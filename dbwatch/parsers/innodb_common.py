@@ -58,7 +58,7 @@ def squeeze(line: str) -> str:
         if blank and out:
             out.append(" ")
         blank = False
-        if ch in "`\"":
+        if ch in '`"':
             quote = ch
         out.append(ch)
     return "".join(out)

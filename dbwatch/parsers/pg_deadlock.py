@@ -20,8 +20,22 @@ from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
 
 MAX_ENTRY = 64 * 1024  # text kept per log entry
 MAX_PROCS = 64
-_SEVERITIES = ("ERROR:", "DETAIL:", "HINT:", "CONTEXT:", "STATEMENT:", "LOG:", "WARNING:",
-               "FATAL:", "NOTICE:", "INFO:", "PANIC:", "DEBUG:", "QUERY:", "LOCATION:")
+_SEVERITIES = (
+    "ERROR:",
+    "DETAIL:",
+    "HINT:",
+    "CONTEXT:",
+    "STATEMENT:",
+    "LOG:",
+    "WARNING:",
+    "FATAL:",
+    "NOTICE:",
+    "INFO:",
+    "PANIC:",
+    "DEBUG:",
+    "QUERY:",
+    "LOCATION:",
+)
 _WAITS = re.compile(r"^Process (\d+) waits for (\w+) on (.{1,300}?); blocked by process (\d+)\.")
 _PROC_Q = re.compile(r"^Process (\d+): ")
 _REL = re.compile(r'in relation "([^"]{1,200})"')
@@ -154,11 +168,16 @@ class PgScanner:
             self._cur = _Entry(at, int(pid.group(1)) if pid else None, db)
             self._prefix, self._field = prefix, ""
             return
-        if self._cur is not None and prefix == self._prefix and sev in (
-            "DETAIL",
-            "CONTEXT",
-            "STATEMENT",
-            "HINT",
+        if (
+            self._cur is not None
+            and prefix == self._prefix
+            and sev
+            in (
+                "DETAIL",
+                "CONTEXT",
+                "STATEMENT",
+                "HINT",
+            )
         ):
             self._field = sev
             self._add(sev, msg)
@@ -181,7 +200,7 @@ class PgScanner:
     def feed_record(self, rec: dict[str, object]) -> None:
         """One csvlog/jsonlog record as a dict of the jsonlog field names."""
         self.recognised += 1
-        if str(rec.get("message") or "")[:len(START)] != START:
+        if str(rec.get("message") or "")[: len(START)] != START:
             return
         if rec.get("error_severity") not in (None, "ERROR"):
             return
@@ -214,9 +233,19 @@ def _db_of(prefix: str) -> str | None:
 
 
 # csvlog columns (PG 13-17): the ones read here
-_CSV = {"timestamp": 0, "user": 1, "dbname": 2, "pid": 3, "error_severity": 11,
-        "state_code": 12, "message": 13, "detail": 14, "hint": 15, "context": 18,
-        "statement": 19}
+_CSV = {
+    "timestamp": 0,
+    "user": 1,
+    "dbname": 2,
+    "pid": 3,
+    "error_severity": 11,
+    "state_code": 12,
+    "message": 13,
+    "detail": 14,
+    "hint": 15,
+    "context": 18,
+    "statement": 19,
+}
 
 
 def _csv_records(lines: Iterable[str], sc: PgScanner) -> Iterator[dict[str, object]]:
