@@ -26,6 +26,7 @@ class TargetConfig:
     all_databases: bool = False
     retry_after: float | None = None  # queue tables: Laravel's retry_after
     primary: str | None = None  # for a standby: the name of its primary target
+    log_file: str | None = None  # server log the daemon tails for every deadlock
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,16 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         col.err("targets", "must be an array of tables ([[targets]])")
         return ()
     out, names = [], set()
-    keys = {"name", "url", "interval", "databases", "all_databases", "retry_after", "primary"}
+    keys = {
+        "name",
+        "url",
+        "interval",
+        "databases",
+        "all_databases",
+        "retry_after",
+        "primary",
+        "log_file",
+    }
     for i, t in enumerate(raw):
         where = f"targets[{i}]"
         if not isinstance(t, dict):
@@ -198,6 +208,7 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
                 all_databases=col.get(t, where, "all_databases", "bool", False),
                 retry_after=col.get(t, where, "retry_after", "duration", None),
                 primary=col.get(t, where, "primary", "str", None),
+                log_file=col.get(t, where, "log_file", "str", None),
             )
         )
     return tuple(out)

@@ -71,6 +71,8 @@ def _build(e: _Entry) -> Deadlock | None:
         return None
     pids = list(dict.fromkeys([w[0] for w in waits] + [w[3] for w in waits]))[:MAX_PROCS]
     num = {p: i + 1 for i, p in enumerate(pids)}
+    # "waits for ShareLock on transaction X; blocked by process B": X is B's xid
+    xid = {b: w.split(" ", 1)[1] for _p, _m, w, b in waits if w.startswith("transaction ")}
     victim_pid = e.pid if e.pid in num else waits[0][0]
     if victim_pid in num and not queries.get(victim_pid) and e.statement:
         queries[victim_pid] = e.statement
@@ -98,7 +100,7 @@ def _build(e: _Entry) -> Deadlock | None:
     trxs = tuple(
         DeadlockTrx(
             n=num[p],
-            trx_id=None,
+            trx_id=xid.get(p),
             thread_id=p,
             user=None,
             host=None,

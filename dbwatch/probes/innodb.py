@@ -24,8 +24,10 @@ def deadlock_record(dl: Deadlock) -> dict[str, Any]:
 
 
 def deadlock_key(dl: Deadlock) -> str:
+    """Timestamp and trx ids (PostgreSQL: xids where known, else process ids)."""
     at, ids = dl.identity
-    return f"{at}|{','.join(str(i) for i in ids)}"
+    parts = [str(i) if i is not None else f"p{t.thread_id}" for i, t in zip(ids, dl.transactions)]
+    return f"{at}|{','.join(parts)}"
 
 
 def status_section(text: str) -> dict[str, Any]:
