@@ -49,16 +49,17 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     counters = ctx.snapshot.section("my.innodb_counters")
     counter = counters.get("innodb_deadlocks")
     dl = status.get("deadlock")
-    if not dl:
-        return
-    age = _age(status, dl)
+    since = _recent_deadlocks(ctx, counter)
+    age = _age(status, dl) if dl else None
     max_age = parse_duration(ctx.params.get("max_age", "24h"))
-    if age is not None and age > max_age:
+    if not dl or (age is not None and age > max_age):
+        if since and since > 0:  # the counter moved but the status text shows none of them
+            yield _unseen(ctx, since, counter)
         return
     diag = dl.get("diagnosis") or {}
-    since = _recent_deadlocks(ctx, counter)
     extra = (
-        f"; {since} deadlocks since the last probe, only the latest is shown"
+        f"; {since} deadlocks since the last probe, {since - 1} of them not shown "
+        f"(SHOW ENGINE INNODB STATUS keeps only the latest): {SEE_ALL}"
         if since and since > 1
         else ""
     )
@@ -77,9 +78,33 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
             "rules": diag.get("rules", []),
             "deadlocks_total": counter,
             "deadlocks_since_last_probe": since,
+            "not_shown": max(since - 1, 0) if since else 0,
             "age_seconds": age,
         },
         identity=dl.get("key"),
+    )
+
+
+SEE_ALL = (
+    "to see every one, set innodb_print_all_deadlocks = ON and give the target "
+    '`log_file = "<error log>"` (MySQL 8.0.22+: performance_schema.error_log)'
+)
+
+
+def _unseen(ctx: CheckContext, since: int, counter: int | None) -> Finding:
+    return ctx.finding(
+        severity=ctx.rule.severity,
+        subject="deadlocks not shown",
+        summary=f"{since} deadlocks since the last probe (Innodb_deadlocks {counter}), none "
+        f"of them shown: the status text's latest deadlock is older; {SEE_ALL}",
+        fix="SET GLOBAL innodb_print_all_deadlocks = ON (and in my.cnf); then set log_file "
+        "for this target so the daemon reads every deadlock with its diagnosis.",
+        evidence={
+            "deadlocks_since_last_probe": since,
+            "not_shown": since,
+            "deadlocks_total": counter,
+        },
+        identity=f"unseen:{counter}",
     )
 
 

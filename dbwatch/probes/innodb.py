@@ -24,8 +24,11 @@ def deadlock_record(dl: Deadlock) -> dict[str, Any]:
 
 
 def deadlock_key(dl: Deadlock) -> str:
-    """Timestamp and trx ids (PostgreSQL: xids where known, else process ids)."""
+    """The trx ids (unique on a server; the status text and the error log may print a
+    timestamp a second apart), else timestamp and process ids."""
     at, ids = dl.identity
+    if ids and all(ids):
+        return "trx:" + ",".join(str(i) for i in ids)
     parts = [str(i) if i is not None else f"p{t.thread_id}" for i, t in zip(ids, dl.transactions)]
     return f"{at}|{','.join(parts)}"
 
