@@ -320,7 +320,7 @@ def gap_insert_intention(dl: Deadlock) -> Diagnosis:
     fix = (
         "Lock exact rows by a unique key instead of ranges or missing rows, use READ "
         "COMMITTED (no gap locks for plain reads and searches), or use INSERT … ON "
-        "DUPLICATE KEY UPDATE instead of check-then-insert; retry on error 1213."
+        "DUPLICATE KEY UPDATE instead of check-then-insert; retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("gap-insert-intention", (), text, fix)
 
@@ -333,7 +333,7 @@ def opposite_order(dl: Deadlock) -> Diagnosis:
     fix = (
         "Touch rows in one consistent order (e.g. sort by primary key before updating, "
         "or lock them all with one `SELECT … ORDER BY id FOR UPDATE`), keep transactions "
-        "short, and retry on error 1213."
+        "short, and retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("opposite-order-rows", (), text, fix)
 
@@ -347,7 +347,7 @@ def lock_upgrade(dl: Deadlock) -> Diagnosis:
     )
     fix = (
         "Take the exclusive lock first (`SELECT … FOR UPDATE` instead of a shared read), "
-        "or use INSERT … ON DUPLICATE KEY UPDATE; retry on error 1213."
+        "or use INSERT … ON DUPLICATE KEY UPDATE; retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("lock-upgrade", (), text, fix)
 
@@ -381,6 +381,6 @@ def generic(dl: Deadlock) -> Diagnosis:
     )
     fix = (
         "Make transactions that touch these tables lock rows in the same order and keep "
-        "them short; retry on error 1213."
+        "them short; retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("generic", (), text, fix)
