@@ -170,7 +170,7 @@ class Scanner:
                 blk.thread = ln.thread  # the header had lost its prefix
             if blk.thread is not None and ln.thread is not None and ln.thread != blk.thread:
                 return  # another thread's message interleaved
-            if not (ln.innodb and _is_report_body(body)) and body:
+            if body and not _is_report_body(body):
                 self._close()  # another message: the report is over
                 return
             if blk.state.at is None and ln.ts:
