@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..parsers.errorlog import Scanner
+from ..parsers.errorlog import Scanner, open_block_start, slim
 from ..parsers.innodb_deadlock import Deadlock
 from ..parsers.pg_deadlock import PgScanner, detect_format
 
@@ -103,16 +103,15 @@ def _scan(fh: Any, offset: int, engine: str, final: bool) -> tuple[list[Deadlock
             out.extend(pg.close())
         return out, safe
     sc = Scanner()
-    for raw in data.splitlines(keepends=True):
-        sc.feed(raw[:MAX_LINE_BYTES].decode("utf-8", "replace"), pos)
-        pos += len(raw)
-        out.extend(sc.flush())
+    for line in slim(data):
+        sc.feed(line)
+        if sc.out:
+            out.extend(sc.flush())
     out.extend(sc.flush(quiet=True))
-    pending = sc.safe_offset  # a report still being written: re-read it next time
-    if final or pending is None:
+    if final or sc.block is None:
         out.extend(sc.close())
         return out, offset + len(data)
-    return out, pending
+    return out, offset + open_block_start(data)  # a report still being written: re-read it
 
 
 def _sibling_with_inode(path: Path, inode: int) -> Path | None:

@@ -40,6 +40,7 @@ _MONTHS = frozenset(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 )
 _START = "deadlock detected, dumping detailed information"
+_SLOW_FIRST = frozenset("JFMASONDI")  # month names (syslog) and "InnoDB:" need clean()
 SECTION = "LATEST DETECTED DEADLOCK"
 
 
@@ -148,7 +149,23 @@ class Scanner:
 
     def feed(self, raw: str, offset: int = 0) -> None:
         self.lines += 1
-        if raw[:1] == " " and is_record_dump(raw):
+        blk = self.block
+        c = raw[:1]
+        if (
+            blk is not None
+            and c.isalpha()
+            and c not in _SLOW_FIRST
+            and "eadlock detected" not in raw
+            and not raw.startswith("LATEST")
+        ):  # the common line inside a report: no prefix, no quoting, not a start
+            blk.lines += 1
+            if c in "RT" and raw.startswith(("RECORD LOCKS", "TABLE LOCK")):
+                self.recognised += 1
+            feed_line(blk.state, raw.rstrip())
+            if blk.lines > MAX_BLOCK_LINES:
+                self._close()
+            return
+        if c == " " and is_record_dump(raw):
             if self.block is not None:
                 self.block.lines += 1
             return  # row contents: most of a report's bytes
@@ -211,6 +228,44 @@ class Scanner:
     def close(self) -> list[Deadlock]:
         self._close()
         return self.flush()
+
+
+# Row contents after a lock (' 0: len 4; hex 80000001; asc ;;' / ' 1: SQL NULL;'): most of a
+# report's bytes and never structure, dropped from a whole buffer in one linear C-level pass.
+_DUMPS = re.compile(rb"\n(?: [0-9]{1,5}: [^\n]*|[ \t\r]*(?=\n))")
+_HEADERS = (b"deadlock detected, dumping detailed information", b"LATEST DETECTED DEADLOCK")
+CHUNK = 4 * 1024 * 1024
+
+
+def slim(data: bytes) -> list[str]:
+    """Complete lines of a byte buffer, record dumps dropped, decoded once."""
+    return _DUMPS.sub(b"", b"\n" + data)[1:].decode("utf-8", "replace").splitlines()
+
+
+def open_block_start(data: bytes) -> int:
+    """Offset in `data` of the line holding the last report header (0 if none)."""
+    k = max(data.rfind(h) for h in _HEADERS)
+    return data.rfind(b"\n", 0, k) + 1 if k >= 0 else 0
+
+
+def iter_deadlocks_bytes(
+    chunks: Iterable[bytes], scanner: Scanner | None = None
+) -> Iterator[Deadlock]:
+    """iter_deadlocks over a byte stream (a file read in big chunks): the fast path."""
+    sc = scanner if scanner is not None else Scanner()
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        for line in slim(data[:cut]):
+            sc.feed(line)
+            if sc.out:
+                yield from sc.flush()
+    if rest:
+        for line in slim(rest):
+            sc.feed(line)
+    yield from sc.close()
 
 
 def iter_deadlocks(lines: Iterable[str], scanner: Scanner | None = None) -> Iterator[Deadlock]:
