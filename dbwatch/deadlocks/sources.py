@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..errors import UsageError
-from ..parsers.errorlog import Scanner, iter_deadlocks
+from ..parsers.errorlog import CHUNK, Scanner, iter_deadlocks, iter_deadlocks_bytes
 from ..parsers.pg_deadlock import PgScanner, detect_format, iter_pg_deadlocks
 
 EXPECTED = (
@@ -72,19 +72,47 @@ def _is_pg(first: list[str]) -> bool:
     return False
 
 
+def open_binary(path: str) -> IO[bytes]:
+    """The file's bytes (gunzipped when gzip); binary files are refused."""
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 (handed to the caller's with-block)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    if raw.read(2) == b"\x1f\x8b":
+        raw.seek(0)
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    raw.seek(0)
+    return raw
+
+
+def _chunks(path: str, fh: IO[bytes]) -> Iterator[bytes]:
+    try:
+        first = True
+        while chunk := fh.read(CHUNK):
+            if first and b"\x00" in chunk[:8192]:
+                raise UsageError(f"{path}: a binary file, not a log or status text; {EXPECTED}")
+            first = False
+            yield chunk
+    except (EOFError, OSError, zlib.error) as exc:
+        raise UsageError(f"{path}: truncated or corrupt gzip ({exc}); {EXPECTED}") from None
+
+
 def read_log(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
     """Deadlock records (SPEC §6 shape with diagnosis) from an error log or PostgreSQL log."""
     from ..probes.innodb import deadlock_record
 
-    with open_text(path) as fh:
-        lines = _guarded(path, iter(fh))
-        head = list(itertools.islice(lines, 200))
-        stream = itertools.chain(head, lines)
+    with open_binary(path) as fh:
+        chunks = _chunks(path, fh)
+        first = next(chunks, b"")
+        head = first[:65536].decode("utf-8", "replace").splitlines()[:200]
+        stream = itertools.chain([first], chunks)
         if _is_pg(head):
             stats.kind = "postgresql log"
             pg = PgScanner()
             try:
-                for dl in iter_pg_deadlocks(stream, pg):
+                for dl in iter_pg_deadlocks(_lines(stream), pg):
                     yield deadlock_record(dl)
             finally:
                 stats.lines, stats.recognised = pg.lines, pg.recognised
@@ -92,10 +120,22 @@ def read_log(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
         stats.kind = "error log"
         sc = Scanner()
         try:
-            for dl in iter_deadlocks(stream, sc):
+            for dl in iter_deadlocks_bytes(stream, sc):
                 yield deadlock_record(dl)
         finally:
             stats.lines, stats.recognised = sc.lines, sc.recognised
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """Text lines (with their newline) from byte chunks, decoded once per chunk."""
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        yield from data[:cut].decode("utf-8", "replace").splitlines(keepends=True)
+    if rest:
+        yield rest.decode("utf-8", "replace")
 
 
 def read_status_file(path: str, stats: ReadStats) -> list[dict[str, Any]]:
