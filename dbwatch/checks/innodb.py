@@ -43,11 +43,45 @@ def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
     return counter - int(past[-1][1]) if past else None
 
 
+def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Finding]:
+    """MySQL 8.0.22+: one MY102 per deadlock in performance_schema.error_log (recent ones)."""
+    src = status.get("error_log") or {}
+    max_age = parse_duration(ctx.params.get("max_age", "24h"))
+    out = []
+    for rec in (src.get("deadlocks") or [])[-50:]:
+        age = _age(status, rec)
+        if age is not None and age > max_age:
+            continue
+        diag = rec.get("diagnosis") or {}
+        out.append(
+            ctx.finding(
+                severity=ctx.rule.severity,
+                subject=f"deadlock {rec.get('at')}",
+                summary=f"deadlock at {rec.get('at')} (performance_schema.error_log) — "
+                f"{diag.get('pattern', 'generic')}: {_victim_text(rec)}",
+                fix=str(diag.get("fix") or ""),
+                evidence={
+                    "deadlock": rec,
+                    "diagnosis": diag,
+                    "rules": diag.get("rules", []),
+                    "source": "performance_schema.error_log",
+                    "age_seconds": age,
+                },
+                identity=rec.get("key"),
+            )
+        )
+    return out
+
+
 @check("innodb_deadlock", mysql=["my.innodb_status", "my.innodb_counters"])
 def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     status = ctx.snapshot.section("my.innodb_status")
     counters = ctx.snapshot.section("my.innodb_counters")
     counter = counters.get("innodb_deadlocks")
+    from_table = _from_error_log_table(ctx, status)
+    if from_table:  # every deadlock, not only the latest: the status text adds nothing
+        yield from from_table
+        return
     dl = status.get("deadlock")
     since = _recent_deadlocks(ctx, counter)
     age = _age(status, dl) if dl else None
