@@ -126,10 +126,7 @@ def _queue_shape(
         return claim_vs_claim(dl, table)
     if claims and dl.too_deep:
         return claim_pileup(dl, table)
-    unknown = [n for n, k in kinds.items() if k == UNKNOWN]
-    if unknown or (claims and len(dl.transactions) >= 2 and len(claims) < len(kinds)):
-        if all(k in (UNKNOWN, OTHER) for k in kinds.values()) and not unknown:
-            return None
+    if any(k == UNKNOWN for k in kinds.values()):
         return queue_unclear(dl, table, kinds)
     return None
 
