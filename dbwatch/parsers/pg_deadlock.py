@@ -230,7 +230,9 @@ def _db_of(prefix: str) -> str | None:
         if tok.startswith("db="):
             return tok[3:] or None
         if "@" in tok and not tok.startswith("@"):
-            return tok.split("@", 1)[1].rstrip(":") or None
+            tail = tok.split("@", 1)[1]
+            end = next((i for i, ch in enumerate(tail) if not (ch.isalnum() or ch in "_$-")), None)
+            return tail[:end] or None
     return None
 
 
