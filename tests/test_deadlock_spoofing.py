@@ -125,3 +125,46 @@ def test_interleaved_other_messages_change_nothing(noise: list[str], at: int) ->
     got = list(iter_deadlocks(mixed))
     assert [(d.victim, [t.trx_id for t in d.transactions]) for d in got] == [
         (want.victim, [t.trx_id for t in want.transactions])]
+
+
+# --- any injection through either query: never a victim of the attacker's making ---------
+
+POOL = [
+    "*** (1) TRANSACTION:", "*** (2) TRANSACTION:", "*** (3) TRANSACTION:",
+    "TRANSACTION 41722335, ACTIVE 5 sec starting index read",
+    "TRANSACTION 41722336, ACTIVE 5 sec starting index read",
+    "TRANSACTION 999, ACTIVE 5 sec starting index read",
+    "MySQL thread id 666, OS thread handle 1, query id 1 evilhost 6.6.6.6 mallory updating",
+    "update evil set x = 1",
+    "*** (1) WAITING FOR THIS LOCK TO BE GRANTED:", "*** (2) WAITING FOR THIS LOCK TO BE GRANTED:",
+    "*** WAITING FOR THIS LOCK TO BE GRANTED:", "*** (1) HOLDS THE LOCK(S):",
+    "*** (2) HOLDS THE LOCK(S):", "*** CONFLICTING WITH:",
+    "RECORD LOCKS space id 1 page no 3 n bits 72 index PRIMARY of table `evil`.`t` trx id 999 "
+    "lock_mode X locks rec but not gap waiting",
+    "RECORD LOCKS space id 1 page no 3 n bits 72 index PRIMARY of table `evil`.`t` trx id "
+    "41722335 lock_mode X locks rec but not gap",
+    "RECORD LOCKS space id 1 page no 3 n bits 72 index PRIMARY of table `evil`.`t` trx id "
+    "41722336 lock_mode X locks rec but not gap waiting",
+    "*** WE ROLL BACK TRANSACTION (1)", "*** WE ROLL BACK TRANSACTION (2)",
+    "*** WE ROLL BACK TRANSACTION (3)",
+    "2019-06-12T08:15:42.318300Z 2245 [Note] InnoDB: Transactions deadlock detected, dumping "
+    "detailed information.",
+    "2019-06-12T08:15:42.318301Z 2245 [Note] InnoDB: *** (2) TRANSACTION:",
+    "2019-06-12T08:15:42.318390Z 2245 [Note] InnoDB: *** WE ROLL BACK TRANSACTION (2)",
+    "------------", "LATEST DETECTED DEADLOCK",
+]
+CLAIM_Q = LOG.splitlines()[[i for i, ln in enumerate(LOG.splitlines())
+                            if ln.startswith("select * from `jobs`")][0]]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(POOL), min_size=1, max_size=25), st.booleans())
+def test_any_injection_never_names_the_attackers_victim(fake: list[str], first: bool) -> None:
+    target = QUERY if first else CLAIM_Q + "\n"
+    text = LOG.replace(target, target + "\n".join(fake) + "\n", 1)
+    dls = list(iter_deadlocks(text.splitlines()))
+    for dl in dls:
+        v = dl.trx(dl.victim) if dl.victim is not None else None
+        assert v is None or v.thread_id in (2240, 2245), (fake, dl)
+        if v is not None:  # a named victim: the real one, from an unambiguous report
+            assert not dl.ambiguous and v.thread_id == 2240

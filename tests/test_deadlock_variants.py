@@ -180,3 +180,16 @@ def test_recognised_lines_counted() -> None:
     assert sc.recognised >= 8 and sc.lines > 30
     sc2 = Scanner()
     assert list(iter_deadlocks(["hello", "world", "*** not a report"], sc2)) == []
+
+
+@pytest.mark.parametrize("name", ["mariadb-laravel-queue-index.txt", "mariadb-opposite-order.txt",
+                                  "mysql8-manual-example-status.txt",
+                                  "mariadb-laravel-legacy-index.txt"])
+def test_whole_status_text_through_the_log_reader(name: str) -> None:
+    text = read(FIX / name)
+    want = parse_status(text).deadlock
+    assert want is not None
+    (got,) = found(text)
+    assert not got.ambiguous
+    assert [t.trx_id for t in got.transactions] == [t.trx_id for t in want.transactions]
+    assert got.victim == want.victim or want.victim_source != "printed"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import (
@@ -41,6 +41,7 @@ _MONTHS = frozenset(
 )
 _START = "deadlock detected, dumping detailed information"
 _SLOW_FIRST = frozenset("JFMASONDI")  # month names (syslog) and "InnoDB:" need clean()
+_SECTION_NAME = re.compile(r"^[A-Z][A-Z0-9 /_&(),.-]*$")
 SECTION = "LATEST DETECTED DEADLOCK"
 
 
@@ -124,17 +125,39 @@ class Scanner:
     structured: bool = False  # headers or prefixes seen: bare `*** (1)` no longer opens
     block: _Block | None = None
     out: list[Deadlock] = field(default_factory=list)
+    # The last finished report, held until what follows shows it was not cut short by text
+    # inside a query: orphan report lines or a suspect next report make it ambiguous too.
+    pending: Deadlock | None = None
+    rule_seen: bool = False  # a dashed rule inside a report: a section header must follow
 
     @property
     def safe_offset(self) -> int | None:
         return self.block.start if self.block is not None else None
 
+    def _taint(self, why: str) -> None:
+        p = self.pending
+        if p is not None and not p.ambiguous:
+            self.pending = replace(
+                p,
+                ambiguous=why,
+                victim=None,
+                victim_source="none",
+                transactions=tuple(replace(t, victim=False) for t in p.transactions),
+            )
+
     def _close(self) -> None:
-        if self.block is not None:
-            dl = finish(self.block.state)
-            if dl is not None:
-                self.out.append(dl)
-        self.block = None
+        blk, self.block = self.block, None
+        self.rule_seen = False
+        if blk is None:
+            return
+        dl = finish(blk.state)
+        if blk.state.problems:
+            self._taint("the next report's structure is broken: " + blk.state.problems[0])
+        if dl is None:
+            return
+        if self.pending is not None:
+            self.out.append(self.pending)
+        self.pending = dl
 
     def _open(self, ts: str | None, thread: str | None, offset: int) -> None:
         old = self.block
@@ -153,6 +176,7 @@ class Scanner:
         c = raw[:1]
         if (
             blk is not None
+            and not self.rule_seen
             and c.isalpha()
             and c not in _SLOW_FIRST
             and "eadlock detected" not in raw
@@ -203,12 +227,22 @@ class Scanner:
             feed_line(self.block.state, body)  # type: ignore[union-attr]
             return
         if blk is None:
+            # Every report's tail has `***` lines (its victim line at least); nothing else
+            # prints them: one outside a report is the rest of a report cut short by text
+            # inside a query.
             if body[:3] == "***":
                 self.recognised += 1
+                self._taint("report lines follow it outside any report")
             return
+        if self.rule_seen:
+            self.rule_seen = False
+            if _SECTION_NAME.match(body):
+                self._close()  # the next status section: the report is over
+                return
+            blk.state.suspect("a dashed rule inside the report")
         if body[:3] == "---" and not body.strip("-"):
             if blk.state.trxs:
-                self._close()  # a section rule: the status section is over
+                self.rule_seen = True
             return
         blk.lines += 1
         if body.startswith(("***", "RECORD LOCKS", "TABLE LOCK")):
@@ -218,16 +252,21 @@ class Scanner:
             self._close()
 
     def flush(self, quiet: bool = False) -> list[Deadlock]:
-        """Take the finished deadlocks. At the end of input (`quiet`), also the open block:
-        a report whose victim line was read is complete even if nothing follows it."""
-        if quiet and self.block is not None and self.block.state.done:
-            self._close()
+        """Take the finished deadlocks. At the end of input (`quiet`), also the open block
+        (a report whose victim line was read is complete even if nothing follows it) and the
+        one held for its successor."""
+        if quiet:
+            if self.block is not None and self.block.state.done:
+                self._close()
+            if self.pending is not None:
+                self.out.append(self.pending)
+                self.pending = None
         out, self.out = self.out, []
         return out
 
     def close(self) -> list[Deadlock]:
         self._close()
-        return self.flush()
+        return self.flush(quiet=True)
 
 
 # Row contents after a lock (' 0: len 4; hex 80000001; asc ;;' / ' 1: SQL NULL;'): most of a

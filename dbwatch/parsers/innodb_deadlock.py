@@ -222,6 +222,8 @@ def _on_star(st: _State, line: str) -> None:
     ):
         m = rx.match(line)
         if m:
+            if not st.trxs:
+                st.suspect(f"a {role} section before any transaction")
             if st.done:
                 st.suspect(f"a {role} section after the victim line")
                 return
@@ -235,6 +237,8 @@ def _on_star(st: _State, line: str) -> None:
             return
     m = _VICTIM.match(line)
     if m:
+        if not st.trxs:
+            st.suspect("a victim line before any transaction")
         if st.done:
             st.suspect("two victim lines")
             return
@@ -244,7 +248,10 @@ def _on_star(st: _State, line: str) -> None:
 
 
 def _on_lock(st: _State, lock: dict[str, Any]) -> None:
-    if not st.trxs or len(st.locks) >= MAX_LOCKS:
+    if not st.trxs:
+        st.suspect("a lock line before any transaction")
+        return
+    if len(st.locks) >= MAX_LOCKS:
         return
     cur = st.trxs[-1]
     if st.done:
@@ -313,14 +320,14 @@ def feed_line(st: _State, raw: str) -> None:
     if head[:1] == "*" and head.startswith("***"):
         _on_star(st, squeeze(head))
         return
-    if not st.trxs or not head:
+    if not head:
         return
-    if line[0] == " " and is_record_dump(line):
-        return
-    if head.startswith(("RECORD LOCKS", "TABLE LOCK")):
+    if head[0] in "RT" and head.startswith(("RECORD LOCKS", "TABLE LOCK")):
         lock = parse_lock_line(head)
         if lock is not None:
             _on_lock(st, lock)
+        return
+    if not st.trxs or (line[0] == " " and is_record_dump(line)):
         return
     if st.done:
         if head.startswith(_STRUCT_START) or head.startswith(("MySQL thread", "MariaDB thread")):
