@@ -77,3 +77,25 @@ def test_burst_becomes_one_finding(tmp_path: Path) -> None:
     (f,) = tail_findings(st, "t", "mysql", str(log))
     assert f.rule == "MY102" and f.evidence["count"] == 20 and "20 deadlocks" in f.summary
     assert st.deadlock_count("t") == 20
+
+
+def test_postgresql_logs_tailed(tmp_path: Path) -> None:
+    fix = Path(__file__).parent / "fixtures" / "pglog"
+    for name in ("pg15-stderr-debian-prefix.log", "pg15-csvlog.csv", "pg15-jsonlog.json"):
+        log = tmp_path / name
+        log.write_text("")
+        st = State(tmp_path / f"{name}.db")
+        assert tail_findings(st, "pg", "postgresql", str(log)) == []
+        text = (fix / name).read_text()
+        with log.open("a") as fh:
+            fh.write(text)
+        got = tail_findings(st, "pg", "postgresql", str(log))
+        if name.endswith(".csv"):  # the last CSV record waits for the next one to begin
+            with log.open("a") as fh:
+                fh.write(text.splitlines(keepends=True)[0])
+            got += tail_findings(st, "pg", "postgresql", str(log))
+        assert [f.rule for f in got] == ["PG102"], name
+        assert got[0].evidence["diagnosis"]["pattern"] == "queue-claim-vs-delete"
+        assert tail_findings(st, "pg", "postgresql", str(log)) == []
+        assert st.deadlock_count("pg") == 1
+        st.close()

@@ -87,6 +87,11 @@ def _scan(fh: Any, offset: int, engine: str, final: bool) -> tuple[list[Deadlock
         if fmt != "stderr":
             from ..parsers.pg_deadlock import iter_pg_deadlocks
 
+            if fmt == "csvlog" and not final:
+                # a CSV record may span lines (DETAIL): consume up to the last record start,
+                # the last record waits until the next one begins
+                k = data.rfind(b"\n2")
+                data = data[: k + 1] if k >= 0 else b""
             text = data.decode("utf-8", "replace").splitlines(keepends=True)
             return list(iter_pg_deadlocks(text, pg)), offset + len(data)
         safe = offset + len(data)
