@@ -20,11 +20,17 @@ sys.path.insert(0, str(ROOT))
 from dbwatch.daemon.state import State  # noqa: E402
 from dbwatch.deadlocks.live import tail_findings  # noqa: E402
 
-FIX = ROOT / "tests" / "fixtures" / "innodb" / "mariadb-error-log-excerpt.log"
+FIXTURES = {
+    # a MariaDB 10.11 legacy-index deadlock: 24 KB, 36 records listed under CONFLICTING WITH
+    "mariadb": ROOT / "tests" / "fixtures" / "innodb" / "mariadb-error-log-excerpt.log",
+    # a MySQL 5.7 Laravel claim-vs-delete: 2.8 KB
+    "mysql57": ROOT / "tests" / "fixtures" / "innodb" / "variants"
+    / "mysql57-laravel-jobs-cut-delete.log",
+}
 
 
-def one_report() -> str:
-    lines = FIX.read_text().splitlines(keepends=True)
+def one_report(kind: str = "mariadb") -> str:
+    lines = FIXTURES[kind].read_text().splitlines(keepends=True)
     start = next(i for i, ln in enumerate(lines) if "deadlock detected" in ln)
     end = next(i for i, ln in enumerate(lines) if "WE ROLL BACK" in ln) + 1
     return "".join(lines[start:end])
@@ -34,8 +40,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--report", choices=sorted(FIXTURES), default="mariadb")
     args = ap.parse_args()
-    base = one_report()
+    base = one_report(args.report)
+    ids = ("107448", "107462") if args.report == "mariadb" else ("41722335", "41722336")
     tmp = Path(tempfile.mkdtemp(prefix="dbwatch-bench-tail-"))
     log = tmp / "error.log"
     log.write_text("")
@@ -49,7 +57,7 @@ def main() -> None:
         tick = time.perf_counter()
         with log.open("a") as fh:
             for _ in range(args.rate):
-                text = base.replace("107448", f"7{n:07d}1").replace("107462", f"7{n:07d}2")
+                text = base.replace(ids[0], f"7{n:07d}1").replace(ids[1], f"7{n:07d}2")
                 fh.write(text)
                 wrote += len(text)
                 n += 1
@@ -60,7 +68,7 @@ def main() -> None:
     wall = time.perf_counter() - t0
     recorded = state.deadlock_count("t")
     print(json.dumps({
-        "rate_per_s": args.rate, "seconds": args.seconds, "deadlocks_written": n,
+        "report": args.report, "report_bytes": len(base), "rate_per_s": args.rate, "seconds": args.seconds, "deadlocks_written": n,
         "recorded": recorded, "bytes": wrote, "hook_cpu_s": round(cpu, 3),
         "share_of_one_core_pct": round(100 * cpu / wall, 2),
         "cpu_ms_per_deadlock": round(1000 * cpu / max(n, 1), 3),
