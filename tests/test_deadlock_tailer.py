@@ -99,3 +99,9 @@ def test_postgresql_logs_tailed(tmp_path: Path) -> None:
         assert tail_findings(st, "pg", "postgresql", str(log)) == []
         assert st.deadlock_count("pg") == 1
         st.close()
+
+
+def test_missing_log_changes_nothing(tmp_path: Path) -> None:
+    st = State(tmp_path / "s.db")
+    assert tail_findings(st, "t", "mysql", str(tmp_path / "absent.log")) == []
+    assert st.deadlock_count("t") == 0

@@ -148,13 +148,22 @@ def _sibling_copy(path: Path, pos: Position) -> Path | None:
 
 
 def poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
-    """New deadlocks since `pos` and the position to save. A first look starts at the end
-    (old deadlocks are history, not news) unless the file is new (offset 0)."""
+    """New deadlocks since `pos` and the position to save; an unreadable file is logged once
+    and changes nothing."""
     try:
-        st = path.stat()
+        return _poll(path, engine, pos)
     except OSError as exc:
-        log.warning("log_file %s: cannot read: %s", path, exc.strerror)
+        if str(path) not in _WARNED:
+            _WARNED.add(str(path))
+            log.warning("log_file %s: cannot read: %s", path, exc.strerror or exc)
         return [], pos
+
+
+def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
+    """A first look starts at the end: what is already in the log is history (read it with
+    `dbwatch deadlocks --log`), not news to alert on."""
+    st = path.stat()
+    _WARNED.discard(str(path))
     found: list[Deadlock] = []
     offset = 0
     if pos is None:
@@ -187,6 +196,7 @@ def poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock],
 
 
 META_KEY = "deadlock-log:{target}"
+_WARNED: set[str] = set()
 
 
 def load_position(state: Any, target: str) -> Position | None:
