@@ -11,6 +11,7 @@ from typing import Any
 
 from . import __version__
 from .errors import ConfigError, DbwatchError, TargetError
+from .targets.secrets import install_log_filter, scrub
 
 log = logging.getLogger("dbwatch")
 # Every command lives in dbwatch/commands/<name>.py with HELP, add_arguments(parser) and run(args).
@@ -39,6 +40,7 @@ def _setup_logging(debug: bool) -> None:
         level=logging.DEBUG if debug else logging.WARNING,
         format="dbwatch: %(levelname)s %(name)s: %(message)s",
     )
+    install_log_filter()  # no password ever reaches a log line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,10 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dbwatch: config error: {problem}", file=sys.stderr)
         return 3
     except TargetError as exc:
-        print(f"dbwatch: {exc}", file=sys.stderr)
+        print(scrub(f"dbwatch: {exc}"), file=sys.stderr)
         return 3
     except DbwatchError as exc:
-        print(f"dbwatch: {exc}", file=sys.stderr)
+        print(scrub(f"dbwatch: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("dbwatch: interrupted", file=sys.stderr)
@@ -68,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(
-            f"dbwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            scrub(f"dbwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),
             file=sys.stderr,
         )
         return 3

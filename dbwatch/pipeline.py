@@ -15,7 +15,7 @@ from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_neede
 from .findings import Finding, severity_rank
 from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import TargetSpec, open_target
+from .targets import TargetSpec, open_target, scrub
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -103,6 +103,25 @@ def probe_target(
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
 
 
+def contained_probe_target(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    selection: Selection,
+    state: Any = None,
+    cache: ProbeCache | None = None,
+) -> TargetResult:
+    """probe_target, with a bug anywhere in it reported against this target only."""
+    try:
+        return probe_target(spec, catalogue, config, selection, state, cache)
+    except Exception as exc:  # one target's bug must not lose the others
+        log.exception("audit of %s failed", spec.name)
+        err = TargetError(spec.name, scrub(f"internal error: {type(exc).__name__}: {exc}", spec))
+        snap = unreachable_snapshot(spec.name, spec.engine, err)
+        ev = evaluate(snap, catalogue, config, Selection(), state)
+        return TargetResult(spec, snap, ev, error=err.detail)
+
+
 def run_audit(
     specs: list[TargetSpec],
     catalogue: dict[str, Rule],
@@ -113,5 +132,7 @@ def run_audit(
     if not specs:
         return AuditResult([])
     with ThreadPoolExecutor(max_workers=min(8, len(specs))) as pool:
-        results = list(pool.map(lambda s: probe_target(s, catalogue, config, selection), specs))
+        results = list(
+            pool.map(lambda s: contained_probe_target(s, catalogue, config, selection), specs)
+        )
     return AuditResult(results)

@@ -13,7 +13,7 @@ from ..pipeline import AuditResult, run_audit
 from ..report import render
 from ..sqlpatterns.logs import analyse_logs
 from ..targets import TargetSpec
-from .common import add_common, load_all, prefixes, resolve_targets
+from .common import add_common, add_password_file, load_all, prefixes, resolve_targets
 
 HELP = "one pass of every selected rule over every target"
 
@@ -21,6 +21,7 @@ HELP = "one pass of every selected rule over every target"
 def add_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(a)
+    add_password_file(a)
     a.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
     a.add_argument("--select", action="append", help="only rules with these ID prefixes (PG,QU3)")
     a.add_argument("--ignore", action="append", help="skip rules with these ID prefixes")
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.log and not args.targets:
         specs: list[TargetSpec] = []
     else:
-        specs = resolve_targets(args.targets, config)
+        specs = resolve_targets(args.targets, config, password_file=args.password_file)
     result = run_audit(specs, catalogue, config, selection) if specs else AuditResult([])
     if args.log:
         result.extra_findings.extend(audit_logs(args.log, args.server_version, result, selection))

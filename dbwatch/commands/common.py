@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from collections.abc import Sequence
 
 from ..catalogue import Rule, load_catalogue
 from ..config import Config, TargetConfig, find_config_path, load_config
-from ..targets import TargetSpec, default_targets, spec_for
+from ..targets import TargetSpec, default_targets, spec_for, spec_from_config, with_password_file
 
 
 def prefixes(values: list[str] | None) -> tuple[str, ...]:
@@ -25,27 +24,32 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="log debug messages and show tracebacks")
 
 
+def add_password_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--password-file",
+        metavar="FILE",
+        help="read the password from FILE's first line (keeps it out of ps and shell history)",
+    )
+
+
 def load_all(config_arg: str | None) -> tuple[dict[str, Rule], Config]:
     catalogue = load_catalogue()
     return catalogue, load_config(find_config_path(config_arg), catalogue)
 
 
-def _with_config(spec: TargetSpec, target: TargetConfig) -> TargetSpec:
-    """Per-target settings the probes read (queue retry_after)."""
-    return dataclasses.replace(spec, retry_after=target.retry_after)
-
-
-def resolve_targets(names: Sequence[str], config: Config, say: bool = True) -> list[TargetSpec]:
-    """URLs or configured names; else the config's targets; else DBWATCH_TARGETS / local defaults."""
-    by_name = {t.name: t for t in config.targets}
+def resolve_targets(
+    names: Sequence[str], config: Config, say: bool = True, password_file: str | None = None
+) -> list[TargetSpec]:
+    """URLs or configured names; else the config's targets; else DBWATCH_TARGETS / local defaults.
+    Configured targets are built by targets.spec_from_config, as in the daemon."""
+    by_name: dict[str, TargetConfig] = {t.name: t for t in config.targets}
     if names:
-        return [
-            _with_config(spec_for(by_name[n].url, n), by_name[n]) if n in by_name else spec_for(n)
-            for n in names
-        ]
+        specs = [spec_from_config(by_name[n]) if n in by_name else spec_for(n) for n in names]
+        return [with_password_file(s, password_file) for s in specs]
     if config.targets:
-        return [_with_config(spec_for(t.url, t.name), t) for t in config.targets]
-    specs = default_targets()
+        specs = [spec_from_config(t) for t in config.targets]
+        return [with_password_file(s, password_file) for s in specs]
+    specs = [with_password_file(s, password_file) for s in default_targets()]
     if say:
         src = "DBWATCH_TARGETS" if os.environ.get("DBWATCH_TARGETS") else "local defaults"
         print(

@@ -32,6 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=0, help="show only the last N deadlocks")
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.add_argument("--config", "-c")
+    p.add_argument("--password-file", metavar="FILE", help="read the target's password from FILE")
     p.add_argument("--debug", action="store_true")
 
 
@@ -71,7 +72,9 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
     from .common import load_all, resolve_targets
 
     _, config = load_all(args.config)
-    specs = resolve_targets([args.target] if args.target else [], config, say=False)
+    specs = resolve_targets(
+        [args.target] if args.target else [], config, say=False, password_file=args.password_file
+    )
     specs = [s for s in specs if s.engine == "mysql"]
     if len(specs) != 1:
         raise UsageError("name one mysql:// target (or use --file / --error-log / --history)")

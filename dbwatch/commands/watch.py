@@ -13,6 +13,7 @@ from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
 from ..daemon.state import State, default_state_path
 from ..errors import UsageError
+from ..targets.secrets import install_log_filter
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -47,7 +48,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        if record.exc_info:
+        if record.exc_text:  # set, and scrubbed, by the ScrubFilter
+            doc["exc"] = record.exc_text
+        elif record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
         return json.dumps(doc, default=str)
 
@@ -61,6 +64,7 @@ def setup_logging(fmt: str, debug: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.INFO, handlers=[handler], force=True
     )
+    install_log_filter([handler])  # no password ever reaches the daemon's log
     # dbwatch.daemon.scheduler reports skipped cycles itself, once per episode.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ProbeError, TargetError
 from ..snapshot import ProbeFailure, Snapshot
-from ..targets import Connection
+from ..targets import Connection, scrub
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).with_name("sql")
@@ -151,6 +151,14 @@ def run_probes(
             grant = exc.grant or (p.grant if exc.privilege else None)
             failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
             log.debug("probe %s on %s failed: %s", name, target, exc.detail)
+            sections[name] = None
+            continue
+        except TargetError:
+            raise  # the connection is gone: the whole target is unreachable
+        except Exception as exc:  # a bug in one probe: its rules are unknown, the rest reports
+            log.exception("probe %s on %s raised", name, target)
+            why = scrub(f"internal error: {type(exc).__name__}: {exc}", conn.spec)
+            failures.append(ProbeFailure(name, f"{why} (a dbwatch bug: please report it)"))
             sections[name] = None
             continue
         if stats is not None:

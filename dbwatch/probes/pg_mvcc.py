@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ProbeError, TargetError
-from ..targets import Connection, TargetSpec, open_target, spec_for
+from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from . import PartialResult, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def _peer(config: Any, name: str, fetch: Any) -> dict[str, Any]:
         out["error"] = f"no configured target named {name!r}"
         return out
     try:
-        with _session(spec_for(tc.url, tc.name)) as peer:
+        with _session(spec_from_config(tc)) as peer:
             out.update(fetch(peer))
     except (TargetError, ProbeError) as exc:
         out["error"] = str(exc)
