@@ -119,3 +119,71 @@ def test_my001_optional_lock_waits_is_probed_but_never_required() -> None:
     chk = load_checks()[CAT["MY001"].check]
     assert "my.lock_waits" in chk.probes_for("mariadb")
     assert chk.sections_for("mariadb") == ("my.trx",)
+
+
+PRIMARY = {"in_recovery": False, "hot_standby_feedback": "off"}
+
+
+def hz(backends: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"instance": PRIMARY, "backends": backends, "prepared": [], "slots": [],
+            "replication": [], "primary": None, "standbys": []}
+
+
+def holder(pid: int, xid_age: int, secs: float, user: str, db: str = "shop") -> dict[str, Any]:
+    return {"pid": pid, "database": db, "user": user, "application": "w", "client_addr": None,
+            "backend_start": "b", "xact_start": "x", "state": "idle in transaction",
+            "backend_xid": None, "backend_xmin": "100", "xid_age": xid_age, "xact_seconds": secs,
+            "query": "select 1"}
+
+
+def dead(**kw: Any) -> dict[str, Any]:
+    return {"tables": [{"database": "shop", "schema": "Sales", "table": "jobs", "n_dead_tup": 5000,
+                        "n_live_tup": 10, "vacuum_seconds_ago": None, "autovacuum_count": 0,
+                        "queue": True, **kw}]}
+
+
+def test_pg202_names_autovacuum_off_on_the_table() -> None:
+    f, = run("PG202", "postgresql", 150000, **{"pg.horizon": hz([]),
+             "pg.dead_tuples": dead(server_autovacuum="on", table_autovacuum_enabled="false")})
+    assert "autovacuum_enabled = false" in f.summary and "not caught up" not in f.summary
+    assert 'ALTER TABLE "Sales"."jobs" SET (autovacuum_enabled = on);' in f.fix
+    assert "VACUUM (VERBOSE) \"Sales\".\"jobs\"" in f.fix and "scale_factor" not in f.fix
+    assert f.evidence["autovacuum"] == "off (table)"
+
+
+def test_pg202_names_autovacuum_off_on_the_server() -> None:
+    f, = run("PG202", "postgresql", 150000, **{"pg.horizon": hz([]),
+             "pg.dead_tuples": dead(server_autovacuum="off")})
+    assert "autovacuum = off" in f.summary
+    assert "ALTER SYSTEM SET autovacuum = on" in f.fix and "scale_factor" not in f.fix
+
+
+def test_pg202_without_autovacuum_off_keeps_the_tuning_advice() -> None:
+    f, = run("PG202", "postgresql", 150000, **{"pg.horizon": hz([]),
+             "pg.dead_tuples": dead(server_autovacuum="on")})
+    assert "not caught up" in f.summary and "scale_factor" in f.fix
+
+
+def test_pg201_pg202_rank_every_holder_oldest_first() -> None:
+    sections = {"pg.horizon": hz([holder(7, 9000, 900.0, "etl"), holder(8, 4000, 300.0, "web"),
+                                  holder(9, 10, 0.5, "young")]),
+                "pg.dead_tuples": dead(server_autovacuum="on")}
+    f, = run("PG202", "postgresql", 150000, **sections)
+    ranked = f.evidence["holders_ranked"]
+    assert [h["pid"] for h in ranked] == [7, 8]          # the 0.5 s one pins nothing old
+    assert "pg_terminate_backend(7)" in f.fix and "pg_terminate_backend(8)" in f.fix
+    assert f.fix.index("(7)") < f.fix.index("(8)") and "1 more holder" in f.summary
+    assert 'ALTER ROLE "etl" IN DATABASE "shop"' in f.fix
+    found = {x.subject: x for x in run("PG201", "postgresql", 150000, **sections)}
+    first = found["pid 7"]
+    assert [h["pid"] for h in first.evidence["holders_ranked"]] == [7, 8, 9]
+    assert "holder 1 of 3" in first.summary
+    assert "next holder, pid 8" in first.fix and "pg_terminate_backend(8)" in first.fix
+
+
+def test_pg201_holders_of_other_databases_are_not_ranked_together() -> None:
+    sections = {"pg.horizon": hz([holder(7, 9000, 900.0, "etl"),
+                                  holder(8, 4000, 900.0, "web", db="other")])}
+    found = {x.subject: x for x in run("PG201", "postgresql", 150000, **sections)}
+    assert [h["pid"] for h in found["pid 7"].evidence["holders_ranked"]] == [7]
+    assert "next holder" not in found["pid 7"].fix
