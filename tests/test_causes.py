@@ -156,6 +156,10 @@ def test_pg202_names_autovacuum_off_on_the_server() -> None:
              "pg.dead_tuples": dead(server_autovacuum="off")})
     assert "autovacuum = off" in f.summary
     assert "ALTER SYSTEM SET autovacuum = on" in f.fix and "scale_factor" not in f.fix
+    f, = run("PG202", "postgresql", 150000, **{"pg.horizon": hz([]),
+             "pg.dead_tuples": dead(server_autovacuum="off", table_autovacuum_enabled="off")})
+    assert "autovacuum = off" in f.summary and "autovacuum_enabled = false" in f.summary
+    assert "ALTER SYSTEM" in f.fix and "SET (autovacuum_enabled = on)" in f.fix
 
 
 def test_pg202_without_autovacuum_off_keeps_the_tuning_advice() -> None:

@@ -202,21 +202,22 @@ def _age_text(h: Holder) -> str:
 
 
 def autovacuum_off(t: dict[str, Any]) -> str | None:
-    """'server' (autovacuum = off), 'table' (autovacuum_enabled = false) or None."""
-    if str(t.get("server_autovacuum") or "").lower() == "off":
-        return "server"
-    if str(t.get("table_autovacuum_enabled") or "").lower() in ("false", "off", "no", "0"):
-        return "table"
-    return None
+    """'server' (autovacuum = off), 'table' (autovacuum_enabled = false), 'server and table'
+    (both: turning the server's on would still leave this table out), or None."""
+    server = str(t.get("server_autovacuum") or "").lower() == "off"
+    table = str(t.get("table_autovacuum_enabled") or "").lower() in ("false", "off", "no", "0")
+    return " and ".join(w for w, off in (("server", server), ("table", table)) if off) or None
 
 
 def _autovacuum_fix(off: str, name: str) -> str:
-    if off == "table":
-        return f"ALTER TABLE {name} SET (autovacuum_enabled = on);"
-    return (
-        "turn autovacuum on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf(); "
-        "(and check postgresql.conf: it overrides nothing set by ALTER SYSTEM)"
-    )
+    fixes = []
+    if "server" in off:
+        fixes.append(
+            "turn autovacuum on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();"
+        )
+    if "table" in off:
+        fixes.append(f"ALTER TABLE {name} SET (autovacuum_enabled = on);")
+    return " ".join(fixes)
 
 
 def _pg202_fix(t: dict[str, Any], pins: list[Holder], off: str | None) -> str:
@@ -243,11 +244,14 @@ def _pg202_fix(t: dict[str, Any], pins: list[Holder], off: str | None) -> str:
 
 
 def _no_holder_cause(off: str | None) -> str:
-    if off == "server":
-        return "autovacuum is off on the server (autovacuum = off): nothing vacuums this table"
-    if off == "table":
-        return "autovacuum is off for this table (autovacuum_enabled = false)"
-    return "no horizon holder: autovacuum has not caught up"
+    if not off:
+        return "no horizon holder: autovacuum has not caught up"
+    why = []
+    if "server" in off:
+        why.append("on the server (autovacuum = off)")
+    if "table" in off:
+        why.append("for this table (autovacuum_enabled = false)")
+    return f"autovacuum is off {' and '.join(why)}: nothing vacuums this table"
 
 
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
