@@ -13,6 +13,7 @@ from . import CheckContext, check
 from .lockgraph import LockGraph
 from .pg_horizon import IDLE
 from .pg_mvcc import history
+from .session_advice import pg_role_setting
 
 
 def _wait(s: dict[str, Any]) -> float:
@@ -34,7 +35,7 @@ def _root_fix(root: dict[str, Any] | None, pid: int) -> str:
     if root is not None and root.get("state") in IDLE:
         return (
             f"The root is idle in transaction: SELECT pg_terminate_backend({pid}); and "
-            "prevent it with idle_in_transaction_session_timeout"
+            "prevent it: " + pg_role_setting(root, "idle_in_transaction_session_timeout", "5min")
         )
     return (
         f"Look at the root (pid {pid}) in pg_stat_activity; if it is runaway or DDL: "
