@@ -56,6 +56,12 @@ def test_percent_encoded_password_decodes_and_last_at_splits() -> None:
     assert parse_url("mysql://u:a:b@h/db").password == "a:b"
 
 
+def test_query_password_is_masked_and_registered() -> None:
+    spec = spec_for("postgresql://u@h/db?sslmode=require&password=Qu3ryPw")
+    assert "Qu3ry" not in spec.name and "password=***" in spec.name
+    assert "Qu3ry" not in scrub("libpq said Qu3ryPw")
+
+
 def test_unparseable_url_never_shows_the_password() -> None:
     url = "postgresql://u:Secr3tPass@[127.0.0.1/db"
     with pytest.raises(TargetError) as err:

@@ -9,6 +9,7 @@ number from 1 to 65535. Errors never show the password: they carry the redacted 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, unquote
 
@@ -32,18 +33,22 @@ class ParsedUrl:
         return f"{self.scheme}://{user}{self.rest}"
 
 
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """The URL with its password replaced by ***; works on any string, parseable or not."""
+    """The URL with its password (user info or ?password=) replaced by ***; works on any
+    string, parseable or not."""
     text = str(url)
     scheme, sep, rest = text.partition("://")
     if not sep:
         scheme, rest = "", text
-    if "@" not in rest:
-        return text
-    userinfo, _, after = rest.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    masked = f"{user}{':***' if colon else ''}@{after}"
-    return f"{scheme}://{masked}" if sep else masked
+    if "@" in rest:
+        userinfo, _, after = rest.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        rest = f"{user}{':***' if colon else ''}@{after}"
+    rest = _QUERY_PASSWORD.sub(r"\1***", rest)
+    return f"{scheme}://{rest}" if sep else rest
 
 
 def _fail(url: str, message: str) -> TargetError:
