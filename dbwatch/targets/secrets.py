@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -21,20 +22,39 @@ MAX_WINDOW = 64
 MIN_SECRET = 3  # a whole password this short is still masked where it appears whole
 ENV_SECRETS = ("PGPASSWORD", "MYSQL_PWD")
 
+
+@dataclass(frozen=True)
+class _Pattern:
+    """One secret's lower-cased fragments, prepared once (scrub runs on every log line)."""
+
+    frags: frozenset[str]
+    longest: int
+    shortest: int
+    heads: frozenset[str]  # every fragment starts with one: a linear pre-filter
+
+    @classmethod
+    def of(cls, secret: str) -> _Pattern:
+        frags = _fragments_of(secret)
+        shortest = min(len(f) for f in frags)
+        return cls(
+            frags, max(len(f) for f in frags), shortest, frozenset(f[:shortest] for f in frags)
+        )
+
+
 _lock = threading.Lock()
-_secrets: set[str] = set()
-_fragments: dict[str, frozenset[str]] = {}  # secret -> its lower-cased fragments
+_patterns: dict[str, _Pattern] = {}  # secret (and its percent-encoded form) -> pattern
 
 
 def register_secret(secret: str | None) -> None:
     """Remember a password so every later scrub() removes it (process-wide)."""
     if not secret or len(secret) < MIN_SECRET:
         return
-    with _lock:
-        for variant in {secret, quote(secret, safe="")}:
-            if variant not in _fragments:
-                _secrets.add(variant)
-                _fragments[variant] = _fragments_of(variant)
+    for variant in {secret, quote(secret, safe="")}:
+        if variant in _patterns:
+            continue
+        pattern = _Pattern.of(variant)
+        with _lock:
+            _patterns[variant] = pattern
 
 
 def _fragments_of(secret: str) -> frozenset[str]:
@@ -48,24 +68,21 @@ def _fragments_of(secret: str) -> frozenset[str]:
     )
 
 
-def _known(extra: Iterable[str | None]) -> list[frozenset[str]]:
+def _known(extra: Iterable[str | None]) -> list[_Pattern]:
     for name in ENV_SECRETS:
         register_secret(os.environ.get(name))
     for secret in extra:
         register_secret(secret)
     with _lock:
-        return list(_fragments.values())
+        return list(_patterns.values())
 
 
 def scrub(text: object, extra: Iterable[str | None] = ()) -> str:
     """The text with every registered password (and `extra`) and every fragment of one
     (>= 4 characters, any case) replaced by ***."""
     out = str(text)
-    for frags in _known(extra):
-        longest = max((len(f) for f in frags), default=0)
-        if longest == 0:
-            continue
-        out = _mask(out, frags, longest)
+    for pattern in _known(extra):
+        out = _mask(out, pattern)
     return out
 
 
@@ -76,7 +93,7 @@ def scrub_opt(text: str | None) -> str | None:
 def scrub_tree(value: Any) -> Any:
     """scrub() applied to every string (keys too) of a JSON-like structure."""
     if isinstance(value, str):
-        return scrub(value) if _fragments else value
+        return scrub(value) if _patterns else value
     if isinstance(value, dict):
         return {scrub_tree(k): scrub_tree(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -84,25 +101,32 @@ def scrub_tree(value: Any) -> Any:
     return value
 
 
-def _mask(text: str, frags: frozenset[str], longest: int) -> str:
+def _starts(low: str, heads: frozenset[str]) -> list[int]:
+    """Every position where a fragment may start (str.find runs at C speed)."""
+    out: set[int] = set()
+    for head in heads:
+        pos = low.find(head)
+        while pos >= 0:
+            out.add(pos)
+            pos = low.find(head, pos + 1)
+    return sorted(out)
+
+
+def _mask(text: str, p: _Pattern) -> str:
     low = text.lower()
-    shortest = min(len(f) for f in frags)
+    starts = _starts(low, p.heads)
+    if not starts:
+        return text
     pieces: list[str] = []
-    i = start = 0
-    n = len(text)
-    while i < n:
-        hit = 0
-        for size in range(min(longest, n - i), shortest - 1, -1):
-            if low[i : i + size] in frags:
-                hit = size
+    start = 0  # text[start:] is not yet copied; masks never overlap
+    for i in starts:
+        if i < start:
+            continue
+        for size in range(min(p.longest, len(text) - i), p.shortest - 1, -1):
+            if low[i : i + size] in p.frags:
+                pieces += [text[start:i], MASK]
+                start = i + size
                 break
-        if hit:
-            pieces.append(text[start:i])
-            pieces.append(MASK)
-            i += hit
-            start = i
-        else:
-            i += 1
     pieces.append(text[start:])
     return "".join(pieces)
 
