@@ -176,3 +176,30 @@ def test_every_key_with_a_wrong_type_is_a_config_error_never_a_crash() -> None:
             with pytest.raises(ConfigError) as err:
                 parse_config({"rules": {"PG001": {"params": value}}}, "f.toml", cat)
             assert "rules.PG001.params" in str(err.value)
+
+
+def _cli(*args: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "dbwatch", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_bad_ports_and_unparseable_urls_one_line_exit_3() -> None:
+    for url, needle in (("mysql://root@127.0.0.1:99999/x", "port '99999'"),
+                        ("mysql://root@127.0.0.1:abc/x", "port 'abc'"),
+                        ("postgresql://u:Secr3tPass@[127.0.0.1/db", "unbalanced '['")):
+        proc = _cli("audit", url)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert proc.returncode == 3 and len(lines) == 1 and needle in lines[0], proc.stderr
+        assert "Secr3t" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_config_check_wrong_type_names_file_and_key(tmp_path: object) -> None:
+    from pathlib import Path
+    cfg = Path(str(tmp_path)) / "c.toml"
+    cfg.write_text('[rules.PG001]\nthresholds = "5m"\n[[targets]]\nurl = "mysql://r@h:0/x"\n')
+    proc = _cli("config", "check", "--config", str(cfg))
+    assert proc.returncode == 3 and "internal error" not in proc.stderr
+    assert f"{cfg}: rules.PG001.thresholds: expected a table" in proc.stderr
+    assert f"{cfg}: targets[0].url: port '0'" in proc.stderr
