@@ -43,7 +43,8 @@ def pg(pid: int, state: str, xact: float, query: float, **kw: Any) -> dict[str, 
     return {"pid": pid, "user": kw.pop("user", "billing app"), "application": "w",
             "database": kw.pop("database", "shop"), "state": state, "xact_seconds": xact,
             "query_seconds": query, "state_seconds": query, "backend_type": "client backend",
-            "backend_start": "b", "xact_start": "x", "query": "q", **kw}
+            "backend_start": "2026-01-01T00:00:00+00:00", "xact_start": "2026-01-01T00:01:00+00:00",
+            "query": "q", **kw}
 
 
 def test_pg001_active_long_query_gets_statement_timeout_with_the_real_role() -> None:
@@ -191,3 +192,16 @@ def test_pg201_holders_of_other_databases_are_not_ranked_together() -> None:
     found = {x.subject: x for x in run("PG201", "postgresql", 150000, **sections)}
     assert [h["pid"] for h in found["pid 7"].evidence["holders_ranked"]] == [7]
     assert "next holder" not in found["pid 7"].fix
+
+
+def test_daemon_terminate_never_acts_on_a_waiter() -> None:
+    from dbwatch.actions.guards import identity_of
+    rows = [trx(40, 900, "Sleep"), trx(42, 600, state="LOCK WAIT")]
+    found = {f.subject: f for f in run("MY001", "mariadb", 101100,
+                                       **{"my.trx": rows, "my.lock_waits": WAITS})}
+    assert not identity_of(found["thread 42"]).usable
+    assert identity_of(found["thread 40"]).usable
+    sessions = [pg(1, "idle in transaction", 1000, 990, user="etl"),
+                pg(2, "active", 900, 899, blocked_by=[1], wait_event_type="Lock")]
+    pgf = {f.subject: f for f in run("PG001", "postgresql", 150000, **{"pg.sessions": sessions})}
+    assert not identity_of(pgf["pid 2"]).usable and identity_of(pgf["pid 1"]).usable

@@ -417,6 +417,10 @@ def identity_of(f: Finding) -> Identity:
     """A lock finding points at its chain's root; the others at their own session."""
     ev = f.evidence
     prefix = "root_" if f.rule in LOCK_RULES else ""
+    if not prefix and ev.get("waiting_for_lock"):
+        return (
+            Identity()
+        )  # a transaction waiting for a lock is not the cause: its fix names the root
     pid, thread = ev.get(f"{prefix}pid"), ev.get(f"{prefix}thread_id")
     if pid is not None:
         xkey = f"{prefix}xact_start"

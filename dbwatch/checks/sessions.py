@@ -68,7 +68,12 @@ def _pg_advice(ctx: CheckContext, s: dict[str, Any], ev: dict[str, Any]) -> tupl
     if blocked is None:
         return pg_fix(s, ctx.snapshot.version_num), None
     root = graph.root_of(s["pid"])
-    ev |= {"blocked_by": graph.blockers(s["pid"]), "root_pid": root, "chain": graph.chain(s["pid"])}
+    ev |= {
+        "waiting_for_lock": True,
+        "blocked_by": list(graph.blockers(s["pid"])),
+        "root_pid": root,
+        "chain": graph.chain(s["pid"]),
+    }
     return blocked, (f"; it is waiting for a lock held by pid {root}" if root is not None else None)
 
 
