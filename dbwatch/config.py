@@ -12,6 +12,7 @@ from typing import Any
 from .catalogue import Rule, Thresholds, build_thresholds
 from .durations import parse_count, parse_duration
 from .errors import ConfigError, TargetError
+from .targets.secrets import register_secret
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ALERT_KINDS = ("webhook", "slack", "alertmanager")
@@ -343,11 +344,13 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         sev = col.get(a, where, "min_severity", "str", "warning")
         if sev not in ("warning", "critical"):
             col.err(f"{where}.min_severity", "must be warning or critical")
+        secret = col.get(a, where, "secret", "str", None) or None
+        register_secret(secret)  # never echoed in a message, log line or payload
         out.append(
             AlertConfig(
                 kind=kind,
                 url=url,
-                secret=col.get(a, where, "secret", "str", None) or None,
+                secret=secret,
                 min_severity=sev,
                 repeat_interval=col.get(a, where, "repeat_interval", "duration", 4 * 3600.0),
                 send_resolved=col.get(a, where, "send_resolved", "bool", True),
