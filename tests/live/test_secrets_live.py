@@ -81,6 +81,15 @@ def test_raw_password_with_every_reserved_character_connects(my_user: str) -> No
     assert not leaks(proc.stdout + proc.stderr)
 
 
+def test_postgres_url_with_the_same_password_parses_and_connects() -> None:
+    # the local server trusts 127.0.0.1: the password is sent and ignored, the URL must parse
+    url = f"postgresql://postgres:{PASSWORD}@127.0.0.1:5432/test"
+    proc = run("audit", url, "--select", "PG5", "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["targets"][0]["status"] == "ok", proc.stderr
+    assert not leaks(proc.stdout + proc.stderr)
+
+
 def test_wrong_password_and_dead_ports_leak_nothing(my_user: str) -> None:
     dead = free_port()
     urls = [
