@@ -144,3 +144,36 @@ def test_daemon_log_state_and_alert_payloads_leak_nothing(my_user: str, tmp_path
     assert "fromfile" in status.stdout
     bad = [line for line in status.stdout.splitlines() if "fromfile" in line or "good" in line]
     assert bad and not any("unreachable" in line for line in bad), status.stdout
+
+
+def test_a_password_quoted_in_another_sessions_query_is_masked(tmp_path: Path) -> None:
+    import time
+
+    import psycopg
+    from conftest import PG_URL
+    busy = psycopg.connect(PG_URL, autocommit=True, application_name="leaky-admin")
+
+    def sleep() -> None:
+        try:
+            busy.execute(f"SELECT pg_sleep(8), $q${PASSWORD}$q$")
+        except psycopg.Error:
+            pass
+    t = threading.Thread(target=sleep, daemon=True)
+    t.start()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[rules.PG001]\nthresholds = { warning = "1s" }\n')
+    try:
+        time.sleep(2.0)
+        url = f"postgresql://postgres:{PASSWORD}@127.0.0.1:5432/test"
+        outs = [run("audit", url, "--config", str(cfg), "--select", "PG001", "--format", fmt)
+                for fmt in ("json", "table", "markdown")]
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute("SELECT pg_cancel_backend(%s)", (busy.info.backend_pid,))
+        t.join(10)
+        busy.close()
+    doc = json.loads(outs[0].stdout)
+    mine = [f for f in doc["findings"] if f["evidence"].get("application") == "leaky-admin"]
+    assert mine and "pg_sleep(8)" in mine[0]["evidence"]["query"]
+    for proc in outs:
+        assert not leaks(proc.stdout + proc.stderr), leaks(proc.stdout)
