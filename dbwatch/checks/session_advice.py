@@ -71,8 +71,7 @@ def pg_fix(s: dict[str, Any], version_num: int, idle_after: float | None = None)
     pid, state = s["pid"], s.get("state")
     if state in IDLE_STATES:
         return (
-            f"End the transaction in the application, or: SELECT pg_terminate_backend({pid}); "
-            "(cancel does nothing to an idle session). Prevent it: "
+            f"End it in the application, or: SELECT pg_terminate_backend({pid}); Prevent it: "
             + pg_role_setting(s, "idle_in_transaction_session_timeout", pg_interval(idle_after))
         )
     if state == "active":
@@ -84,9 +83,8 @@ def pg_fix(s: dict[str, Any], version_num: int, idle_after: float | None = None)
             if has_tt:
                 guard += " or " + pg_role_setting(s, "transaction_timeout", "30min")
             return (
-                f"Cancel the statement (running {format_duration(query)}): "
-                f"SELECT pg_cancel_backend({pid}); (pg_terminate_backend({pid}) if it does not "
-                f"stop). Prevent it: {guard}"
+                f"Cancel the statement: SELECT pg_cancel_backend({pid}); (or "
+                f"pg_terminate_backend). Prevent it: {guard}"
             )
         tail = (
             pg_role_setting(s, "transaction_timeout", "30min")
