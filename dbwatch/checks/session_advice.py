@@ -162,9 +162,9 @@ def my_blocked(
         ev,
         f"; it is blocked by {who}{via}",
         (
-            f"Thread {thread} is waiting for a lock held by {who}{via}: killing {thread} frees "
-            f"nothing. End the blocker: KILL {root}; (its transaction, {ev['root_trx_age']} old, "
-            "is rolled back) or commit it in its application."
+            f"Thread {thread} waits for a lock held by {who}{via}: killing {thread} frees "
+            f"nothing. End the blocker: KILL {root}; (rolls back its {ev['root_trx_age']} old "
+            "transaction)"
         ),
     )
 
