@@ -344,7 +344,7 @@ class State:
     ) -> int:
         """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
         now = time.time() if now is None else now
-        body = json.dumps(payload, default=str, sort_keys=True)
+        body = json.dumps(scrub_tree(payload), default=str, sort_keys=True)
         with self.transaction() as db:
             last = db.execute(
                 "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
