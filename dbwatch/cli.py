@@ -6,6 +6,7 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: one line, no traceback
-        if debug:
-            raise
+        if debug:  # the traceback, scrubbed like every other output
+            print(scrub(traceback.format_exc()), file=sys.stderr, end="")
+            return 3
         print(
             scrub(f"dbwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),
             file=sys.stderr,
