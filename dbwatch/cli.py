@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # the last line of defence: one line, no traceback
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, no traceback
         if debug:  # the traceback, scrubbed like every other output
             print(scrub(traceback.format_exc()), file=sys.stderr, end="")
             return 3
