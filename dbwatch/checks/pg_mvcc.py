@@ -11,7 +11,8 @@ from ..durations import format_duration, parse_count, parse_duration
 from ..findings import Finding, severity_rank
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, check
-from .pg_horizon import Cause, Holder, attribute, holders, pinning, ranked_evidence, same_horizon
+from .horizon_rank import pinning, ranked_evidence, same_horizon
+from .pg_horizon import Cause, Holder, attribute, holders
 
 HISTORY_WINDOW = 3600.0
 
