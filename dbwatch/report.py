@@ -23,6 +23,7 @@ def as_json(result: AuditResult) -> str:
     doc: dict[str, Any] = {
         "status": result.status,
         "generated_at": iso(result.generated_at),
+        "counts": result.counts(),
         "targets": [t.to_dict() for t in result.targets],
         **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
@@ -84,7 +85,7 @@ def as_table(result: AuditResult) -> str:
     for name in names[len(result.targets) :]:
         lines.append(f"== {name}")
         lines.append(_finding_rows([f for f in findings if f.target == name]) + "\n")
-    lines.append(f"{len(findings)} findings. Status: {result.status.upper()}")
+    lines.append(result.status_line())
     return "\n".join(lines)
 
 

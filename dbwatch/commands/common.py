@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 from ..catalogue import Rule, load_catalogue
 from ..config import Config, TargetConfig, find_config_path, load_config
+from ..errors import UsageError
+from ..evaluate import Selection
 from ..targets import TargetSpec, default_targets, spec_for
 
 
@@ -30,13 +32,48 @@ def load_all(config_arg: str | None) -> tuple[dict[str, Rule], Config]:
     return catalogue, load_config(find_config_path(config_arg), catalogue)
 
 
+def add_all_databases(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--all-databases",
+        action="store_true",
+        help="widen a URL naming a database to every database (schema) of the server",
+    )
+
+
+def check_selection(selection: Selection, catalogue: dict[str, Rule]) -> None:
+    """A --select/--ignore that leaves no rule to run is an error, never an empty OK."""
+    if not any(not r.planned and selection.wants(r.id) for r in catalogue.values()):
+        chosen = ",".join(selection.select) or "every rule"
+        ignored = f" minus {','.join(selection.ignore)}" if selection.ignore else ""
+        raise UsageError(
+            f"--select {chosen}{ignored} leaves no rule to run (see `dbwatch rules` for the IDs)"
+        )
+
+
 def _with_config(spec: TargetSpec, target: TargetConfig) -> TargetSpec:
-    """Per-target settings the probes read (queue retry_after)."""
-    return dataclasses.replace(spec, retry_after=target.retry_after)
+    """Per-target settings the probes read (queue retry_after, scope)."""
+    return dataclasses.replace(
+        spec, retry_after=target.retry_after, all_databases=target.all_databases
+    )
 
 
-def resolve_targets(names: Sequence[str], config: Config, say: bool = True) -> list[TargetSpec]:
-    """URLs or configured names; else the config's targets; else DBWATCH_TARGETS / local defaults."""
+def target_spec(target: TargetConfig) -> TargetSpec:
+    """The spec of one configured target, as audit, watch and terminate see it."""
+    return _with_config(spec_for(target.url, target.name), target)
+
+
+def resolve_targets(
+    names: Sequence[str], config: Config, say: bool = True, all_databases: bool = False
+) -> list[TargetSpec]:
+    """URLs or configured names; else the config's targets; else DBWATCH_TARGETS / local defaults.
+    all_databases (--all-databases) widens every target's scope to every database."""
+    specs = _resolve(names, config, say)
+    if all_databases:
+        specs = [dataclasses.replace(s, all_databases=True) for s in specs]
+    return specs
+
+
+def _resolve(names: Sequence[str], config: Config, say: bool) -> list[TargetSpec]:
     by_name = {t.name: t for t in config.targets}
     if names:
         return [

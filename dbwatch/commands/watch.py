@@ -7,12 +7,12 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 
 from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
 from ..daemon.state import State, default_state_path
 from ..errors import UsageError
+from ..inputs import check_state_path
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     daemon_cfg = setup.config.daemon
     setup_logging(args.log_format or daemon_cfg.log_format, args.debug)
     state_path = args.state or daemon_cfg.state or str(default_state_path())
-    state = State(Path(state_path).expanduser(), retention=daemon_cfg.retention)
+    state = State(check_state_path(state_path), retention=daemon_cfg.retention)
     try:
         daemon = Daemon(
             path,
