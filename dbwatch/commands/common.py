@@ -57,11 +57,6 @@ def _with_config(spec: TargetSpec, target: TargetConfig) -> TargetSpec:
     )
 
 
-def target_spec(target: TargetConfig) -> TargetSpec:
-    """The spec of one configured target, as audit, watch and terminate see it."""
-    return _with_config(spec_for(target.url, target.name), target)
-
-
 def resolve_targets(
     names: Sequence[str], config: Config, say: bool = True, all_databases: bool = False
 ) -> list[TargetSpec]:

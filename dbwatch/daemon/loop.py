@@ -19,13 +19,12 @@ from typing import Any
 from ..alerts.delivery import Delivery
 from ..alerts.router import Policy, announce, route
 from ..catalogue import Rule, load_catalogue
-from ..commands.common import target_spec
 from ..config import Config, TargetConfig, load_config
 from ..errors import ConfigError, TargetError, UsageError
 from ..evaluate import Selection
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache
-from ..targets import TargetSpec
+from ..targets import TargetSpec, spec_for
 from .metrics import DaemonCollector, gauges, serve
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
@@ -54,7 +53,7 @@ def load_setup(path: Path | None) -> Setup:
     problems, targets = [], {}
     for t in config.targets:
         try:
-            targets[t.name] = (target_spec(t), t)
+            targets[t.name] = (spec_for(t.url, t.name), t)
         except TargetError as exc:
             problems.append(f"{path}: targets.{t.name}.url: {exc.detail}")
     if not targets and not problems:
