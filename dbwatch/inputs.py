@@ -26,7 +26,7 @@ _SQL_LINE = re.compile(
 
 # At least one line must be unmistakably SQL (a sentence may start with "select" or "and").
 _SQL_STRONG = re.compile(
-    r"\s*(select\b.*\bfrom\b|select\s+[\w*(]+.*;|insert\s+into\b|update\s+\S+\s+set\b"
+    r"\s*(select\b.*\bfrom\b|select\s+(\d|\*|@@\w|[\w.]+\s*\()|insert\s+into\b|update\s+\S+\s+set\b"
     r"|delete\s+from\b|(begin|commit|rollback|start\s+transaction)\s*;|set\s+\S+\s*=)",
     re.IGNORECASE,
 )
