@@ -115,3 +115,13 @@ def check_state_path(path: str | Path, must_exist: bool = False) -> Path:
     if magic and magic != SQLITE_MAGIC:
         raise UsageError(f"--state {p}: not a dbwatch state database (SQLite)")
     return p
+
+
+def check_listen_address(option: str, address: str) -> tuple[str, int]:
+    """HOST:PORT (or :PORT, [v6]:PORT) to listen on, with a port 1-65535."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UsageError(
+            f"{option} {address!r}: expected HOST:PORT with a port 1-65535, e.g. 127.0.0.1:9187"
+        )
+    return host.strip("[]") or "0.0.0.0", int(port)

@@ -157,3 +157,23 @@ def test_deadlock_scope() -> None:
     assert deadlock_in_scope(dl, None) and deadlock_in_scope(dl, "shop")
     assert not deadlock_in_scope(dl, "app")
     assert deadlock_in_scope({"locks": [], "transactions": []}, "app")   # unknown: kept
+
+
+def test_pg201_scope_drops_other_databases_and_marks_cluster_holders() -> None:
+    from dataclasses import replace
+
+    from test_pg_mvcc_checks import backend, horizon, run
+    from test_pg_mvcc_checks import snap as pg_snap
+
+    hz = horizon(
+        backends=[backend(10, 5000, 4000.0, db="app"), backend(11, 9000, 4000.0, db="other")],
+        slots=[{"slot_name": "s1", "slot_type": "physical", "plugin": None, "database": None,
+                "active": False, "xmin": "50", "catalog_xmin": None, "xmin_age": 20000,
+                "catalog_xmin_age": None, "inactive_seconds": 7200.0}])
+    wide = run("PG201", pg_snap(**{"pg.horizon": hz}))
+    assert {f.subject for f in wide} == {"pid 10", "pid 11", "slot s1"}
+    scoped = run("PG201", replace(pg_snap(**{"pg.horizon": hz}), scope="app"))
+    by = {f.subject: f.evidence for f in scoped}
+    assert set(by) == {"pid 10", "slot s1"}
+    assert by["slot s1"]["scope"] == "cluster" and by["slot s1"]["database"] == "app"
+    assert by["pid 10"]["scope"] == "database" and by["pid 10"]["database"] == "app"

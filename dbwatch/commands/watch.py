@@ -12,7 +12,7 @@ from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
 from ..daemon.state import State, default_state_path
 from ..errors import UsageError
-from ..inputs import check_state_path
+from ..inputs import check_listen_address, check_state_path
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     setup = load_setup(path)
     daemon_cfg = setup.config.daemon
     setup_logging(args.log_format or daemon_cfg.log_format, args.debug)
+    metrics = args.metrics_address or daemon_cfg.metrics_address
+    if metrics:
+        check_listen_address("--metrics-address", metrics)
     state_path = args.state or daemon_cfg.state or str(default_state_path())
     state = State(check_state_path(state_path), retention=daemon_cfg.retention)
     try:

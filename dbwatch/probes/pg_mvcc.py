@@ -212,4 +212,4 @@ def _capped(database: str, rows: int) -> CoverageGap | None:
 
 @probe("pg.deadlocks", "postgresql")
 def deadlocks(conn: Connection) -> Any:
-    return _rows(conn, "deadlocks", {"limit": 1000})
+    return _rows(conn, "deadlocks", {"limit": 1000, "database": conn.spec.scoped_database})

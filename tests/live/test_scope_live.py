@@ -211,3 +211,80 @@ def test_unreachable_beside_critical_exits_2(pg_two_dbs: tuple[str, str, Any],
         assert code == 3 and doc["counts"]["unreadable"] == 1
     finally:
         idle.close()
+
+
+def test_watch_once_unreachable_beside_critical_exits_2(pg_two_dbs: tuple[str, str, Any],
+                                                        tmp_path: Path) -> None:
+    a, _, _ = pg_two_dbs
+    dead = f"mysql://u@127.0.0.1:{free_port()}/x"
+    cfg = tmp_path / "w.toml"
+    rules_part = '[rules.PG002]\nthresholds = { warning = "1s", critical = "1s" }\nfor = "0s"\n'
+    cfg.write_text(f'[[targets]]\nname = "pg"\nurl = "{pg_url(a)}"\n'
+                   f'[[targets]]\nname = "dead"\nurl = "{dead}"\n' + rules_part)
+    idle = psycopg.connect(pg_url(a), application_name="scope-watch")
+    try:
+        idle.execute("SELECT txid_current()")
+        time.sleep(1.5)
+        code, _, out = dbwatch("watch", "--once", "--config", str(cfg),
+                               "--state", str(tmp_path / "s.db"), "--flush-timeout", "0")
+        assert code == 2, out
+    finally:
+        idle.close()
+    only_dead = tmp_path / "d.toml"
+    only_dead.write_text(f'[[targets]]\nname = "dead"\nurl = "{dead}"\n')
+    code, _, out = dbwatch("watch", "--once", "--config", str(only_dead),
+                           "--state", str(tmp_path / "s2.db"), "--flush-timeout", "0")
+    assert code == 3, out
+
+
+def test_mariadb_deadlock_shown_only_in_its_schema(uniq: str) -> None:
+    """MY102: a deadlock none of whose tables is in the URL's schema is not this target's."""
+    from test_mariadb_deadlocks import opposite_order
+
+    table = f"dbws_dl_{uniq}"
+    empty = f"dbws_e_{uniq}"
+    admin = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="",
+                            database="test", autocommit=True)
+    cur = admin.cursor()
+    cur.execute(f"CREATE DATABASE {empty}")
+    try:
+        opposite_order(table)                       # a deadlock on test.<table>
+        code, doc, out = dbwatch("audit", f"mysql://root@127.0.0.1:3306/{empty}",
+                                 "--select", "MY102", "--format", "json")
+        assert not rules(doc, "MY102"), out
+        code, doc, out = dbwatch("audit", f"mysql://root@127.0.0.1:3306/{empty}",
+                                 "--all-databases", "--select", "MY102", "--format", "json")
+        wide = rules(doc, "MY102")
+        assert wide, out                            # the server's latest deadlock, whatever it is
+        if any(lk.get("table") == table for lk in wide[0]["evidence"]["deadlock"]["locks"]):
+            code, doc, out = dbwatch("audit", "mysql://root@127.0.0.1:3306/test",
+                                     "--select", "MY102", "--format", "json")
+            assert rules(doc, "MY102"), out
+    finally:
+        cur.execute(f"DROP DATABASE {empty}")
+        cur.execute(f"DROP TABLE IF EXISTS test.`{table}`")
+        admin.close()
+
+
+def test_time_budget_leaves_gaps(pg_two_dbs: tuple[str, str, Any]) -> None:
+    """A budget that runs out: the probes not started are DW002 gaps, their rules unknown."""
+    from dbwatch.catalogue import load_catalogue
+    from dbwatch.config import Config
+    from dbwatch.evaluate import evaluate, rules_for, sections_needed
+    from dbwatch.pipeline import ALL_RULES
+    from dbwatch.probes import run_probes
+    from dbwatch.targets import open_target, spec_for
+
+    a, _, _ = pg_two_dbs
+    cat = load_catalogue()
+    conn = open_target(spec_for(pg_url(a)))
+    try:
+        needs = sections_needed("postgresql", rules_for("postgresql", cat, Config(), ALL_RULES))
+        snap = run_probes(conn, "pg", needs, budget=0.0)
+    finally:
+        conn.close()
+    gaps = {g.name for g in snap.gaps if g.kind == "time_budget"}
+    assert gaps and "pg.sessions" in gaps and snap.section("pg.sessions") is None
+    ev = evaluate(snap, cat, Config())
+    dw2 = [f for f in ev.findings if f.rule == "DW002"]
+    assert dw2 and "pg.sessions" in dw2[0].summary and "PG001" in ev.unknown
