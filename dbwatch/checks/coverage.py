@@ -17,8 +17,10 @@ def incomplete_coverage(ctx: CheckContext) -> Iterator[Finding]:
     if not gaps:
         return
     listed = int(ctx.params.get("max_listed", 20))
-    names = [f"{g.name} ({g.reason})" for g in gaps[:listed]]
-    text = "; ".join(names)
+    by_reason: dict[str, list[str]] = {}
+    for g in gaps[:listed]:
+        by_reason.setdefault(g.reason, []).append(g.name)
+    text = "; ".join(f"{', '.join(names)} ({why})" for why, names in by_reason.items())
     if len(text) > TEXT_CAP:
         text = text[: TEXT_CAP - 1].rstrip() + "…"
     more = len(gaps) - min(listed, len(gaps))
