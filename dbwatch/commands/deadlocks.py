@@ -95,7 +95,15 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
             + (f" — {f.grant}" if f.grant else "")
         )
     dl = snap.section("my.innodb_status")["deadlock"]
-    return [dl] if dl and deadlock_in_scope(dl, specs[0].scoped_database) else []
+    scope = specs[0].scoped_database
+    if dl and not deadlock_in_scope(dl, scope):
+        print(
+            f"dbwatch: the server's latest deadlock touches no table of schema {scope}; "
+            "--all-databases shows it",
+            file=sys.stderr,
+        )
+        return []
+    return [dl] if dl else []
 
 
 def _from_history(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -129,10 +129,9 @@ def my_privileges(conn: Connection) -> Any:
         "schema": scope,
         "roles": g.roles,
     }
+    # PROCESS is reported by the probes that need it (my.trx, my.innodb_status), with the
+    # same exact account; here only what no other probe can tell: the schema's tables.
     missing, grants = [], []
-    if not process:
-        missing.append("PROCESS (other sessions, InnoDB transactions and lock waits)")
-        grants.append(f"GRANT PROCESS ON *.* TO {who};")
     if scope is not None and not select:
         missing.append(f"SELECT on schema {scope} (its queue tables are invisible)")
         grants.append(f"GRANT SELECT ON {my_ident(scope)}.* TO {who};")
@@ -171,10 +170,9 @@ def pg_privileges(conn: Connection) -> Any:
     ]
     sees_all = bool(role.get("superuser") or role.get("read_all_stats") or role.get("monitor"))
     data = {"user": role["user"], "sees_all_sessions": sees_all, "unreadable_tables": hidden}
+    # pg_monitor is reported by pg.sessions / pg.horizon when their rules run; here only the
+    # queue tables, which pg_monitor does not make readable.
     missing, grants = [], []
-    if not sees_all:
-        missing.append("pg_monitor (other users' sessions, queries and horizons are hidden)")
-        grants.append(f"GRANT pg_monitor TO {user};")
     schemas = sorted({r["schema"] for r in hidden if not r["schema_usage"]})
     if schemas:
         missing.append(f"USAGE on schema {', '.join(schemas)}")

@@ -1,7 +1,7 @@
--- What the monitoring role may see: superuser, or membership of pg_read_all_stats / pg_monitor.
+-- Before PostgreSQL 10 (no pg_read_all_stats / pg_monitor): only a superuser sees everything.
 SELECT current_user AS "user",
        r.rolsuper AS superuser,
-       pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') AS read_all_stats,
-       pg_has_role(current_user, 'pg_monitor', 'USAGE') AS monitor
+       false AS read_all_stats,
+       false AS monitor
 FROM pg_roles r
 WHERE r.rolname = current_user
