@@ -18,6 +18,8 @@ import pymysql
 import pytest
 
 from test_queue_live import MY_DDL, PG_DDL, fill_laravel
+from test_statements_live import audit as st_audit
+from test_statements_live import of, pfs, reset, run_worker  # noqa: F401 (pfs: a fixture)
 
 GRANTS = Path(__file__).resolve().parents[2] / "contrib" / "grants"
 
@@ -288,3 +290,16 @@ def test_time_budget_leaves_gaps(pg_two_dbs: tuple[str, str, Any]) -> None:
     ev = evaluate(snap, cat, Config())
     dw2 = [f for f in ev.findings if f.rule == "DW002"]
     assert dw2 and "pg.sessions" in dw2[0].summary and "PG001" in ev.unknown
+
+
+def test_statement_patterns_only_from_the_urls_schema(pfs: Any) -> None:
+    """QU401/QU402 from the live history and digests: statements of schema `test` are not
+    those of a target naming schema `mysql`; --all-databases sees them again."""
+    reset(pfs)
+    t = run_worker(pfs, "start transaction", fetch=True)
+    _, doc = st_audit(pfs.url("mysql"))
+    assert not of(doc, "QU401", t) and not of(doc, "QU402", t)
+    _, doc = st_audit(pfs.url("mysql"), "--all-databases")
+    assert of(doc, "QU401", t) and of(doc, "QU402", t)
+    _, doc = st_audit(pfs.url("test"))
+    assert of(doc, "QU401", t)
