@@ -423,4 +423,6 @@ def load_config(path: Path | None, catalogue: dict[str, Rule] | None = None) -> 
         raise ConfigError([f"{path}: {exc.strerror}"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{path}: {exc}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not a TOML file (binary data or not UTF-8)"]) from None
     return parse_config(data, str(path), catalogue)

@@ -52,6 +52,7 @@ class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
     logs: list[dict[str, Any]] = field(default_factory=list)  # `--log` analysis stats
+    input_errors: list[str] = field(default_factory=list)  # files read only in part (exit 3)
     generated_at: float = field(default_factory=time.time)
 
     @property
@@ -59,17 +60,49 @@ class AuditResult:
         out = [f for t in self.targets for f in t.evaluation.findings] + self.extra_findings
         return sorted(out, key=lambda f: (-severity_rank(f.severity), f.target, f.rule, f.subject))
 
+    def counts(self) -> dict[str, int]:
+        """critical / warning findings (DW001 excluded) and unreadable targets or probes."""
+        found = self.findings
+        out = {
+            "critical": sum(1 for f in found if f.rule != "DW001" and f.severity == "critical"),
+            "warning": sum(1 for f in found if f.rule != "DW001" and f.severity == "warning"),
+            "unreadable": len(self.input_errors),
+        }
+        for t in self.targets:
+            if t.error:
+                out["unreadable"] += 1
+                continue
+            dw = [f for f in t.evaluation.findings if f.rule == "DW001"]
+            out["unreadable"] += len(dw) or (1 if t.evaluation.unknown else 0)
+        return out
+
     @property
     def status(self) -> str:
-        """ok | warning | critical | unknown (a target or probe could not be read)."""
-        if any(f.rule == "DW001" for f in self.findings) or any(t.error for t in self.targets):
+        """critical > unknown (a target or probe could not be read) > warning > ok."""
+        c = self.counts()
+        if c["critical"]:
+            return "critical"
+        if c["unreadable"] or any(f.rule == "DW001" for f in self.findings):
             return "unknown"
-        worst = max((severity_rank(f.severity) for f in self.findings), default=0)
-        return {0: "ok", 1: "warning", 2: "critical"}.get(worst, "unknown")
+        return "warning" if c["warning"] else "ok"
 
     @property
     def exit_code(self) -> int:
         return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[self.status]
+
+    def status_line(self) -> str:
+        """The last line of the table: each count, then the status."""
+        c = self.counts()
+        parts = [
+            f"{n} {word if n == 1 else plural}"
+            for n, word, plural in (
+                (c["critical"], "critical", "critical"),
+                (c["warning"], "warning", "warnings"),
+                (c["unreadable"], "unreadable", "unreadable"),
+            )
+            if n
+        ]
+        return f"{', '.join(parts) or 'no findings'} — Status: {self.status.upper()}"
 
 
 def probe_target(

@@ -7,12 +7,12 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 
 from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
 from ..daemon.state import State, default_state_path
 from ..errors import UsageError
+from ..inputs import check_listen_address, check_state_path
 from ..targets.secrets import install_log_filter
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
@@ -88,8 +88,11 @@ def run(args: argparse.Namespace) -> int:
     setup = load_setup(path)
     daemon_cfg = setup.config.daemon
     setup_logging(args.log_format or daemon_cfg.log_format, args.debug)
+    metrics = args.metrics_address or daemon_cfg.metrics_address
+    if metrics:
+        check_listen_address("--metrics-address", metrics)
     state_path = args.state or daemon_cfg.state or str(default_state_path())
-    state = State(Path(state_path).expanduser(), retention=daemon_cfg.retention)
+    state = State(check_state_path(state_path), retention=daemon_cfg.retention)
     try:
         daemon = Daemon(
             path,

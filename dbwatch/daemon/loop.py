@@ -211,9 +211,9 @@ class Daemon:
                 left,
                 self.state.path,
             )
-        if any(r is None for r in results):
-            return 3
-        return AuditResult([r for r in results if r is not None]).exit_code
+        code = AuditResult([r for r in results if r is not None]).exit_code
+        # a cycle that failed counts as unreadable: only a critical finding outranks it
+        return code if code == 2 or all(r is not None for r in results) else 3
 
     # -- the daemon loop ---------------------------------------------------------------------
 
