@@ -8,6 +8,7 @@ from typing import Any
 
 from ..durations import format_duration, parse_duration
 from ..findings import Finding
+from ..scope import deadlock_in_scope
 from . import CheckContext, check
 
 
@@ -49,6 +50,8 @@ def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Fin
     max_age = parse_duration(ctx.params.get("max_age", "24h"))
     out = []
     for rec in (src.get("deadlocks") or [])[-50:]:
+        if not deadlock_in_scope(rec, ctx.snapshot.scope):
+            continue
         age = _age(status, rec)
         if age is not None and age > max_age:
             continue
@@ -78,17 +81,20 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     status = ctx.snapshot.section("my.innodb_status")
     counters = ctx.snapshot.section("my.innodb_counters")
     counter = counters.get("innodb_deadlocks")
+    scope = ctx.snapshot.scope
     from_table = _from_error_log_table(ctx, status)
     if from_table:  # every deadlock, not only the latest: the status text adds nothing
         yield from from_table
         return
     dl = status.get("deadlock")
     since = _recent_deadlocks(ctx, counter)
+    if dl and not deadlock_in_scope(dl, scope):
+        return  # none of its tables is in the target's scope
     age = _age(status, dl) if dl else None
     max_age = parse_duration(ctx.params.get("max_age", "24h"))
     if not dl or (age is not None and age > max_age):
         if since and since > 0:  # the counter moved but the status text shows none of them
-            yield _unseen(ctx, since, counter)
+            yield _unseen(ctx, since, counter, scope)
         return
     diag = dl.get("diagnosis") or {}
     extra = (
@@ -125,12 +131,15 @@ SEE_ALL = (
 )
 
 
-def _unseen(ctx: CheckContext, since: int, counter: int | None) -> Finding:
+def _unseen(ctx: CheckContext, since: int, counter: int | None, scope: str | None) -> Finding:
+    where = (
+        f" (a server-wide counter: they may be in any schema, not only {scope})" if scope else ""
+    )
     return ctx.finding(
         severity=ctx.rule.severity,
         subject="deadlocks not shown",
-        summary=f"{since} deadlocks since the last probe (Innodb_deadlocks {counter}), none "
-        f"of them shown: the status text's latest deadlock is older; {SEE_ALL}",
+        summary=f"{since} deadlocks since the last probe (Innodb_deadlocks {counter}){where}, "
+        f"none of them shown: the status text's latest deadlock is older; {SEE_ALL}",
         fix="SET GLOBAL innodb_print_all_deadlocks = ON (and in my.cnf); then set log_file "
         "for this target so the daemon reads every deadlock with its diagnosis.",
         evidence={
