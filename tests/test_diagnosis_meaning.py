@@ -62,7 +62,7 @@ CASES = {
     "literal-unqualified": (dict(q1="DELETE FROM jobs WHERE id = 35", q2=CLAIM.replace("?", "'default'"),
                                  table="`jobs`"), "queue-claim-vs-delete", ("QU401",)),
     "fetch-side": (dict(q1=FETCH, q2=CLAIM), "queue-claim-vs-delete", ("QU401",)),
-    "completing-update": (dict(q1=COMPLETE, q2=CLAIM), "queue-claim-vs-delete", ("QU401",)),
+    "completing-update": (dict(q1=COMPLETE, q2=CLAIM), "queue-claim-vs-delete", ("QU402",)),
     "reserve-vs-delete": (dict(q1=RESERVE, q2=DELETE), "queue-claim-vs-delete", ("QU401",)),
     "legacy-index-claims": (dict(q1=RESERVE, q2=CLAIM, index1="jobs_queue_reserved_at_index",
                                  index2="jobs_queue_reserved_at_index"), "queue-legacy-index",

@@ -13,7 +13,9 @@ from typing import Any
 from dbwatch.deadlocks.statements import (
     CLAIM_SIDE,
     COMPLETE,
+    DELETE,
     DONE_SIDE,
+    FETCH,
     OTHER,
     UNKNOWN,
     Statement,
@@ -186,40 +188,71 @@ def _victim(dl: Deadlock) -> DeadlockTrx | None:
     return dl.trx(dl.victim) if dl.victim is not None else None
 
 
+def _is_pg(dl: Deadlock) -> bool:
+    return any(lk.lock_type in ("TRANSACTION", "TUPLE", "RELATION", "OTHER") for lk in dl.locks)
+
+
+_DONE_WORDS = {
+    DELETE: ("deleting", "the delete"),
+    COMPLETE: ("completing", "the completing update"),
+    FETCH: ("deleting", "the delete (its `SELECT … WHERE id = ? FOR UPDATE`)"),
+}
+
+
 def claim_vs_delete(
     dl: Deadlock, kinds: dict[int, str], table: str, legacy: list[str]
 ) -> Diagnosis:
     victim = _victim(dl)
+    pg = _is_pg(dl)
     deleter = next((t for t in dl.transactions if kinds[t.n] in DONE_SIDE), None)
     claimer = next((t for t in dl.transactions if kinds[t.n] in CLAIM_SIDE), None)
-    done_word = "completing" if deleter and kinds[deleter.n] == COMPLETE else "deleting"
+    doing, the_done = _DONE_WORDS.get(kinds[deleter.n] if deleter else DELETE, _DONE_WORDS[DELETE])
+    done_kind = kinds[deleter.n] if deleter else DELETE
+    laravel = FETCH in kinds.values() or (_base(table).lower() == "jobs" and done_kind == DELETE)
+    how = (
+        " (Laravel first locks it with `SELECT … WHERE id = ? FOR UPDATE`, then deletes it)"
+        if laravel
+        else ""
+    )
+    order = (
+        "they lock the same rows in opposite order"
+        if pg
+        else "the two lock the primary key and the queue's index in opposite order"
+    )
+    engine = "PostgreSQL aborted" if pg else "InnoDB rolled back"
+    expiry = "retry_after expires" if laravel else "its reservation expires"
     text = (
-        f"Queue claim-vs-delete deadlock on `{table}`: {_who(deleter)} was {done_word} a "
-        f"finished job (Laravel first locks it with `SELECT … WHERE id = ? FOR UPDATE`, then "
-        f"deletes it) while {_who(claimer)} was claiming the next job with a locking "
-        f"`SELECT … FOR UPDATE` without SKIP LOCKED; the two lock the primary key and the "
-        f"queue's index in opposite order. "
+        f"Queue claim-vs-delete deadlock on `{table}`: {_who(deleter)} was {doing} a "
+        f"finished job{how} while {_who(claimer)} was claiming the next job with a locking "
+        f"`SELECT … FOR UPDATE` without SKIP LOCKED; {order}. "
     )
     if dl.victim is None:
         text += "The report does not say which side was rolled back."
     elif victim is not None and kinds.get(victim.n) in DONE_SIDE:
         text += (
-            f"{_inferred(dl)}InnoDB rolled back the {done_word[:-3]}e, so the job was not "
-            "removed: it stays reserved and will run again once retry_after expires "
-            "(QU002, QU003)."
+            f"{_inferred(dl)}{engine} {the_done}, so the job was not finished: it stays "
+            f"claimed and will run again once {expiry} (QU002, QU003)."
         )
     else:
         text += (
-            f"{_inferred(dl)}InnoDB rolled back the claim this time (the worker just polls "
-            "again); when the delete is the victim, the job stays reserved and runs twice."
+            f"{_inferred(dl)}{engine} the claim this time (the worker just polls again); "
+            f"when {the_done} is the victim, the job stays claimed and runs twice."
         )
-    rules = ("QU401", "QU301") if legacy else ("QU401",)
-    fix = (
-        "Delete the job in one statement, without the preceding `SELECT … FOR UPDATE` "
-        "(QU401), and retry the delete on a deadlock (error 1213 / SQLSTATE 40P01, e.g. "
-        f"DB::transaction(fn, 3) around deleteReserved); {_SKIP_LOCKED}."
-    )
+    if done_kind == COMPLETE:  # not Laravel's fetch-then-delete: the claim is the fix
+        rules: tuple[str, ...] = ("QU402",)
+        fix = (
+            f"{_SKIP_LOCKED.capitalize()}; make the completing update and the claim lock rows in "
+            "one order (ORDER BY id), and retry on a deadlock (error 1213 / SQLSTATE 40P01)."
+        )
+    else:
+        rules = ("QU401",)
+        fix = (
+            "Delete the job in one statement, without the preceding `SELECT … FOR UPDATE` "
+            "(QU401), and retry the delete on a deadlock (error 1213 / SQLSTATE 40P01, e.g. "
+            f"DB::transaction(fn, 3) around deleteReserved); {_SKIP_LOCKED}."
+        )
     if legacy:
+        rules = (*rules, "QU301")
         fix += " " + _legacy_fix(table, legacy)
     return Diagnosis("queue-claim-vs-delete", rules, text, fix)
 
