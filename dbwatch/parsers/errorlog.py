@@ -310,10 +310,17 @@ def iter_deadlocks_bytes(
 def iter_deadlocks(lines: Iterable[str], scanner: Scanner | None = None) -> Iterator[Deadlock]:
     """Every deadlock report in the text, in order. Never raises on bad input."""
     sc = scanner if scanner is not None else Scanner()
+    feed = sc.feed
+    skipped = 0
     for raw in lines:
         if not isinstance(raw, str):
             raw = str(raw)
-        sc.feed(raw)
+        c = raw[:1]
+        if c == " " and is_record_dump(raw) or c == "\n" or not raw:
+            skipped += 1  # row contents and blank lines: most of a report, never structure
+            continue
+        feed(raw)
         if sc.out:
             yield from sc.flush()
+    sc.lines += skipped
     yield from sc.close()
