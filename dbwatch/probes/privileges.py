@@ -110,7 +110,7 @@ def account_literal(account: str) -> str:
     return "'" + user.replace("'", "''") + "'@'" + host.replace("'", "''") + "'"
 
 
-@probe("my.privileges", "mysql")
+@probe("my.privileges", "mysql", ttl=60.0)
 def my_privileges(conn: Connection) -> Any:
     account = str(jsonable(conn.rows(sql("mysql", "privileges_user", 0))[0])["account"])
     lines = [
@@ -156,7 +156,7 @@ def my_privileges(conn: Connection) -> Any:
     return data
 
 
-@probe("pg.privileges", "postgresql")
+@probe("pg.privileges", "postgresql", ttl=60.0)
 def pg_privileges(conn: Connection) -> Any:
     rows = [jsonable(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version_num))]
     role = rows[0] if rows else {"user": "?", "superuser": False}
