@@ -27,6 +27,9 @@ class Selection:
     select: tuple[str, ...] = ()  # ID prefixes; empty = all
     ignore: tuple[str, ...] = ()
 
+    def ignores(self, rule_id: str) -> bool:
+        return any(rule_id.startswith(p) for p in self.ignore)
+
     def wants(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(p) for p in self.select):
             return False
@@ -103,9 +106,11 @@ def evaluate(
             continue
         result.ran.append(rule.id)
         result.findings.extend(_unignored(found, override))
-    if selection.wants("DW001"):
+    # what dbwatch could not read or examine is said whatever --select chose; only --ignore
+    # (or `enabled = false`) silences it
+    if not selection.ignores("DW001"):
         result.findings.extend(probe_failures(snap, catalogue, result.unknown))
-    if selection.wants("DW002"):
+    if not selection.ignores("DW002"):
         result.findings.extend(coverage(snap, catalogue, config, state))
     return result
 
