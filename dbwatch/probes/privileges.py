@@ -9,11 +9,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..queues import MARKER_COLUMNS
 from ..snapshot import CoverageGap
 from ..targets import Connection
 from ..targets.quoting import my_ident, pg_ident_text
 from . import Covered, PartialResult, jsonable, probe, sql
-from .pg_mvcc import QUEUE_NAMES, QUEUE_PATTERN
 
 PG_LIMIT = 50
 _GRANT = re.compile(
@@ -165,7 +165,7 @@ def pg_privileges(conn: Connection) -> Any:
         jsonable(r)
         for r in conn.rows(
             sql("postgresql", "privileges_queue_tables", conn.version_num),
-            {"queue_names": QUEUE_NAMES, "queue_pattern": QUEUE_PATTERN, "limit": PG_LIMIT},
+            {"markers": list(MARKER_COLUMNS), "limit": PG_LIMIT},
         )
     ]
     sees_all = bool(role.get("superuser") or role.get("read_all_stats") or role.get("monitor"))

@@ -43,35 +43,45 @@ def rules(doc: dict[str, Any], rule: str) -> list[dict[str, Any]]:
     return [f for f in doc["findings"] if f["rule"] == rule]
 
 
+def my_exec(*stmts: str, db: str | None = None) -> None:
+    """Each step on a fresh root connection: a long-idle one may be ended by other tests."""
+    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="",
+                           database=db, autocommit=True)
+    try:
+        for s in stmts:
+            conn.cursor().execute(s)
+    finally:
+        conn.close()
+
+
 @pytest.fixture
-def my_app(uniq: str) -> Iterator[tuple[str, Any]]:
-    admin = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", autocommit=True)
+def my_app(uniq: str) -> Iterator[str]:
     db = f"dbws_{uniq}"
-    admin.cursor().execute(f"CREATE DATABASE {db}")
-    admin.select_db(db)
-    cur = admin.cursor()
-    for stmt in MY_DDL:
-        cur.execute(stmt.format(p=""))
-    fill_laravel(lambda s, p=None: cur.execute(s, p), "mysql", "")
-    yield db, admin
-    admin.cursor().execute(f"DROP DATABASE {db}")
-    admin.close()
+    my_exec(f"CREATE DATABASE {db}")
+    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="",
+                           database=db, autocommit=True)
+    try:
+        cur = conn.cursor()
+        for stmt in MY_DDL:
+            cur.execute(stmt.format(p=""))
+        fill_laravel(lambda s, p=None: cur.execute(s, p), "mysql", "")
+    finally:
+        conn.close()
+    yield db
+    my_exec(f"DROP DATABASE {db}")
 
 
-def test_mariadb_user_from_the_grant_file(my_app: tuple[str, Any], uniq: str) -> None:
+def test_mariadb_user_from_the_grant_file(my_app: str, uniq: str) -> None:
     """PROCESS only (the old file) is never "OK": DW001 names GRANT SELECT ON `app`.*; with the
     shipped file as it is now the stuck jobs are found and nothing is missing."""
-    db, admin = my_app
+    db = my_app
     user, pw = f"dbws_{uniq}", f"pw-{uniq}"
     subs = {"'dbwatch'@'%'": f"'{user}'@'%'", "change-me": pw, "`app`": f"`{db}`"}
     stmts = statements(GRANTS / "mariadb.sql", subs)
     select_line = [s for s in stmts if s.startswith("GRANT SELECT ON `")]
     assert select_line, "the grant file must grant SELECT on the application schema"
-    cur = admin.cursor()
     try:
-        for s in stmts:
-            if s not in select_line:
-                cur.execute(s)
+        my_exec(*[s for s in stmts if s not in select_line])
         url = f"mysql://{user}:{pw}@127.0.0.1:3306/{db}"
         code, doc, out = dbwatch("audit", url, "--format", "json")
         assert pw not in out
@@ -81,14 +91,13 @@ def test_mariadb_user_from_the_grant_file(my_app: tuple[str, Any], uniq: str) ->
         assert not rules(doc, "QU001")                      # invisible, and said so
         code, _, table = dbwatch("audit", url)
         assert "Status: UNKNOWN" in table.splitlines()[-1] or "UNKNOWN" in table
-        for s in select_line:
-            cur.execute(s)
+        my_exec(*select_line)
         code, doc, out = dbwatch("audit", url, "--format", "json")
         assert not rules(doc, "DW001"), rules(doc, "DW001")
         assert rules(doc, "QU001") and rules(doc, "QU004"), [f["rule"] for f in doc["findings"]]
         assert code in (1, 2), out
     finally:
-        cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+        my_exec(f"DROP USER IF EXISTS '{user}'@'%'")
 
 
 @pytest.fixture
@@ -245,10 +254,7 @@ def test_mariadb_deadlock_shown_only_in_its_schema(uniq: str) -> None:
 
     table = f"dbws_dl_{uniq}"
     empty = f"dbws_e_{uniq}"
-    admin = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="",
-                            database="test", autocommit=True)
-    cur = admin.cursor()
-    cur.execute(f"CREATE DATABASE {empty}")
+    my_exec(f"CREATE DATABASE {empty}")
     try:
         opposite_order(table)                       # a deadlock on test.<table>
         code, doc, out = dbwatch("audit", f"mysql://root@127.0.0.1:3306/{empty}",
@@ -263,9 +269,7 @@ def test_mariadb_deadlock_shown_only_in_its_schema(uniq: str) -> None:
                                      "--select", "MY102", "--format", "json")
             assert rules(doc, "MY102"), out
     finally:
-        cur.execute(f"DROP DATABASE {empty}")
-        cur.execute(f"DROP TABLE IF EXISTS test.`{table}`")
-        admin.close()
+        my_exec(f"DROP DATABASE {empty}", f"DROP TABLE IF EXISTS test.`{table}`")
 
 
 def test_time_budget_leaves_gaps(pg_two_dbs: tuple[str, str, Any]) -> None:
