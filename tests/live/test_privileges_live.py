@@ -36,7 +36,8 @@ def test_missing_pg_monitor_is_reported(pg_admin: Any, uniq: str, tmp_path: Path
         code, doc = audit(url, cfg)
         pids = {f["evidence"]["pid"] for f in doc["findings"] if f["rule"] == "PG002"}
         assert idle.info.backend_pid in pids
-        assert not [f for f in doc["findings"] if f["rule"] == "DW001"]
+        # (the shared database may hold other tests' queue tables this role cannot read)
+        assert not [f for f in doc["findings"] if f["rule"] == "DW001" and "pg_monitor" in f["fix"]]
     finally:
         idle.close()
         pg_admin.execute(f"DROP ROLE {role}")
