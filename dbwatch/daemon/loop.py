@@ -25,6 +25,7 @@ from ..evaluate import Selection
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache
 from ..targets import TargetSpec, spec_for
+from .fleet import Fleet, default_ttl
 from .metrics import DaemonCollector, gauges, serve
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
@@ -84,6 +85,7 @@ class Daemon:
         self.stop_requested = False
         self.reload_requested = False
         self._terminate_missing_logged = False
+        self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         # per target; one target's cycles never overlap, so each cache has one user at a time
         self._probe_caches: dict[str, ProbeCache] = {}
 
@@ -95,6 +97,8 @@ class Daemon:
         if entry is None:
             return None
         spec, tc = entry
+        if self.fleet is not None and not self._holds(name, len(setup.targets)):
+            return None
         started = time.time()
         lateness = max(0.0, started - scheduled)
         try:
@@ -196,6 +200,21 @@ class Daemon:
         for action in done or []:
             log.warning("action on %s: %s", spec.name, action)
 
+    def _holds(self, name: str, total: int) -> bool:
+        assert self.fleet is not None
+        try:
+            return self.fleet.claim_target(name, total)
+        except Exception:  # the state DB is away: probe nothing rather than twice
+            log.warning("fleet: cannot check the lease of %s; skipping", name, exc_info=True)
+            return False
+
+    def join_fleet(self, ttl: float | None) -> None:
+        """Share the targets with the other daemons on this PostgreSQL state (leases)."""
+        intervals = [tc.interval for _, tc in self.setup.targets.values()]
+        self.fleet = Fleet(self.state, ttl or default_ttl(intervals))
+        self.delivery.gate = self.fleet.claim_receiver
+        self.fleet.start()
+
     # -- --once ----------------------------------------------------------------------------
 
     def run_once(self) -> int:
@@ -236,6 +255,8 @@ class Daemon:
         log.info("stopping: letting running cycles finish")
         sched.shutdown(wait=True)
         self.delivery.stop(timeout=2.0)
+        if self.fleet is not None:
+            self.fleet.stop(release=True)
         log.info("stopped")
         return 0
 

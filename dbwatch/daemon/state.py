@@ -158,6 +158,10 @@ class State:
             self._depth = 0
             self._db.execute("COMMIT")
 
+    def query(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Rows of one read (mapping-like), in the shared `?` dialect."""
+        return self._rows(sql, params)
+
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         with self._lock:
             return list(self._db.execute(sql, tuple(params)).fetchall())
