@@ -92,13 +92,27 @@ class Daemon:
     # -- one cycle -----------------------------------------------------------------------
 
     def cycle(self, name: str, scheduled: float) -> TargetResult | None:
+        if self.fleet is None:
+            return self._cycle(name, scheduled)
+        if not self._holds(name, len(self.setup.targets)):
+            return None
+        began = time.time()
+        result = self._cycle(name, scheduled)
+        log.debug(
+            "fleet-cycle target=%s daemon=%s start=%.3f end=%.3f",
+            name,
+            self.fleet.id,
+            began,
+            time.time(),
+        )
+        return result
+
+    def _cycle(self, name: str, scheduled: float) -> TargetResult | None:
         setup = self.setup
         entry = setup.targets.get(name)
         if entry is None:
             return None
         spec, tc = entry
-        if self.fleet is not None and not self._holds(name, len(setup.targets)):
-            return None
         started = time.time()
         lateness = max(0.0, started - scheduled)
         try:
