@@ -203,6 +203,8 @@ class Daemon:
         ]
         if not firing:
             return
+        if self.fleet is not None and not self._holds(spec.name, len(setup.targets)):
+            return  # fenced: the lease moved on during this cycle; the new holder decides
         notify: Callable[[dict[str, Any]], None] = lambda action: announce(
             self.state, setup.policies, action, time.time()
         )
