@@ -73,6 +73,9 @@ class DaemonConfig:
     metrics_address: str | None = None
     log_format: str = "text"
     retention: float = 7 * 86400.0
+    # sessions kept between cycles, never more than this many to one server (0: a new one
+    # per cycle, the one-shot way)
+    max_connections_per_server: int = 10
 
 
 @dataclass(frozen=True)
@@ -370,7 +373,11 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     if not isinstance(raw, dict):
         col.err("daemon", "must be a table")
         return DaemonConfig()
-    col.known(raw, "daemon", {"state", "metrics_address", "log_format", "retention"})
+    col.known(
+        raw,
+        "daemon",
+        {"state", "metrics_address", "log_format", "retention", "max_connections_per_server"},
+    )
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
@@ -379,6 +386,7 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
         metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
         log_format=fmt,
         retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
+        max_connections_per_server=col.get(raw, "daemon", "max_connections_per_server", "int", 10),
     )
 
 

@@ -15,7 +15,8 @@ from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_neede
 from .findings import Finding, severity_rank
 from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import TargetSpec, open_target
+from .targets import Connection, TargetSpec, open_target
+from .targets.pool import ConnectionPool
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -79,28 +80,56 @@ def probe_target(
     selection: Selection,
     state: Any = None,
     cache: ProbeCache | None = None,
+    pool: ConnectionPool | None = None,
 ) -> TargetResult:
+    """One target: connect (or take its kept session from `pool`), probe, evaluate."""
     started = time.perf_counter()
     stats = ProbeStats()
     try:
-        conn = open_target(spec)
+        conn, reused = pool.checkout(spec) if pool is not None else (open_target(spec), False)
     except TargetError as exc:
-        snap = unreachable_snapshot(spec.name, spec.engine, exc)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
+        return _unreachable(spec, catalogue, config, state, exc, started)
+    broken = False
+    held: Connection | None = conn
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
-        snap = run_probes(
-            conn, spec.name, sections_needed(conn.flavour, rules), stats, config, cache
-        )
+        needed = sections_needed(conn.flavour, rules)
+        try:
+            snap = run_probes(conn, spec.name, needed, stats, config, cache)
+        except TargetError:
+            if not reused or pool is None:
+                raise
+            # the kept session died between cycles: once more on a fresh one
+            pool.checkin(spec, conn, broken=True)
+            held = None
+            conn, reused = pool.checkout(spec)
+            held = conn
+            stats = ProbeStats()
+            snap = run_probes(conn, spec.name, needed, stats, config, cache)
     except TargetError as exc:
-        snap = unreachable_snapshot(spec.name, spec.engine, exc)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
+        broken = True
+        return _unreachable(spec, catalogue, config, state, exc, started)
     finally:
-        conn.close()
+        if held is not None:
+            if pool is not None:
+                pool.checkin(spec, held, broken)
+            else:
+                held.close()
     ev = evaluate(snap, catalogue, config, selection, state)
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
+
+
+def _unreachable(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    state: Any,
+    exc: TargetError,
+    started: float,
+) -> TargetResult:
+    snap = unreachable_snapshot(spec.name, spec.engine, exc)
+    ev = evaluate(snap, catalogue, config, Selection(), state)
+    return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
 
 
 def run_audit(

@@ -25,6 +25,7 @@ from ..evaluate import Selection
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache
 from ..targets import TargetSpec, spec_for
+from ..targets.pool import ConnectionPool
 from .fleet import Fleet, default_ttl
 from .metrics import DaemonCollector, gauges, serve
 from .scheduler import Scheduler, pool_size
@@ -86,6 +87,8 @@ class Daemon:
         self.reload_requested = False
         self._terminate_missing_logged = False
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
+        per_server = setup.config.daemon.max_connections_per_server
+        self.pool = ConnectionPool(per_server) if per_server > 0 else None
         # per target; one target's cycles never overlap, so each cache has one user at a time
         self._probe_caches: dict[str, ProbeCache] = {}
 
@@ -123,6 +126,7 @@ class Daemon:
                 Selection(),
                 self.state,
                 self._probe_caches.setdefault(name, ProbeCache()),
+                self.pool,
             )
             self._after_probe(setup, spec, tc, result, started, lateness)
             return result
@@ -246,6 +250,8 @@ class Daemon:
                 left,
                 self.state.path,
             )
+        if self.pool is not None:
+            self.pool.discard()
         if any(r is None for r in results):
             return 3
         return AuditResult([r for r in results if r is not None]).exit_code
@@ -273,6 +279,8 @@ class Daemon:
         self.delivery.stop(timeout=2.0)
         if self.fleet is not None:
             self.fleet.stop(release=True)
+        if self.pool is not None:
+            self.pool.discard()
         log.info("stopped")
         return 0
 
@@ -291,6 +299,8 @@ class Daemon:
             return sched
         old, self.setup = self.setup, new
         self.collector.forget(set(new.targets))
+        if self.pool is not None:  # URLs or credentials may have changed: fresh sessions
+            self.pool.discard()
         if new.config.alerts != old.config.alerts:
             self.delivery.start(new.config.alerts)
         log.warning(
