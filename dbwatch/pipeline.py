@@ -13,10 +13,10 @@ from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
 from .findings import Finding, severity_rank
-from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
+from .probes import ProbeCache, ProbeStats, SharedProbes, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import Connection, TargetSpec, open_target
-from .targets.pool import ConnectionPool
+from .targets import Connection, TargetSpec, open_target, url_parts
+from .targets.pool import ConnectionPool, server_key
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -81,6 +81,7 @@ def probe_target(
     state: Any = None,
     cache: ProbeCache | None = None,
     pool: ConnectionPool | None = None,
+    shared: SharedProbes | None = None,
 ) -> TargetResult:
     """One target: connect (or take its kept session from `pool`), probe, evaluate."""
     started = time.perf_counter()
@@ -94,8 +95,9 @@ def probe_target(
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
         needed = sections_needed(conn.flavour, rules)
+        share = (shared, share_key(spec)) if shared is not None else None
         try:
-            snap = run_probes(conn, spec.name, needed, stats, config, cache)
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, share)
         except TargetError:
             if not reused or pool is None:
                 raise
@@ -105,7 +107,7 @@ def probe_target(
             conn, reused = pool.checkout(spec)
             held = conn
             stats = ProbeStats()
-            snap = run_probes(conn, spec.name, needed, stats, config, cache)
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, share)
     except TargetError as exc:
         broken = True
         return _unreachable(spec, catalogue, config, state, exc, started)
@@ -117,6 +119,16 @@ def probe_target(
                 held.close()
     ev = evaluate(snap, catalogue, config, selection, state)
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
+
+
+def share_key(spec: TargetSpec) -> str:
+    """Server-wide results are shared by targets of one server seen as one user (what a role
+    may see differs)."""
+    try:
+        user = url_parts(spec.url)[0]["user"] or ""
+    except ValueError:
+        user = ""
+    return f"{server_key(spec)}|{user}"
 
 
 def _unreachable(

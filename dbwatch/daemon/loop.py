@@ -23,7 +23,7 @@ from ..config import Config, TargetConfig, load_config
 from ..errors import ConfigError, TargetError, UsageError
 from ..evaluate import Selection
 from ..pipeline import AuditResult, TargetResult, probe_target
-from ..probes import ProbeCache
+from ..probes import ProbeCache, SharedProbes
 from ..targets import TargetSpec, spec_for
 from ..targets.pool import ConnectionPool
 from .fleet import Fleet, default_ttl
@@ -89,6 +89,7 @@ class Daemon:
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
         self.pool = ConnectionPool(per_server) if per_server > 0 else None
+        self.shared = SharedProbes(_share_ttl(setup))
         # per target; one target's cycles never overlap, so each cache has one user at a time
         self._probe_caches: dict[str, ProbeCache] = {}
 
@@ -127,6 +128,7 @@ class Daemon:
                 self.state,
                 self._probe_caches.setdefault(name, ProbeCache()),
                 self.pool,
+                self.shared,
             )
             self._after_probe(setup, spec, tc, result, started, lateness)
             return result
@@ -301,6 +303,7 @@ class Daemon:
         self.collector.forget(set(new.targets))
         if self.pool is not None:  # URLs or credentials may have changed: fresh sessions
             self.pool.discard()
+        self.shared = SharedProbes(_share_ttl(new))
         if new.config.alerts != old.config.alerts:
             self.delivery.start(new.config.alerts)
         log.warning(
@@ -348,3 +351,10 @@ def _log_transitions(target: str, tr: Transitions) -> None:
         )
     for r in tr.resolved:
         log.info("resolved %s on %s: %s", r.rule, target, r.subject)
+
+
+def _share_ttl(setup: Setup) -> float:
+    """Server-wide probe results serve the server's targets for half the shortest interval,
+    so each runs about twice an interval however many databases of that server are watched."""
+    intervals = [tc.interval for _, tc in setup.targets.values()]
+    return max(1.0, min(intervals, default=15.0) / 2.0)

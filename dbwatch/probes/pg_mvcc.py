@@ -181,6 +181,6 @@ def dead_tuples(conn: Connection, config: Any = None) -> Any:
     return data
 
 
-@probe("pg.deadlocks", "postgresql")
+@probe("pg.deadlocks", "postgresql", server_wide=True)
 def deadlocks(conn: Connection) -> Any:
     return _rows(conn, "deadlocks", {"limit": 1000})

@@ -97,3 +97,22 @@ def test_reuse_cap_and_reconnect(dbs: list[str]) -> None:
     assert 1 <= peak <= 3, f"{peak} sessions to one server with a cap of 3"
     assert sum(pool.sessions().values()) == 0
     assert not sessions(dbs)
+
+
+def test_server_wide_probes_run_once_per_server(dbs: list[str]) -> None:
+    from dbwatch.probes import SharedProbes
+
+    catalogue, config = load_catalogue(), Config()
+    specs = [spec_for(f"{BASE}/{db}", f"t{i}") for i, db in enumerate(dbs)]
+    shared = SharedProbes(ttl=60.0)
+    results = [
+        probe_target(s, catalogue, config, Selection(), shared=shared) for s in specs
+    ]
+    assert all(r.error is None for r in results)
+    # pg.sessions and pg.deadlocks: read once for the six databases of this server
+    assert shared.runs == 2, shared.runs
+    assert shared.hits == 2 * (len(specs) - 1)
+    first, last = results[0].snapshot, results[-1].snapshot
+    assert first.section("pg.sessions") is last.section("pg.sessions")
+    # per-database sections are still each target's own
+    assert results[0].stats.queries > 0
