@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from .findings import Finding
 from .pipeline import AuditResult, TargetResult
+from .targets.secrets import scrub, scrub_tree
 
 WIDTH = 100
 
@@ -28,7 +29,7 @@ def as_json(result: AuditResult) -> str:
         **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
     }
-    return json.dumps(doc, indent=2, default=str)
+    return json.dumps(scrub_tree(doc), indent=2, default=str)  # secrets never leave
 
 
 def _wrap(text: str, width: int) -> str:
@@ -131,4 +132,7 @@ def as_markdown(result: AuditResult) -> str:
 
 
 def render(result: AuditResult, fmt: str) -> str:
-    return {"json": as_json, "markdown": as_markdown}.get(fmt, as_table)(result)
+    if fmt == "json":
+        return as_json(result)
+    # other sessions' query text may quote a password (ALTER USER …): scrubbed like every output
+    return scrub((as_markdown if fmt == "markdown" else as_table)(result))

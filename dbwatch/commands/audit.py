@@ -17,6 +17,7 @@ from ..targets import TargetSpec
 from .common import (
     add_all_databases,
     add_common,
+    add_password_file,
     check_selection,
     load_all,
     prefixes,
@@ -29,6 +30,7 @@ HELP = "one pass of every selected rule over every target"
 def add_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(a)
+    add_password_file(a)
     a.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
     a.add_argument("--select", action="append", help="only rules with these ID prefixes (PG,QU3)")
     a.add_argument("--ignore", action="append", help="skip rules with these ID prefixes")
@@ -53,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if args.log and not args.targets:
         specs: list[TargetSpec] = []
     else:
-        specs = resolve_targets(args.targets, config, all_databases=args.all_databases)
+        specs = resolve_targets(
+            args.targets,
+            config,
+            password_file=args.password_file,
+            all_databases=args.all_databases,
+        )
     result = run_audit(specs, catalogue, config, selection) if specs else AuditResult([])
     if args.log:
         result.extra_findings.extend(audit_logs(args.log, args.server_version, result, selection))

@@ -35,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     add_all_databases(p)
     p.add_argument("--config", "-c")
+    p.add_argument("--password-file", metavar="FILE", help="read the target's password from FILE")
     p.add_argument("--debug", action="store_true")
 
 
@@ -78,6 +79,7 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
         [args.target] if args.target else [],
         config,
         say=False,
+        password_file=args.password_file,
         all_databases=args.all_databases,
     )
     specs = [s for s in specs if s.engine == "mysql"]

@@ -42,12 +42,13 @@ Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .common import add_common
+    from .common import add_common, add_password_file
 
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EPILOG
     p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(p)
+    add_password_file(p)
     c = p.add_argument_group("criteria (ANDed)")
     c.add_argument("--older-than", metavar="DUR", help="transaction at least this old (30s, 5m)")
     c.add_argument(
@@ -161,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
     decisions: list[Decision] = []
     notes: list[str] = []
     unreachable = False
-    for spec in resolve_targets(args.targets, config, all_databases=args.all_databases):
+    for spec in resolve_targets(
+        args.targets,
+        config,
+        password_file=args.password_file,
+        all_databases=args.all_databases,
+    ):
         try:
             found, left_out = run_target(spec, req)
         except TargetError as exc:

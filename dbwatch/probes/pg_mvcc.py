@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ProbeError, TargetError
 from ..snapshot import CoverageGap
-from ..targets import Connection, TargetSpec, open_target, spec_for
+from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from . import Covered, PartialResult, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def _peer(config: Any, name: str, fetch: Any) -> dict[str, Any]:
         out["error"] = f"no configured target named {name!r}"
         return out
     try:
-        with _session(spec_for(tc.url, tc.name)) as peer:
+        with _session(spec_from_config(tc)) as peer:
             out.update(fetch(peer))
     except (TargetError, ProbeError) as exc:
         out["error"] = str(exc)
@@ -210,6 +210,6 @@ def _capped(database: str, rows: int) -> CoverageGap | None:
     )
 
 
-@probe("pg.deadlocks", "postgresql")
+@probe("pg.deadlocks", "postgresql", server_wide=True)
 def deadlocks(conn: Connection) -> Any:
     return _rows(conn, "deadlocks", {"limit": 1000, "database": conn.spec.scoped_database})
