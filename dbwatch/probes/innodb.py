@@ -81,7 +81,7 @@ def error_log_deadlocks(conn: Connection) -> dict[str, Any]:
     return {"available": True, "deadlocks": [deadlock_record(d) for d in deadlocks_from_rows(rows)]}
 
 
-@probe("my.innodb_status", "mysql", grant=PROCESS_GRANT)
+@probe("my.innodb_status", "mysql", grant=PROCESS_GRANT, server_wide=True)
 def innodb_status(conn: Connection) -> Any:
     rows = conn.rows(sql("mysql", "innodb_status", 0))
     text = ""
@@ -94,7 +94,7 @@ def innodb_status(conn: Connection) -> Any:
     return out
 
 
-@probe("my.innodb_counters", "mysql")
+@probe("my.innodb_counters", "mysql", server_wide=True)
 def innodb_counters(conn: Connection) -> Any:
     version = conn.version_num if conn.flavour == "mysql" else 0
     out: dict[str, Any] = {}
