@@ -8,7 +8,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .errors import ConfigError, DbwatchError, TargetError
@@ -19,8 +19,17 @@ log = logging.getLogger("dbwatch")
 COMMANDS = ("audit", "deadlocks", "terminate", "watch", "status", "rules", "config")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument errors: one line on stderr and exit 3 (UNKNOWN), not argparse's usage and 2."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("dbwatch").strip()
+        prefix = f"dbwatch: {where}: " if where else "dbwatch: "
+        self.exit(3, f"{prefix}{message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dbwatch", description=__doc__)
+    parser = _Parser(prog="dbwatch", description=__doc__)
     parser.add_argument("--version", action="version", version=f"dbwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -24,6 +24,7 @@ def as_json(result: AuditResult) -> str:
     doc: dict[str, Any] = {
         "status": result.status,
         "generated_at": iso(result.generated_at),
+        "counts": result.counts(),
         "targets": [t.to_dict() for t in result.targets],
         **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
@@ -52,13 +53,21 @@ def _target_line(t: TargetResult) -> str:
     return state + ")"
 
 
+def _subject(f: Finding) -> str:
+    """The subject, with the session's database when the subject does not name it."""
+    db = f.evidence.get("database") if isinstance(f.evidence, dict) else None
+    if isinstance(db, str) and db and db not in f.subject:
+        return f"{f.subject} db={db}"
+    return f.subject
+
+
 def _finding_rows(findings: list[Finding]) -> str:
     rows = []
     for f in findings:
         text = _wrap(_cut(f.summary, 300), 54) + "\n" + _wrap("fix: " + _cut(f.fix, 220), 54)
         if len(f.fix) > 220:
             text += f"\n(full fix: --format json; dbwatch explain {f.rule})"
-        rows.append([f.severity.upper(), f.rule, _wrap(f.subject, 24), text])
+        rows.append([f.severity.upper(), f.rule, _wrap(_subject(f), 24), text])
     return str(
         tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"], tablefmt="simple")
     )
@@ -85,7 +94,7 @@ def as_table(result: AuditResult) -> str:
     for name in names[len(result.targets) :]:
         lines.append(f"== {name}")
         lines.append(_finding_rows([f for f in findings if f.target == name]) + "\n")
-    lines.append(f"{len(findings)} findings. Status: {result.status.upper()}")
+    lines.append(result.status_line())
     return "\n".join(lines)
 
 

@@ -50,6 +50,12 @@ def _fix(ev: dict[str, Any]) -> str:
     )
 
 
+def _schema_of(table: Any) -> str | None:
+    """`app`.`jobs` -> app: the schema of the locked table (evidence.database)."""
+    db, dot, _ = str(table or "").partition(".")
+    return db.strip("`") or None if dot else None
+
+
 @check("my_lock_waits", mysql=["my.lock_waits"])
 def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
     data = ctx.snapshot.section("my.lock_waits") or {}
@@ -75,6 +81,7 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
             "age": format_duration(age),
             "age_seconds": age,
             "table": w.get("locked_table"),
+            "database": _schema_of(w.get("locked_table")),
             "index": w.get("locked_index"),
             "lock_mode": w.get("lock_mode"),
             "query": w.get("waiting_query"),

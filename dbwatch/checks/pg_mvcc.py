@@ -77,11 +77,13 @@ def history_values(snapshot: Any) -> dict[str, float]:
     return out
 
 
-def _holder_evidence(h: Holder, rank: int) -> dict[str, Any]:
+def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, Any]:
     ev = {
         "kind": h.kind,
         "holder": h.holder,
-        "scope": h.scope,
+        # "cluster": pins every database (slot, standby feedback); "database": its own only
+        "scope": "cluster" if h.database is None else "database",
+        "pins": h.scope,
         "rank": rank,
         "xid_age": h.xid_age,
         "age": format_duration(h.age_seconds)
@@ -90,7 +92,8 @@ def _holder_evidence(h: Holder, rank: int) -> dict[str, Any]:
         "age_seconds": None if h.age_seconds is None else round(h.age_seconds, 1),
         "pid": h.pid,
         "query": h.query,
-        "database": h.database,
+        # the database it pins: its own, or (cluster-wide) the target's when scoped
+        "database": h.database or scope,
     }
     ev.update(h.extra)
     return ev
@@ -124,7 +127,10 @@ def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
 
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
+    scope = ctx.snapshot.scope
     hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
+    # scoped: a backend or prepared transaction of another database does not pin this one
+    hs = [h for h in hs if scope is None or h.database is None or h.database == scope]
     harm = _causes(ctx, hs)
     for rank, h in enumerate(hs, 1):
         hurt = harm.get(id(h), [])
@@ -135,7 +141,7 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
         )
         if not sev:
             continue
-        ev = _holder_evidence(h, rank)
+        ev = _holder_evidence(h, rank, scope)
         if hurt:
             ev["dead_tuples_kept"] = [
                 {

@@ -72,6 +72,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             "pid": chain[0],
             "user": first.get("user"),
             "application": first.get("application"),
+            "database": first.get("database"),
             "age": format_duration(longest),
             "age_seconds": round(longest, 1),
             "blocking_pid": chain[1] if len(chain) > 1 else root_pid,

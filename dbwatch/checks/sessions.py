@@ -47,6 +47,7 @@ def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
         "user": t.get("user"),
         "host": t.get("host"),
         "db": t.get("db"),
+        "database": t.get("db"),  # the thread's default schema (SPEC: evidence.database)
         "command": t.get("command"),
         "age": format_duration(age),
         "age_seconds": age,

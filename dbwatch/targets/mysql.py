@@ -34,6 +34,13 @@ def version_num(version: str) -> int:
     return major * 10000 + minor * 100 + patch
 
 
+def _connect(kwargs: dict[str, Any], spec: TargetSpec) -> Any:
+    try:
+        return pymysql.connect(**kwargs)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
+
+
 class MyConnection:
     engine = "mysql"
 
@@ -91,11 +98,17 @@ class MyConnection:
         if "read_default_file" not in kwargs:  # else ~/.my.cnf may name the host
             kwargs.setdefault("host", "127.0.0.1")
         try:
-            conn = pymysql.connect(**kwargs)
+            conn = _connect(kwargs, spec)
         except pymysql.MySQLError as exc:
-            raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
+            if not (exc.args and exc.args[0] == 1044 and kwargs.pop("database", None)):
+                raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
+            # 1044: no privilege on the URL's schema. Connect without it (the scope stays the
+            # URL's), so the privilege probe reports DW001 with the exact GRANT.
+            try:
+                conn = _connect(kwargs, spec)
+            except pymysql.MySQLError as again:
+                msg = f"cannot connect: {scrub(_msg(again), spec)}"
+                raise TargetError(spec.name, msg) from None
         return cls(spec, conn)
 
     def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]:
