@@ -202,7 +202,7 @@ def _conninfo(url: str) -> tuple[str, str | None]:
         parsed = parse_url(url)
     except TargetError:
         return url, None  # not a URL: libpq's own error (scrubbed) says what is wrong
-    register_secret(parsed.password)
+    register_secret(parsed.password, (_redacted(url),))
     return parsed.without_password(), parsed.password
 
 
