@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProbeError, TargetError
-from ..snapshot import ProbeFailure, Snapshot
+from ..snapshot import CoverageGap, ProbeFailure, Snapshot
 from ..targets import Connection
 
 log = logging.getLogger(__name__)
@@ -34,16 +34,22 @@ class Probe:
         False  # fn(conn, config): may open sibling sessions (other databases, peers)
     )
     ttl: float = 0.0  # the daemon may reuse a result this many seconds (schema reads)
+    with_cache: bool = False  # fn(conn, cache=...): keeps state between daemon cycles
 
 
 PROBES: dict[str, Probe] = {}
 
 
 def probe(
-    name: str, engine: str, grant: str | None = None, with_config: bool = False, ttl: float = 0.0
+    name: str,
+    engine: str,
+    grant: str | None = None,
+    with_config: bool = False,
+    ttl: float = 0.0,
+    with_cache: bool = False,
 ) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
-        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl)
+        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, with_cache)
         return fn
 
     return deco
@@ -135,6 +141,7 @@ def run_probes(
     started = time.time()
     sections: dict[str, Any] = {}
     failures: list[ProbeFailure] = []
+    gaps: list[CoverageGap] = []
     features: set[str] = set()
     for name in sorted(set(needs)):
         p = PROBES.get(name)
@@ -146,7 +153,10 @@ def run_probes(
             continue
         t0 = time.perf_counter()
         try:
-            data = p.fn(conn, config) if p.with_config else p.fn(conn)
+            if p.with_cache:
+                data = p.fn(conn, cache=cache)
+            else:
+                data = p.fn(conn, config) if p.with_config else p.fn(conn)
         except ProbeError as exc:
             grant = exc.grant or (p.grant if exc.privilege else None)
             failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
@@ -158,6 +168,9 @@ def run_probes(
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
+        if isinstance(data, Gapped):
+            gaps.extend(data.gaps)
+            data = data.data
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
@@ -174,7 +187,16 @@ def run_probes(
         sections=sections,
         failures=tuple(failures),
         features=frozenset(features),
+        gaps=tuple(gaps),
     )
+
+
+@dataclass(frozen=True)
+class Gapped:
+    """A probe's data plus what it did not examine (DW002)."""
+
+    data: Any
+    gaps: tuple[CoverageGap, ...]
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,7 @@ def test_que_and_good_job_postgresql(pg_db: tuple[str, Any]) -> None:
     data = audit(url)
     que, good = by_rule(data, "public.que_jobs"), by_rule(data, "public.good_jobs")
     (backlog,) = que["QU001"]
-    assert backlog["evidence"]["depth"] == 12 and backlog["evidence"]["library"] == "Que"
+    assert backlog["evidence"]["depth"] == 12 and backlog["evidence"]["library"] == "que"
     (rep,) = que["QU003"]
     assert rep["evidence"]["by_class"][0]["job_class"] == "ChargeCard"
     assert rep["evidence"]["count"] == 4 and rep["evidence"]["max_attempts"] == 3
