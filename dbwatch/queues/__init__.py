@@ -32,6 +32,7 @@ __all__ = [
     "LIBRARIES",
     "MARKER_COLUMNS",
     "MEANING",
+    "QUEUE_DEAD_WITHOUT_HOLDER",
     "QUEUE_NAME_PATTERN",
     "QUEUE_TABLE_NAMES",
     "SHAPES",
@@ -103,6 +104,9 @@ for _lib in reversed(LIBRARIES):  # the first library listing a name wins
 # Names with job(s)/queue(s) as a word (solid_queue_ready_executions, que_jobs_2024): queue-like
 # for PG202's tightening even when no library claims the exact name. A POSIX regex (PostgreSQL).
 QUEUE_NAME_PATTERN = r"(^|_)(jobs?|queues?)(_|$)"
+# PG202's lower queue thresholds apply when a horizon holder pins the table; without one a queue
+# table needs this many dead tuples (a healthy queue leaves hundreds when autovacuum is off).
+QUEUE_DEAD_WITHOUT_HOLDER = 5000
 
 
 def library(name: str | None) -> Library | None:

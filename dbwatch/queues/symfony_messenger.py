@@ -37,7 +37,7 @@ def error_head(raw: str | None) -> str | None:
     return f"{cls}: {found.get('Message', '')}".strip()
 
 
-_CLASS = re.compile(r'(?:message";O:\d{1,5}:\\?"|"type":\s{0,4}")([\w\\]{1,200}?)\\?"')
+_CLASS = re.compile(r'(?:message\\?";O:\d{1,5}:\\?"|"type":\s{0,4}")([\w\\]{1,200}?)\\?"')
 
 
 def message_class(raw: str | None) -> str | None:

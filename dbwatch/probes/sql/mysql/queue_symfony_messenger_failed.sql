@@ -7,7 +7,7 @@ SELECT f.queue, f.head, f.job_class, COUNT(*) AS n,
        CAST(MAX(f.created_at) AS CHAR) AS latest, MIN(f.age) AS latest_seconds_ago
 FROM (SELECT queue_name AS queue, created_at, TIMESTAMPDIFF(SECOND, created_at, NOW()) AS age,
              SUBSTRING(x, GREATEST(LOCATE('exceptionClass', x) - 1, 1), 400) AS head,
-             SUBSTRING(x, GREATEST(LOCATE('message";O:', x), LOCATE('"type":', x), 1), 150)
+             SUBSTRING(x, GREATEST(LOCATE('message\\";O:', x), LOCATE('"type":', x), 1), 150)
                AS job_class
       FROM (SELECT queue_name, created_at, CONCAT(LEFT(headers, 4096), LEFT(body, 16384)) AS x
             FROM {table} FORCE INDEX (PRIMARY)

@@ -9,7 +9,7 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
        max(f.created_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
 FROM (SELECT queue_name AS queue, created_at, extract(epoch FROM localtimestamp - created_at) AS age,
              substring(x FROM greatest(position('exceptionClass' IN x) - 1, 1) FOR 400) AS head,
-             substring(x FROM greatest(position('message";O:' IN x), position('"type":' IN x), 1) FOR 150)
+             substring(x FROM greatest(position('message\";O:' IN x), position('"type":' IN x), 1) FOR 150)
                AS job_class
       FROM (SELECT queue_name, created_at, left(headers, 4096) || left(body, 16384) AS x
             FROM {table}
