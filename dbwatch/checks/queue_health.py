@@ -18,6 +18,7 @@ from ..queues import (
     library,
     payload_timeout,
 )
+from ..queues.pg_boss import HEARTBEAT_FIX
 from ..queues.symfony_messenger import error_head, message_class
 from . import CheckContext, check
 
@@ -269,7 +270,7 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
             subject=f"table {ev['table']}",
             evidence=ev,
             summary=summary,
-            fix=_expired_fix(t, expiry, ctx.snapshot.engine),
+            fix=HEARTBEAT_FIX if heartbeat else _expired_fix(t, expiry, ctx.snapshot.engine),
             identity=[t["schema"], t["table"]],
         )
 

@@ -32,6 +32,15 @@ JOB = Shape(
     typed=("expire_in", "expire_seconds", "heartbeat_seconds"),
 )
 
+# QU002 when the expired claims are pg-boss 12 heartbeats: the worker is gone, not slow.
+HEARTBEAT_FIX = (
+    "The worker that fetched these jobs stopped heartbeating: it died (OOM: dmesg | grep -i "
+    "oom; a deploy that SIGKILLs) or hangs. pg-boss's supervisor fails them as 'job heartbeat "
+    "timeout' and retries them while retryLimit allows; stop workers with "
+    "boss.stop({ graceful: true }), make handlers idempotent, then boss.retry(name, ids) for "
+    "what failed for good."
+)
+
 LIBRARY = Library(
     name="pg-boss",
     title="pg-boss",
