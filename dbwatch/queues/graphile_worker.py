@@ -60,8 +60,9 @@ LIBRARY = Library(
         "and queues at once; keep tasks idempotent."
     ),
     expired_note=(
-        "jobs locked longer than",
-        "graphile-worker treats such a lock as abandoned: another worker may run them again",
+        "jobs locked by a worker for longer than",
+        "graphile-worker frees such a lock only 4 h after it was taken: if that worker is "
+        "gone, nobody runs these jobs until then",
     ),
     attempts_fix=(
         "Read last_error of the retried jobs (graphile_worker.jobs view); fix the task; "
