@@ -31,7 +31,9 @@ def _settings_version(conn: Connection) -> int:
 
 @probe("my.queue_indexes", "mysql", ttl=300.0)
 def queue_indexes(conn: Connection) -> Any:
-    rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version_num))]
+    # QU301 is a per-database finding: only the URL's database (None: every schema)
+    scope = {"schema": getattr(conn.spec, "scoped_database", None)}
+    rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version_num), scope)]
     for r in rows:
         r["columns"] = [c for c in str(r.get("columns") or "").split(",") if c]
         r["is_primary"] = r.get("index_name") == "PRIMARY"
