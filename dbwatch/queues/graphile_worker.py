@@ -61,8 +61,10 @@ LIBRARY = Library(
     ),
     expired_note=(
         "jobs locked by a worker for longer than",
-        "graphile-worker frees such a lock only 4 h after it was taken: if that worker is "
-        "gone, nobody runs these jobs until then",
+        (
+            "graphile-worker frees such a lock only 4 h after it was taken: if that worker "
+            "is gone, nobody runs these jobs until then"
+        ),
     ),
     attempts_fix=(
         "Read last_error of the retried jobs (graphile_worker.jobs view); fix the task; "
