@@ -118,12 +118,18 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
     """Queue tables in the target's scope, recognised by columns, from one catalog query.
     MySQL/MariaDB: only the URL's database (spec.scoped_database; None = every schema);
     PostgreSQL: a connection is one database already."""
-    params: dict[str, Any] = {
-        "markers": list(MARKER_COLUMNS) if engine == "postgresql" else tuple(MARKER_COLUMNS)
-    }
-    if engine != "postgresql":
-        params["schema"] = getattr(conn.spec, "scoped_database", None)
-    rows = conn.rows(sql(engine, "queue_tables", conn.version_num), params)
+    return discover_all(conn, engine)[0]
+
+
+def discover_all(conn: Connection, engine: str) -> tuple[list[dict[str, Any]], bool]:
+    """discover() plus whether the catalog read hit its row cap (a DW002 gap)."""
+    capped = False
+    if engine == "postgresql":
+        rows = conn.rows(
+            sql(engine, "queue_tables", conn.version_num), {"markers": list(MARKER_COLUMNS)}
+        )
+    else:
+        rows, capped = _my_candidates(conn)
     out = []
     for r in map(jsonable, rows):
         cols = _columns(r.get("columns"))
@@ -150,7 +156,38 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
     # Within a cycle's cap, the connected database and the libraries' default names first:
     # those are the live queues; prefixed copies come after (and are rotated in by the daemon).
     out.sort(key=lambda t: (not t["current"], t["table"] not in CANONICAL))
-    return out
+    return out, capped
+
+
+MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
+
+
+def _my_candidates(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
+    """MySQL/MariaDB: marker columns per table, grouped here (see queue_tables.sql for why),
+    in the shape of PostgreSQL's catalog query: schema, table_name, columns, current_db."""
+    schema = getattr(conn.spec, "scoped_database", None)
+    name = "queue_tables_scoped" if schema else "queue_tables"
+    params: dict[str, Any] = {"markers": tuple(MARKER_COLUMNS)}
+    if schema:
+        params["schema"] = schema
+    current = schema or getattr(conn.spec, "database", None)
+    tables: dict[tuple[str, str], list[str]] = {}
+    raw = conn.rows(sql("mysql", name, conn.version_num), params)
+    for r in map(jsonable, raw):
+        key = (str(r["schema"]), str(r["table_name"]))
+        tables.setdefault(key, []).append(f"{r['column_name']} {r.get('column_type') or ''}")
+    out = [
+        {
+            "schema": s,
+            "table_name": t,
+            "columns": ",".join(sorted(cols)),
+            "current_db": s == current,
+        }
+        for (s, t), cols in tables.items()
+        if len(cols) >= 6
+    ]
+    out.sort(key=lambda r: (not r["current_db"], r["schema"], r["table_name"]))
+    return out, len(raw) >= MY_CATALOG_ROWS
 
 
 def _estimate(value: Any) -> int | None:
@@ -248,12 +285,21 @@ def _schedule(found: list[dict[str, Any]], state: dict[str, Any] | None) -> list
 
 def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
     engine = conn.engine
-    found = discover(conn, engine)
+    found, catalog_capped = discover_all(conn, engine)
     state = cache.get(ROTATION, float("inf")) if cache is not None else None
     state = dict(state or {"cursor": 0, "results": {}})
     deadline = time.monotonic() + BUDGET
     probed: list[dict[str, Any]] = []
     gaps: list[CoverageGap] = []
+    if catalog_capped:
+        gaps.append(
+            CoverageGap(
+                "queue_table",
+                "information_schema.COLUMNS",
+                f"the queue-table catalog read stopped at {MY_CATALOG_ROWS} column rows: "
+                "queue tables beyond it were not found; scope the target to one database",
+            )
+        )
     reused: list[dict[str, Any]] = []
     for t in _schedule(found, state if cache is not None else None):
         if len(probed) < MAX_TABLES and time.monotonic() < deadline:
