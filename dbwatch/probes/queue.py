@@ -15,7 +15,14 @@ from typing import Any
 from psycopg import sql as pgsql
 
 from ..errors import ProbeError
-from ..queues import MARKER_COLUMNS, SHAPES, attempts_limit, recognise, sibling_names
+from ..queues import (
+    MARKER_COLUMNS,
+    QUEUE_TABLE_NAMES,
+    SHAPES,
+    attempts_limit,
+    recognise,
+    sibling_names,
+)
 from ..snapshot import CoverageGap
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format, pg_ident_text
@@ -31,23 +38,7 @@ FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their t
 GROUPS = 500  # grouped rows returned per query
 HORIZON = 7 * 86400  # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed", "locks")
-CANONICAL = {
-    "jobs",
-    "failed_jobs",
-    "que_jobs",
-    "good_jobs",
-    "delayed_jobs",
-    "oban_jobs",
-    "river_job",
-    "solid_queue_jobs",
-    "_private_jobs",
-    "procrastinate_jobs",
-    "pgqueuer",
-    "pgqueuer_log",
-    "messenger_messages",
-    "job",
-    "job_batches",
-}
+CANONICAL = QUEUE_TABLE_NAMES  # the libraries' default names: probed first within a cap
 ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count", "retry_count")
 # MySQL/MariaDB kinds whose queries read constant primary-key id ranges (integer ids, wide rows)
 ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job", "symfony_messenger"}
