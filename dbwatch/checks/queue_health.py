@@ -20,6 +20,7 @@ from ..queues import (
 )
 from ..queues.pg_boss import HEARTBEAT_FIX
 from ..queues.symfony_messenger import error_head, message_class
+from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
 
 SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
@@ -152,6 +153,12 @@ def _lib_text(t: dict[str, Any], attr: str) -> str | None:
     return str(text) if text else None
 
 
+def _ident(engine: str, t: dict[str, Any]) -> str:
+    """schema.table quoted as the probe's queries quote it (names are data, also in fixes)."""
+    parts = (str(t["schema"]), str(t["table"]))
+    return pg_ident_text(*parts) if engine == "postgresql" else my_ident(*parts)
+
+
 def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
     own = _lib_text(t, "expired_fix")
     if own:
@@ -160,7 +167,7 @@ def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
     look = ""
     if t["kind"] == "laravel_jobs":
         look = (
-            f" Look: SELECT id, queue, attempts, reserved_at FROM {t['schema']}.{t['table']} "
+            f" Look: SELECT id, queue, attempts, reserved_at FROM {_ident(engine, t)} "
             f"WHERE reserved_at <= {now} - {int(retry_after)} ORDER BY id LIMIT 20;"
         )
     return (
