@@ -17,6 +17,7 @@ MESSAGES = Shape(
     frozenset(
         {"id", "body", "headers", "queue_name", "created_at", "available_at", "delivered_at"}
     ),
+    scale_depth=False,  # failed messages stay in the table: its row estimate is not the queue
 )
 
 # ErrorDetailsStamp as PhpSerializer writes it (private properties, addslashes'd NULs) or as

@@ -6,8 +6,9 @@ FROM (SELECT queue_name,
              CAST(REGEXP_SUBSTR(SUBSTRING(x, LOCATE('retryCount', x) + 10, 24), '[0-9]+') AS UNSIGNED)
                AS retries
       FROM (SELECT queue_name, CONCAT(LEFT(headers, 4096), LEFT(body, 16384)) AS x
-            FROM {table} FORCE INDEX (PRIMARY)
-            WHERE id <= %(max_id)s AND queue_name NOT LIKE '%%failed%%') r
+            FROM {table}
+            WHERE (queue_name < 'failed' OR queue_name > 'failed')
+              AND queue_name NOT LIKE '%%failed%%' LIMIT %(window)s) r
       WHERE LOCATE('retryCount', x) > 0) w
 WHERE w.retries > 0
 GROUP BY w.queue_name, w.retries

@@ -1,5 +1,6 @@
--- Symfony Messenger (Doctrine transport): messages per queue_name over a constant primary-key
--- range of at most %(window)s ids; acknowledged messages are deleted. The failure transport's
+-- Symfony Messenger (Doctrine transport): messages per queue_name, at most %(window)s read
+-- through its queue_name index as two ranges around 'failed' (the failure transport's rows are
+-- never read); acknowledged messages are deleted. The failure transport's
 -- queue ('failed') is read by the failed query. Doctrine writes local DATETIMEs: NOW().
 SELECT w.queue_name AS queue, COUNT(*) AS total,
        SUM(w.delivered_at IS NULL AND w.available_at <= NOW()) AS available,
@@ -8,8 +9,9 @@ SELECT w.queue_name AS queue, COUNT(*) AS total,
        SUM(w.delivered_at IS NOT NULL) AS reserved,
        TIMESTAMPDIFF(SECOND, MIN(w.delivered_at), NOW()) AS oldest_reserved_seconds,
        0 AS repeated, NULL AS max_attempts
-FROM {table} w FORCE INDEX (PRIMARY)
-WHERE w.id <= %(max_id)s AND w.queue_name NOT LIKE '%%failed%%'
+FROM (SELECT queue_name, available_at, delivered_at FROM {table}
+      WHERE queue_name < 'failed' OR queue_name > 'failed' LIMIT %(window)s) w
+WHERE w.queue_name NOT LIKE '%%failed%%'
 GROUP BY w.queue_name
 ORDER BY w.queue_name
 LIMIT %(groups)s

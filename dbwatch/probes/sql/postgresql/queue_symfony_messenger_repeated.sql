@@ -5,7 +5,9 @@ SELECT w.queue_name AS queue, w.retries + 1 AS attempts, NULL::text AS job_class
 FROM (SELECT queue_name,
              substring(left(headers, 4096) || left(body, 16384) FROM 'retryCount\D{1,12}(\d{1,6})')::int
                AS retries
-      FROM {table} WHERE queue_name NOT LIKE '%%failed%%' ORDER BY id LIMIT %(window)s) w
+      FROM (SELECT queue_name, headers, body FROM {table}
+            WHERE queue_name < 'failed' OR queue_name > 'failed' LIMIT %(window)s) x
+      WHERE queue_name NOT LIKE '%%failed%%') w
 WHERE w.retries > 0
 GROUP BY 1, 2
 ORDER BY n DESC
