@@ -26,7 +26,7 @@ from ..queues import (
 from ..snapshot import CoverageGap
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format, pg_ident_text
-from . import Gapped, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
+from . import Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -336,14 +336,14 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
     }
     failed = [t for t in probed if t["error"]]
     if not failed:
-        return Gapped(data, tuple(gaps)) if gaps else data
+        return Covered(data, tuple(gaps)) if gaps else data
     denied = [t for t in failed if t["privilege"]]
     grant = " ".join(_grant(engine, t) for t in denied[:5])
     message = "; ".join(t["error"] for t in failed[:3])
     if len(failed) > 3:
         message += f" (and {len(failed) - 3} more tables)"
     partial = PartialResult(data, message, grant or None)
-    return Gapped(partial, tuple(gaps)) if gaps else partial
+    return Covered(partial, tuple(gaps)) if gaps else partial
 
 
 def _grant(engine: str, t: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ import pymysql
 import pytest
 from queue_libs import audit, by_rule, queue_findings
 
-from dbwatch.probes import Gapped, ProbeCache
+from dbwatch.probes import Covered, ProbeCache
 from dbwatch.probes.queue import MAX_TABLES, collect
 from dbwatch.targets import open_target, spec_for
 
@@ -56,7 +56,7 @@ def test_url_database_scopes_queue_tables(apps: list[str]) -> None:
         data = collect(target)
     finally:
         target.close()
-    assert not isinstance(data, Gapped) and data["discovered"] == 1 and data["scope"] == apps[3]
+    assert not isinstance(data, Covered) and data["discovered"] == 1 and data["scope"] == apps[3]
 
 
 def _mine(names: list[str], apps: list[str]) -> set[str]:
@@ -68,7 +68,7 @@ def test_server_url_covers_every_schema_gaps_then_rotation(apps: list[str]) -> N
     target = open_target(spec)
     try:
         one = collect(target)  # an audit: no cache
-        assert isinstance(one, Gapped)
+        assert isinstance(one, Covered)
         data, gaps = one.data, one.gaps
         examined = [f"{t['schema']}.{t['table']}" for t in data["tables"]]
         assert len(examined) <= MAX_TABLES and data["discovered"] >= N
@@ -82,13 +82,13 @@ def test_server_url_covers_every_schema_gaps_then_rotation(apps: list[str]) -> N
         seen: set[str] = set()
         for _ in range(cycles):
             out = collect(target, cache)
-            section = out.data if isinstance(out, Gapped) else out
+            section = out.data if isinstance(out, Covered) else out
             seen |= {f"{t['schema']}.{t['table']}" for t in section["tables"]
                      if not t.get("reused")}
         assert _mine(sorted(seen), apps) == {f"{db}.jobs" for db in apps}
         last = collect(target, cache)  # every table now has a result: no gap left
-        section = last.data if isinstance(last, Gapped) else last
-        assert not isinstance(last, Gapped) or not _mine([g.name for g in last.gaps], apps)
+        section = last.data if isinstance(last, Covered) else last
+        assert not isinstance(last, Covered) or not _mine([g.name for g in last.gaps], apps)
         sick = [t for t in section["tables"] if t["schema"] == apps[17]]
         assert len(sick) == 1 and sick[0]["summary"][0]["available"] == 30
     finally:
