@@ -280,6 +280,7 @@ def main() -> int:
     for lib in [x.strip() for x in args.libs.split(",") if x.strip()]:
         try:
             results.append(bench(lib, args.rows, args.pending, args.repeat))
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)  # survives a later crash
         except (subprocess.CalledProcessError, FileNotFoundError) as exc:
             print(f"{lib}: skipped ({exc})", file=sys.stderr)
     print(json.dumps({"load_average": os.getloadavg(), "results": results}, indent=2))

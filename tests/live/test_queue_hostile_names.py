@@ -68,7 +68,8 @@ def test_pg_hostile_names_are_data(pg_db: str) -> None:
             " priority int DEFAULT 0, run_at timestamptz, attempts int DEFAULT 0,"
             " max_attempts int DEFAULT 25, last_error text, locked_at timestamptz,"
             " locked_by text, key text, created_at timestamptz DEFAULT now(),"
-            " updated_at timestamptz DEFAULT now())").format(jobs))
+            " updated_at timestamptz DEFAULT now(), is_available boolean GENERATED ALWAYS AS"
+            " (locked_at IS NULL AND attempts < max_attempts) STORED)").format(jobs))
         c.execute(sql.SQL("INSERT INTO {} SELECT g, NULL, 1, '{{}}', 0, to_timestamp({}) "
                           "FROM generate_series(1, 7) g").format(jobs, sql.Literal(old)))
         lj = sql.Identifier(schema, laravel)
