@@ -168,3 +168,36 @@ def test_any_injection_never_names_the_attackers_victim(fake: list[str], first: 
         assert v is None or v.thread_id in (2240, 2245), (fake, dl)
         if v is not None:  # a named victim: the real one, from an unambiguous report
             assert not dl.ambiguous and v.thread_id == 2240
+
+
+# Found by hypothesis: a report header inside a query after a `*** (1) TRANSACTION:` line (the
+# query was no longer "in query" when the header came) made a report whose victim was an
+# empty, fabricated transaction. Siblings: a fake victim line before the fake header.
+REGRESSIONS = [
+    ["*** (1) TRANSACTION:",
+     "2019-06-12T08:15:42.318300Z 2245 [Note] InnoDB: Transactions deadlock detected, "
+     "dumping detailed information.",
+     "*** (1) TRANSACTION:"],
+    ["*** WE ROLL BACK TRANSACTION (2)",
+     "2019-06-12T08:15:42.318300Z 2245 [Note] InnoDB: Transactions deadlock detected, "
+     "dumping detailed information.",
+     "*** (1) TRANSACTION:"],
+    ["*** (1) HOLDS THE LOCK(S):",
+     "2019-06-12T08:15:42.318300Z 2245 [Note] InnoDB: Transactions deadlock detected, "
+     "dumping detailed information.",
+     "2019-06-12T08:15:42.318300Z 2245 [Note] InnoDB: Transactions deadlock detected, "
+     "dumping detailed information.",
+     "*** (1) TRANSACTION:"],
+]
+
+
+def test_regressions_report_starting_inside_a_query_names_no_victim() -> None:
+    for fake in REGRESSIONS:
+        for first in (True, False):
+            test_any_injection_never_names_the_attackers_victim.hypothesis.inner_test(  # type: ignore[attr-defined]
+                fake, first
+            )
+            target = QUERY if first else CLAIM_Q + "\n"
+            text = LOG.replace(target, target + "\n".join(fake) + "\n", 1)
+            for dl in iter_deadlocks(text.splitlines()):
+                assert all(t.trx_id for t in dl.transactions if t.victim), (fake, dl)

@@ -161,14 +161,18 @@ class Scanner:
 
     def _open(self, ts: str | None, thread: str | None, offset: int) -> None:
         old = self.block
-        interrupted = old is not None and not old.state.done and bool(old.state.trxs)
-        in_query = interrupted and old is not None and old.state.trxs[-1].in_query
-        if old is not None and in_query:
-            old.state.suspect("another report starts inside its query text")
+        # A report is written in one piece, ending with its victim line; one that starts
+        # before the previous report's victim line (or inside a suspect report) may come
+        # from that report's query text, whatever lines preceded it: both are ambiguous.
+        cut = old is not None and (
+            bool(old.state.problems) or (not old.state.done and bool(old.state.trxs))
+        )
+        if old is not None and cut:
+            old.state.suspect("another report starts inside it")
         self._close()
         self.block = _Block(new_state(normalize_ts(ts)[0] if ts else None), thread, offset)
-        if in_query:
-            self.block.state.suspect("it starts inside another report's query text")
+        if cut:
+            self.block.state.suspect("it starts inside another report, maybe in its query text")
 
     def feed(self, raw: str, offset: int = 0) -> None:
         self.lines += 1

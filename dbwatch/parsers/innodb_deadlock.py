@@ -235,6 +235,11 @@ def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock |
     by_id = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
     if st.victim and st.victim not in {t.n for t in st.trxs}:
         st.suspect(f"the victim ({st.victim}) is not one of the transactions printed")
+    for t in st.trxs:
+        if t.n == st.victim and "trx_id" not in t.fields:
+            # Every printed transaction has its `TRANSACTION <id>` line: a victim without
+            # one is a `*** (n) TRANSACTION:` marker from query text, never a transaction.
+            st.suspect(f"the victim ({t.n}) has no transaction header")
     locks = _build_locks(st, by_id)
     victim, source = _pick_victim(st, live_trx_ids)
     ambiguous = "; ".join(dict.fromkeys(st.problems)) or None
