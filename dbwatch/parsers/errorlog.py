@@ -280,9 +280,21 @@ _HEADERS = (b"deadlock detected, dumping detailed information", b"LATEST DETECTE
 CHUNK = 4 * 1024 * 1024
 
 
+# A lock on many rows lists one 'Record lock, heap no N PHYSICAL RECORD…' line per row (73 of
+# a MariaDB report's 90 lines once dumps are gone); the diagnosis uses the first heap number
+# of a lock, so only the first line of each run is kept. Each repetition starts with the same
+# literal: linear.
+_HEAP = b"\nRecord lock, heap no "
+_HEAP_RUNS = re.compile(rb"(\nRecord lock, heap no [^\n]*)(?:\nRecord lock, heap no [^\n]*)+")
+
+
 def slim(data: bytes) -> list[str]:
-    """Complete lines of a byte buffer, record dumps dropped, decoded once."""
-    return _DUMPS.sub(b"", b"\n" + data)[1:].decode("utf-8", "replace").splitlines()
+    """Complete lines of a byte buffer, record dumps and repeated record lines dropped,
+    decoded once."""
+    data = _DUMPS.sub(b"", b"\n" + data)
+    if _HEAP in data:
+        data = _HEAP_RUNS.sub(rb"\1", data)
+    return data[1:].decode("utf-8", "replace").splitlines()
 
 
 def open_block_start(data: bytes) -> int:
