@@ -103,3 +103,25 @@ def test_unbounded_block_is_cut() -> None:
 
 def test_garbage_only() -> None:
     assert list(iter_deadlocks(["", "x" * 100_000, "2020-01-01 00:00:00 1 [Note] hi", "***"])) == []
+
+
+def test_byte_path_keeps_one_record_line_per_lock_and_reads_the_same() -> None:
+    """slim() (the tailer's bytes path) drops repeated `Record lock, heap no` lines: the
+    deadlock read is the same as from every line, but for the heap numbers after the first."""
+    from dbwatch.parsers.errorlog import iter_deadlocks_bytes, slim
+
+    raw = (Path(__file__).parent / "fixtures" / "innodb" / "mariadb-error-log-excerpt.log")
+    data = raw.read_bytes()
+    kept = [ln for ln in slim(data) if ln.startswith("Record lock, heap no")]
+    every = [ln for ln in data.decode().splitlines() if ln.startswith("Record lock, heap no")]
+    assert 0 < len(kept) < len(every)
+    every_dl = list(iter_deadlocks(data.decode().splitlines()))
+    slim_dl = list(iter_deadlocks_bytes([data]))
+    assert len(every_dl) == len(slim_dl) >= 1
+    assert any(b.victim is not None for b in slim_dl)
+    for a, b in zip(every_dl, slim_dl):
+        assert (a.victim, a.ambiguous, a.transactions) == (b.victim, b.ambiguous, b.transactions)
+        assert [(lk.n, lk.waiting, lk.index, lk.heap_nos[:1]) for lk in a.locks] == [
+            (lk.n, lk.waiting, lk.index, lk.heap_nos[:1]) for lk in b.locks
+        ]
+        assert all(len(lk.heap_nos) <= 1 for lk in b.locks)
