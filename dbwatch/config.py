@@ -70,6 +70,14 @@ class DaemonConfig:
 
 
 @dataclass(frozen=True)
+class HttpConfig:
+    """[http]: the dashboard of `dbwatch watch --http`."""
+
+    address: str | None = None  # HOST:PORT; --http overrides it
+    token: str | None = None  # every page but /metrics needs it (Bearer or ?token=)
+
+
+@dataclass(frozen=True)
 class Config:
     path: str | None = None
     targets: tuple[TargetConfig, ...] = ()
@@ -77,6 +85,7 @@ class Config:
     terminate: TerminateConfig = TerminateConfig()
     alerts: tuple[AlertConfig, ...] = ()
     daemon: DaemonConfig = DaemonConfig()
+    http: HttpConfig = HttpConfig()
 
 
 class _Collector:
@@ -342,11 +351,22 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     )
 
 
+def _http(raw: Any, col: _Collector) -> HttpConfig:
+    if not isinstance(raw, dict):
+        col.err("http", "must be a table")
+        return HttpConfig()
+    col.known(raw, "http", {"address", "token"})
+    token = col.get(raw, "http", "token", "str", None)
+    if token is not None and len(token) < 8:
+        col.err("http.token", "too short: use at least 8 characters (e.g. from ${VAR})")
+    return HttpConfig(address=col.get(raw, "http", "address", "str", None), token=token)
+
+
 def parse_config(
     data: dict[str, Any], file: str, catalogue: dict[str, Rule] | None = None
 ) -> Config:
     col = _Collector(file)
-    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon"})
+    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon", "http"})
     data = expand_vars(data, "", col)
     cfg = Config(
         path=file,
@@ -355,6 +375,7 @@ def parse_config(
         terminate=_terminate(data.get("terminate", {}), col),
         alerts=_alerts(data.get("alerts", []), col),
         daemon=_daemon(data.get("daemon", {}), col),
+        http=_http(data.get("http", {}), col),
     )
     if cfg.terminate.enabled:
         for rid in cfg.terminate.rules:

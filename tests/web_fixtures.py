@@ -38,18 +38,47 @@ def fill(path: Path | str, *, findings: int = 6, deadlocks: int = 12, actions: i
     st = State(path)
     targets = ["pg-main", "maria-queue"]
     made: list[Finding] = []
+    app = f"analytics-report{payload}"
+    query = f"SELECT count(*) FROM orders /* {payload} */"
+    base = [
+        ("PG202", "critical", 0, "table app.public.que_jobs",
+         f"app.public.que_jobs: 27100 dead tuples (100% of rows), last vacuum never; horizon held "
+         f"by pid 22960 (report@{app}, 10.0.0.7, idle in transaction)", LONG_FIX,
+         {"table": "app.public.que_jobs", "dead_tuples": 27100, "holder": "pid 22960"}),
+        ("PG002", "critical", 0, "pid 22960",
+         f"pid 22960 (report@{app}) idle in transaction for 41m12s",
+         "End it in the application, or: SELECT pg_terminate_backend(22960); prevent it: "
+         "ALTER ROLE report SET idle_in_transaction_session_timeout = '5min';",
+         {"pid": 22960, "user": "report", "application": app, "database": "app",
+          "state": "idle in transaction", "age": "41m12s", "query": query}),
+        ("PG201", "warning", 0, "pid 22960",
+         f"xmin horizon of database app held for 41m12s (2710 XIDs) by pid 22960 (report@{app}); "
+         "keeps 27100 dead tuples in app.public.que_jobs",
+         "SELECT pg_terminate_backend(22960); (cancel does nothing to an idle session)",
+         {"pid": 22960, "application": app, "database": "app", "scope": "database"}),
+        ("QU301", "warning", 1, "index test.jobs.jobs_queue_reserved_at_index",
+         "test.jobs has the legacy index jobs_queue_reserved_at_index (queue, reserved_at) from "
+         "Laravel 5.3–5.4: claims on it deadlock with other workers' reserve UPDATE",
+         "ALTER TABLE `test`.`jobs` DROP INDEX `jobs_queue_reserved_at_index`, ADD INDEX "
+         "`jobs_queue_index` (`queue`), ALGORITHM=INPLACE, LOCK=NONE;",
+         {"table": "test.jobs", "index": "jobs_queue_reserved_at_index", "library": "laravel"}),
+        ("MY201", "warning", 1, "history list length",
+         "InnoDB history list length 184,233 (purge lag); oldest transaction: thread 41 "
+         f"(app@10.0.0.9) open 12m, query {payload}",
+         "End the oldest transaction (KILL 41;) and keep transactions short.",
+         {"history_list_length": 184233, "host": "10.0.0.9", "query": query}),
+        ("QU001", "warning", 1, "queue test.jobs/default",
+         "test.jobs queue default: 4,812 jobs available, the oldest waiting 6m40s",
+         "Add workers or find what stalls them (QU002, MY001).",
+         {"table": "test.jobs", "queue": "default", "available": 4812, "library": "laravel"}),
+    ]
     for i in range(findings):
-        crit = i % 3 == 0
+        rule, sev, t, subject, summary, fix, ev = base[i % len(base)]
+        n = i // len(base)
         made.append(Finding(
-            rule=("PG202", "PG002", "QU301", "PG201", "MY001", "QU001")[i % 6],
-            severity="critical" if crit else "warning",
-            target=targets[i % 2],
-            subject=f"table app.public.jobs_{i} {payload}" if i % 2 == 0 else f"pid {1000 + i}",
-            summary=f"finding {i}: {payload} keeps dead tuples in app.public.jobs_{i}",
-            fix=LONG_FIX if i == 0 else f"SELECT pg_terminate_backend({1000 + i});",
-            evidence={"pid": 1000 + i, "application": payload, "query": f"SELECT '{payload}'",
-                      "database": "app"},
-            identity=["f", i],
+            rule=rule, severity=sev, target=targets[t],
+            subject=subject if n == 0 else f"{subject} #{n}",
+            summary=summary, fix=fix, evidence=dict(ev), identity=["f", i],
         ))
     for t in targets:
         st.update(t, [f for f in made if f.target == t], now - 1800)

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
@@ -26,6 +27,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="one full cycle of every target, deliver alerts, exit with the audit code",
     )
     p.add_argument("--metrics-address", metavar="HOST:PORT", help="serve Prometheus /metrics")
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve the read-only dashboard (/, /deadlocks, /history, /actions) and /metrics; "
+        "a bare PORT binds 127.0.0.1; [http] token guards every page but /metrics",
+    )
     p.add_argument("--log-format", choices=("text", "json"), help="log lines (default: text)")
     p.add_argument(
         "--flush-timeout",
@@ -95,6 +102,44 @@ def run(args: argparse.Namespace) -> int:
             flush_budget=max(0.0, args.flush_timeout),
             backoff=_backoff(),
         )
-        return daemon.run_once() if args.once else daemon.run_forever()
+        if args.once:
+            return daemon.run_once()
+        http = args.http or setup.config.http.address
+        server = _start_dashboard(http, state_path, daemon) if http else None
+        try:
+            return daemon.run_forever()
+        finally:
+            if server is not None:
+                server.shutdown()
+                server.server_close()
     finally:
         state.close()
+
+
+def _start_dashboard(address: str, state_path: str, daemon: Daemon) -> Any:
+    """The dashboard reads the state through its own read-only connections (dbwatch.web)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from ..web.pages import Site
+    from ..web.server import Dashboard, serve
+
+    registry = CollectorRegistry()
+    registry.register(daemon.collector)
+
+    def site() -> Site:
+        targets = daemon.setup.targets  # re-read per request: SIGHUP swaps the setup
+        return Site(
+            intervals={n: tc.interval for n, (_, tc) in targets.items()},
+            engines={n: spec.engine for n, (spec, _) in targets.items()},
+        )
+
+    dash = Dashboard(
+        Path(state_path).expanduser(),
+        site,
+        token=daemon.setup.config.http.token,
+        metrics=lambda: bytes(generate_latest(registry)),
+    )
+    try:
+        return serve(address, dash)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--http {address}: {exc}") from None
