@@ -43,10 +43,28 @@ def _target_line(t: TargetResult) -> str:
 
 
 FIX_IN_COLUMN = 3  # a fix longer than this many lines in the column gets its own lines
+NARROW = 80  # below this a four-column table cuts too much: one block per finding instead
+
+
+def _finding_blocks(findings: list[Finding], width: int, colour: bool) -> str:
+    out = []
+    for f in findings:
+        head = f"{paint(f.severity.upper(), f.severity, colour)} {f.rule} "
+        out += [
+            head + ln if i == 0 else "  " + ln for i, ln in enumerate(wrap(f.subject, width - 16))
+        ]
+        out += ["  " + ln for ln in wrap(f.summary, width - 2)]
+        out += [
+            "  fix: " + ln if i == 0 else "       " + ln
+            for i, ln in enumerate(wrap(f.fix, width - 7))
+        ]
+    return "\n".join(out)
 
 
 def _finding_rows(findings: list[Finding], width: int, colour: bool) -> str:
     """SEVERITY RULE SUBJECT FINDING sized to `width`; the whole fix, under the row when long."""
+    if width < NARROW:
+        return _finding_blocks(findings, width, colour)
     sev_w, rule_w = 8, 5
     words = [w for f in findings for w in f.subject.split()]
     longest = max((len(w) for w in words), default=8)
