@@ -14,7 +14,17 @@ from .errors import ConfigError, DbwatchError, TargetError
 
 log = logging.getLogger("dbwatch")
 # Every command lives in dbwatch/commands/<name>.py with HELP, add_arguments(parser) and run(args).
-COMMANDS = ("audit", "deadlocks", "terminate", "watch", "status", "rules", "config")
+COMMANDS = (
+    "audit",
+    "deadlocks",
+    "terminate",
+    "watch",
+    "status",
+    "history",
+    "rules",
+    "config",
+    "completion",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
 from .findings import Finding
 from .pipeline import AuditResult, TargetResult
-from .termout import paint, plural, table, term_width, use_colour, wrap
+from .termout import column_width, paint, plural, table, term_width, use_colour, wrap
 
 
 def iso(ts: float) -> str:
@@ -66,12 +65,8 @@ def _finding_rows(findings: list[Finding], width: int, colour: bool) -> str:
     if width < NARROW:
         return _finding_blocks(findings, width, colour)
     sev_w, rule_w = 8, 5
-    words = [w for f in findings for w in f.subject.split()]
-    longest = max((len(w) for w in words), default=8)
-    name = max((len(p) for w in words for p in re.split(r"(?<=[.,/])", w)), default=8)
-    subj_w = min(max(longest, 12), max(16, width // 3))
-    if name > subj_w:  # one name part wider than the column: widen it rather than cut the name
-        subj_w = min(name, width // 2)
+    # one name part wider than the column widens it rather than being cut
+    subj_w = column_width([f.subject for f in findings], 12, max(16, width // 3), width // 2)
     text_w = max(30, width - sev_w - rule_w - subj_w - 6)
     rows, after = [], []
     for f in findings:

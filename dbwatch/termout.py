@@ -13,6 +13,8 @@ from typing import TextIO
 MIN_WIDTH = 60
 _COLOURS = {"critical": "1;31", "warning": "33", "unknown": "35", "ok": "32", "stale": "1;35"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# other sessions' query text may carry terminal escapes: never let them reach the terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def term_width(stream: TextIO | None = None) -> int:
@@ -64,6 +66,7 @@ def _pieces(word: str, width: int) -> list[str]:
 def wrap(text: str, width: int) -> list[str]:
     """Words to lines of at most `width`; own line breaks kept; names never cut mid-name."""
     width = max(width, 8)
+    text = _CONTROL.sub("\ufffd", str(text))
     lines: list[str] = []
     for para in str(text).splitlines() or [""]:
         cur = ""
@@ -108,3 +111,12 @@ def table(
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def column_width(texts: Sequence[str], low: int, high: int, limit: int) -> int:
+    """Fit the longest word within [low, high]; widen up to `limit` for one long name part."""
+    words = [w for t in texts for w in str(t).split()]
+    longest = max((len(w) for w in words), default=low)
+    name = max((len(p) for w in words for p in re.split(r"(?<=[.,/])", w)), default=low)
+    width = min(max(longest, low), high)
+    return min(name, limit) if name > width else width

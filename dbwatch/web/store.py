@@ -129,6 +129,10 @@ class StateReader:
             (since, until, limit),
         )
 
+    def outbox_size(self) -> dict[str, int]:
+        rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver LIMIT 1000")
+        return {str(r["receiver"]): int(r["n"]) for r in rows}
+
     # -- actions -------------------------------------------------------------------------
 
     def actions(
@@ -204,6 +208,15 @@ class StateReader:
             tuple(params),
         )
         return [(float(r["hour"]), int(r["n"])) for r in rows]
+
+    def deadlock_patterns(self, target: str | None, since: float) -> dict[str, int]:
+        where, params = self._deadlock_filter(target, None, None, since)
+        rows = self._rows(
+            "SELECT coalesce(json_extract(data, '$.diagnosis.pattern'), 'generic') AS p, "
+            f"count(*) AS n FROM deadlocks WHERE {where} GROUP BY p ORDER BY n DESC LIMIT 100",
+            tuple(params),
+        )
+        return {str(r["p"]): int(r["n"]) for r in rows}
 
     def deadlock_facets(self, limit: int = 50) -> dict[str, list[str]]:
         """The targets, patterns and tables the filter form offers (bounded)."""
