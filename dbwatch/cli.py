@@ -25,10 +25,23 @@ COMMANDS = (
     "config",
     "completion",
 )
+DESCRIPTION = """\
+diagnostics and watchdog for databases used as job queues (PostgreSQL, MySQL, MariaDB):
+InnoDB deadlocks, the xmin horizon, dead tuples, idle transactions, lock waits, queue tables;
+every finding names the cause and the fix. Probes are read-only with short timeouts."""
+EPILOG = """\
+exit status (Nagios): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (unreachable, refused, bad input)
+environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (table width), NO_COLOR
+'dbwatch COMMAND --help' for each command; the man page: python -m dbwatch.manpage | man -l -"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dbwatch", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="dbwatch",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"dbwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
