@@ -7,6 +7,7 @@ dbwatch built itself (the SVG charts, from numbers and escaped labels).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ ACTIONS_PER_PAGE = 100
 LINES_PER_CHART = 8
 CHART_POINTS = 240
 TEXT_CAP = 4000  # characters of one untrusted string shown (query text, deadlock queries)
+
+
+_Cached = tuple[int, list[tuple[float, int]], dict[str, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,8 @@ class Pages:
     def __init__(self, reader: Callable[[], StateReader], site: Callable[[], Site]) -> None:
         self.reader = reader
         self.site = site
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[Any, ...], _Cached] = {}
         self.env = Environment(
             loader=PackageLoader("dbwatch.web", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -218,10 +224,23 @@ class Pages:
         window = window if window in WINDOWS else "24h"
         since = (now - WINDOWS[window]) // 3600 * 3600
         page = _page(q)
+        # deadlocks are only ever added or pruned: counts, chart and form are cached per version
+        key = (st.deadlock_version(), target, table, pattern, since)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = (
+                st.deadlock_total(target, table, pattern),
+                st.deadlocks_per_hour(target, table, pattern, since),
+                st.deadlock_facets(),
+            )
+            with self._lock:
+                if len(self._cache) > 64:
+                    self._cache.clear()
+                self._cache[key] = cached
+        total, hourly, facets = cached
         res = st.deadlocks(
-            target, table, pattern, 0.0, DEADLOCKS_PER_PAGE, page * DEADLOCKS_PER_PAGE
+            target, table, pattern, 0.0, DEADLOCKS_PER_PAGE, page * DEADLOCKS_PER_PAGE, total
         )
-        hourly = st.deadlocks_per_hour(target, table, pattern, since)
         chart = svg.bar_chart("deadlocks per hour", hourly, since, now, 3600.0)
         items = []
         for r in res.rows:
@@ -244,7 +263,6 @@ class Pages:
                     "locks": [lk for lk in d.get("locks") or [] if isinstance(lk, dict)][:40],
                 }
             )
-        facets = st.deadlock_facets()
         return self.render(
             "deadlocks.html",
             "/deadlocks",

@@ -185,9 +185,12 @@ class StateReader:
         since: float = 0.0,
         limit: int = 25,
         offset: int = 0,
+        total: int | None = None,
     ) -> Page:
+        """Newest first; pass `total` when it is known (a filtered count scans every row)."""
         where, params = self._deadlock_filter(target, table, pattern, since)
-        total = self._rows(f"SELECT count(*) AS n FROM deadlocks WHERE {where}", tuple(params))
+        if total is None:
+            total = self.deadlock_total(target, table, pattern, since)
         rows = self._rows(
             f"SELECT * FROM deadlocks WHERE {where} "
             "ORDER BY seen_at DESC, rowid DESC LIMIT ? OFFSET ?",
@@ -195,7 +198,19 @@ class StateReader:
         )
         for r in rows:
             r["data"] = _loads(r["data"])
-        return Page(rows, int(total[0]["n"]) if total else 0, offset, limit)
+        return Page(rows, total, offset, limit)
+
+    def deadlock_total(
+        self, target: str | None, table: str | None, pattern: str | None, since: float = 0.0
+    ) -> int:
+        where, params = self._deadlock_filter(target, table, pattern, since)
+        total = self._rows(f"SELECT count(*) AS n FROM deadlocks WHERE {where}", tuple(params))
+        return int(total[0]["n"]) if total else 0
+
+    def deadlock_version(self) -> tuple[int, int]:
+        """Changes whenever a deadlock is recorded or pruned (keys the dashboard's cache)."""
+        r = self._rows("SELECT coalesce(max(rowid), 0) AS m, count(*) AS n FROM deadlocks")
+        return (int(r[0]["m"]), int(r[0]["n"])) if r else (0, 0)
 
     def deadlocks_per_hour(
         self, target: str | None, table: str | None, pattern: str | None, since: float
@@ -223,8 +238,10 @@ class StateReader:
         targets = self._rows(
             "SELECT DISTINCT target FROM deadlocks ORDER BY target LIMIT ?", (limit,)
         )
+        # patterns of the latest 2,000: the form stays cheap however many are stored
         patterns = self._rows(
-            "SELECT json_extract(data, '$.diagnosis.pattern') AS p, count(*) AS n FROM deadlocks "
+            "SELECT json_extract(data, '$.diagnosis.pattern') AS p, count(*) AS n FROM "
+            "(SELECT data FROM deadlocks ORDER BY seen_at DESC LIMIT 2000) "
             "GROUP BY p ORDER BY n DESC LIMIT ?",
             (limit,),
         )

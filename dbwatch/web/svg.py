@@ -19,6 +19,7 @@ from ..durations import format_duration
 PALETTE = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
 W, H = 560, 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 26
+MARK_PX = 6  # events closer than this share one mark
 
 
 @dataclass(frozen=True)
@@ -124,15 +125,20 @@ class _Frame:
         return out
 
     def marks(self, marks: Sequence[Mark]) -> list[str]:
-        out = []
-        for m in marks:
+        """Events within a few pixels of each other share one mark (bounded markup)."""
+        groups: dict[tuple[str, int], list[Mark]] = {}
+        for m in sorted(marks, key=lambda m: m.ts):
             if not self.since <= m.ts <= self.until:
                 continue
-            x = self.x(m.ts)
             kind = m.kind if m.kind in ("critical", "warning", "unknown", "action") else "warning"
-            tip = escape(f"{time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(m.ts))} {m.label}")
+            groups.setdefault((kind, int(self.x(m.ts) // MARK_PX)), []).append(m)
+        out = []
+        for (kind, _), ms in groups.items():
+            x = self.x(ms[0].ts)
+            first = f"{time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(ms[0].ts))} {ms[0].label}"
+            more = f" (+{len(ms) - 1} more here)" if len(ms) > 1 else ""
             out.append(
-                f'<g class="mark {kind}"><title>{tip}</title>'
+                f'<g class="mark {kind}"><title>{escape(first[:300] + more)}</title>'
                 f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + self.ph}"/>'
                 f'<path d="M{x - 4:.1f},{TOP} L{x + 4:.1f},{TOP} L{x:.1f},{TOP + 7} Z"/></g>'
             )
