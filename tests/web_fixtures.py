@@ -39,7 +39,8 @@ def fill(path: Path | str, *, findings: int = 6, deadlocks: int = 12, actions: i
     targets = ["pg-main", "maria-queue"]
     made: list[Finding] = []
     app = f"analytics-report{payload}"
-    query = f"SELECT count(*) FROM orders /* {payload} */"
+    query = f"SELECT count(*) FROM orders /* {payload} */" if payload else (
+        "SELECT o.customer_id, sum(o.total) FROM orders o GROUP BY 1")
     base = [
         ("PG202", "critical", 0, "table app.public.que_jobs",
          f"app.public.que_jobs: 27100 dead tuples (100% of rows), last vacuum never; horizon held "
@@ -64,7 +65,7 @@ def fill(path: Path | str, *, findings: int = 6, deadlocks: int = 12, actions: i
          {"table": "test.jobs", "index": "jobs_queue_reserved_at_index", "library": "laravel"}),
         ("MY201", "warning", 1, "history list length",
          "InnoDB history list length 184,233 (purge lag); oldest transaction: thread 41 "
-         f"(app@10.0.0.9) open 12m, query {payload}",
+         f"(app@10.0.0.9) open 12m{', query ' + payload if payload else ''}",
          "End the oldest transaction (KILL 41;) and keep transactions short.",
          {"history_list_length": 184233, "host": "10.0.0.9", "query": query}),
         ("QU001", "warning", 1, "queue test.jobs/default",
@@ -80,40 +81,52 @@ def fill(path: Path | str, *, findings: int = 6, deadlocks: int = 12, actions: i
             subject=subject if n == 0 else f"{subject} #{n}",
             summary=summary, fix=fix, evidence=dict(ev), identity=["f", i],
         ))
-    for t in targets:
-        st.update(t, [f for f in made if f.target == t], now - 1800)
+    kill_ts = now - hours * 3600 + int(points * 0.75) * (hours * 3600 / points)
+    for t in targets:  # fired 20 minutes before the holder is terminated
+        st.update(t, [f for f in made if f.target == t], min(now - 60, kill_ts - 1200))
     samples = sample_deadlocks()
     with st.transaction():
         for i in range(deadlocks):
             dl = copy.deepcopy(samples[i % len(samples)])
             dl["key"] = f"k{i}"
-            for trx in dl.get("transactions", []):
+            for trx in dl.get("transactions", []) if payload else []:
                 trx["query"] = f"{trx.get('query') or ''} /* {payload} */"
-            if dl.get("locks"):
+            if dl.get("locks") and payload:
                 dl["locks"][0]["table"] = f"jobs{payload}" if i % 5 == 0 else dl["locks"][0]["table"]
             st.record_deadlock(targets[1], dl["key"], dl.get("at"), dl)
         st._db.execute(  # spread over the window, as a daemon running for `hours` would have
             "UPDATE deadlocks SET seen_at = ? - (CAST(substr(key, 2) AS INTEGER) * ?)",
             (now, hours * 3600 / max(deadlocks, 1)),
         )
-        for i in range(actions):
-            doc = {"action": "would_terminate" if i else "terminated", "user": "app",
-                   "application": payload, "query": f"SELECT 1 /* {payload} */",
-                   "reason": f"PG002 firing: {payload}", "statement": "SELECT pg_terminate_backend(1001);",
-                   "dry_run": bool(i), "finding": "idle in transaction"}
-            st.record_action(targets[0], "PG002", f"fp{i}", f"pid {1001 + i}", doc["action"],
-                             json.dumps(doc))
-        st._db.execute("UPDATE actions SET ts = ? - id * 600", (now,))
+        kill = int(points * 0.75)  # the story: the horizon holder is terminated here
         step = hours * 3600 / points
+        for i in range(actions):
+            doc = {"action": "would_terminate" if i else "terminated", "user": "report",
+                   "application": f"analytics-report{payload}", "query": f"SELECT 1 /* {payload} */",
+                   "reason": f"PG201 firing: holds the xmin horizon of app {payload}",
+                   "statement": f"SELECT pg_terminate_backend({22960 + i});",
+                   "dry_run": bool(i), "finding": "xmin horizon held for 41m12s"}
+            st.record_action(targets[0], "PG201", f"fp{i}", f"pid {22960 + i}", doc["action"],
+                             json.dumps(doc))
+        st._db.execute("UPDATE actions SET ts = ? - (id - 1) * 600", (kill_ts,))
         for j in range(points):
             ts = now - hours * 3600 + j * step
+            start = int(points * 0.55)  # the analytics session opens its transaction here
+            held = j <= kill
+            k = max(0, j - start) if held else kill - start
+            after = 0 if held else j - kill
+            dead = 300.0 + 600.0 * k if held else max(400.0, 600.0 * k * (0.6 ** after))
             st.record_metrics(targets[0], {
-                f"pg.n_dead_tup:app.public.jobs{payload}": 100.0 * j,
-                "pg.n_dead_tup:app.public.que_jobs": 50.0 * j + 7,
-                "pg.horizon_age_seconds": 30.0 * j,
-                "pg.horizon_xid_age": 10.0 * j,
-                "queue_depth:public.jobs/default": float(j % 40),
-                "queue_age_seconds:public.jobs/default": float(j),
+                f"pg.n_dead_tup:app.public.jobs{payload}": dead,
+                "pg.n_dead_tup:app.public.que_jobs": dead * 0.45 + 7,
+                "pg.n_dead_tup:app.public.orders": 800.0 + 40 * (j % 12),
+                "pg.horizon_age_seconds": k * step if held else 2.0,
+                "pg.horizon_xid_age": 9.0 * k if held else 3.0,
+                "oldest_xact_seconds": k * step if held else 1.0,
+                "queue_depth:public.jobs/default": (
+                    (20.0 + 8 * k) if held else max(20.0, 8 * k * (0.5 ** after))
+                ) + (j % 5),
+                "queue_age_seconds:public.jobs/default": (2.0 + 0.9 * k) if held else 2.0,
             }, ts)
             st.record_metrics(targets[1], {"innodb_history_list_length": 1000.0 + 50 * j,
                                            "oldest_xact_seconds": float(j)}, ts)

@@ -133,7 +133,8 @@ class _Frame:
             kind = m.kind if m.kind in ("critical", "warning", "unknown", "action") else "warning"
             groups.setdefault((kind, int(self.x(m.ts) // MARK_PX)), []).append(m)
         out = []
-        for (kind, _), ms in groups.items():
+        order = {"action": 0, "warning": 1, "unknown": 2, "critical": 3}  # critical on top
+        for (kind, _), ms in sorted(groups.items(), key=lambda kv: order[kv[0][0]]):
             x = self.x(ms[0].ts)
             first = f"{time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(ms[0].ts))} {ms[0].label}"
             more = f" (+{len(ms) - 1} more here)" if len(ms) > 1 else ""
@@ -208,9 +209,10 @@ def bar_chart(
         if not since <= t <= until or n <= 0:
             continue
         x, y = fr.x(t), fr.y(n)
+        bw_here = max(1.0, min(bw, fr.x(until) - x))  # the current hour is drawn up to now
         tip = escape(f"{time.strftime('%Y-%m-%d %H:00Z', time.gmtime(t))}: {n}")
         body.append(
-            f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bw:.1f}" '
+            f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bw_here:.1f}" '
             f'height="{TOP + fr.ph - y:.1f}"><title>{tip}</title></rect>'
         )
     if not buckets:
