@@ -102,8 +102,9 @@ def fill(path: Path | str, *, findings: int = 6, deadlocks: int = 12, actions: i
         step = hours * 3600 / points
         for i in range(actions):
             doc = {"action": "would_terminate" if i else "terminated", "user": "report",
-                   "application": f"analytics-report{payload}", "query": f"SELECT 1 /* {payload} */",
-                   "reason": f"PG201 firing: holds the xmin horizon of app {payload}",
+                   "application": f"analytics-report{payload}", "query": f"SELECT 1 /* {payload} */" if payload else query,
+                   "reason": f"PG201 firing: holds the xmin horizon of database app{payload} "
+                             "for 41m12s; past terminate.after (30m)",
                    "statement": f"SELECT pg_terminate_backend({22960 + i});",
                    "dry_run": bool(i), "finding": "xmin horizon held for 41m12s"}
             st.record_action(targets[0], "PG201", f"fp{i}", f"pid {22960 + i}", doc["action"],
