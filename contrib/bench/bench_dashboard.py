@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from web_fixtures import fill  # noqa: E402  (tests/web_fixtures.py: writes through State)
+from web_fixtures import fill, sample_deadlocks  # noqa: E402  (tests/web_fixtures.py: via State)
 
 SERVER = """
 import sys, time
@@ -33,8 +33,9 @@ srv = serve("127.0.0.1:0", Dashboard({state!r}))
 print(srv.server_address[1], flush=True)
 time.sleep(3600)
 """
+TABLE = sample_deadlocks()[0]["locks"][0]["table"]  # one in four of the deadlocks touch it
 PAGES = ("/", "/?page=5", "/deadlocks", "/deadlocks?pattern=queue-claim-vs-delete",
-         "/deadlocks?table=jobs&page=10", "/history?since=6h", "/history?since=7d", "/actions")
+         f"/deadlocks?table={TABLE}&page=10", "/history?since=6h", "/history?since=7d", "/actions")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -102,7 +102,8 @@ def _terminate(doc: Any) -> Rows:
 
 def _dashboard(doc: Any) -> Rows:
     p = doc["pages"]
-    pick = ("/", "/deadlocks", "/deadlocks?table=jobs&page=10", "/history?since=6h", "/actions")
+    pick = [k for k in p if k in ("/", "/deadlocks", "/history?since=6h", "/actions")
+            or k.startswith("/deadlocks?table=")]
     return [(f"dashboard, {doc['findings']:,} findings / {doc['deadlocks']:,} deadlocks",
              "; ".join(f"{k} {p[k]['cpu_ms_per_request']} ms CPU, {p[k]['bytes'] / 1000:.0f} kB"
                        for k in pick if k in p))]
