@@ -175,3 +175,16 @@ def test_address_defaults_to_loopback() -> None:
     assert parse_address("[::1]:9188") == ("::1", 9188)
     with pytest.raises(ValueError):
         parse_address("127.0.0.1:http")
+
+
+def test_http_config_section(tmp_path: Path) -> None:
+    from dbwatch.config import parse_config
+    from dbwatch.errors import ConfigError
+
+    cfg = parse_config({"http": {"address": "127.0.0.1:9188", "token": "long-enough-token"}}, "f")
+    assert cfg.http.address == "127.0.0.1:9188" and cfg.http.token == "long-enough-token"
+    with pytest.raises(ConfigError) as exc:
+        parse_config({"http": {"token": "short", "tls": True}}, "f")
+    text = "\n".join(exc.value.problems)
+    assert "http.token: too short" in text and "http.tls: unknown key" in text
+    assert "short" not in text.replace("too short", "")  # the secret itself is never printed

@@ -199,6 +199,12 @@ def serve(address: str, dash: Dashboard) -> ThreadingHTTPServer:
     host, port = parse_address(address)
     handler = type("DashboardHandler", (Handler,), {"dash": dash})
     server = _Server((host, port), handler)
+    if not dash.token and host not in ("127.0.0.1", "::1", "localhost"):
+        log.warning(
+            "dashboard on %s without [http] token: anyone who reaches that address can read "
+            "findings and query text",
+            host,
+        )
     threading.Thread(target=server.serve_forever, name="dbwatch-http", daemon=True).start()
     log.info(
         "dashboard on http://%s:%d/ (%s)",
