@@ -62,8 +62,8 @@ def idle_payload_session(uniq: str) -> Iterator[int]:
 
 
 @pytest.fixture
-def daemon(tmp_path: Path, idle_payload_session: int) -> Iterator[tuple[str, int]]:
-    port = free_port()
+def daemon(tmp_path: Path, idle_payload_session: int) -> Iterator[tuple[str, int, int]]:
+    port, metrics_port = free_port(), free_port()
     cfg = tmp_path / "dbwatch.toml"
     cfg.write_text(
         f'[[targets]]\nname = "pg-live"\nurl = "{PG_URL}"\ninterval = "2s"\n\n'
@@ -73,7 +73,8 @@ def daemon(tmp_path: Path, idle_payload_session: int) -> Iterator[tuple[str, int
     log = (tmp_path / "daemon.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "dbwatch", "watch", "--config", str(cfg), "--state",
-         str(tmp_path / "state.db"), "--http", f"127.0.0.1:{port}"],
+         str(tmp_path / "state.db"), "--http", f"127.0.0.1:{port}",
+         "--metrics-address", f"127.0.0.1:{metrics_port}"],
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
         env={**os.environ, "DBW_DASH_TOKEN": TOKEN},
     )
@@ -91,17 +92,20 @@ def daemon(tmp_path: Path, idle_payload_session: int) -> Iterator[tuple[str, int
         else:
             pytest.fail("the daemon never showed the idle session: "
                         + (tmp_path / "daemon.log").read_text()[-2000:])
-        yield base, idle_payload_session
+        yield base, idle_payload_session, metrics_port
     finally:
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
 
 
-def test_dashboard_in_a_real_browser(daemon: tuple[str, int], tmp_path: Path) -> None:
-    base, pid = daemon
+def test_dashboard_in_a_real_browser(daemon: tuple[str, int, int], tmp_path: Path) -> None:
+    base, pid, metrics_port = daemon
     assert fetch(base + "/", token=None)[0] == 401
-    assert fetch(base + "/metrics", token=None)[0] == 200
+    code, metrics = fetch(base + "/metrics", token=None)
+    assert code == 200 and 'dbwatch_target_up{target="pg-live"} 1.0' in metrics
+    code, metrics = fetch(f"http://127.0.0.1:{metrics_port}/metrics", token=None)
+    assert code == 200 and "dbwatch_target_up" in metrics  # --metrics-address still works
     shots = Path(os.environ.get("DBWATCH_SCREENSHOTS", tmp_path))
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -128,7 +132,8 @@ def test_dashboard_in_a_real_browser(daemon: tuple[str, int], tmp_path: Path) ->
                 assert "pwned" not in page.title()
                 assert page.locator("script").count() == 0
                 assert page.locator("img").count() == 0
-                page.screenshot(path=str(shots / f"dashboard{path.replace('/', '-') or '-'}.png"))
+                if path != "/":
+                    page.screenshot(path=str(shots / f"dashboard{path.replace('/', '-')}.png"))
                 if path == "/":
                     text = page.inner_text("body")
                     assert f"pid {pid}" in text
@@ -137,6 +142,8 @@ def test_dashboard_in_a_real_browser(daemon: tuple[str, int], tmp_path: Path) ->
                     shown = card.inner_text()
                     assert SCRIPT in shown and "onerror=" in shown  # the payload, as text
                     assert "pg_terminate_backend" in shown
+                    card.scroll_into_view_if_needed()
+                    page.screenshot(path=str(shots / "dashboard-live-payload.png"))
                 if path == "/history":
                     assert page.locator("svg.chart").count() >= 1
                     assert page.locator("svg.chart polyline").count() >= 1
