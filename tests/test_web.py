@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from web_fixtures import PAYLOAD, fill
 
-from dbwatch.web.pages import Site
+from dbwatch.web.view import Site
 from dbwatch.web.server import Dashboard, parse_address, serve
 
 TOKEN = "s3cret-token-for-tests"

@@ -17,7 +17,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from playwright.sync_api import sync_playwright  # noqa: E402
 from web_fixtures import fill  # noqa: E402
 
-from dbwatch.web.pages import Site  # noqa: E402
+from dbwatch.web.view import Site  # noqa: E402
 from dbwatch.web.server import Dashboard, serve  # noqa: E402
 
 PAGES = {"overview": "/", "deadlocks": "/deadlocks?since=6h", "history": "/history?since=6h",

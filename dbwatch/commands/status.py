@@ -20,8 +20,8 @@ from ..durations import format_duration
 from ..errors import UsageError
 from ..report import iso
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
-from ..web.pages import cycle_status, stale_after
 from ..web.store import StateReader, redact
+from ..web.view import cycle_status, stale_after
 
 HELP = "what the daemon has firing now and each target's last cycle (Nagios exit code)"
 DEFAULT_INTERVAL = 60.0

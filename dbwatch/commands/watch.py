@@ -120,8 +120,8 @@ def _start_dashboard(address: str, state_path: str, daemon: Daemon) -> Any:
     """The dashboard reads the state through its own read-only connections (dbwatch.web)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from ..web.pages import Site
     from ..web.server import Dashboard, serve
+    from ..web.view import Site
 
     registry = CollectorRegistry()
     registry.register(daemon.collector)

@@ -10,16 +10,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..durations import format_duration
 from . import svg
-from .store import StateReader, redact
+from .store import StateReader
+from .view import (
+    Site,
+    ago,
+    cut,
+    cycle_status,
+    evidence_items,
+    iso,
+    key_evidence,
+    page_number,
+    pager,
+)
 
 WINDOWS = {"1h": 3600.0, "6h": 6 * 3600.0, "24h": 86400.0, "7d": 7 * 86400.0}
 FINDINGS_PER_PAGE = 100
@@ -27,102 +37,9 @@ DEADLOCKS_PER_PAGE = 20
 ACTIONS_PER_PAGE = 100
 LINES_PER_CHART = 8
 CHART_POINTS = 240
-TEXT_CAP = 4000  # characters of one untrusted string shown (query text, deadlock queries)
 
 
 _Cached = tuple[int, list[tuple[float, int]], dict[str, list[str]]]
-
-
-@dataclass(frozen=True)
-class Site:
-    """What the pages know beside the state: targets' intervals and engines (from the config)."""
-
-    intervals: Mapping[str, float] = field(default_factory=dict)
-    engines: Mapping[str, str] = field(default_factory=dict)
-    default_interval: float = 60.0
-
-
-def stale_after(interval: float) -> float:
-    """A target whose last cycle started longer ago than this has no live daemon behind it."""
-    return max(3 * interval, interval + 60.0)
-
-
-def cycle_status(cycle: Mapping[str, Any], interval: float, now: float) -> str:
-    """ok | degraded | unreachable | error | stale."""
-    if now - float(cycle["started"]) > stale_after(interval):
-        return "stale"
-    return str(cycle["status"])
-
-
-def _ago(ts: float | None, now: float) -> str:
-    return "never" if ts is None else f"{format_duration(now - ts)} ago"
-
-
-def _iso(ts: float | None) -> str:
-    return "" if ts is None else time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts))
-
-
-def _cut(value: Any, n: int = TEXT_CAP) -> str:
-    text = redact(str(value if value is not None else ""))
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def evidence_items(evidence: Any, limit: int = 24) -> list[tuple[str, str]]:
-    """The evidence as (key, text) pairs: scalars first, nested values as compact text."""
-    if not isinstance(evidence, dict):
-        return [("evidence", _cut(evidence, 600))] if evidence else []
-    out = []
-    for k, v in evidence.items():
-        if v is None or v == "" or v == [] or v == {}:
-            continue
-        text = v if isinstance(v, (str, int, float)) else _compact(v)
-        out.append((_cut(k, 80), _cut(text, 1200 if k == "query" else 600)))
-        if len(out) >= limit:
-            break
-    return out
-
-
-# what a paged person wants at a glance, in this order; the rest is behind "evidence"
-_KEY_EVIDENCE = (
-    "database",
-    "table",
-    "user",
-    "application",
-    "client_addr",
-    "host",
-    "state",
-    "age",
-    "dead_tuples",
-    "n_dead_tup",
-    "holder",
-    "history_list_length",
-    "queue",
-    "available",
-    "oldest_available",
-    "library",
-    "index",
-    "scope",
-)
-
-
-def key_evidence(evidence: Any, limit: int = 6) -> list[tuple[str, str]]:
-    if not isinstance(evidence, dict):
-        return []
-    out = []
-    for k in _KEY_EVIDENCE:
-        v = evidence.get(k)
-        if v is None or v == "" or isinstance(v, (dict, list)):
-            continue
-        out.append((k, _cut(v, 120)))
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _compact(v: Any) -> str:
-    import json
-
-    return json.dumps(v, default=str, ensure_ascii=False)[:1200]
 
 
 class Pages:
@@ -137,12 +54,12 @@ class Pages:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.globals.update(version=__version__, iso=_iso)
-        self.env.filters.update(cut=_cut, human=svg.human, duration=format_duration)
+        self.env.globals.update(version=__version__, iso=iso)
+        self.env.filters.update(cut=cut, human=svg.human, duration=format_duration)
 
     def render(self, name: str, path: str, **ctx: Any) -> str:
         tpl = self.env.get_template(name)
-        return tpl.render(path=path, now_iso=_iso(time.time()), **ctx)
+        return tpl.render(path=path, now_iso=iso(time.time()), **ctx)
 
     # -- / ---------------------------------------------------------------------------------
 
@@ -159,12 +76,12 @@ class Pages:
                     "name": name,
                     "engine": site.engines.get(name, ""),
                     "status": cycle_status(c, interval, now),
-                    "age": _ago(c["started"], now),
-                    "started": _iso(c["started"]),
+                    "age": ago(c["started"], now),
+                    "started": iso(c["started"]),
                     "duration": f"{float(c['duration'] or 0):.2f} s",
                     "interval": format_duration(interval),
                     "findings": c["findings"],
-                    "error": _cut(c["error"] or "", 300),
+                    "error": cut(c["error"] or "", 300),
                 }
             )
         for name in sorted(set(site.intervals) - seen):
@@ -181,7 +98,7 @@ class Pages:
                     "interval": format_duration(site.intervals[name]),
                 }
             )
-        page = _page(q)
+        page = page_number(q)
         res = st.findings(
             "firing", q.get("target") or None, FINDINGS_PER_PAGE, page * FINDINGS_PER_PAGE
         )
@@ -193,12 +110,12 @@ class Pages:
                 {
                     "rule": r["rule"],
                     "target": r["target"],
-                    "subject": _cut(r["subject"], 300),
-                    "summary": _cut(data.get("summary", ""), 2000),
-                    "fix": _cut(data.get("fix", ""), 8000),
+                    "subject": cut(r["subject"], 300),
+                    "summary": cut(data.get("summary", ""), 2000),
+                    "fix": cut(data.get("fix", ""), 8000),
                     "evidence": evidence_items(data.get("evidence")),
                     "key_evidence": key_evidence(data.get("evidence")),
-                    "since": _iso(since),
+                    "since": iso(since),
                     "for": format_duration(now - since),
                     "fingerprint": r["fingerprint"],
                 }
@@ -209,7 +126,7 @@ class Pages:
             targets=targets,
             counts=st.severity_counts(),
             groups=[(s, groups[s]) for s in ("critical", "unknown", "warning") if s in groups],
-            pager=_pager("/", q, page, res.total, FINDINGS_PER_PAGE),
+            pager=pager("/", q, page, res.total, FINDINGS_PER_PAGE),
             total=res.total,
         )
 
@@ -223,7 +140,7 @@ class Pages:
         window = q.get("since", "")
         window = window if window in WINDOWS else "24h"
         since = (now - WINDOWS[window]) // 3600 * 3600
-        page = _page(q)
+        page = page_number(q)
         # deadlocks are only ever added or pruned: counts, chart and form are cached per version
         key = (st.deadlock_version(), target, table, pattern, since)
         cached = self._cache.get(key)
@@ -250,12 +167,12 @@ class Pages:
             items.append(
                 {
                     "target": r["target"],
-                    "at": _cut(d.get("at") or r.get("at") or "", 60),
-                    "seen": _iso(r["seen_at"]),
-                    "pattern": _cut(diag.get("pattern") or "generic", 80),
-                    "rules": [_cut(x, 20) for x in (diag.get("rules") or [])][:10],
-                    "explanation": _cut(diag.get("explanation") or "", 2000),
-                    "fix": _cut(diag.get("fix") or "", 4000),
+                    "at": cut(d.get("at") or r.get("at") or "", 60),
+                    "seen": iso(r["seen_at"]),
+                    "pattern": cut(diag.get("pattern") or "generic", 80),
+                    "rules": [cut(x, 20) for x in (diag.get("rules") or [])][:10],
+                    "explanation": cut(diag.get("explanation") or "", 2000),
+                    "fix": cut(diag.get("fix") or "", 4000),
                     "victim_inferred": bool(d.get("victim_inferred")),
                     "transactions": [t for t in d.get("transactions") or [] if isinstance(t, dict)][
                         :20
@@ -278,7 +195,7 @@ class Pages:
                 "since": window,
             },
             windows=list(WINDOWS),
-            pager=_pager("/deadlocks", q, page, res.total, DEADLOCKS_PER_PAGE),
+            pager=pager("/deadlocks", q, page, res.total, DEADLOCKS_PER_PAGE),
         )
 
     # -- /history ------------------------------------------------------------------------------
@@ -323,7 +240,7 @@ class Pages:
                             "legend": [
                                 (
                                     svg.PALETTE[i % len(svg.PALETTE)],
-                                    _cut(ln.label, 200),
+                                    cut(ln.label, 200),
                                     svg.human(ln.points[-1][1], spec.unit) if ln.points else "",
                                 )
                                 for i, ln in enumerate(lines)
@@ -364,7 +281,7 @@ class Pages:
 
     def actions(self, q: Mapping[str, str]) -> str:
         st = self.reader()
-        page = _page(q)
+        page = page_number(q)
         res = st.actions(0.0, q.get("target") or None, ACTIONS_PER_PAGE, page * ACTIONS_PER_PAGE)
         rows = []
         for a in res.rows:
@@ -374,17 +291,17 @@ class Pages:
                 who += f"@{d['application']}"
             rows.append(
                 {
-                    "when": _iso(a["ts"]),
+                    "when": iso(a["ts"]),
                     "target": a["target"],
                     "action": a["action"],
                     "rule": a["rule"] or "",
-                    "subject": _cut(a["subject"] or "", 200),
-                    "who": _cut(who, 200),
-                    "reason": _cut(d.get("reason") or (a["detail"] if not d else ""), 2000),
-                    "statement": _cut(d.get("statement") or "", 2000),
-                    "query": _cut(d.get("query") or "", 1000),
+                    "subject": cut(a["subject"] or "", 200),
+                    "who": cut(who, 200),
+                    "reason": cut(d.get("reason") or (a["detail"] if not d else ""), 2000),
+                    "statement": cut(d.get("statement") or "", 2000),
+                    "query": cut(d.get("query") or "", 1000),
                     "dry_run": bool(d.get("dry_run")),
-                    "finding": _cut(d.get("finding") or "", 1000),
+                    "finding": cut(d.get("finding") or "", 1000),
                 }
             )
         return self.render(
@@ -392,7 +309,7 @@ class Pages:
             "/actions",
             rows=rows,
             total=res.total,
-            pager=_pager("/actions", q, page, res.total, ACTIONS_PER_PAGE),
+            pager=pager("/actions", q, page, res.total, ACTIONS_PER_PAGE),
         )
 
 
@@ -416,27 +333,3 @@ _CHARTS = (
     ChartSpec("queue depth (available jobs)", ("queue_depth:",), prefix=True),
     ChartSpec("oldest available job", ("queue_age_seconds:",), unit="s", prefix=True),
 )
-
-
-def _page(q: Mapping[str, str]) -> int:
-    try:
-        return max(0, min(int(q.get("page", "0")), 100000))
-    except ValueError:
-        return 0
-
-
-def _pager(path: str, q: Mapping[str, str], page: int, total: int, per: int) -> dict[str, Any]:
-    pages = max(1, -(-total // per))
-    keep = {k: v for k, v in q.items() if k in ("target", "table", "pattern", "since") and v}
-
-    def link(n: int) -> str:
-        return path + "?" + urlencode({**keep, "page": str(n)})
-
-    return {
-        "page": page + 1,
-        "pages": pages,
-        "prev": link(page - 1) if page > 0 else None,
-        "next": link(page + 1) if page + 1 < pages else None,
-        "first": page * per + 1 if total else 0,
-        "last": min(total, (page + 1) * per),
-    }

@@ -23,8 +23,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from markupsafe import Markup
 
-from .pages import Pages, Site
+from .pages import Pages
 from .store import StateReader
+from .view import Site
 
 log = logging.getLogger(__name__)
 MAX_PARAM = 200  # characters of one query-string value
