@@ -140,3 +140,13 @@ def test_status_as_a_command(tmp_path: Path) -> None:
                          capture_output=True, text=True, cwd=ROOT, timeout=60,
                          env={**os.environ, "COLUMNS": "80"})
     assert out.returncode == 1 and "Status: WARNING" in out.stdout and "\x1b[" not in out.stdout
+
+
+def test_history_of_one_target(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    fill(path, payload="")
+    doc = json.loads(dbwatch("history", "--state", str(path), "--since", "24h", "--target",
+                             "maria-queue", "--format", "json").stdout)
+    assert doc["fired"] and {f["target"] for f in doc["fired"]} == {"maria-queue"}
+    assert doc["actions"] == []  # every action of the fixture is on pg-main
+    assert doc["deadlocks"]["total"] == 12

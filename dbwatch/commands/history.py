@@ -33,9 +33,7 @@ def collect(args: argparse.Namespace, now: float) -> dict[str, Any]:
     since = now - window
     limit = max(1, min(args.limit, 10000))
     target = args.target
-    fired = [
-        f for f in reader.fired_since(since, now, limit * 4) if not target or f["target"] == target
-    ][-limit:]
+    fired = reader.fired_since(since, now, limit, target)
     resolved = [
         {
             "rule": r["rule"],
@@ -47,9 +45,8 @@ def collect(args: argparse.Namespace, now: float) -> dict[str, Any]:
             "fired_for_seconds": round(r["resolved_at"] - (r["fired_at"] or r["first_seen"]), 1),
             "summary": (r["data"] or {}).get("summary", ""),
         }
-        for r in reader.resolved_since(since, limit * 4)
-        if not target or r["target"] == target
-    ][:limit]
+        for r in reader.resolved_since(since, limit, target)
+    ]
     actions = [
         {
             "at": iso(a["ts"]),

@@ -111,23 +111,29 @@ class StateReader:
         )
         return {r["severity"]: int(r["n"]) for r in rows}
 
-    def resolved_since(self, since: float, limit: int = 500) -> list[dict[str, Any]]:
+    def resolved_since(
+        self, since: float, limit: int = 500, target: str | None = None
+    ) -> list[dict[str, Any]]:
         rows = self._rows(
             "SELECT * FROM findings WHERE status = 'resolved' AND resolved_at >= ? "
-            "ORDER BY resolved_at DESC LIMIT ?",
-            (since, limit),
+            "AND (? IS NULL OR target = ?) ORDER BY resolved_at DESC LIMIT ?",
+            (since, target, target, limit),
         )
         for r in rows:
             r["data"] = _loads(r["data"]) or {}
         return rows
 
-    def fired_since(self, since: float, until: float, limit: int = 2000) -> list[dict[str, Any]]:
-        """Findings that fired in [since, until] (for chart marks), without their data."""
-        return self._rows(
+    def fired_since(
+        self, since: float, until: float, limit: int = 2000, target: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Findings that fired in [since, until], newest `limit`, oldest first, without data."""
+        rows = self._rows(
             "SELECT target, rule, severity, subject, fired_at, resolved_at FROM findings "
-            "WHERE fired_at BETWEEN ? AND ? ORDER BY fired_at LIMIT ?",
-            (since, until, limit),
+            "WHERE fired_at BETWEEN ? AND ? AND (? IS NULL OR target = ?) "
+            "ORDER BY fired_at DESC LIMIT ?",
+            (since, until, target, target, limit),
         )
+        return rows[::-1]
 
     def outbox_size(self) -> dict[str, int]:
         rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver LIMIT 1000")
