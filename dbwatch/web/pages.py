@@ -128,6 +128,7 @@ class Pages:
             groups=[(s, groups[s]) for s in ("critical", "unknown", "warning") if s in groups],
             pager=pager("/", q, page, res.total, FINDINGS_PER_PAGE),
             total=res.total,
+            only=q.get("target") or "",
         )
 
     # -- /deadlocks --------------------------------------------------------------------------
