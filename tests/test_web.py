@@ -188,3 +188,22 @@ def test_http_config_section(tmp_path: Path) -> None:
     text = "\n".join(exc.value.problems)
     assert "http.token: too short" in text and "http.tls: unknown key" in text
     assert "short" not in text.replace("too short", "")  # the secret itself is never printed
+
+
+def test_watch_http_bad_address_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from dbwatch.cli import main
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[targets]]\nname = "t"\nurl = "postgresql://u@127.0.0.1:1/x"\n')
+    state = str(tmp_path / "s.db")
+    assert main(["watch", "--config", str(cfg), "--state", state, "--http", "127.0.0.1:http"]) == 3
+    err = capsys.readouterr().err
+    assert "--http 127.0.0.1:http: not a port" in err and "Traceback" not in err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["watch", "--config", str(cfg), "--state", state, "--http", f"127.0.0.1:{port}"]) == 3
+    assert f"--http 127.0.0.1:{port}:" in capsys.readouterr().err
