@@ -142,6 +142,16 @@ def test_status_as_a_command(tmp_path: Path) -> None:
     assert out.returncode == 1 and "Status: WARNING" in out.stdout and "\x1b[" not in out.stdout
 
 
+def test_status_fits_80_columns(tmp_path: Path) -> None:
+    state = tmp_path / "s.db"
+    fill(state, payload="")
+    out = dbwatch("status", "--state", str(state), columns="80")
+    assert out.returncode == 2
+    for line in out.stdout.splitlines():
+        assert len(line) <= 80 or "jobs_queue_reserved_at_index" in line, line
+    assert "CRITICAL PG202 pg-main: table app.public.que_jobs" in out.stdout
+
+
 def test_history_of_one_target(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     fill(path, payload="")

@@ -179,30 +179,52 @@ def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
         tw = max(len(f["target"]) for f in firing)
         tw = min(max(tw, 6), 24)
         sw = column_width([f["subject"] for f in firing], 10, max(16, width // 4), width // 3)
-        text_w = max(30, width - 8 - 5 - tw - sw - 8 - 10)
-        rows = [
-            [
-                [
-                    paint(f["severity"].upper(), f["severity"], colour)
-                    + " " * (8 - len(f["severity"]))
-                ],
-                [f["rule"]],
-                wrap(f["target"], tw),
-                wrap(f["subject"], sw),
-                [format_duration(f["for_seconds"])],
-                wrap(f["summary"], text_w),
-            ]
-            for f in firing
-        ]
-        lines.append(
-            table(
-                ["SEVERITY", "RULE", "TARGET".ljust(tw), "SUBJECT".ljust(sw), "FOR", "SUMMARY"],
-                rows,
-                [8, 5, tw, sw, 8, text_w],
-            )
-        )
+        text_w = width - 8 - 5 - tw - sw - 8 - 10
+        if text_w < 36:  # too narrow for six columns: one block per finding
+            lines.append(_blocks(firing, width, colour))
+        else:
+            lines.append(_firing_table(firing, tw, sw, text_w, colour))
     else:
         lines.append("\nNothing firing.")
+    return _footer(doc, lines, width, colour)
+
+
+def _blocks(firing: list[dict[str, Any]], width: int, colour: bool) -> str:
+    out = []
+    for f in firing:
+        sev = f["severity"].upper()
+        head = wrap(
+            f"{sev} {f['rule']} {f['target']}: {f['subject']} "
+            f"(for {format_duration(f['for_seconds'])})",
+            width,
+        )
+        head[0] = head[0].replace(sev, paint(sev, f["severity"], colour), 1)
+        out += [head[0]] + ["  " + ln for ln in head[1:]]
+        out += ["  " + ln for ln in wrap(f["summary"], width - 2)]
+    return "\n".join(out)
+
+
+def _firing_table(firing: list[dict[str, Any]], tw: int, sw: int, text_w: int, colour: bool) -> str:
+    rows = [
+        [
+            [paint(f["severity"].upper(), f["severity"], colour) + " " * (8 - len(f["severity"]))],
+            [f["rule"]],
+            wrap(f["target"], tw),
+            wrap(f["subject"], sw),
+            [format_duration(f["for_seconds"])],
+            wrap(f["summary"], text_w),
+        ]
+        for f in firing
+    ]
+    return table(
+        ["SEVERITY", "RULE", "TARGET".ljust(tw), "SUBJECT".ljust(sw), "FOR", "SUMMARY"],
+        rows,
+        [8, 5, tw, sw, 8, text_w],
+    )
+
+
+def _footer(doc: dict[str, Any], lines: list[str], width: int, colour: bool) -> str:
+    firing = doc["firing"]
     queued = sum(doc["outbox"].values())
     if queued:
         lines.append(
