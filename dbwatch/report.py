@@ -9,7 +9,8 @@ from typing import Any
 
 from .findings import Finding
 from .pipeline import AuditResult, TargetResult
-from .termout import column_width, paint, plural, table, term_width, use_colour, wrap
+from .targets.secrets import scrub, scrub_tree
+from .termout import column_width, paint, table, term_width, use_colour, wrap
 
 
 def iso(ts: float) -> str:
@@ -20,11 +21,12 @@ def as_json(result: AuditResult) -> str:
     doc: dict[str, Any] = {
         "status": result.status,
         "generated_at": iso(result.generated_at),
+        "counts": result.counts(),
         "targets": [t.to_dict() for t in result.targets],
         **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
     }
-    return json.dumps(doc, indent=2, default=str)
+    return json.dumps(scrub_tree(doc), indent=2, default=str)  # secrets never leave
 
 
 def _wrap(text: str, width: int) -> str:
@@ -41,6 +43,14 @@ def _target_line(t: TargetResult) -> str:
     return state + ")"
 
 
+def _subject(f: Finding) -> str:
+    """The subject, with the session's database when the subject does not name it."""
+    db = f.evidence.get("database") if isinstance(f.evidence, dict) else None
+    if isinstance(db, str) and db and db not in f.subject:
+        return f"{f.subject} db={db}"
+    return f.subject
+
+
 FIX_IN_COLUMN = 3  # a fix longer than this many lines in the column gets its own lines
 NARROW = 80  # below this a four-column table cuts too much: one block per finding instead
 
@@ -50,7 +60,7 @@ def _finding_blocks(findings: list[Finding], width: int, colour: bool) -> str:
     for f in findings:
         head = f"{paint(f.severity.upper(), f.severity, colour)} {f.rule} "
         out += [
-            head + ln if i == 0 else "  " + ln for i, ln in enumerate(wrap(f.subject, width - 16))
+            head + ln if i == 0 else "  " + ln for i, ln in enumerate(wrap(_subject(f), width - 16))
         ]
         out += ["  " + ln for ln in wrap(f.summary, width - 2)]
         out += [
@@ -66,7 +76,7 @@ def _finding_rows(findings: list[Finding], width: int, colour: bool) -> str:
         return _finding_blocks(findings, width, colour)
     sev_w, rule_w = 8, 5
     # one name part wider than the column widens it rather than being cut
-    subj_w = column_width([f.subject for f in findings], 12, max(16, width // 3), width // 2)
+    subj_w = column_width([_subject(f) for f in findings], 12, max(16, width // 3), width // 2)
     text_w = max(30, width - sev_w - rule_w - subj_w - 6)
     rows, after = [], []
     for f in findings:
@@ -82,7 +92,7 @@ def _finding_rows(findings: list[Finding], width: int, colour: bool) -> str:
             [
                 [paint(sev, f.severity, colour) + " " * (sev_w - len(sev))],
                 [f.rule],
-                wrap(f.subject, subj_w),
+                wrap(_subject(f), subj_w),
                 cell,
             ]
         )
@@ -123,8 +133,9 @@ def as_table(result: AuditResult, width: int | None = None, colour: bool | None 
     for name in names[len(result.targets) :]:
         lines.append(f"== {name}")
         lines.append(_finding_rows([f for f in findings if f.target == name], width, colour) + "\n")
-    status = paint(result.status.upper(), result.status, colour)
-    lines.append(f"{plural(len(findings), 'finding')}. Status: {status}")
+    last = result.status_line()
+    status = result.status.upper()
+    lines.append(last[: last.rindex(status)] + paint(status, result.status, colour))
     return "\n".join(lines)
 
 
@@ -162,4 +173,7 @@ def as_markdown(result: AuditResult) -> str:
 
 
 def render(result: AuditResult, fmt: str) -> str:
-    return {"json": as_json, "markdown": as_markdown}.get(fmt, as_table)(result)
+    if fmt == "json":
+        return as_json(result)
+    # other sessions' query text may quote a password (ALTER USER …): scrubbed like every output
+    return scrub((as_markdown if fmt == "markdown" else as_table)(result))

@@ -68,10 +68,12 @@ def test_wrap_breaks_between_names_only() -> None:
 
 def test_plural_and_colour() -> None:
     one = as_table(result(1), width=100, colour=False)
-    assert one.splitlines()[-1].startswith("1 finding. ")
-    assert as_table(result(2), width=100, colour=False).splitlines()[-1].startswith("2 findings.")
+    assert one.splitlines()[-1] == "1 critical — Status: CRITICAL"
+    two = as_table(result(2), width=100, colour=False).splitlines()[-1]
+    assert two == "1 critical, 1 warning — Status: CRITICAL"
     coloured = as_table(result(), width=100, colour=True)
     assert "\x1b[1;31mCRITICAL\x1b[0m" in coloured and "\x1b[33mWARNING\x1b[0m" in coloured
+    assert coloured.splitlines()[-1].endswith("Status: \x1b[1;31mCRITICAL\x1b[0m")
     assert ANSI.sub("", coloured).split() == as_table(result(), width=100, colour=False).split()
 
 

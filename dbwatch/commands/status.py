@@ -15,12 +15,14 @@ from typing import Any
 
 from ..catalogue import load_catalogue
 from ..config import Config, find_config_path, load_config
-from ..daemon.state import default_state_path
+from ..daemon.state import State, default_state_path
+from ..daemon.statedb import is_pg_url
 from ..durations import format_duration
 from ..errors import UsageError
+from ..inputs import check_state_path
 from ..report import iso
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
-from ..web.store import StateReader, redact
+from ..web.store import Page, StateReader, redact
 from ..web.view import cycle_status, stale_after
 
 HELP = "what the daemon has firing now and each target's last cycle (Nagios exit code)"
@@ -42,12 +44,59 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_state_arguments(p)
 
 
-def open_state(args: argparse.Namespace) -> tuple[StateReader, Config]:
+class FleetState:
+    """The reads `status` needs, from a PostgreSQL state (`[state] url`) through State."""
+
+    def __init__(self, url: str, schema: str) -> None:
+        self.state = State(url, schema=schema)
+        self.path = self.state.path  # the URL without its password
+
+    def cycles(self) -> list[dict[str, Any]]:
+        return [dict(c) for c in self.state.cycles()]
+
+    def findings(self, status: str = "firing", limit: int = 10000) -> Page:
+        rows = [
+            {
+                "fingerprint": r.fingerprint,
+                "target": r.target,
+                "rule": r.rule,
+                "severity": r.severity,
+                "subject": r.subject,
+                "fired_at": r.fired_at,
+                "first_seen": r.first_seen,
+                "data": r.data,
+            }
+            for r in self.state.firing()
+        ][:limit]
+        return Page(rows, len(rows), 0, limit)
+
+    def outbox_size(self) -> dict[str, int]:
+        return self.state.outbox_size()
+
+    def leases(self) -> dict[str, Any]:
+        from ..daemon.fleet import holders
+
+        return {k: v.get("holder") for k, v in holders(self.state).items()}
+
+
+def open_state(args: argparse.Namespace, fleet_ok: bool = False) -> tuple[Any, Config]:
     """The reader of the state the daemon with this config writes; a clear error if none."""
     path = find_config_path(args.config)
     config = load_config(path, load_catalogue()) if path is not None else Config()
+    url = args.state if args.state and is_pg_url(args.state) else None
+    if url is None and not args.state and config.state.url:
+        url = config.state.url
+    if url is not None:
+        if not fleet_ok:
+            raise UsageError(
+                "this command reads a SQLite state only; the PostgreSQL state ([state] url) "
+                "is shown by `dbwatch status`"
+            )
+        return FleetState(url, config.state.schema), config
     raw = args.state or config.daemon.state
     state = Path(raw).expanduser() if raw else default_state_path()
+    if state.exists():
+        state = check_state_path(state, must_exist=True)
     try:
         return StateReader(state), config
     except FileNotFoundError:
@@ -58,8 +107,9 @@ def open_state(args: argparse.Namespace) -> tuple[StateReader, Config]:
         ) from None
 
 
-def collect(reader: StateReader, config: Config, now: float) -> dict[str, Any]:
+def collect(reader: Any, config: Config, now: float) -> dict[str, Any]:
     intervals = {t.name: t.interval for t in config.targets}
+    leases = reader.leases() if isinstance(reader, FleetState) else {}
     targets = []
     seen = set()
     for c in reader.cycles():
@@ -76,6 +126,7 @@ def collect(reader: StateReader, config: Config, now: float) -> dict[str, Any]:
                 "duration": c["duration"],
                 "error": redact(c["error"]) if c["error"] else None,
                 "findings": c["findings"],
+                **({"daemon": leases.get(name)} if leases else {}),
             }
         )
     for name in sorted(set(intervals) - seen):
@@ -246,8 +297,12 @@ def _footer(doc: dict[str, Any], lines: list[str], width: int, colour: bool) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    reader, config = open_state(args)
-    doc = collect(reader, config, time.time())
+    reader, config = open_state(args, fleet_ok=True)
+    try:
+        doc = collect(reader, config, time.time())
+    finally:
+        if isinstance(reader, FleetState):
+            reader.state.close()
     if args.format == "json":
         print(json.dumps(doc, indent=2, default=str))
     else:

@@ -14,6 +14,8 @@ from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
 from ..daemon.state import State, default_state_path
 from ..errors import UsageError
+from ..inputs import check_listen_address, check_state_path
+from ..targets.secrets import install_log_filter
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -54,7 +56,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        if record.exc_info:
+        if record.exc_text:  # set, and scrubbed, by the ScrubFilter
+            doc["exc"] = record.exc_text
+        elif record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
         return json.dumps(doc, default=str)
 
@@ -68,6 +72,7 @@ def setup_logging(fmt: str, debug: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.INFO, handlers=[handler], force=True
     )
+    install_log_filter([handler])  # no password ever reaches the daemon's log
     # dbwatch.daemon.scheduler reports skipped cycles itself, once per episode.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
@@ -91,8 +96,15 @@ def run(args: argparse.Namespace) -> int:
     setup = load_setup(path)
     daemon_cfg = setup.config.daemon
     setup_logging(args.log_format or daemon_cfg.log_format, args.debug)
-    state_path = args.state or daemon_cfg.state or str(default_state_path())
-    state = State(Path(state_path).expanduser(), retention=daemon_cfg.retention)
+    metrics = args.metrics_address or daemon_cfg.metrics_address
+    if metrics:
+        check_listen_address("--metrics-address", metrics)
+    fleet_cfg = setup.config.state
+    if args.state is None and fleet_cfg.url:
+        state = State(fleet_cfg.url, retention=daemon_cfg.retention, schema=fleet_cfg.schema)
+    else:
+        state_path = args.state or daemon_cfg.state or str(default_state_path())
+        state = State(check_state_path(state_path), retention=daemon_cfg.retention)
     try:
         daemon = Daemon(
             path,
@@ -104,8 +116,10 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.once:
             return daemon.run_once()
+        if state.dialect == "postgresql":
+            daemon.join_fleet(fleet_cfg.lease_ttl)
         http = args.http or setup.config.http.address
-        server = _start_dashboard(http, state_path, daemon) if http else None
+        server = _start_dashboard(http, state, daemon) if http else None
         try:
             return daemon.run_forever()
         finally:
@@ -116,8 +130,13 @@ def run(args: argparse.Namespace) -> int:
         state.close()
 
 
-def _start_dashboard(address: str, state_path: str, daemon: Daemon) -> Any:
+def _start_dashboard(address: str, state: State, daemon: Daemon) -> Any:
     """The dashboard reads the state through its own read-only connections (dbwatch.web)."""
+    if state.dialect != "sqlite":
+        raise UsageError(
+            f"--http {address}: the dashboard reads a SQLite state only; with [state] url "
+            "(PostgreSQL) use `dbwatch status` / `history` or Prometheus /metrics for now"
+        )
     from prometheus_client import CollectorRegistry, generate_latest
 
     from ..web.server import Dashboard, serve
@@ -134,7 +153,7 @@ def _start_dashboard(address: str, state_path: str, daemon: Daemon) -> Any:
         )
 
     dash = Dashboard(
-        Path(state_path).expanduser(),
+        Path(state.path).expanduser(),
         site,
         token=daemon.setup.config.http.token,
         metrics=lambda: bytes(generate_latest(registry)),
