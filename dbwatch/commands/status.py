@@ -204,7 +204,7 @@ def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
                     wrap(c["error"] or "", max(20, width - 60)),
                 ]
             )
-        name_w = min(max(len(c["target"]) for c in doc["targets"]), 30)
+        name_w = min(max(6, *(len(c["target"]) for c in doc["targets"])), 30)
         lines.append(
             table(
                 ["TARGET".ljust(name_w), "LAST CYCLE", "WHEN", "TOOK", "ERROR"],
