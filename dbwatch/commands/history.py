@@ -30,6 +30,16 @@ def collect(args: argparse.Namespace, now: float) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--since: {exc}") from None
     reader, _ = open_state(args)
+    try:
+        return _collect(reader, args, since_seconds=window, now=now)
+    finally:
+        reader.close()
+
+
+def _collect(
+    reader: Any, args: argparse.Namespace, since_seconds: float, now: float
+) -> dict[str, Any]:
+    window = since_seconds
     since = now - window
     limit = max(1, min(args.limit, 10000))
     target = args.target

@@ -87,12 +87,9 @@ def open_state(args: argparse.Namespace, fleet_ok: bool = False) -> tuple[Any, C
     if url is None and not args.state and config.state.url:
         url = config.state.url
     if url is not None:
-        if not fleet_ok:
-            raise UsageError(
-                "this command reads a SQLite state only; the PostgreSQL state ([state] url) "
-                "is shown by `dbwatch status`"
-            )
-        return FleetState(url, config.state.schema), config
+        if fleet_ok:
+            return FleetState(url, config.state.schema), config
+        return StateReader.over(State(url, schema=config.state.schema)), config
     raw = args.state or config.daemon.state
     state = Path(raw).expanduser() if raw else default_state_path()
     if state.exists():

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if state.dialect == "postgresql":
             daemon.join_fleet(fleet_cfg.lease_ttl)
         http = args.http or setup.config.http.address
-        server = _start_dashboard(http, state, daemon) if http else None
+        server = _start_dashboard(http, state, daemon, fleet_cfg) if http else None
         try:
             return daemon.run_forever()
         finally:
@@ -130,13 +130,15 @@ def run(args: argparse.Namespace) -> int:
         state.close()
 
 
-def _start_dashboard(address: str, state: State, daemon: Daemon) -> Any:
-    """The dashboard reads the state through its own read-only connections (dbwatch.web)."""
+def _start_dashboard(address: str, state: State, daemon: Daemon, fleet_cfg: Any) -> Any:
+    """The dashboard reads the state through its own connection: SQLite read-only per request,
+    or one State of its own on a PostgreSQL state (never the daemon's)."""
+    from ..web.store import StateReader
+
+    reader = None
     if state.dialect != "sqlite":
-        raise UsageError(
-            f"--http {address}: the dashboard reads a SQLite state only; with [state] url "
-            "(PostgreSQL) use `dbwatch status` / `history` or Prometheus /metrics for now"
-        )
+        own = StateReader.over(State(fleet_cfg.url, schema=fleet_cfg.schema))
+        reader = lambda: own
     from prometheus_client import CollectorRegistry, generate_latest
 
     from ..web.server import Dashboard, serve
@@ -157,6 +159,7 @@ def _start_dashboard(address: str, state: State, daemon: Daemon) -> Any:
         site,
         token=daemon.setup.config.http.token,
         metrics=lambda: bytes(generate_latest(registry)),
+        reader=reader,
     )
     try:
         return serve(address, dash)

@@ -55,11 +55,12 @@ class Dashboard:
         site: Callable[[], Site] = Site,
         token: str | None = None,
         metrics: Callable[[], bytes] | None = None,
+        reader: Callable[[], StateReader] | None = None,
     ) -> None:
         self.state_path = Path(state_path)
         self.token = token or None
         self.metrics = metrics
-        self.pages = Pages(lambda: StateReader(self.state_path), site)
+        self.pages = Pages(reader or (lambda: StateReader(self.state_path)), site)
         loader = self.pages.env.loader
         assert loader is not None
         css = loader.get_source(self.pages.env, "dashboard.css")[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +55,35 @@ class StateReader:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.dialect = "sqlite"
+        self._query: Callable[[str, tuple[Any, ...]], list[Any]] | None = None
+        self._close: Callable[[], None] | None = None
         if not self.path.exists():
             raise FileNotFoundError(str(self.path))
+
+    @classmethod
+    def over(cls, state: Any) -> StateReader:
+        """Reads through a State's `query` (a PostgreSQL state: `[state] url`, a fleet)."""
+        reader = cls.__new__(cls)
+        reader.path = Path(str(state.path))
+        reader.dialect = str(state.dialect)
+        reader._query = lambda sql, params: list(state.query(sql, params))
+        reader._close = state.close
+        return reader
+
+    def close(self) -> None:
+        """Closes the State it reads through, if any (a SQLite reader holds no connection)."""
+        if self._close is not None:
+            self._close()
+
+    def _json(self, expr: str, *keys: str) -> str:
+        """One text value out of a JSON column, in the state's SQL dialect."""
+        if self.dialect == "sqlite":
+            return f"json_extract({expr}, '$.{'.'.join(keys)}')"
+        return f"(({expr})::jsonb #>> '{{{','.join(keys)}}}')"
+
+    def _int(self, expr: str) -> str:
+        return f"CAST({expr} AS INTEGER)" if self.dialect == "sqlite" else f"floor({expr})"
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -70,6 +97,8 @@ class StateReader:
             db.close()
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        if self._query is not None:
+            return [dict(r) for r in self._query(sql, tuple(params))]
         with self._db() as db:
             try:
                 return [dict(r) for r in db.execute(sql, params).fetchall()]
@@ -116,8 +145,9 @@ class StateReader:
     ) -> list[dict[str, Any]]:
         rows = self._rows(
             "SELECT * FROM findings WHERE status = 'resolved' AND resolved_at >= ? "
-            "AND (? IS NULL OR target = ?) ORDER BY resolved_at DESC LIMIT ?",
-            (since, target, target, limit),
+            + ("AND target = ? " if target else "")
+            + "ORDER BY resolved_at DESC LIMIT ?",
+            (since, *([target] if target else []), limit),
         )
         for r in rows:
             r["data"] = _loads(r["data"]) or {}
@@ -129,9 +159,10 @@ class StateReader:
         """Findings that fired in [since, until], newest `limit`, oldest first, without data."""
         rows = self._rows(
             "SELECT target, rule, severity, subject, fired_at, resolved_at FROM findings "
-            "WHERE fired_at BETWEEN ? AND ? AND (? IS NULL OR target = ?) "
-            "ORDER BY fired_at DESC LIMIT ?",
-            (since, until, target, target, limit),
+            "WHERE fired_at BETWEEN ? AND ? "
+            + ("AND target = ? " if target else "")
+            + "ORDER BY fired_at DESC LIMIT ?",
+            (since, until, *([target] if target else []), limit),
         )
         return rows[::-1]
 
@@ -160,9 +191,8 @@ class StateReader:
 
     # -- deadlocks -----------------------------------------------------------------------
 
-    @staticmethod
     def _deadlock_filter(
-        target: str | None, table: str | None, pattern: str | None, since: float
+        self, target: str | None, table: str | None, pattern: str | None, since: float
     ) -> tuple[str, list[Any]]:
         where: list[str] = ["seen_at >= ?"]
         params: list[Any] = [since]
@@ -170,15 +200,22 @@ class StateReader:
             where.append("target = ?")
             params.append(target)
         if pattern:
-            where.append("json_extract(data, '$.diagnosis.pattern') = ?")
+            where.append(f"{self._json('data', 'diagnosis', 'pattern')} = ?")
             params.append(pattern)
         if table:
             # "jobs" matches any schema's jobs; "app.jobs" only that one
+            if self.dialect == "sqlite":
+                each, tbl, db = (
+                    "json_each(data, '$.locks')",
+                    "json_extract(value, '$.table')",
+                    ("json_extract(value, '$.db')"),
+                )
+            else:
+                each = "jsonb_array_elements(coalesce(data::jsonb -> 'locks', '[]'::jsonb)) AS e"
+                tbl, db = "(e.value ->> 'table')", "(e.value ->> 'db')"
             where.append(
-                "EXISTS (SELECT 1 FROM json_each(data, '$.locks') "
-                "WHERE json_extract(value, '$.table') = ? "
-                "OR (coalesce(json_extract(value, '$.db'), '') || '.' || "
-                "json_extract(value, '$.table')) = ?)"
+                f"EXISTS (SELECT 1 FROM {each} WHERE {tbl} = ? "
+                f"OR (coalesce({db}, '') || '.' || {tbl}) = ?)"
             )
             params += [table, table]
         return " AND ".join(where), params
@@ -199,7 +236,8 @@ class StateReader:
             total = self.deadlock_total(target, table, pattern, since)
         rows = self._rows(
             f"SELECT * FROM deadlocks WHERE {where} "
-            "ORDER BY seen_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            f"ORDER BY seen_at DESC, {'rowid' if self.dialect == 'sqlite' else 'key'} DESC "
+            "LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
         for r in rows:
@@ -215,7 +253,8 @@ class StateReader:
 
     def deadlock_version(self) -> tuple[int, int]:
         """Changes whenever a deadlock is recorded or pruned (keys the dashboard's cache)."""
-        r = self._rows("SELECT coalesce(max(rowid), 0) AS m, count(*) AS n FROM deadlocks")
+        last = "max(rowid)" if self.dialect == "sqlite" else "max(seen_at)"
+        r = self._rows(f"SELECT coalesce({last}, 0) AS m, count(*) AS n FROM deadlocks")
         return (int(r[0]["m"]), int(r[0]["n"])) if r else (0, 0)
 
     def deadlocks_per_hour(
@@ -224,7 +263,7 @@ class StateReader:
         """(hour start, count) by the time dbwatch recorded each deadlock."""
         where, params = self._deadlock_filter(target, table, pattern, since)
         rows = self._rows(
-            f"SELECT CAST(seen_at / 3600 AS INTEGER) * 3600 AS hour, count(*) AS n "
+            f"SELECT {self._int('seen_at / 3600')} * 3600 AS hour, count(*) AS n "
             f"FROM deadlocks WHERE {where} GROUP BY hour ORDER BY hour LIMIT 10000",
             tuple(params),
         )
@@ -233,7 +272,7 @@ class StateReader:
     def deadlock_patterns(self, target: str | None, since: float) -> dict[str, int]:
         where, params = self._deadlock_filter(target, None, None, since)
         rows = self._rows(
-            "SELECT coalesce(json_extract(data, '$.diagnosis.pattern'), 'generic') AS p, "
+            f"SELECT coalesce({self._json('data', 'diagnosis', 'pattern')}, 'generic') AS p, "
             f"count(*) AS n FROM deadlocks WHERE {where} GROUP BY p ORDER BY n DESC LIMIT 100",
             tuple(params),
         )
@@ -246,8 +285,8 @@ class StateReader:
         )
         # patterns of the latest 2,000: the form stays cheap however many are stored
         patterns = self._rows(
-            "SELECT json_extract(data, '$.diagnosis.pattern') AS p, count(*) AS n FROM "
-            "(SELECT data FROM deadlocks ORDER BY seen_at DESC LIMIT 2000) "
+            f"SELECT {self._json('data', 'diagnosis', 'pattern')} AS p, count(*) AS n FROM "
+            "(SELECT data FROM deadlocks ORDER BY seen_at DESC LIMIT 2000) AS latest "
             "GROUP BY p ORDER BY n DESC LIMIT ?",
             (limit,),
         )
@@ -274,7 +313,7 @@ class StateReader:
         rows = self._rows(
             "SELECT min(ts) AS ts, max(value) AS v FROM series "
             "WHERE target = ? AND key = ? AND ts >= ? AND ts <= ? "
-            "GROUP BY CAST((ts - ?) / ? AS INTEGER) ORDER BY ts LIMIT ?",
+            f"GROUP BY {self._int('(ts - ?) / ?')} ORDER BY ts LIMIT ?",
             (target, key, since, until, since, bucket, points + 1),
         )
         return [(float(r["ts"]), float(r["v"])) for r in rows]
