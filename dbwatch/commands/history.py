@@ -11,6 +11,7 @@ from typing import Any
 from ..durations import format_duration, parse_duration
 from ..errors import UsageError
 from ..report import iso
+from ..targets.secrets import scrub, scrub_tree
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
 from .status import add_state_arguments, open_state
 
@@ -194,7 +195,7 @@ def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
 def run(args: argparse.Namespace) -> int:
     doc = collect(args, time.time())
     if args.format == "json":
-        print(json.dumps(doc, indent=2, default=str))
+        print(json.dumps(scrub_tree(doc), indent=2, default=str))
     else:
-        print(as_table(doc, term_width(), use_colour()))
+        print(scrub(as_table(doc, term_width(), use_colour())))
     return 0

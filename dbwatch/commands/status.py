@@ -21,6 +21,7 @@ from ..durations import format_duration
 from ..errors import UsageError
 from ..inputs import check_state_path
 from ..report import iso
+from ..targets.secrets import scrub, scrub_tree
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
 from ..web.store import Page, StateReader, redact
 from ..web.view import cycle_status, stale_after
@@ -301,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(reader, FleetState):
             reader.state.close()
     if args.format == "json":
-        print(json.dumps(doc, indent=2, default=str))
+        print(json.dumps(scrub_tree(doc), indent=2, default=str))
     else:
-        print(as_table(doc, term_width(), use_colour()))
+        print(scrub(as_table(doc, term_width(), use_colour())))
     return int(doc["exit_code"])

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from ..durations import format_duration
+from ..targets.secrets import scrub
 from .store import redact
 
 TEXT_CAP = 4000  # characters of one untrusted string shown (query text, deadlock queries)
@@ -46,7 +47,8 @@ def iso(ts: float | None) -> str:
 
 
 def cut(value: Any, n: int = TEXT_CAP) -> str:
-    text = redact(str(value if value is not None else ""))
+    # configured passwords (and pieces of them) masked, then any URL or key=value secret
+    text = redact(scrub(value if value is not None else ""))
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
