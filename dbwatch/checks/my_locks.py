@@ -7,7 +7,7 @@ from typing import Any
 
 from ..actions.guards import chain_roots
 from ..durations import format_duration
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from . import CheckContext, check
 
 
@@ -65,6 +65,14 @@ def _fix(ev: dict[str, Any]) -> str:
     )
 
 
+def _root_identity(ctx: CheckContext, ev: dict[str, Any]) -> SessionIdentity | None:
+    """The chain's root: the session a terminate of this finding ends."""
+    if ev.get("root_thread_id") is None or ev.get("root_trx_id") is None:
+        return None
+    snap = ctx.snapshot
+    return SessionIdentity.my(snap.engine, snap.target, ev["root_thread_id"], ev["root_trx_id"])
+
+
 @check("my_lock_waits", mysql=["my.lock_waits"])
 def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
     data = ctx.snapshot.section("my.lock_waits") or {}
@@ -106,4 +114,5 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
             evidence=ev,
             fix=_fix(ev),
             identity=[thread, w.get("waiting_trx_id")],
+            session=_root_identity(ctx, ev),
         )

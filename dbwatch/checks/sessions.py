@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..durations import format_duration
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from . import CheckContext, check
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
@@ -57,6 +57,13 @@ def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
     }
 
 
+def _my_identity(ctx: CheckContext, t: dict[str, Any]) -> SessionIdentity:
+    snap = ctx.snapshot
+    return SessionIdentity.my(
+        snap.engine, snap.target, t.get("thread_id"), t.get("trx_id"), t.get("db")
+    )
+
+
 def _pg_fix(s: dict[str, Any]) -> str:
     return (
         f"End it in the application, or: SELECT pg_terminate_backend({s['pid']}); "
@@ -88,6 +95,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     evidence=ev,
                     fix=_pg_fix(s),
                     identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
+                    session=SessionIdentity.pg(ctx.snapshot.target, s),
                 )
         return
     for t in ctx.snapshot.section("my.trx"):
@@ -107,6 +115,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 evidence=ev,
                 fix=_my_fix(t),
                 identity=[t.get("thread_id"), str(t.get("trx_id"))],
+                session=_my_identity(ctx, t),
             )
 
 
@@ -127,6 +136,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     evidence=ev,
                     fix=_pg_fix(s),
                     identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
+                    session=SessionIdentity.pg(ctx.snapshot.target, s),
                 )
         return
     for t in ctx.snapshot.section("my.trx"):
@@ -149,4 +159,5 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 evidence=ev,
                 fix=_my_fix(t),
                 identity=[t.get("thread_id"), str(t.get("trx_id"))],
+                session=_my_identity(ctx, t),
             )

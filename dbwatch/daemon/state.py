@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..findings import Finding, severity_rank
+from ..findings import Finding, SessionIdentity, severity_rank
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -102,6 +102,7 @@ class FindingRow:
             evidence=d.get("evidence", {}),
             identity=d.get("identity"),
             confidence=d.get("confidence", "high"),
+            session=SessionIdentity.from_dict(d.get("session")),
         )
 
 

@@ -9,6 +9,7 @@ from psycopg.rows import dict_row
 
 from ..errors import ProbeError, TargetError
 from . import APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec, scrub
+from .own import OWN_SESSIONS, server_key
 
 _OPTIONS = (
     f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
@@ -35,6 +36,8 @@ class PgConnection:
         self.server_version = str(conn.info.parameter_status("server_version") or self.version_num)
         self.database = conn.info.dbname
         self.backend_pid = conn.info.backend_pid
+        self.server_key = server_key("postgresql", conn.info.host, conn.info.port)
+        OWN_SESSIONS.add(self.server_key, self.backend_pid)
 
     @classmethod
     def open(cls, spec: TargetSpec, database: str | None = None) -> PgConnection:
@@ -90,6 +93,7 @@ class PgConnection:
             ) from None
 
     def close(self) -> None:
+        OWN_SESSIONS.discard(self.server_key, self.backend_pid)
         try:
             self.conn.close()
         except psycopg.Error:
