@@ -19,7 +19,9 @@ import pytest
 
 from dbwatch.actions.guards import Criteria, Policy, plan, protection
 from dbwatch.actions.sessions import read_sessions
-from dbwatch.actions.terminate import Request, daemon_terminate, execute, run_target
+from dbwatch.actions.daemon_action import daemon_terminate
+from dbwatch.actions.terminate import Request, execute, run_target
+from dbwatch.commands.terminate import pg201_findings
 from dbwatch.catalogue import Thresholds, load_catalogue
 from dbwatch.config import Config, RuleOverride, TerminateConfig
 from dbwatch.evaluate import Selection
@@ -160,7 +162,8 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     assert rc == 0, err
     acts = {r["pid"]: r["action"] for r in dry}
     assert acts == {pids["offender"]: "would_terminate", pids["protected"]: "would_terminate",
-                    pids["own"]: "skipped_protected"}
+                    pids["own"]: "would_terminate"}     # calling itself dbwatch protects nothing
+    assert {r["database"] for r in dry} == {"test"}
     assert all(pgw.alive(p) for p in pids.values())                 # the dry run ended nothing
 
     rc, done, err = cli(*base, "--execute", "--protect-user", pgw.prot)
@@ -170,10 +173,10 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     assert rows[pids["offender"]]["statement"] == f"SELECT pg_terminate_backend({pids['offender']})"
     assert rows[pids["protected"]]["action"] == "skipped_protected"
     assert rows[pids["protected"]]["reason"] == f"protected user {pgw.prot}"
-    assert rows[pids["own"]]["reason"] == "a dbwatch session"
+    assert rows[pids["own"]]["action"] == "terminated"
     assert pids["young"] not in rows
-    assert not pgw.alive(pids["offender"])
-    assert all(pgw.alive(pids[n]) for n in ("protected", "own", "young"))
+    assert not pgw.alive(pids["offender"]) and not pgw.alive(pids["own"])
+    assert all(pgw.alive(pids[n]) for n in ("protected", "young"))
     with pytest.raises(psycopg.OperationalError):
         offender.execute("SELECT 1")
 
@@ -477,6 +480,14 @@ from pgcluster import PgCluster, available
 needs_initdb = pytest.mark.skipif(not available(), reason="no PostgreSQL binaries for initdb")
 
 
+def pg201(spec: TargetSpec) -> list[Finding]:
+    """PG201's findings as `terminate --holding-xmin` reads them, its threshold at 1s."""
+    config = Config(rules={"PG201": RuleOverride(thresholds=Thresholds("duration", 1.0, None))})
+    found, why = pg201_findings(spec, load_catalogue(), config)
+    assert why is None
+    return found
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PgCluster]:
     with PgCluster.create({"max_prepared_transactions": "5"}) as pri:
@@ -495,10 +506,12 @@ def test_pg_holding_xmin_selects_the_holder_only(cluster: PgCluster) -> None:
         holder.execute("SELECT count(*) FROM t")            # a snapshot: backend_xmin
         with psycopg.connect(cluster.url(), autocommit=True) as other:
             other.execute("SELECT txid_current()")          # move the XID counter on
-        writer.execute("SELECT txid_current()")             # younger: not the holder
+        time.sleep(1.2)
+        writer.execute("SELECT txid_current()")             # too young for PG201 (1s)
         req = Request(Criteria(holding_xmin=True, match_user=re.compile("^dbw_app$")),
                       Policy(), execute=True)
-        decisions, _ = run_target(spec_for(cluster.url()), req)
+        spec = spec_for(cluster.url())
+        decisions, _ = run_target(spec, req, pg201(spec))
         assert [(d.session.pid, d.action) for d in decisions] == [
             (holder.info.backend_pid, "terminated")]
         assert decisions[0].session.xid_age is not None and decisions[0].session.xid_age >= 2
@@ -516,7 +529,8 @@ def test_pg_prepared_xact_only_explicitly_and_standby_query_cancelled(cluster: P
         x.execute("PREPARE TRANSACTION 'dbw''s gid'")
     gid, url = "dbw's gid", pri.url()
     everyone = Request(Criteria(holding_xmin=True), Policy(), execute=True)
-    listed = [d for d in run_target(spec_for(url), everyone)[0]
+    time.sleep(1.2)
+    listed = [d for d in run_target(spec_for(url), everyone, pg201(spec_for(url)))[0]
               if d.session.kind == "prepared_xact"]
     assert [(d.action, d.session.name) for d in listed] == [("skipped_protected", gid)]
     assert listed[0].to_dict()["statement"] == "ROLLBACK PREPARED 'dbw''s gid'"
