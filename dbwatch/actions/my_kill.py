@@ -6,7 +6,7 @@ re-read of the same table may show the same stale row. The identity is therefore
 re-established from sources that are read live, in this order:
 
 1. the thread in `PROCESSLIST` (user, command, and on MariaDB `QUERY_ID`, which moves with
-   every statement the thread starts);
+   every statement the thread starts; on MariaDB the listing's own live PROCESSLIST row);
 2. its transaction in `SHOW ENGINE INNODB STATUS` (built from InnoDB's own transaction
    list under its mutex, not from the cache): exactly one entry for the thread, with the
    selected trx id (read-only transactions, which have no id: an age that only the
@@ -114,13 +114,18 @@ def my_kill(conn: Connection, d: Decision, cancel: bool, include_backups: bool) 
 
 def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups: bool) -> Decision:
     s = d.session
-    pre = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
-    if not pre or pre[0].get("user") != s.user:
-        return replace(d, action="gone", reason=GONE)
-    now = pre[0]
-    if not include_backups and is_dump_statement(now.get("info")):
-        why = "backup: its statement now is a dump statement (use --include-backups)"
-        return replace(d, action="skipped_protected", reason=why)
+    if conn.flavour == "mariadb" and s.query_id is not None:
+        # the listing read PROCESSLIST live: if the InnoDB list shows this same QUERY_ID,
+        # no statement has started since, and what the guards saw still holds
+        now: dict[str, object] = {"user": s.user, "command": s.command, "query_id": s.query_id}
+    else:
+        pre = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
+        if not pre or pre[0].get("user") != s.user:
+            return replace(d, action="gone", reason=GONE)
+        now = pre[0]
+        if not include_backups and is_dump_statement(str(now.get("info") or "")):
+            why = "backup: its statement now is a dump statement (use --include-backups)"
+            return replace(d, action="skipped_protected", reason=why)
     status = conn.rows("SHOW ENGINE INNODB STATUS")
     text = str(status[0].get("Status") or status[0].get("status") or "") if status else ""
     entries = live_transactions(text, tid)
@@ -134,7 +139,7 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
     if not same_live_trx(s, live, elapsed):
         return replace(d, action="gone", reason=GONE)
     if conn.flavour == "mariadb":
-        if now.get("query_id") is None or int(now["query_id"]) != live.query_id:
+        if now.get("query_id") is None or int(str(now["query_id"])) != live.query_id:
             return replace(d, action="gone", reason=GONE)  # a statement in between
         name = "terminate_kill_query_mariadb" if cancel else "terminate_kill_mariadb"
         params = {
