@@ -126,6 +126,10 @@ def test_mysql_without_program_names_a_read_only_trx_may_be_a_dump() -> None:
     assert protection(blind, Policy(include_backups=True)) is None
     assert protection(my(programs_known=False, rows_modified=3), p) is None  # it wrote
     assert protection(my(programs_known=True, rows_modified=0), p) is None   # name known
+    busy = my(programs_known=False, rows_modified=0, command="Query", query="select * from jobs")
+    assert protection(busy, p) is None           # its statement is visible and not a dump's
+    no_trx = my(programs_known=False, trx_id=None, rows_modified=None, query=None)
+    assert "may be a backup" in str(protection(no_trx, p))
 
 
 STATUS = """------------

@@ -39,8 +39,21 @@ MY_DUMP_MARKS = (
     "SAVEPOINT SP",
     "ROLLBACK TO SAVEPOINT SP",
     "RELEASE SAVEPOINT SP",
+    "/*!40100 SET @@SQL_MODE",
+    "/*!40103 SET TIME_ZONE",
+    "SQL_QUOTE_SHOW_CREATE",
+    "SET SESSION CHARACTER_SET_RESULTS = 'BINARY'",
+    "SELECT LOGFILE_GROUP_NAME",
+    "SHOW VARIABLES LIKE 'NDBINFO",
 )
-MY_DUMP_PREFIXES = ("SHOW CREATE ", "SHOW FIELDS FROM ", "SHOW TABLE STATUS ", "SHOW TRIGGERS ")
+MY_DUMP_PREFIXES = (
+    "SHOW CREATE ",
+    "SHOW FIELDS FROM ",
+    "SHOW COLUMNS FROM ",
+    "SHOW TABLE STATUS ",
+    "SHOW TABLES LIKE ",
+    "SHOW TRIGGERS ",
+)
 MY_SYSTEM_USERS = (
     "system user",
     "event_scheduler",
@@ -327,8 +340,12 @@ def _is_pg_dump_statement(query: str | None) -> bool:
 def _possible_backup(s: Session) -> str | None:
     """Without client program names (MariaDB's performance_schema is OFF by default) a dump
     between two statements looks like any idle session: a transaction that has written
-    nothing may be one, so it is left alone. Dumps never write rows."""
-    if not s.is_mysql or s.programs_known or s.rows_modified is None or s.rows_modified > 0:
+    nothing may be one, so it is left alone (dumps never write rows); so is one with no
+    transaction whose statement is not visible. A running statement is visible: a dump's
+    carries its marks (is_dump_statement)."""
+    if not s.is_mysql or s.programs_known or (s.rows_modified or 0) > 0:
+        return None
+    if s.command not in ("Sleep", None) and s.query:
         return None
     return (
         "may be a backup: its transaction has written nothing and client program names are "
