@@ -279,6 +279,9 @@ def test_daemon_decision() -> None:
     assert daemon_decision(e, [pg()], prot, cfg).action == "skipped_protected"
     young = eligible([(finding(), 0.0)], cfg, "t")[0]
     assert daemon_decision(young, [pg(age=10.0)], Policy(), cfg).action == "gone"
+    assert daemon_decision(e, [pg()], Policy(), cfg, "app").action == "would_terminate"
+    outside = daemon_decision(e, [pg()], Policy(), cfg, "billing")
+    assert outside.action == "skipped_protected" and "outside this target's scope" in outside.reason
     slot = eligible([(finding("PG201", pid=None, kind="slot", age_seconds=None), 900.0)],
                     TerminateConfig(enabled=True, after=300, rules=("PG201",)), "t")[0]
     assert daemon_decision(slot, [pg()], Policy(), cfg).action == "skipped_protected"

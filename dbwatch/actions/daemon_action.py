@@ -62,10 +62,28 @@ def eligible(
 
 
 def daemon_decision(
-    e: Eligible, live: list[Session], policy: Policy, cfg: TerminateConfig
+    e: Eligible,
+    live: list[Session],
+    policy: Policy,
+    cfg: TerminateConfig,
+    database: str | None = None,
 ) -> Decision:
-    """Pure: what to do about one eligible finding, given the sessions read just now."""
+    """Pure: what to do about one eligible finding, given the sessions read just now.
+    `database`: the target's PostgreSQL scope (None: every database)."""
     f, ident = e.finding, e.identity
+    if ident is not None and not ident.is_mysql and database and ident.database != database:
+        stub = Session(
+            target=f.target,
+            engine=ident.engine,
+            pid=ident.pid,
+            backend_start=ident.backend_start,
+            database=ident.database,
+        )
+        why = (
+            f"session of database {ident.database}, outside this target's scope ({database}); "
+            "set all_databases = true on the target to act there"
+        )
+        return Decision(stub, "skipped_protected", why)
     if ident is None or not ident.usable:
         kind = str(f.evidence.get("kind") or "finding")
         stub = Session(
@@ -92,9 +110,9 @@ def daemon_decision(
             database=ident.database,
         )
         return Decision(stub, "gone", "the session or transaction of the finding has ended")
-    why = protection(s, policy)
-    if why:
-        return Decision(s, "skipped_protected", why)
+    guard = protection(s, policy)
+    if guard:
+        return Decision(s, "skipped_protected", guard)
     if s.age is None or s.age < cfg.after:
         return Decision(s, "gone", "its transaction is now younger than terminate.after")
     return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
@@ -140,7 +158,7 @@ class DaemonTerminator:
             policy = Policy.from_config(cfg)
             out, acted = [], 0
             for e in wanted:
-                d = daemon_decision(e, live, policy, cfg)
+                d = daemon_decision(e, live, policy, cfg, database)
                 if d.action.startswith("would_"):
                     if acted >= cfg.max_per_cycle:
                         continue  # next cycle

@@ -32,7 +32,9 @@ def load_all(config_arg: str | None) -> tuple[dict[str, Rule], Config]:
 
 def _with_config(spec: TargetSpec, target: TargetConfig) -> TargetSpec:
     """Per-target settings the probes read (queue retry_after)."""
-    return dataclasses.replace(spec, retry_after=target.retry_after)
+    return dataclasses.replace(
+        spec, retry_after=target.retry_after, all_databases=target.all_databases
+    )
 
 
 def resolve_targets(names: Sequence[str], config: Config, say: bool = True) -> list[TargetSpec]:
