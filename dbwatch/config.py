@@ -11,7 +11,8 @@ from typing import Any
 
 from .catalogue import Rule, Thresholds, build_thresholds
 from .durations import parse_count, parse_duration
-from .errors import ConfigError
+from .errors import ConfigError, TargetError
+from .targets.secrets import register_secret
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ALERT_KINDS = ("webhook", "slack", "alertmanager")
@@ -26,6 +27,7 @@ class TargetConfig:
     all_databases: bool = False
     retry_after: float | None = None  # queue tables: Laravel's retry_after
     primary: str | None = None  # for a standby: the name of its primary target
+    password_file: str | None = None  # the password's file (keeps it out of the config and ps)
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,16 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         col.err("targets", "must be an array of tables ([[targets]])")
         return ()
     out, names = [], set()
-    keys = {"name", "url", "interval", "databases", "all_databases", "retry_after", "primary"}
+    keys = {
+        "name",
+        "url",
+        "interval",
+        "databases",
+        "all_databases",
+        "retry_after",
+        "primary",
+        "password_file",
+    }
     for i, t in enumerate(raw):
         where = f"targets[{i}]"
         if not isinstance(t, dict):
@@ -182,6 +193,8 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         url = col.get(t, where, "url", "str", "")
         if not url:
             col.err(f"{where}.url", "missing")
+        else:
+            _check_url(url, f"{where}.url", col)
         name = col.get(t, where, "name", "str", "") or f"target{i + 1}"
         if name in names:
             col.err(f"{where}.name", f"duplicate target name {name!r}")
@@ -198,9 +211,20 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
                 all_databases=col.get(t, where, "all_databases", "bool", False),
                 retry_after=col.get(t, where, "retry_after", "duration", None),
                 primary=col.get(t, where, "primary", "str", None),
+                password_file=col.get(t, where, "password_file", "str", None) or None,
             )
         )
     return tuple(out)
+
+
+def _check_url(url: str, key: str, col: _Collector) -> None:
+    """The URL parses (scheme, port, brackets); the message never shows its password."""
+    from .targets import spec_for  # targets never imports config: no cycle
+
+    try:
+        spec_for(url)
+    except TargetError as exc:
+        col.err(key, exc.detail if exc.detail else str(exc))
 
 
 def _rule_overrides(
@@ -220,11 +244,20 @@ def _rule_overrides(
             continue
         col.known(table, where, {"thresholds", "for", "params", "ignore", "enabled"})
         thr = None
-        if "thresholds" in table:
+        if "thresholds" in table and not isinstance(table["thresholds"], dict):
+            col.err(
+                f"{where}.thresholds",
+                f'expected a table like {{ warning = "5m", critical = "30m" }}, '
+                f"got {table['thresholds']!r}",
+            )
+        elif "thresholds" in table:
             base = dict(catalogue[rid].raw_thresholds) if catalogue else {}
             base.update(table["thresholds"])
             thr = build_thresholds(base, f"{col.file}: {where}.thresholds", col.problems)
         params = table.get("params", {})
+        if not isinstance(params, dict):
+            col.err(f"{where}.params", f"expected a table of parameters, got {params!r}")
+            params = {}
         if catalogue is not None and isinstance(params, dict):
             for key, value in params.items():
                 if key not in catalogue[rid].params:
@@ -311,11 +344,13 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         sev = col.get(a, where, "min_severity", "str", "warning")
         if sev not in ("warning", "critical"):
             col.err(f"{where}.min_severity", "must be warning or critical")
+        secret = col.get(a, where, "secret", "str", None) or None
+        register_secret(secret)  # never echoed in a message, log line or payload
         out.append(
             AlertConfig(
                 kind=kind,
                 url=url,
-                secret=col.get(a, where, "secret", "str", None) or None,
+                secret=secret,
                 min_severity=sev,
                 repeat_interval=col.get(a, where, "repeat_interval", "duration", 4 * 3600.0),
                 send_resolved=col.get(a, where, "send_resolved", "bool", True),
@@ -388,4 +423,6 @@ def load_config(path: Path | None, catalogue: dict[str, Rule] | None = None) -> 
         raise ConfigError([f"{path}: {exc.strerror}"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{path}: {exc}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not a TOML file (binary data or not UTF-8)"]) from None
     return parse_config(data, str(path), catalogue)

@@ -15,7 +15,7 @@ from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_neede
 from .findings import Finding, severity_rank
 from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import TargetSpec, open_target
+from .targets import TargetSpec, open_target, scrub
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -52,6 +52,7 @@ class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
     logs: list[dict[str, Any]] = field(default_factory=list)  # `--log` analysis stats
+    input_errors: list[str] = field(default_factory=list)  # files read only in part (exit 3)
     generated_at: float = field(default_factory=time.time)
 
     @property
@@ -59,17 +60,49 @@ class AuditResult:
         out = [f for t in self.targets for f in t.evaluation.findings] + self.extra_findings
         return sorted(out, key=lambda f: (-severity_rank(f.severity), f.target, f.rule, f.subject))
 
+    def counts(self) -> dict[str, int]:
+        """critical / warning findings (DW001 excluded) and unreadable targets or probes."""
+        found = self.findings
+        out = {
+            "critical": sum(1 for f in found if f.rule != "DW001" and f.severity == "critical"),
+            "warning": sum(1 for f in found if f.rule != "DW001" and f.severity == "warning"),
+            "unreadable": len(self.input_errors),
+        }
+        for t in self.targets:
+            if t.error:
+                out["unreadable"] += 1
+                continue
+            dw = [f for f in t.evaluation.findings if f.rule == "DW001"]
+            out["unreadable"] += len(dw) or (1 if t.evaluation.unknown else 0)
+        return out
+
     @property
     def status(self) -> str:
-        """ok | warning | critical | unknown (a target or probe could not be read)."""
-        if any(f.rule == "DW001" for f in self.findings) or any(t.error for t in self.targets):
+        """critical > unknown (a target or probe could not be read) > warning > ok."""
+        c = self.counts()
+        if c["critical"]:
+            return "critical"
+        if c["unreadable"] or any(f.rule == "DW001" for f in self.findings):
             return "unknown"
-        worst = max((severity_rank(f.severity) for f in self.findings), default=0)
-        return {0: "ok", 1: "warning", 2: "critical"}.get(worst, "unknown")
+        return "warning" if c["warning"] else "ok"
 
     @property
     def exit_code(self) -> int:
         return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[self.status]
+
+    def status_line(self) -> str:
+        """The last line of the table: each count, then the status."""
+        c = self.counts()
+        parts = [
+            f"{n} {word if n == 1 else plural}"
+            for n, word, plural in (
+                (c["critical"], "critical", "critical"),
+                (c["warning"], "warning", "warnings"),
+                (c["unreadable"], "unreadable", "unreadable"),
+            )
+            if n
+        ]
+        return f"{', '.join(parts) or 'no findings'} — Status: {self.status.upper()}"
 
 
 def probe_target(
@@ -103,6 +136,25 @@ def probe_target(
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
 
 
+def contained_probe_target(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    selection: Selection,
+    state: Any = None,
+    cache: ProbeCache | None = None,
+) -> TargetResult:
+    """probe_target, with a bug anywhere in it reported against this target only."""
+    try:
+        return probe_target(spec, catalogue, config, selection, state, cache)
+    except Exception as exc:  # one target's bug must not lose the others
+        log.exception("audit of %s failed", spec.name)
+        err = TargetError(spec.name, scrub(f"internal error: {type(exc).__name__}: {exc}", spec))
+        snap = unreachable_snapshot(spec.name, spec.engine, err)
+        ev = evaluate(snap, catalogue, config, Selection(), state)
+        return TargetResult(spec, snap, ev, error=err.detail)
+
+
 def run_audit(
     specs: list[TargetSpec],
     catalogue: dict[str, Rule],
@@ -113,5 +165,7 @@ def run_audit(
     if not specs:
         return AuditResult([])
     with ThreadPoolExecutor(max_workers=min(8, len(specs))) as pool:
-        results = list(pool.map(lambda s: probe_target(s, catalogue, config, selection), specs))
+        results = list(
+            pool.map(lambda s: contained_probe_target(s, catalogue, config, selection), specs)
+        )
     return AuditResult(results)

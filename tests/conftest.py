@@ -11,10 +11,16 @@ import pytest
 PG_URL = os.environ.get("DBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 MY_URL = os.environ.get("DBWATCH_TEST_MYSQL", "mysql://root@127.0.0.1:3306/test")
 ROOT = Path(__file__).resolve().parent.parent
-# shared/ sits beside the checkout (CI clones main with shared/ next to it)
-CORPUS = ROOT.parent / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
+# The external corpus: $DBWATCH_CORPUS, else shared/corpus beside the checkout. Never a fixed
+# path: in a fresh clone with nothing beside it, tests that need it skip (need_corpus).
+CORPUS = Path(os.environ.get("DBWATCH_CORPUS") or ROOT.parent / "shared" / "corpus")
+
+
+def need_corpus(path: Path) -> Path:
+    """The corpus file, or skip the test saying why (fixtures the suite needs live in tests/)."""
+    if not path.exists():
+        pytest.skip(f"{path.name}: external corpus not found ({CORPUS}; set DBWATCH_CORPUS)")
+    return path
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dbwatch.actions.daemon_action import daemon_decision, eligible
+from dbwatch.checks.lockgraph import chain_roots
 from dbwatch.actions.guards import (
     Criteria,
     Policy,
     Session,
-    chain_roots,
     is_dump_statement,
     matches,
     plan,

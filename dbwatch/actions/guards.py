@@ -395,20 +395,3 @@ def intended_action(s: Session, policy: Policy) -> str:
     if policy.cancel or (s.standby and not s.idle_now):
         return "would_cancel"
     return "would_terminate"
-
-
-def chain_roots(blocked_by: dict[Any, list[Any]]) -> dict[Any, int]:
-    """root -> how many sessions wait behind it, directly or through others (cycles: none)."""
-    behind: dict[Any, set[Any]] = {}
-    for waiter in blocked_by:
-        seen, stack = {waiter}, [waiter]
-        while stack:
-            for b in blocked_by.get(stack.pop(), ()):
-                if b in seen:
-                    continue
-                seen.add(b)
-                if blocked_by.get(b):
-                    stack.append(b)
-                else:
-                    behind.setdefault(b, set()).add(waiter)
-    return {root: len(waiters) for root, waiters in behind.items()}

@@ -10,12 +10,13 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from ..checks.lockgraph import LockGraph
 from ..errors import ProbeError
 from ..probes import sql
 from ..probes.my_locks import lock_waits
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
-from .guards import IDLE_STATES, Session, chain_roots
+from .guards import IDLE_STATES, Session
 
 log = logging.getLogger(__name__)
 SESSION_LIMIT = 5000
@@ -43,7 +44,7 @@ def pg_sessions(conn: Connection, target: str, database: str | None = None) -> l
     )
     seen = time.monotonic()
     own = OWN_SESSIONS.ids(conn.server_key)
-    roots = chain_roots({r["pid"]: list(r["blocked_by"]) for r in rows if r.get("blocked_by")})
+    roots = LockGraph.from_blocked_by({r["pid"]: r["blocked_by"] for r in rows}).roots()
     return [
         Session(
             target=target,
@@ -128,10 +129,11 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
     supers = my_superusers(conn)
     roots: dict[Any, int] = {}
     if blocking:
-        edges: dict[Any, list[Any]] = {}
-        for w in lock_waits(conn)["waits"]:
-            edges.setdefault(w["waiting_thread_id"], []).append(w["blocking_thread_id"])
-        roots = chain_roots(edges)
+        waits = lock_waits(conn)["waits"]
+        graph = LockGraph.from_pairs(
+            (w["waiting_thread_id"], w["blocking_thread_id"]) for w in waits
+        )
+        roots = graph.roots()
     out = [_my_session(r, conn.flavour, target, programs, supers, roots) for r in rows]
     return [
         replace(s, is_self=s.is_self or s.thread_id in own, programs_known=bool(read), seen_at=seen)

@@ -13,6 +13,7 @@ from tabulate import tabulate
 from ..daemon.state import State, default_state_path
 from ..durations import format_duration
 from ..errors import UsageError
+from ..inputs import check_state_path
 from ..report import iso
 
 HELP = "show what the daemon has firing now and the last cycle of each target"
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.state).expanduser() if args.state else default_state_path()
     if not path.exists():
         raise UsageError(f"{path}: no state database (has `dbwatch watch` run with this --state?)")
-    state = State(path)
+    state = State(check_state_path(path, must_exist=True))
     try:
         doc = collect(state, time.time())
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import sys
@@ -17,6 +16,7 @@ from ..durations import format_duration, parse_duration
 from ..errors import TargetError, UsageError
 from ..findings import Finding
 from ..targets import TargetSpec
+from .common import add_all_databases
 
 HELP = "find offending sessions and (only with --execute) cancel or terminate them"
 EPILOG = """\
@@ -56,12 +56,13 @@ Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .common import add_common
+    from .common import add_common, add_password_file
 
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EPILOG
     p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(p)
+    add_password_file(p)
     c = p.add_argument_group("criteria (ANDed)")
     c.add_argument("--older-than", metavar="DUR", help="transaction at least this old (30s, 5m)")
     c.add_argument(
@@ -104,13 +105,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rollback-prepared", action="append", default=[], metavar="GID")
     g.add_argument("--drop-slot", action="append", default=[], metavar="NAME")
     g.add_argument("--execute", action="store_true", help="act; without it, a dry run")
-    if not any("--all-databases" in a.option_strings for a in p._actions):
-        p.add_argument(
-            "--all-databases",
-            action="store_true",
-            help="PostgreSQL: sessions of every database, not only the URL's",
-        )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    add_all_databases(p)
 
 
 def _nonneg(text: str) -> int:
@@ -180,9 +176,12 @@ def run(args: argparse.Namespace) -> int:
     decisions: list[Decision] = []
     notes: list[str] = []
     unreachable = False
-    for spec in resolve_targets(args.targets, config):
-        if getattr(args, "all_databases", False):
-            spec = dataclasses.replace(spec, all_databases=True)
+    for spec in resolve_targets(
+        args.targets,
+        config,
+        password_file=args.password_file,
+        all_databases=args.all_databases,
+    ):
         try:
             horizon = None
             if criteria.holding_xmin and spec.engine == "postgresql":

@@ -24,7 +24,7 @@ from ..errors import ConfigError, TargetError, UsageError
 from ..evaluate import Selection
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache
-from ..targets import TargetSpec, spec_for
+from ..targets import TargetSpec, spec_from_config
 from .metrics import DaemonCollector, gauges, serve
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
@@ -53,7 +53,7 @@ def load_setup(path: Path | None) -> Setup:
     problems, targets = [], {}
     for t in config.targets:
         try:
-            targets[t.name] = (spec_for(t.url, t.name), t)
+            targets[t.name] = (spec_from_config(t), t)  # the same builder as audit
         except TargetError as exc:
             problems.append(f"{path}: targets.{t.name}.url: {exc.detail}")
     if not targets and not problems:
@@ -211,9 +211,9 @@ class Daemon:
                 left,
                 self.state.path,
             )
-        if any(r is None for r in results):
-            return 3
-        return AuditResult([r for r in results if r is not None]).exit_code
+        code = AuditResult([r for r in results if r is not None]).exit_code
+        # a cycle that failed counts as unreadable: only a critical finding outranks it
+        return code if code == 2 or all(r is not None for r in results) else 3
 
     # -- the daemon loop ---------------------------------------------------------------------
 

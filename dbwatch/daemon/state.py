@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..findings import Finding, SessionIdentity, severity_rank
+from ..targets.secrets import scrub_opt, scrub_tree
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -116,7 +117,7 @@ class Transitions:
 def _finding_data(f: Finding) -> str:
     d = f.to_dict()
     d["identity"] = f.identity
-    return json.dumps(d, default=str, sort_keys=True)
+    return json.dumps(scrub_tree(d), default=str, sort_keys=True)  # secrets never stored
 
 
 def _as_json(value: Any) -> str:
@@ -344,7 +345,7 @@ class State:
     ) -> int:
         """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
         now = time.time() if now is None else now
-        body = json.dumps(payload, default=str, sort_keys=True)
+        body = json.dumps(scrub_tree(payload), default=str, sort_keys=True)
         with self.transaction() as db:
             last = db.execute(
                 "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
@@ -487,7 +488,7 @@ class State:
             db.execute(
                 "INSERT OR REPLACE INTO cycles(target, started, duration, status, error, "
                 "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (target, started, duration, status, error, findings, lateness),
+                (target, started, duration, status, scrub_opt(error), findings, lateness),
             )
 
     def cycles(self) -> list[dict[str, Any]]:

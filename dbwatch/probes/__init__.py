@@ -6,6 +6,7 @@ version not above the server's is used (pg_activity's habit). Parameters are alw
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -16,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ProbeError, TargetError
-from ..snapshot import ProbeFailure, Snapshot
-from ..targets import Connection
+from ..snapshot import CoverageGap, ProbeFailure, Snapshot
+from ..targets import Connection, scrub
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).with_name("sql")
+# Probing one target stops starting new probes after this long; the rest are DW002 gaps.
+PROBE_BUDGET = 60.0
+# Sections every audit reads whatever the rules: what the monitoring user may see (DW001).
+ALWAYS = ("pg.privileges", "my.privileges")
 ProbeFn = Callable[..., Any]
 
 
@@ -128,17 +133,25 @@ def run_probes(
     stats: ProbeStats | None = None,
     config: Any = None,
     cache: ProbeCache | None = None,
+    budget: float = PROBE_BUDGET,
 ) -> Snapshot:
     """Run the needed probes on one open connection; a failed probe leaves its section None.
-    With a cache (the daemon), probes with a ttl reuse their last complete result."""
+    With a cache (the daemon), probes with a ttl reuse their last complete result. Probes not
+    started within the time budget are left None and listed as gaps (DW002)."""
     _load_all()
     started = time.time()
     sections: dict[str, Any] = {}
     failures: list[ProbeFailure] = []
     features: set[str] = set()
-    for name in sorted(set(needs)):
+    gaps: list[CoverageGap] = []
+    wanted = set(needs) | set(ALWAYS) if needs else set()
+    for name in sorted(wanted, key=lambda n: (n not in ALWAYS, n)):
         p = PROBES.get(name)
         if p is None or p.engine != conn.engine:
+            continue
+        if time.time() - started > budget:
+            gaps.append(_budget_gap(name, budget))
+            sections[name] = None
             continue
         cached = cache.get(name, p.ttl) if cache is not None and p.ttl else None
         if cached is not None:
@@ -153,11 +166,22 @@ def run_probes(
             log.debug("probe %s on %s failed: %s", name, target, exc.detail)
             sections[name] = None
             continue
+        except TargetError:
+            raise  # the connection is gone: the whole target is unreachable
+        except Exception as exc:  # a bug in one probe: its rules are unknown, the rest reports
+            log.exception("probe %s on %s raised", name, target)
+            why = scrub(f"internal error: {type(exc).__name__}: {exc}", conn.spec)
+            failures.append(ProbeFailure(name, f"{why} (a dbwatch bug: please report it)"))
+            sections[name] = None
+            continue
         if stats is not None:
             stats.seconds += time.perf_counter() - t0
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
+        if isinstance(data, Covered):
+            gaps += data.gaps
+            data = data.data
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
@@ -165,6 +189,9 @@ def run_probes(
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
+    from .privileges import exact_grant
+
+    failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
     return Snapshot(
         target=target,
         engine=conn.flavour,
@@ -174,7 +201,27 @@ def run_probes(
         sections=sections,
         failures=tuple(failures),
         features=frozenset(features),
+        gaps=tuple(gaps),
+        scope=conn.spec.scoped_database,
     )
+
+
+def _budget_gap(name: str, budget: float) -> CoverageGap:
+    return CoverageGap(
+        "time_budget",
+        name,
+        f"not run: probing this target took more than its {budget:g} s budget "
+        "(a slow or loaded server; the next cycle tries again)",
+    )
+
+
+@dataclass(frozen=True)
+class Covered:
+    """A probe's data plus what it did not examine (caps, invisible objects): DW002 gaps.
+    May wrap a PartialResult."""
+
+    data: Any
+    gaps: tuple[CoverageGap, ...]
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ def sessions(conn: Connection) -> Any:
     rows = [
         jsonable(r)
         for r in conn.rows(
-            sql("postgresql", "sessions", conn.version_num), {"limit": SESSION_LIMIT}
+            sql("postgresql", "sessions", conn.version_num),
+            {"limit": SESSION_LIMIT, "database": conn.spec.scoped_database},
         )
     ]
     hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
