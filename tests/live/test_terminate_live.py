@@ -59,6 +59,24 @@ def wait_until(cond: Callable[[], bool], timeout: float = 8.0, every: float = 0.
     return cond()
 
 
+class KeepYoung:
+    """Restarts a session's transaction every 0.3 s in a thread, so it stays younger than any
+    threshold however slowly a loaded machine starts the CLI (the pid/thread is unchanged)."""
+
+    def __init__(self, renew: Callable[[], Any]) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(renew,), daemon=True)
+        self.thread.start()
+
+    def _run(self, renew: Callable[[], Any]) -> None:
+        while not self.stop.wait(0.3):
+            renew()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
 def state_store() -> Any:
     """The daemon's real State when dbwatch/state.py exists; a recording stub otherwise."""
     try:
@@ -153,6 +171,7 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     own = pgw.offender(pgw.app, app="dbwatch")
     time.sleep(CLI_OLD)
     young = pgw.offender(pgw.app)
+    keep = KeepYoung(lambda: (young.commit(), young.execute("SELECT txid_current()")))
     pids = {n: c.info.backend_pid for n, c in
             (("offender", offender), ("protected", protected), ("own", own), ("young", young))}
     base = [PG, "--idle-in-transaction", "--older-than", f"{CLI_OLD - 0.5}s",
@@ -177,6 +196,7 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     assert pids["young"] not in rows
     assert not pgw.alive(pids["offender"]) and not pgw.alive(pids["own"])
     assert all(pgw.alive(pids[n]) for n in ("protected", "young"))
+    keep.close()
     with pytest.raises(psycopg.OperationalError):
         offender.execute("SELECT 1")
 
@@ -362,6 +382,12 @@ def test_my_offender_ended_protected_young_own_survive(myw: MyWorld) -> None:
     protected = myw.offender(myw.prot, 2)
     time.sleep(CLI_OLD)
     young = myw.offender(myw.app, 3)
+
+    def renew() -> None:
+        young.commit()
+        with young.cursor() as cur:
+            cur.execute(f"UPDATE {myw.table} SET v = v + 1 WHERE id = 3")
+    keep = KeepYoung(renew)
     base = [MY, "--idle-in-transaction", "--older-than", f"{CLI_OLD - 0.5}s",
             "--match-user", f"^({myw.app}|{myw.prot})$"]
     rc, dry, err = cli(*base)
@@ -378,6 +404,7 @@ def test_my_offender_ended_protected_young_own_survive(myw: MyWorld) -> None:
     assert rows[protected.thread_id()]["action"] == "skipped_protected"
     assert wait_until(lambda: not myw.alive(offender))
     assert myw.alive(protected) and myw.alive(young)
+    keep.close()
     assert wait_until(lambda: myw.value(1) == 0)        # the offender's update rolled back
 
     conn = open_target(spec_for(MY))                     # dbwatch's own connection
