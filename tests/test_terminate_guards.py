@@ -113,7 +113,10 @@ def test_mysql_protections() -> None:
     assert "root" in str(protection(my(user="root", superuser=None), p))
     assert protection(my(user="root", superuser=False), p) is None
     for q in ("SHOW CREATE TABLE `t`", "FLUSH TABLES WITH READ LOCK", "show fields from `t`",
-              "ROLLBACK TO SAVEPOINT sp", "START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */"):
+              "ROLLBACK TO SAVEPOINT sp", "START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */",
+              "select column_name, extra, generation_expression, data_type from "
+              "information_schema.columns where table_schema=database() and table_name='t0' "
+              "order by ordinal_position"):
         assert is_dump_statement(q), q
         assert "backup" in str(protection(my(query=q), p))
     assert not is_dump_statement("select * from jobs for update")

@@ -204,7 +204,7 @@ def _hammer(url: str, user: str, done: threading.Event) -> list[str]:
     req = Request(Criteria(match_user=re.compile(f"^{user}$")), Policy(), execute=True)
     while not done.is_set():
         for d in run_target(spec_for(url), req)[0]:
-            seen.append(f"{d.action}: {d.reason}")
+            seen.append(f"{d.action}: {d.reason} [{d.session.command}: {d.session.query}]")
         time.sleep(0.05)
     return seen
 
@@ -236,7 +236,8 @@ def test_mysqldump_single_transaction_by_a_normal_user_survives(
         done.set()
         hammer.join(60)
         reader.join(10)
-        assert rc == 0, proc.stderr.read() if proc.stderr else ""
+        err = proc.stderr.read() if proc.stderr else b""
+        assert rc == 0, (err, sorted(set(seen))[:10], bytes(out[-300:]))
         assert b"-- Dump completed" in out[-300:]          # "-- Dump completed on <date>"
         assert seen and all(s.startswith("skipped_protected") for s in seen), set(seen)
     finally:
