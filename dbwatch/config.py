@@ -61,6 +61,12 @@ class AlertConfig:
     send_resolved: bool = True
     timeout: float = 5.0
     name: str = ""
+    # kind = "alertmanager": every peer of the Alertmanager cluster (url is the first)
+    urls: tuple[str, ...] = ()
+
+    @property
+    def peers(self) -> tuple[str, ...]:
+        return self.urls or (self.url,)
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,18 @@ class DaemonConfig:
     metrics_address: str | None = None
     log_format: str = "text"
     retention: float = 7 * 86400.0
+    # sessions kept between cycles, never more than this many to one server (0: a new one
+    # per cycle, the one-shot way)
+    max_connections_per_server: int = 10
+
+
+@dataclass(frozen=True)
+class StateConfig:
+    """[state]: where the daemon keeps its state. url = "postgresql://…" shares it by a fleet."""
+
+    url: str | None = None
+    schema: str = "dbwatch"
+    lease_ttl: float | None = None  # default: the shortest target interval (5 s … 60 s)
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,7 @@ class Config:
     terminate: TerminateConfig = TerminateConfig()
     alerts: tuple[AlertConfig, ...] = ()
     daemon: DaemonConfig = DaemonConfig()
+    state: StateConfig = StateConfig()
 
 
 class _Collector:
@@ -338,9 +357,17 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         kind = col.get(a, where, "kind", "str", "webhook")
         if kind not in ALERT_KINDS:
             col.err(f"{where}.kind", f"must be one of {', '.join(ALERT_KINDS)}")
-        url = col.get(a, where, "url", "str", "")
-        if not url.startswith(("http://", "https://")):
-            col.err(f"{where}.url", "must be an http:// or https:// URL")
+        raw_url = a.get("url", "")
+        if isinstance(raw_url, list) and kind == "alertmanager":
+            urls = tuple(u for u in raw_url if isinstance(u, str))
+            if not urls or len(urls) != len(raw_url):
+                col.err(f"{where}.url", "must be a URL or a non-empty list of URLs")
+        else:
+            urls = (col.get(a, where, "url", "str", ""),)
+        for u in urls:
+            if not u.startswith(("http://", "https://")):
+                col.err(f"{where}.url", f"{u!r} must be an http:// or https:// URL")
+        url = urls[0] if urls else ""
         sev = col.get(a, where, "min_severity", "str", "warning")
         if sev not in ("warning", "critical"):
             col.err(f"{where}.min_severity", "must be warning or critical")
@@ -356,16 +383,36 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
                 send_resolved=col.get(a, where, "send_resolved", "bool", True),
                 timeout=col.get(a, where, "timeout", "duration", 5.0),
                 name=col.get(a, where, "name", "str", "") or f"{kind}{i + 1}",
+                urls=urls if len(urls) > 1 else (),
             )
         )
     return tuple(out)
+
+
+def _state(raw: Any, col: _Collector) -> StateConfig:
+    if not isinstance(raw, dict):
+        col.err("state", "must be a table")
+        return StateConfig()
+    col.known(raw, "state", {"url", "schema", "lease_ttl"})
+    url = col.get(raw, "state", "url", "str", None)
+    if url is not None and not url.startswith(("postgresql://", "postgres://")):
+        col.err("state.url", "must be a postgresql:// URL (the SQLite file is [daemon] state)")
+    return StateConfig(
+        url=url,
+        schema=col.get(raw, "state", "schema", "str", "dbwatch"),
+        lease_ttl=col.get(raw, "state", "lease_ttl", "duration", None),
+    )
 
 
 def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     if not isinstance(raw, dict):
         col.err("daemon", "must be a table")
         return DaemonConfig()
-    col.known(raw, "daemon", {"state", "metrics_address", "log_format", "retention"})
+    col.known(
+        raw,
+        "daemon",
+        {"state", "metrics_address", "log_format", "retention", "max_connections_per_server"},
+    )
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
@@ -374,6 +421,7 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
         metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
         log_format=fmt,
         retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
+        max_connections_per_server=col.get(raw, "daemon", "max_connections_per_server", "int", 10),
     )
 
 
@@ -381,7 +429,7 @@ def parse_config(
     data: dict[str, Any], file: str, catalogue: dict[str, Rule] | None = None
 ) -> Config:
     col = _Collector(file)
-    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon"})
+    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon", "state"})
     data = expand_vars(data, "", col)
     cfg = Config(
         path=file,
@@ -390,6 +438,7 @@ def parse_config(
         terminate=_terminate(data.get("terminate", {}), col),
         alerts=_alerts(data.get("alerts", []), col),
         daemon=_daemon(data.get("daemon", {}), col),
+        state=_state(data.get("state", {}), col),
     )
     if cfg.terminate.enabled:
         for rid in cfg.terminate.rules:

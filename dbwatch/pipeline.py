@@ -13,9 +13,10 @@ from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
 from .findings import Finding, severity_rank
-from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
+from .probes import ProbeCache, ProbeStats, SharedProbes, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import TargetSpec, open_target, scrub
+from .targets import Connection, TargetSpec, open_target, scrub, url_parts
+from .targets.pool import ConnectionPool, server_key
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -112,26 +113,43 @@ def probe_target(
     selection: Selection,
     state: Any = None,
     cache: ProbeCache | None = None,
+    pool: ConnectionPool | None = None,
+    shared: SharedProbes | None = None,
 ) -> TargetResult:
+    """One target: connect (or take its kept session from `pool`), probe, evaluate."""
     started = time.perf_counter()
     stats = ProbeStats()
     try:
-        conn = open_target(spec)
+        conn, reused = pool.checkout(spec) if pool is not None else (open_target(spec), False)
     except TargetError as exc:
-        snap = unreachable_snapshot(spec.name, spec.engine, exc)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
+        return _unreachable(spec, catalogue, config, state, exc, started)
+    broken = False
+    held: Connection | None = conn
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
-        snap = run_probes(
-            conn, spec.name, sections_needed(conn.flavour, rules), stats, config, cache
-        )
+        needed = sections_needed(conn.flavour, rules)
+        share = (shared, share_key(spec)) if shared is not None else None
+        try:
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, shared=share)
+        except TargetError:
+            if not reused or pool is None:
+                raise
+            # the kept session died between cycles: once more on a fresh one
+            pool.checkin(spec, conn, broken=True)
+            held = None
+            conn, reused = pool.checkout(spec)
+            held = conn
+            stats = ProbeStats()
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, shared=share)
     except TargetError as exc:
-        snap = unreachable_snapshot(spec.name, spec.engine, exc)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
+        broken = True
+        return _unreachable(spec, catalogue, config, state, exc, started)
     finally:
-        conn.close()
+        if held is not None:
+            if pool is not None:
+                pool.checkin(spec, held, broken)
+            else:
+                held.close()
     ev = evaluate(snap, catalogue, config, selection, state)
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
 
@@ -143,16 +161,41 @@ def contained_probe_target(
     selection: Selection,
     state: Any = None,
     cache: ProbeCache | None = None,
+    pool: ConnectionPool | None = None,
+    shared: SharedProbes | None = None,
 ) -> TargetResult:
     """probe_target, with a bug anywhere in it reported against this target only."""
     try:
-        return probe_target(spec, catalogue, config, selection, state, cache)
+        return probe_target(spec, catalogue, config, selection, state, cache, pool, shared)
     except Exception as exc:  # one target's bug must not lose the others
         log.exception("audit of %s failed", spec.name)
         err = TargetError(spec.name, scrub(f"internal error: {type(exc).__name__}: {exc}", spec))
         snap = unreachable_snapshot(spec.name, spec.engine, err)
         ev = evaluate(snap, catalogue, config, Selection(), state)
         return TargetResult(spec, snap, ev, error=err.detail)
+
+
+def share_key(spec: TargetSpec) -> str:
+    """Server-wide results are shared by targets of one server seen as one user (what a role
+    may see differs)."""
+    try:
+        user = url_parts(spec.url)[0]["user"] or ""
+    except ValueError:
+        user = ""
+    return f"{server_key(spec)}|{user}"
+
+
+def _unreachable(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    state: Any,
+    exc: TargetError,
+    started: float,
+) -> TargetResult:
+    snap = unreachable_snapshot(spec.name, spec.engine, exc)
+    ev = evaluate(snap, catalogue, config, Selection(), state)
+    return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
 
 
 def run_audit(

@@ -54,3 +54,30 @@ def my_admin() -> Iterator[object]:
                            database="test", autocommit=True)
     yield conn
     conn.close()
+
+
+@pytest.fixture(scope="session")
+def state_pg_db() -> Iterator[str]:
+    """One database on the local PostgreSQL for State tests (each test has its own schema)."""
+    import psycopg
+
+    db = f"dbw_state_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{db}"')
+    try:
+        yield f"{PG_URL.rsplit('/', 1)[0]}/{db}"
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a State lives: a SQLite file, or a fresh schema in a PostgreSQL database.
+    DBWATCH_STATE_SCHEMA picks the schema."""
+    if request.param == "sqlite":
+        return str(tmp_path / "s.db")
+    url = request.getfixturevalue("state_pg_db")
+    schema = f"s_{uuid.uuid4().hex[:8]}"
+    request.getfixturevalue("monkeypatch").setenv("DBWATCH_STATE_SCHEMA", schema)
+    return str(url)

@@ -91,8 +91,12 @@ def run(args: argparse.Namespace) -> int:
     metrics = args.metrics_address or daemon_cfg.metrics_address
     if metrics:
         check_listen_address("--metrics-address", metrics)
-    state_path = args.state or daemon_cfg.state or str(default_state_path())
-    state = State(check_state_path(state_path), retention=daemon_cfg.retention)
+    fleet_cfg = setup.config.state
+    if args.state is None and fleet_cfg.url:
+        state = State(fleet_cfg.url, retention=daemon_cfg.retention, schema=fleet_cfg.schema)
+    else:
+        state_path = args.state or daemon_cfg.state or str(default_state_path())
+        state = State(check_state_path(state_path), retention=daemon_cfg.retention)
     try:
         daemon = Daemon(
             path,
@@ -102,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
             flush_budget=max(0.0, args.flush_timeout),
             backoff=_backoff(),
         )
-        return daemon.run_once() if args.once else daemon.run_forever()
+        if args.once:
+            return daemon.run_once()
+        if state.dialect == "postgresql":
+            daemon.join_fleet(fleet_cfg.lease_ttl)
+        return daemon.run_forever()
     finally:
         state.close()

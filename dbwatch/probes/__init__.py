@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +40,64 @@ class Probe:
         False  # fn(conn, config): may open sibling sessions (other databases, peers)
     )
     ttl: float = 0.0  # the daemon may reuse a result this many seconds (schema reads)
+    # reads the whole server, whatever database the session is in (sessions, InnoDB status):
+    # the daemon runs it once per server and user per cycle for all targets of that server
+    server_wide: bool = False
 
 
 PROBES: dict[str, Probe] = {}
 
 
 def probe(
-    name: str, engine: str, grant: str | None = None, with_config: bool = False, ttl: float = 0.0
+    name: str,
+    engine: str,
+    grant: str | None = None,
+    with_config: bool = False,
+    ttl: float = 0.0,
+    server_wide: bool = False,
 ) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
-        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl)
+        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide)
         return fn
 
     return deco
+
+
+class SharedProbes:
+    """Results of server-wide probes shared by the targets of one server (and user) for
+    `ttl` seconds: 2,000 databases of one cluster read pg_stat_activity once, not 2,000 times.
+    One caller runs a probe while the others wait for its result (single flight)."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._items: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._running: dict[tuple[str, str], threading.Event] = {}
+        self.hits = 0
+        self.runs = 0
+
+    def get_or_run(self, key: str, name: str, run: Callable[[], Any]) -> Any:
+        k = (key, name)
+        while True:
+            with self._lock:
+                hit = self._items.get(k)
+                if hit is not None and time.monotonic() - hit[0] <= self.ttl:
+                    self.hits += 1
+                    return hit[1]
+                busy = self._running.get(k)
+                if busy is None:
+                    self._running[k] = threading.Event()
+                    break
+            busy.wait(30.0)
+        try:
+            data = run()  # a ProbeError propagates to this caller; the next one retries
+            with self._lock:
+                self._items[k] = (time.monotonic(), data)
+                self.runs += 1
+            return data
+        finally:
+            with self._lock:
+                self._running.pop(k).set()
 
 
 class ProbeCache:
@@ -134,10 +180,12 @@ def run_probes(
     config: Any = None,
     cache: ProbeCache | None = None,
     budget: float = PROBE_BUDGET,
+    shared: tuple[SharedProbes, str] | None = None,
 ) -> Snapshot:
     """Run the needed probes on one open connection; a failed probe leaves its section None.
-    With a cache (the daemon), probes with a ttl reuse their last complete result. Probes not
-    started within the time budget are left None and listed as gaps (DW002)."""
+    With a cache (the daemon), probes with a ttl reuse their last complete result; with
+    `shared` (the daemon: store and server key), server-wide probes run once per server.
+    Probes not started within the time budget are left None and listed as gaps (DW002)."""
     _load_all()
     started = time.time()
     sections: dict[str, Any] = {}
@@ -159,7 +207,11 @@ def run_probes(
             continue
         t0 = time.perf_counter()
         try:
-            data = p.fn(conn, config) if p.with_config else p.fn(conn)
+            if shared is not None and p.server_wide:
+                store, key = shared
+                data = store.get_or_run(key, name, partial(_call, p, conn, config))
+            else:
+                data = _call(p, conn, config)
         except ProbeError as exc:
             grant = exc.grant or (p.grant if exc.privilege else None)
             failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
@@ -179,13 +231,14 @@ def run_probes(
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
+        complete = True  # only complete results are cached: gaps and refusals must repeat
         if isinstance(data, Covered):
             gaps += data.gaps
-            data = data.data
+            data, complete = data.data, False
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
-        elif cache is not None and p.ttl:
+        elif cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
@@ -222,6 +275,10 @@ class Covered:
 
     data: Any
     gaps: tuple[CoverageGap, ...]
+
+
+def _call(p: Probe, conn: Connection, config: Any) -> Any:
+    return p.fn(conn, config) if p.with_config else p.fn(conn)
 
 
 @dataclass(frozen=True)

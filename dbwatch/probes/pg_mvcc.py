@@ -210,6 +210,6 @@ def _capped(database: str, rows: int) -> CoverageGap | None:
     )
 
 
-@probe("pg.deadlocks", "postgresql")
+@probe("pg.deadlocks", "postgresql", server_wide=True)
 def deadlocks(conn: Connection) -> Any:
     return _rows(conn, "deadlocks", {"limit": 1000, "database": conn.spec.scoped_database})

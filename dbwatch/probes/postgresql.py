@@ -22,7 +22,7 @@ SAFETY_SETTINGS = [
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
-@probe("pg.sessions", "postgresql", grant=MONITOR_GRANT)
+@probe("pg.sessions", "postgresql", grant=MONITOR_GRANT, server_wide=True)
 def sessions(conn: Connection) -> Any:
     rows = [
         jsonable(r)
