@@ -208,7 +208,7 @@ class Daemon:
         if not cfg.enabled:
             return
         try:
-            from ..actions.terminate import daemon_terminate  # written alongside; may be absent
+            from ..actions.daemon_action import daemon_terminate
         except ImportError as exc:
             if not self._terminate_missing_logged:
                 log.error("[terminate] is enabled but the terminate action is unavailable: %s", exc)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..findings import Finding, severity_rank
+from ..findings import Finding, SessionIdentity, severity_rank
 from ..targets.secrets import scrub_opt, scrub_tree
 from .statedb import SCHEMA_VERSION, StateConn, is_pg_url, migrate, open_conn
 
@@ -72,6 +72,7 @@ class FindingRow:
             evidence=d.get("evidence", {}),
             identity=d.get("identity"),
             confidence=d.get("confidence", "high"),
+            session=SessionIdentity.from_dict(d.get("session")),
         )
 
 

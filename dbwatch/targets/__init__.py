@@ -160,6 +160,7 @@ class Connection(Protocol):
     server_version: str
     version_num: int
     spec: TargetSpec
+    server_key: str  # which server, for dbwatch's own connection ids (targets.own)
 
     def rows(
         self, sql: str, params: Any = None, limit: int | None = None
