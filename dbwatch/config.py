@@ -67,6 +67,8 @@ class DaemonConfig:
     metrics_address: str | None = None
     log_format: str = "text"
     retention: float = 7 * 86400.0
+    cycle_timeout: float = 30.0  # a cycle past this is abandoned, the target "not answering"
+    missed_cycles: int = 3  # DW001 "target not answering" fires after this many missed cycles
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,17 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     if not isinstance(raw, dict):
         col.err("daemon", "must be a table")
         return DaemonConfig()
-    col.known(raw, "daemon", {"state", "metrics_address", "log_format", "retention"})
+    col.known(
+        raw,
+        "daemon",
+        {"state", "metrics_address", "log_format", "retention", "cycle_timeout", "missed_cycles"},
+    )
+    timeout = col.get(raw, "daemon", "cycle_timeout", "duration", 30.0)
+    if timeout < 1.0:
+        col.err("daemon.cycle_timeout", "must be at least 1s")
+    missed = col.get(raw, "daemon", "missed_cycles", "int", 3)
+    if missed < 1:
+        col.err("daemon.missed_cycles", "must be at least 1")
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
@@ -339,6 +351,8 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
         metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
         log_format=fmt,
         retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
+        cycle_timeout=max(1.0, timeout),
+        missed_cycles=max(1, missed),
     )
 
 

@@ -17,6 +17,7 @@ from ..daemon.state import FindingRow
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 _ICON = {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_question:"}
 
 
@@ -98,6 +99,8 @@ def _annotations(a: dict[str, Any]) -> dict[str, str]:
     }
     if a.get("rule") and a.get("kind") == "finding":
         out["runbook"] = f"dbwatch explain {a['rule']}"
+    if a.get("idempotency_key"):
+        out["idempotency_key"] = str(a["idempotency_key"])
     return out
 
 
@@ -129,6 +132,7 @@ def webhook_body(receiver: str, a: dict[str, Any]) -> dict[str, Any]:
         "commonAnnotations": alert["annotations"],
         "externalURL": f"dbwatch://{socket.gethostname()}",
         "alerts": [alert],
+        "idempotencyKey": str(a.get("idempotency_key") or ""),
     }
 
 
@@ -183,6 +187,8 @@ def build(
         doc = webhook_body(receiver, a)
     body = json.dumps(doc, default=str, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "dbwatch"}
+    if a.get("idempotency_key"):
+        headers[IDEMPOTENCY_HEADER] = str(a["idempotency_key"])
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
     return body, headers

@@ -53,7 +53,8 @@ CREATE INDEX IF NOT EXISTS alerts_sent_target ON alerts_sent(target, receiver);
 CREATE TABLE IF NOT EXISTS outbox(
   id INTEGER PRIMARY KEY AUTOINCREMENT, receiver TEXT NOT NULL, fingerprint TEXT NOT NULL,
   event TEXT NOT NULL, payload TEXT NOT NULL, created REAL NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0, next_attempt REAL NOT NULL DEFAULT 0, last_error TEXT);
+  attempts INTEGER NOT NULL DEFAULT 0, next_attempt REAL NOT NULL DEFAULT 0, last_error TEXT,
+  rev INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS outbox_receiver ON outbox(receiver, id);
 CREATE TABLE IF NOT EXISTS deadlocks(
   target TEXT NOT NULL, key TEXT NOT NULL, at, data TEXT, seen_at REAL NOT NULL,
@@ -64,6 +65,8 @@ CREATE TABLE IF NOT EXISTS actions(
 CREATE TABLE IF NOT EXISTS series(target TEXT NOT NULL, key TEXT NOT NULL, ts REAL NOT NULL,
   value REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS series_tk ON series(target, key, ts);
+CREATE TABLE IF NOT EXISTS dropped(
+  receiver TEXT PRIMARY KEY, messages INTEGER NOT NULL, ts REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS cycles(
   target TEXT PRIMARY KEY, started REAL NOT NULL, duration REAL, status TEXT NOT NULL,
   error TEXT, findings INTEGER, lateness REAL);
@@ -155,6 +158,9 @@ class State:
     def _create(self) -> None:
         with self._lock:
             self._db.executescript(_SCHEMA)
+            cols = {r["name"] for r in self._db.execute("PRAGMA table_info(outbox)")}
+            if "rev" not in cols:  # state files of earlier releases
+                self._db.execute("ALTER TABLE outbox ADD COLUMN rev INTEGER NOT NULL DEFAULT 0")
             self._db.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
                 (str(SCHEMA_VERSION),),
@@ -341,24 +347,36 @@ class State:
         payload: dict[str, Any],
         now: float | None = None,
     ) -> int:
-        """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
+        """Queue a message; a repeat of the newest queued message for the same alert replaces
+        its content. Every content gets a new revision: a worker that sent the old content
+        (in flight meanwhile) removes the row only if the revision it sent is still the
+        row's, so the newer content goes out next (outbox_done)."""
         now = time.time() if now is None else now
         body = json.dumps(payload, default=str, sort_keys=True)
         with self.transaction() as db:
+            rev = self._next_rev(db)
             last = db.execute(
                 "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
                 " ORDER BY id DESC LIMIT 1",
                 (receiver, fingerprint),
             ).fetchone()
             if last is not None and last["event"] == event and event != "action":
-                db.execute("UPDATE outbox SET payload = ? WHERE id = ?", (body, last["id"]))
+                db.execute(
+                    "UPDATE outbox SET payload = ?, rev = ? WHERE id = ?", (body, rev, last["id"])
+                )
                 return int(last["id"])
             cur = db.execute(
-                "INSERT INTO outbox(receiver, fingerprint, event, payload, created) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (receiver, fingerprint, event, body, now),
+                "INSERT INTO outbox(receiver, fingerprint, event, payload, created, rev) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (receiver, fingerprint, event, body, now, rev),
             )
             return int(cur.lastrowid or 0)
+
+    def _next_rev(self, db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key = 'outbox_rev'").fetchone()
+        rev = int(row["value"]) + 1 if row is not None else 1
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('outbox_rev', ?)", (str(rev),))
+        return rev
 
     def outbox_head(self, receiver: str, limit: int = 20) -> list[dict[str, Any]]:
         """The oldest queued messages of one receiver, in order."""
@@ -367,9 +385,14 @@ class State:
         )
         return [dict(r) | {"payload": json.loads(r["payload"])} for r in rows]
 
-    def outbox_done(self, msg_id: int) -> None:
+    def outbox_done(self, msg_id: int, rev: int | None = None) -> bool:
+        """Remove a delivered message — unless its content changed since (rev); True if gone."""
         with self.transaction() as db:
-            db.execute("DELETE FROM outbox WHERE id = ?", (msg_id,))
+            if rev is None:
+                cur = db.execute("DELETE FROM outbox WHERE id = ?", (msg_id,))
+            else:
+                cur = db.execute("DELETE FROM outbox WHERE id = ? AND rev = ?", (msg_id, rev))
+            return cur.rowcount == 1
 
     def outbox_failed(self, msg_id: int, error: str, next_attempt: float) -> None:
         with self.transaction() as db:
@@ -378,6 +401,34 @@ class State:
                 "last_error = ? WHERE id = ?",
                 (next_attempt, error[:300], msg_id),
             )
+
+    def drop_receivers(self, keep: Iterable[str], now: float | None = None) -> dict[str, int]:
+        """Queued messages and sent-records of receivers no longer configured: removed, and
+        counted in `dropped` (for `status`). Returns {receiver: messages dropped}."""
+        now = time.time() if now is None else now
+        names = set(keep)
+        with self.transaction() as db:
+            sizes = {
+                r["receiver"]: int(r["n"])
+                for r in db.execute("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver")
+            }
+            out = {r: n for r, n in sizes.items() if r not in names}
+            for receiver, n in out.items():
+                db.execute("DELETE FROM outbox WHERE receiver = ?", (receiver,))
+                db.execute(
+                    "INSERT INTO dropped(receiver, messages, ts) VALUES (?, ?, ?) "
+                    "ON CONFLICT(receiver) DO UPDATE SET messages = messages + excluded.messages,"
+                    " ts = excluded.ts",
+                    (receiver, n, now),
+                )
+            sent = {r["receiver"] for r in db.execute("SELECT DISTINCT receiver FROM alerts_sent")}
+            for receiver in sent - names:
+                db.execute("DELETE FROM alerts_sent WHERE receiver = ?", (receiver,))
+        return out
+
+    def dropped(self) -> list[dict[str, Any]]:
+        """Receivers whose queued alerts were dropped because they left the config."""
+        return [dict(r) for r in self._rows("SELECT * FROM dropped ORDER BY ts DESC")]
 
     def outbox_size(self) -> dict[str, int]:
         rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver")
