@@ -59,6 +59,7 @@ def collect(state: State, now: float) -> dict[str, Any]:
         "pending": [finding(r) for r in state.pending()],
         "targets": cycles,
         "outbox": state.outbox_size(),
+        "alerts_dropped": state.dropped(),  # receivers removed from the config
     }
 
 
@@ -108,6 +109,11 @@ def as_table(doc: dict[str, Any]) -> str:
         lines.append(
             f"\n{queued} alert messages waiting for delivery: "
             + ", ".join(f"{k} {v}" for k, v in sorted(doc["outbox"].items()))
+        )
+    for d in doc.get("alerts_dropped") or []:
+        lines.append(
+            f"\n{d['messages']} alert messages for receiver {d['receiver']!r} were dropped "
+            f"(removed from the config) at {iso(d['ts'])}"
         )
     return "\n".join(lines)
 

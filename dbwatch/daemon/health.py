@@ -3,7 +3,7 @@
 A cycle is missed when the target gave no answer: the connection timed out, the cycle ran
 past its deadline and was abandoned, or the previous cycle was still hanging when the next
 was due. After `threshold` missed cycles in a row the target gets a DW001 finding of its own
-(fingerprint: target + "not-answering"), so it fires and alerts like any finding; the first
+(the fingerprint of the target's connect failure), so it fires and alerts like any finding; the first
 cycle that gets an answer resolves it.
 """
 
@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from ..findings import Finding
 
 SUBJECT = "target not answering"
-IDENTITY = "not-answering"
+# The identity of the connect failure's DW001 (dbwatch.evaluate): one finding per target for
+# "cannot talk to it", so a connect timeout and missed cycles never alert twice.
+IDENTITY = "connect"
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,7 @@ class Daemon:
         extra: list[Finding] | None = None,
     ) -> None:
         now = time.time()
-        findings = [*result.evaluation.findings, *(extra or [])]
+        findings = [*(extra or []), *result.evaluation.findings]  # extra wins a tie
         with self.state.transaction():
             tr = self.state.update(
                 spec.name, findings, now, setup.for_seconds, keep_rules=result.evaluation.unknown
