@@ -11,6 +11,7 @@ import hmac
 import json
 import socket
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from ..daemon.state import FindingRow
@@ -18,7 +19,9 @@ from ..daemon.state import FindingRow
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-_ICON = {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_question:"}
+_ICON = MappingProxyType(
+    {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_question:"}
+)
 
 
 def iso(ts: float) -> str:

@@ -140,3 +140,44 @@ def test_once_reports_a_hanging_target_and_exits_3(tmp_path: Path, mode: str) ->
     assert took < 6.0, took  # the 2 s deadline, not the 5 s connect timeout, bounds the run
     assert ("hung", SUBJECT) in rows
     assert not [s for t, s in rows if t == "ok"]
+
+
+def test_sigterm_exits_within_one_probe_timeout_while_a_probe_hangs(tmp_path: Path) -> None:
+    """A cycle blocked in a read on a frozen server, the deadline far away: SIGTERM still
+    ends the daemon (exit 0) within one probe timeout (5 s), with its connection shut."""
+    import os
+    import signal
+    import subprocess
+
+    from dbwatch.daemon.loop import STOP_GRACE
+
+    proxy = FreezeProxy(("127.0.0.1", 5432))
+    cfg = tmp_path / "dbwatch.toml"
+    write_config(cfg, {"frozen": proxy.url(), "ok": PG_URL}, timeout="120s", missed=3)
+    root = Path(__file__).resolve().parents[2]
+    log = (tmp_path / "daemon.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dbwatch", "watch", "--config", str(cfg),
+         "--state", str(tmp_path / "s.db")],
+        stdout=log, stderr=subprocess.STDOUT, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
+    try:
+        end = time.time() + 15
+        while time.time() < end and not proxy.frozen:
+            time.sleep(0.1)
+        assert proxy.frozen, "no probe reached the frozen server"
+        time.sleep(0.5)
+        t0 = time.time()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(30)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+        proxy.close()
+    text = (tmp_path / "daemon.log").read_text()
+    assert rc == 0, text[-2000:]
+    assert took < STOP_GRACE + 3.0, (took, text[-2000:])
+    assert "stopped while 1 cycles still ran (frozen)" in text
