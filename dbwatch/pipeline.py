@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +15,7 @@ from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_neede
 from .findings import Finding, severity_rank
 from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import Connection, TargetSpec, open_target
+from .targets import TargetSpec, open_target
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -80,15 +79,11 @@ def probe_target(
     selection: Selection,
     state: Any = None,
     cache: ProbeCache | None = None,
-    opened: Callable[[Connection], None] | None = None,
 ) -> TargetResult:
-    """`opened` (the daemon's deadline) is told the connection as soon as it exists."""
     started = time.perf_counter()
     stats = ProbeStats()
     try:
         conn = open_target(spec)
-        if opened is not None:
-            opened(conn)
     except TargetError as exc:
         snap = unreachable_snapshot(spec.name, spec.engine, exc)
         ev = evaluate(snap, catalogue, config, Selection(), state)

@@ -20,6 +20,7 @@ Used by tests/live/test_hanging_targets.py and contrib/bench/bench_hanging.py.
 from __future__ import annotations
 
 import select
+import selectors
 import socket
 import threading
 from types import TracebackType
@@ -28,7 +29,8 @@ MODES = ("silent", "pg-stall", "my-stall", "stall")
 
 
 class HangServer:
-    """One listener on 127.0.0.1:<port>; every accepted socket is kept open until close()."""
+    """One listener on 127.0.0.1:<port>; accepted sockets are held until the client gives up
+    (then closed) or close(). One selector thread, so thousands of hung clients are fine."""
 
     def __init__(self, mode: str = "silent", backlog: int = 1024) -> None:
         if mode not in MODES:
@@ -38,9 +40,12 @@ class HangServer:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(backlog)
+        self.sock.setblocking(False)
         self.port = int(self.sock.getsockname()[1])
         self.accepted = 0
-        self.held: list[socket.socket] = []
+        self.held: set[socket.socket] = set()
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.sock, selectors.EVENT_READ)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name=f"hang-{self.port}", daemon=True)
         self._thread.start()
@@ -51,42 +56,54 @@ class HangServer:
 
     def _serve(self) -> None:
         while not self._stop.is_set():
-            ready, _, _ = select.select([self.sock], [], [], 0.2)
-            if not ready:
-                continue
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            self.held.append(conn)
-            if self.mode != "silent":
-                self._stall(conn)
+            for key, _ in self._sel.select(0.2):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is self.sock:
+                    self._accept()
+                else:
+                    self._readable(sock)
 
-    def _stall(self, conn: socket.socket) -> None:
-        """Begin the handshake, then stop answering (bounded: never blocks the accept loop)."""
-        readable, _, _ = select.select([conn], [], [], 0.3)
-        if readable and self.mode in ("pg-stall", "stall"):
-            try:
-                first = conn.recv(8)
-                if first[4:8] == b"\x04\xd2\x16\x2f":  # SSLRequest code 80877103
-                    conn.sendall(b"N")
-                # the startup message that follows is read by nobody: the stall
-            except OSError:
-                pass
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
             return
+        conn.setblocking(False)
+        self.accepted += 1
+        self.held.add(conn)
+        self._sel.register(conn, selectors.EVENT_READ)
         if self.mode in ("my-stall", "stall"):
             try:
                 # a protocol-10 greeting announced as 78 bytes, of which only 6 arrive
-                conn.sendall(b"\x4e\x00\x00\x00\x0a5.")
+                conn.send(b"\x4e\x00\x00\x00\x0a5.")
+            except OSError:
+                pass
+
+    def _readable(self, conn: socket.socket) -> None:
+        try:
+            data = conn.recv(65536)
+        except OSError:
+            data = b""
+        if not data:  # the client gave up: let its socket go
+            self._sel.unregister(conn)
+            self.held.discard(conn)
+            conn.close()
+            return
+        # pg-stall: answer the SSLRequest (code 80877103) with 'N' (no TLS); the startup
+        # message that follows is read and never answered. silent reads and says nothing.
+        if self.mode in ("pg-stall", "stall") and data[4:8] == b"\x04\xd2\x16\x2f":
+            try:
+                conn.send(b"N")
             except OSError:
                 pass
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(2)
+        self._sel.close()
         self.sock.close()
-        for c in self.held:
+        for c in list(self.held):
             try:
                 c.close()
             except OSError:

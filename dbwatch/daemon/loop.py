@@ -25,7 +25,7 @@ from ..evaluate import Selection
 from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache
-from ..targets import CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, TargetSpec, spec_for
+from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec, spec_for
 from .health import Misses, not_answering
 from .memory import MemoryKeeper
 from .metrics import DaemonCollector, gauges, serve
@@ -110,16 +110,19 @@ class Daemon:
         spec, tc = entry
         started = time.time()
         lateness = max(0.0, started - scheduled)
+        token = ON_OPEN.set(slot.opened if slot is not None else None)
         try:
-            result = probe_target(
-                spec,
-                setup.catalogue,
-                setup.config,
-                Selection(),
-                self.state,
-                self._probe_caches.setdefault(name, ProbeCache()),
-                opened=slot.opened if slot is not None else None,
-            )
+            try:
+                result = probe_target(
+                    spec,
+                    setup.catalogue,
+                    setup.config,
+                    Selection(),
+                    self.state,
+                    self._probe_caches.setdefault(name, ProbeCache()),
+                )
+            finally:
+                ON_OPEN.reset(token)
             if slot is not None and slot.abandoned:
                 log.info("late answer of %s after its deadline: discarded", name)
                 return None

@@ -1,11 +1,12 @@
 """Runs target cycles: one slot per target, a shared pool for answering targets, deadlines.
 
-A target's cycle runs in its own thread (its slot): a second cycle never starts while one is
-running, so a hanging target never piles connections onto its server. Targets that answered
-their last cycle share `pool` permits (bounding concurrent work on busy servers); a target
-that did not answer (timeout, deadline, never probed yet) runs outside the pool, so the hung
-ones cannot take the healthy ones' permits. A cycle past its deadline is abandoned: its
-permit is given back, its connection is shut down under it, and the target is reported.
+Each target has one slot: a second cycle never starts while one is running, so a hanging
+target never piles connections onto its server. Targets that answered their last cycle are
+run by `pool` worker threads (bounding concurrent work, and threads, on a busy machine); a
+target that did not answer (timeout, deadline, never probed yet) gets a thread of its own
+beside the pool, so hung targets cannot take the healthy ones' turns. A cycle past its
+deadline is abandoned: its connections are shut down under it, a pool worker stuck in it is
+replaced, and the target is reported.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import heapq
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,7 +34,6 @@ class Slot:
     deadline: float = 0.0
     started: float = 0.0
     pooled: bool = False
-    held: bool = False  # holds a pool permit
     abandoned: bool = False
     reported: bool = False  # the abandonment was reported (missed)
     conns: list[Connection] = field(default_factory=list)
@@ -64,8 +65,10 @@ class Runner:
         self.timeout = timeout
         self.missed = missed
         self.pool = pool
+        self.skipped = 0  # ticks dropped because the target's previous cycle was not done
         self._lock = threading.Condition()
-        self._free = pool  # pool permits not held (negative for a while after a shrink)
+        self._queue: deque[Slot] = deque()  # pooled cycles waiting for a worker
+        self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
         self._running: dict[str, Slot] = {}
         self._answering: set[str] = set()
         self._deadlines: list[tuple[float, int, Slot]] = []
@@ -73,11 +76,14 @@ class Runner:
         self._stopping = False
         self._watch = threading.Thread(target=self._watchdog, name="dbwatch-deadlines", daemon=True)
         self._watch.start()
+        with self._lock:
+            self._spawn_workers()
 
     # -- submitting ------------------------------------------------------------------------
 
     def submit(self, name: str, scheduled: float) -> bool:
-        """Start a cycle of `name` unless one is still running (then it is a missed cycle)."""
+        """Start a cycle of `name` unless one is still running (then the tick is dropped; it
+        is a missed cycle if that one hangs on the target)."""
         with self._lock:
             if self._stopping:
                 return False
@@ -85,14 +91,22 @@ class Runner:
             if busy is None:
                 slot = Slot(name, scheduled, pooled=name in self._answering)
                 self._running[name] = slot
+                if slot.pooled:
+                    self._queue.append(slot)
+                    self._lock.notify_all()
+            else:
+                self.skipped += 1
         if busy is not None:
-            why = "still waiting for the previous cycle"
             if busy.abandoned:
-                why = "the previous cycle hangs past its deadline"
-            self.missed(name, why)
+                self.missed(name, "the previous cycle still hangs past its deadline")
+            elif busy.started and not busy.pooled:
+                self.missed(name, "the previous cycle is still waiting for an answer")
             return False
-        t = threading.Thread(target=self._run, args=(slot,), name=f"dbwatch-{name}", daemon=True)
-        t.start()
+        if not slot.pooled:
+            t = threading.Thread(
+                target=self._own, args=(slot,), name=f"dbwatch-{name}", daemon=True
+            )
+            t.start()
         return True
 
     def answered(self, name: str, ok: bool) -> None:
@@ -109,30 +123,52 @@ class Runner:
 
     def resize(self, pool: int, timeout: float) -> None:
         with self._lock:
-            self._free += pool - self.pool
             self.pool, self.timeout = pool, timeout
-            self._lock.notify_all()
+            self._spawn_workers()
+            self._lock.notify_all()  # surplus workers retire
 
-    def _run(self, slot: Slot) -> None:
-        try:
+    # -- running -----------------------------------------------------------------------------
+
+    def _spawn_workers(self) -> None:
+        """Called with the lock held: top the pool up to `pool` workers."""
+        while self._workers < self.pool and not self._stopping:
+            self._workers += 1
+            self._seq += 1
+            threading.Thread(
+                target=self._worker, name=f"dbwatch-pool-{self._seq}", daemon=True
+            ).start()
+
+    def _worker(self) -> None:
+        while True:
             with self._lock:
-                if slot.pooled:
-                    self._lock.wait_for(lambda: self._free > 0 or self._stopping)
-                    if self._stopping:
-                        return
-                    self._free -= 1
-                    slot.held = True
-                slot.started = time.time()
-                slot.deadline = slot.started + self.timeout
-                self._seq += 1
-                heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot))
-                self._lock.notify_all()
+                self._lock.wait_for(
+                    lambda: self._queue or self._stopping or self._workers > self.pool
+                )
+                if self._stopping or self._workers > self.pool:
+                    self._workers -= 1
+                    return
+                slot = self._queue.popleft()
+            self._execute(slot)
+            with self._lock:
+                if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
+                    return
+
+    def _own(self, slot: Slot) -> None:
+        self._execute(slot)
+
+    def _execute(self, slot: Slot) -> None:
+        with self._lock:
+            slot.started = time.time()
+            slot.deadline = slot.started + self.timeout
+            self._seq += 1
+            heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot))
+            self._lock.notify_all()
+        try:
             self.job(slot)
+        except Exception:  # the job logs its own failures; this keeps the worker alive
+            log.exception("cycle of %s raised", slot.name)
         finally:
             with self._lock:
-                if slot.held:
-                    slot.held = False
-                    self._free += 1
                 if self._running.get(slot.name) is slot:
                     del self._running[slot.name]
                 self._lock.notify_all()
@@ -147,8 +183,7 @@ class Runner:
                         return
                     now = time.time()
                     while self._deadlines and (
-                        self._deadlines[0][2].name not in self._running
-                        or self._running[self._deadlines[0][2].name] is not self._deadlines[0][2]
+                        self._running.get(self._deadlines[0][2].name) is not self._deadlines[0][2]
                     ):
                         heapq.heappop(self._deadlines)  # finished in time
                     if self._deadlines and self._deadlines[0][0] <= now:
@@ -157,9 +192,9 @@ class Runner:
                     wait = self._deadlines[0][0] - now if self._deadlines else None
                     self._lock.wait(wait)
                 conns = slot._abandon()
-                if slot.held:
-                    slot.held = False
-                    self._free += 1  # the hung cycle keeps its slot, not a permit
+                if slot.pooled:
+                    self._workers -= 1  # the stuck worker keeps the slot; a new one takes over
+                    self._spawn_workers()
                 self._answering.discard(slot.name)
                 self._lock.notify_all()
             log.warning(
@@ -182,8 +217,14 @@ class Runner:
         with self._lock:
             return sorted(self._running)
 
+    def threads(self) -> int:
+        """Threads running cycles now (pool workers + own slots), for metrics and tests."""
+        with self._lock:
+            own = sum(1 for s in self._running.values() if not s.pooled and s.started)
+            return self._workers + own
+
     def wait_settled(self, timeout: float | None = None) -> bool:
-        """Until every cycle has finished or been abandoned (--once)."""
+        """Until every cycle has finished or been abandoned and reported (--once)."""
         with self._lock:
             return self._lock.wait_for(
                 lambda: all(s.reported for s in self._running.values()), timeout
@@ -195,6 +236,10 @@ class Runner:
         end = time.time() + timeout
         with self._lock:
             self._stopping = True
+            for slot in self._queue:  # never started: nothing to wait for
+                if self._running.get(slot.name) is slot:
+                    del self._running[slot.name]
+            self._queue.clear()
             self._lock.notify_all()
             while self._running and time.time() < end:
                 self._lock.wait(max(0.0, end - time.time()))
