@@ -66,6 +66,8 @@ class Runner:
         self.missed = missed
         self.pool = pool
         self.skipped = 0  # ticks dropped because the target's previous cycle was not done
+        self._skipped_names: set[str] = set()
+        self._said = 0.0
         self._lock = threading.Condition()
         self._queue: deque[Slot] = deque()  # pooled cycles waiting for a worker
         self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
@@ -96,7 +98,9 @@ class Runner:
                     self._lock.notify_all()
             else:
                 self.skipped += 1
+                self._skipped_names.add(name)
         if busy is not None:
+            self._say_skipped()
             if busy.abandoned:
                 self.missed(name, "the previous cycle still hangs past its deadline")
             elif busy.started and not busy.pooled:
@@ -108,6 +112,22 @@ class Runner:
             )
             t.start()
         return True
+
+    def _say_skipped(self) -> None:
+        """Skipped ticks, said at most once a minute for all targets together."""
+        with self._lock:
+            now = time.time()
+            if now - self._said < 60:
+                return
+            names, self._skipped_names, self._said = sorted(self._skipped_names), set(), now
+        log.warning(
+            "%d targets skipped a cycle in the last minute because the previous one was still "
+            "running or waiting (%s%s): slow or dead targets, or too many targets for %d workers",
+            len(names),
+            ", ".join(names[:5]),
+            ", …" if len(names) > 5 else "",
+            self.pool,
+        )
 
     def answered(self, name: str, ok: bool) -> None:
         """The cycle's verdict: answering targets share the pool, the others run beside it."""
