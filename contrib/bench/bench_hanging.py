@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import tempfile
 import threading
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     stall.close()
     ok = [(n, due, st) for n, due, st in d.starts if n.startswith("ok-")]
     late = [st - due for _, due, st in ok]
+    steady = [st - due for _, due, st in ok if due >= t0 + min(args.interval, 15.0)]
     # first runs are staggered over min(interval, 15 s); each target then runs every interval
     expected = sum(
         int((wall - (i / max(len(setup.targets), 1)) * min(args.interval, 15.0)) // args.interval)
@@ -108,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         "healthy_lateness_p50": q(late, 0.5),
         "healthy_lateness_p95": q(late, 0.95),
         "healthy_lateness_max": q(late, 1.0),
+        "healthy_lateness_p95_after_first_round": q(steady, 0.95),
+        "loadavg_1m_at_end": round(os.getloadavg()[0], 1),
+        "cpus": os.cpu_count(),
         "hanging_reported_not_answering": sum(1 for n in hung if (n, SUBJECT) in firing),
         "healthy_reported_not_answering": sum(1 for n in healthy if (n, SUBJECT) in firing),
         "hanging_accepted_connections": silent.accepted + stall.accepted,
