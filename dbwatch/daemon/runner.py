@@ -76,8 +76,12 @@ class Runner:
         self._deadlines: list[tuple[float, int, Slot]] = []
         self._seq = 0
         self._stopping = False
+        # missed cycles are reported (state DB writes, alerts) off the scheduler's thread
+        self._reports: deque[tuple[str, str, Slot | None]] = deque()
         self._watch = threading.Thread(target=self._watchdog, name="dbwatch-deadlines", daemon=True)
         self._watch.start()
+        self._reporter = threading.Thread(target=self._report, name="dbwatch-missed", daemon=True)
+        self._reporter.start()
         with self._lock:
             self._spawn_workers()
 
@@ -102,9 +106,9 @@ class Runner:
         if busy is not None:
             self._say_skipped()
             if busy.abandoned:
-                self.missed(name, "the previous cycle still hangs past its deadline")
+                self._miss(name, "the previous cycle still hangs past its deadline")
             elif busy.started and not busy.pooled:
-                self.missed(name, "the previous cycle is still waiting for an answer")
+                self._miss(name, "the previous cycle is still waiting for an answer")
             return False
         if not slot.pooled:
             t = threading.Thread(
@@ -224,12 +228,29 @@ class Runner:
             )
             for conn in conns:
                 abort(conn)
+            self._miss(slot.name, f"no answer within {self.timeout:.0f}s", slot)
+
+    def _miss(self, name: str, why: str, slot: Slot | None = None) -> None:
+        with self._lock:
+            self._reports.append((name, why, slot))
+            self._lock.notify_all()
+
+    def _report(self) -> None:
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: self._reports or (self._stopping and not self._running))
+                if not self._reports:
+                    return
+                name, why, slot = self._reports.popleft()
             try:
-                self.missed(slot.name, f"no answer within {self.timeout:.0f}s")
+                self.missed(name, why)
+            except Exception:
+                log.exception("reporting the missed cycle of %s failed", name)
             finally:
-                with self._lock:
-                    slot.reported = True
-                    self._lock.notify_all()
+                if slot is not None:
+                    with self._lock:
+                        slot.reported = True
+                        self._lock.notify_all()
 
     # -- stopping ----------------------------------------------------------------------------
 
