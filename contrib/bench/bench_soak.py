@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mysql-every", type=int, default=5, help="every K-th target MariaDB (0: none)")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for the daemon")
     ap.add_argument("--out", help="write the JSON result here too")
+    ap.add_argument("--analyse", metavar="JSON", help="only recompute the figures of a saved run")
     args = ap.parse_args(argv)
+    if args.analyse:
+        saved = json.loads(Path(args.analyse).read_text())
+        saved.update(figures(saved["samples"], saved["warmup_minutes"]))
+        print(json.dumps({k: v for k, v in saved.items() if k not in ("samples", "log_tail")}, indent=1))
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="dbwatch-soak-") as tmp:
         cfg, state, log = Path(tmp, "soak.toml"), Path(tmp, "state.db"), Path(tmp, "daemon.log")
@@ -109,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(after) > 1
         else None,
         "targets_with_cycles": cycles,
+        **figures(samples, args.warmup),
         "samples": samples,
         "log_tail": tail,
     }
@@ -117,6 +125,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).write_text(text)
     return 0
+
+
+def figures(samples: list[dict[str, Any]], warmup_minutes: float) -> dict[str, Any]:
+    """Growth after warm-up, robust to the saw-tooth of the periodic trim: the median of the
+    last 5 minutes minus the median of the first 5 minutes after warm-up, and the slope of a
+    least-squares line through every sample after warm-up (MiB per minute)."""
+    after = [s for s in samples if s["t"] >= warmup_minutes * 60]
+    if len(after) < 4:
+        return {}
+    t_first, t_last = after[0]["t"], after[-1]["t"]
+    head = [s["rss_mib"] for s in after if s["t"] < t_first + 300]
+    tail = [s["rss_mib"] for s in after if s["t"] > t_last - 300]
+    xs = [s["t"] / 60 for s in after]
+    ys = [s["rss_mib"] for s in after]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs) or 1.0
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+    return {
+        "median_first_5min_after_warmup_mib": round(statistics.median(head), 2),
+        "median_last_5min_mib": round(statistics.median(tail), 2),
+        "growth_median_mib": round(statistics.median(tail) - statistics.median(head), 2),
+        "slope_mib_per_min": round(slope, 3),
+        "min_after_warmup_mib": min(ys),
+        "max_after_warmup_mib": max(ys),
+    }
 
 
 def _cycles(state: Path) -> int:
