@@ -222,13 +222,13 @@ class Runner:
                 self._answering.discard(slot.name)
                 self._lock.notify_all()
             log.warning(
-                "target %s did not answer within %.0fs: cycle abandoned, connection shut down",
+                "target %s did not answer within %gs: cycle abandoned, connection shut down",
                 slot.name,
                 self.timeout,
             )
             for conn in conns:
                 abort(conn)
-            self._miss(slot.name, f"no answer within {self.timeout:.0f}s", slot)
+            self._miss(slot.name, f"no answer within {self.timeout:g}s", slot)
 
     def _miss(self, name: str, why: str, slot: Slot | None = None) -> None:
         with self._lock:
