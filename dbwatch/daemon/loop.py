@@ -268,6 +268,7 @@ class Daemon:
             pool_size(len(self.setup.targets)),
             self.setup.config.daemon.cycle_timeout,
             self._missed,
+            connect_grace=NO_ANSWER_AFTER,
         )
 
     def run_once(self) -> int:

@@ -39,6 +39,13 @@ class Slot:
     conns: list[Connection] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def connecting_for(self, now: float) -> float:
+        """Seconds this cycle has been running without a connection (0 once it has one)."""
+        with self.lock:
+            if not self.started or self.conns:
+                return 0.0
+        return now - self.started
+
     def opened(self, conn: Connection) -> None:
         """The cycle's connection, so a deadline can shut it down; too late: at once."""
         with self.lock:
@@ -60,8 +67,13 @@ Missed = Callable[[str, str], None]  # (target, why): a scheduled cycle that got
 class Runner:
     """submit(name, scheduled) from the scheduler; the job gets its Slot."""
 
-    def __init__(self, job: Job, pool: int, timeout: float, missed: Missed) -> None:
+    def __init__(
+        self, job: Job, pool: int, timeout: float, missed: Missed, connect_grace: float = 4.0
+    ) -> None:
         self.job = job
+        # a tick while the previous cycle has been connecting this long is a missed cycle; a
+        # cycle that got its connection is answering (slow probes are the deadline's business)
+        self.connect_grace = connect_grace
         self.timeout = timeout
         self.missed = missed
         self.pool = pool
@@ -107,8 +119,8 @@ class Runner:
             self._say_skipped()
             if busy.abandoned:
                 self._miss(name, "the previous cycle still hangs past its deadline")
-            elif busy.started and not busy.pooled:
-                self._miss(name, "the previous cycle is still waiting for an answer")
+            elif busy.connecting_for(time.time()) >= self.connect_grace:
+                self._miss(name, "the previous cycle is still waiting for the server to answer")
             return False
         if not slot.pooled:
             t = threading.Thread(

@@ -79,8 +79,10 @@ def test_hanging_targets_do_not_starve_healthy_ones(tmp_path: Path) -> None:
     assert silent.accepted and stall.accepted  # the hanging servers were really tried
     late = [started - due for name, due, started in d.starts if name.startswith("ok-")]
     per = {n: sum(1 for name, _, _ in d.starts if name == n) for n in healthy}
-    # 16 s at 2 s, first runs staggered over 2 s: 7-8 cycles each when nothing starves them
-    assert min(per.values()) >= 5, per
+    # 16 s at 2 s: 7-8 cycles each on an idle machine; fewer only when a healthy cycle itself
+    # takes longer than 2 s (a loaded machine). A 4-permit pool shared with 10 targets that
+    # hang 5 s per cycle would leave them next to none.
+    assert min(per.values()) >= 3, per
     assert p95(late) < 2.0, sorted(late)[-5:]
     firing = {(r.target, r.subject): r for r in state.firing() if r.rule == "DW001"}
     for name in hung:
