@@ -23,6 +23,7 @@ from ..targets import Connection
 from ..targets.abort import abort
 
 log = logging.getLogger(__name__)
+OWN_IDLE = 600.0  # an own-lane thread idle this long exits (a hung target came back)
 
 
 @dataclass(eq=False)
@@ -82,6 +83,8 @@ class Runner:
         self._said = 0.0
         self._lock = threading.Condition()
         self._queue: deque[Slot] = deque()  # pooled cycles waiting for a worker
+        self._own_queue: deque[Slot] = deque()  # cycles of targets outside the pool
+        self._own_idle = 0  # own-lane threads waiting for work
         self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
         self._running: dict[str, Slot] = {}
         self._answering: set[str] = set()
@@ -123,10 +126,15 @@ class Runner:
                 self._miss(name, "the previous cycle is still waiting for the server to answer")
             return False
         if not slot.pooled:
-            t = threading.Thread(
-                target=self._own, args=(slot,), name=f"dbwatch-{name}", daemon=True
-            )
-            t.start()
+            with self._lock:
+                self._own_queue.append(slot)
+                if len(self._own_queue) > self._own_idle:  # nobody free: one more thread
+                    self._seq += 1
+                    threading.Thread(
+                        target=self._own_worker, name=f"dbwatch-own-{self._seq}", daemon=True
+                    ).start()
+                    self._own_idle += 1  # counted at once, so a burst spawns one per slot
+                self._lock.notify_all()
         return True
 
     def _say_skipped(self) -> None:
@@ -189,8 +197,23 @@ class Runner:
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
                     return
 
-    def _own(self, slot: Slot) -> None:
-        self._execute(slot)
+    def _own_worker(self) -> None:
+        """Runs cycles of targets outside the pool, one at a time; idles for the next one
+        instead of exiting, so threads (and their stacks) are reused, not churned."""
+        while True:
+            with self._lock:
+                ok = self._lock.wait_for(
+                    lambda: self._own_queue or self._stopping, timeout=OWN_IDLE
+                )
+                self._own_idle -= 1
+                if self._stopping or not ok:
+                    return
+                slot = self._own_queue.popleft()
+            self._execute(slot)
+            with self._lock:
+                if slot.abandoned:  # stuck threads do not come back
+                    return
+                self._own_idle += 1
 
     def _execute(self, slot: Slot) -> None:
         with self._lock:
@@ -289,10 +312,11 @@ class Runner:
         end = time.time() + timeout
         with self._lock:
             self._stopping = True
-            for slot in self._queue:  # never started: nothing to wait for
+            for slot in [*self._queue, *self._own_queue]:  # never started: nothing to wait for
                 if self._running.get(slot.name) is slot:
                     del self._running[slot.name]
             self._queue.clear()
+            self._own_queue.clear()
             self._lock.notify_all()
             while self._running and time.time() < end:
                 self._lock.wait(max(0.0, end - time.time()))
