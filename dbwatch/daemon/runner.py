@@ -81,7 +81,10 @@ class Runner:
         self.skipped = 0  # ticks dropped because the target's previous cycle was not done
         self._skipped_names: set[str] = set()
         self._said = 0.0
-        self._lock = threading.Condition()
+        mutex = threading.Lock()
+        self._lock = threading.Condition(mutex)  # deadlines, reports, finished cycles
+        self._work = threading.Condition(mutex)  # pool workers: a cycle was queued
+        self._own_work = threading.Condition(mutex)  # own-lane threads: a cycle was queued
         self._queue: deque[Slot] = deque()  # pooled cycles waiting for a worker
         self._own_queue: deque[Slot] = deque()  # cycles of targets outside the pool
         self._own_idle = 0  # own-lane threads waiting for work
@@ -114,7 +117,7 @@ class Runner:
                 self._running[name] = slot
                 if slot.pooled:
                     self._queue.append(slot)
-                    self._lock.notify_all()
+                    self._work.notify()
             else:
                 self.skipped += 1
                 self._skipped_names.add(name)
@@ -134,7 +137,7 @@ class Runner:
                         target=self._own_worker, name=f"dbwatch-own-{self._seq}", daemon=True
                     ).start()
                     self._own_idle += 1  # counted at once, so a burst spawns one per slot
-                self._lock.notify_all()
+                self._own_work.notify()
         return True
 
     def _say_skipped(self) -> None:
@@ -169,7 +172,7 @@ class Runner:
         with self._lock:
             self.pool, self.timeout = pool, timeout
             self._spawn_workers()
-            self._lock.notify_all()  # surplus workers retire
+            self._work.notify_all()  # surplus workers retire
 
     # -- running -----------------------------------------------------------------------------
 
@@ -185,7 +188,7 @@ class Runner:
     def _worker(self) -> None:
         while True:
             with self._lock:
-                self._lock.wait_for(
+                self._work.wait_for(
                     lambda: self._queue or self._stopping or self._workers > self.pool
                 )
                 if self._stopping or self._workers > self.pool:
@@ -202,7 +205,7 @@ class Runner:
         instead of exiting, so threads (and their stacks) are reused, not churned."""
         while True:
             with self._lock:
-                ok = self._lock.wait_for(
+                ok = self._own_work.wait_for(
                     lambda: self._own_queue or self._stopping, timeout=OWN_IDLE
                 )
                 self._own_idle -= 1
@@ -318,6 +321,8 @@ class Runner:
             self._queue.clear()
             self._own_queue.clear()
             self._lock.notify_all()
+            self._work.notify_all()
+            self._own_work.notify_all()
             while self._running and time.time() < end:
                 self._lock.wait(max(0.0, end - time.time()))
             left = list(self._running.values())
