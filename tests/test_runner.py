@@ -58,7 +58,8 @@ def test_hung_pooled_targets_are_abandoned_and_the_pool_keeps_working() -> None:
     jobs = Jobs(hang={f"h{i}" for i in range(4)})
     r = Runner(jobs.job, pool=2, timeout=0.3, missed=jobs.on_missed)
     names = [f"h{i}" for i in range(4)] + ["ok"]
-    # never probed yet: all in the 2-worker pool
+    for n in names:
+        r.answered(n, True)  # all were answering: all in the 2-worker pool
     try:
         for n in names:
             r.submit(n, time.time())
@@ -84,7 +85,7 @@ def test_unanswering_targets_run_beside_the_pool() -> None:
     r = Runner(jobs.job, pool=1, timeout=30.0, missed=jobs.on_missed)
     try:
         for i in range(10):
-            r.answered(f"h{i}", False)  # their last cycle got no answer: own threads
+            # never answered: own-lane threads
             r.submit(f"h{i}", time.time())
         assert until(lambda: len(jobs.started) == 10)
         t0 = time.time()

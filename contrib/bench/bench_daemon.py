@@ -118,6 +118,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
                                 time.thread_time() - cpu0))
         # the daemon's runner (a worker per pool permit), fed by the real scheduler
         runner = Runner(job, threads or pool_size(n), 30.0, lambda name, why: None)
+        for t in targets:
+            runner.answered(t.name, True)
         sched = Scheduler(runner.submit, 2)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)

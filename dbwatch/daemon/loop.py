@@ -284,7 +284,8 @@ class Daemon:
             results[slot.name] = self.cycle(slot.name, slot.scheduled, slot)
 
         runner = self._new_runner(job)
-        for n in names:  # all at once: the pool bounds the connections
+        for n in names:
+            runner.answered(n, True)  # all at once: the pool bounds the connections
             runner.submit(n, time.time())
         runner.wait_settled()
         runner.stop(0.0)

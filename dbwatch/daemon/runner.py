@@ -1,10 +1,11 @@
 """Runs target cycles: one slot per target, a shared pool for answering targets, deadlines.
 
 Each target has one slot: a second cycle never starts while one is running, so a hanging
-target never piles connections onto its server. Targets are run by `pool` worker threads
-(bounding concurrent work, and threads: each costs ~0.3 MiB); a target whose last cycle got
-no answer (connect timeout, deadline) runs on a thread of its own beside the pool until it
-answers again, so hung targets cannot take the healthy ones' turns. A cycle past its
+target never piles connections onto its server. Targets that answered their last cycle are
+run by `pool` worker threads (bounding concurrent work, and threads: each costs ~0.3 MiB); a
+target that has not answered yet or whose last cycle got no answer (connect timeout,
+deadline) runs on an own-lane thread beside the pool until it answers, so hung targets cannot
+take the healthy ones' turns. Own-lane threads are reused and exit after OWN_IDLE idle. A cycle past its
 deadline is abandoned: its connections are shut down under it, a pool worker stuck in it is
 replaced, and the target is reported.
 """
@@ -24,8 +25,8 @@ from ..targets.abort import abort
 
 log = logging.getLogger(__name__)
 # An own-lane thread idle this long exits: long enough to be reused by the next cycle of a
-# hung target (intervals are 15-60 s), short enough not to keep threads (~0.3 MiB each) around.
-OWN_IDLE = 120.0
+# hung target (intervals are 15-60 s), short enough not to keep the first cycles' threads.
+OWN_IDLE = 90.0
 
 
 @dataclass(eq=False)
@@ -92,7 +93,7 @@ class Runner:
         self._own_idle = 0  # own-lane threads waiting for work
         self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
         self._running: dict[str, Slot] = {}
-        self._silent: set[str] = set()  # targets whose last cycle got no answer
+        self._answering: set[str] = set()  # targets whose last cycle got an answer
         self._deadlines: list[tuple[float, int, Slot]] = []
         self._seq = 0
         self._stopping = False
@@ -115,7 +116,7 @@ class Runner:
                 return False
             busy = self._running.get(name)
             if busy is None:
-                slot = Slot(name, scheduled, pooled=name not in self._silent)
+                slot = Slot(name, scheduled, pooled=name in self._answering)
                 self._running[name] = slot
                 if slot.pooled:
                     self._queue.append(slot)
@@ -162,13 +163,13 @@ class Runner:
         """The cycle's verdict: answering targets share the pool, the others run beside it."""
         with self._lock:
             if ok:
-                self._silent.discard(name)
+                self._answering.add(name)
             else:
-                self._silent.add(name)
+                self._answering.discard(name)
 
     def forget(self, keep: set[str]) -> None:
         with self._lock:
-            self._silent &= keep
+            self._answering &= keep
 
     def resize(self, pool: int, timeout: float) -> None:
         with self._lock:
@@ -259,7 +260,7 @@ class Runner:
                 if slot.pooled:
                     self._workers -= 1  # the stuck worker keeps the slot; a new one takes over
                     self._spawn_workers()
-                self._silent.add(slot.name)
+                self._answering.discard(slot.name)
                 self._lock.notify_all()
             log.warning(
                 "target %s did not answer within %gs: cycle abandoned, connection shut down",
