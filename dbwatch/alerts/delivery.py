@@ -15,8 +15,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,12 +53,30 @@ def idempotency_key(msg: dict[str, Any]) -> str:
 
 
 def send(cfg: AlertConfig, payload: dict[str, Any], now: float | None = None) -> Outcome:
+    """POST one message. Alertmanager peers each get it (the cluster deduplicates): delivered
+    when at least one peer accepted it."""
     body, headers = build(
         cfg.kind, cfg.name, payload, time.time() if now is None else now, cfg.secret
     )
-    req = urllib.request.Request(endpoint(cfg), data=body, headers=headers, method="POST")
+    if cfg.kind != "alertmanager" or len(cfg.peers) == 1:
+        return _post(endpoint(cfg), body, headers, cfg.timeout)
+    outcomes = [
+        _post(endpoint(replace(cfg, url=u, urls=())), body, headers, cfg.timeout) for u in cfg.peers
+    ]
+    if any(o.ok for o in outcomes):
+        for u, o in zip(cfg.peers, outcomes, strict=True):
+            if not o.ok:
+                log.warning("alertmanager peer %s: %s", urlsplit(u).netloc, o.error)
+        return Outcome(True)
+    return Outcome(
+        False, all(o.permanent for o in outcomes), "; ".join(o.error for o in outcomes)[:300]
+    )
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Outcome:
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             resp.read(65536)
             return Outcome(True)
     except urllib.error.HTTPError as exc:
@@ -82,9 +100,11 @@ class Worker(threading.Thread):
         base: float = 1.0,
         cap: float = 60.0,
         stats: dict[str, dict[str, int]] | None = None,
+        gate: Callable[[str], bool] | None = None,
         lock: threading.Lock | None = None,
     ) -> None:
         super().__init__(name=f"dbwatch-alerts-{cfg.name}", daemon=True)
+        self.gate = gate  # a fleet: deliver only while this daemon holds the receiver's lease
         self.cfg, self.state, self.base, self.cap = cfg, state, base, cap
         self.lock = lock if lock is not None else threading.Lock()  # one sender per receiver
         self.stop_event = threading.Event()
@@ -112,6 +132,8 @@ class Worker(threading.Thread):
         The head is re-read under the receiver's lock before every send: another worker
         (the one a reload replaced) may have delivered it meanwhile."""
         while not self.stop_event.is_set():
+            if self.gate is not None and not self.gate(self.cfg.name):
+                return 0.0
             if deadline is not None and time.time() >= deadline:
                 return 0.0
             with self.lock:
@@ -171,6 +193,7 @@ class Delivery:
         self.state, self.base, self.cap = state, base, cap
         self.workers: dict[str, Worker] = {}
         self.stats: dict[str, dict[str, int]] = {}
+        self.gate: Callable[[str], bool] | None = None
         self._locks: dict[str, threading.Lock] = {}  # per receiver name, across reloads
 
     def _lock(self, name: str) -> threading.Lock:
@@ -182,7 +205,15 @@ class Delivery:
         cfgs = list(receivers)
         self.stop(timeout=max((w.cfg.timeout for w in self.workers.values()), default=0) + 1)
         for cfg in cfgs:
-            w = Worker(cfg, self.state, self.base, self.cap, self.stats, self._lock(cfg.name))
+            w = Worker(
+                cfg,
+                self.state,
+                self.base,
+                self.cap,
+                self.stats,
+                gate=self.gate,
+                lock=self._lock(cfg.name),
+            )
             self.workers[cfg.name] = w
             w.start()
 
@@ -219,7 +250,8 @@ class Delivery:
         cfgs = list(receivers)
         deadline = time.time() + budget
         workers = [
-            Worker(c, self.state, self.base, self.cap, self.stats, self._lock(c.name)) for c in cfgs
+            Worker(c, self.state, self.base, self.cap, self.stats, lock=self._lock(c.name))
+            for c in cfgs
         ]
         threads = [
             threading.Thread(target=_drain, args=(w, deadline), daemon=True) for w in workers

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..daemon.state import FindingRow
+from ..targets.secrets import scrub_tree
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
@@ -188,6 +189,7 @@ def build(
         doc = alertmanager_body(a, now)
     else:
         doc = webhook_body(receiver, a)
+    doc = scrub_tree(doc)  # secrets never leave: the last step before sending
     body = json.dumps(doc, default=str, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "dbwatch"}
     if a.get("idempotency_key"):

@@ -40,13 +40,14 @@ class Slot:
     pooled: bool = False
     abandoned: bool = False
     reported: bool = False  # the abandonment was reported (missed)
+    connected: bool = False  # the target answered a connection (or a kept one was reused)
     conns: list[Connection] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def connecting_for(self, now: float) -> float:
         """Seconds this cycle has been running without a connection (0 once it has one)."""
         with self.lock:
-            if not self.started or self.conns:
+            if not self.started or self.connected:
                 return 0.0
         return now - self.started
 
@@ -54,9 +55,15 @@ class Slot:
         """The cycle's connection, so a deadline can shut it down; too late: at once."""
         with self.lock:
             self.conns.append(conn)
+            self.connected = True
             late = self.abandoned
         if late:
             abort(conn)
+
+    def release(self) -> None:
+        """The cycle gave its sessions back (kept sessions go to the pool): not to be shut."""
+        with self.lock:
+            self.conns.clear()
 
     def _abandon(self) -> list[Connection]:
         with self.lock:

@@ -22,12 +22,13 @@ SAFETY_SETTINGS = [
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
-@probe("pg.sessions", "postgresql", grant=MONITOR_GRANT)
+@probe("pg.sessions", "postgresql", grant=MONITOR_GRANT, server_wide=True)
 def sessions(conn: Connection) -> Any:
     rows = [
         jsonable(r)
         for r in conn.rows(
-            sql("postgresql", "sessions", conn.version_num), {"limit": SESSION_LIMIT}
+            sql("postgresql", "sessions", conn.version_num),
+            {"limit": SESSION_LIMIT, "database": conn.spec.scoped_database},
         )
     ]
     hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
