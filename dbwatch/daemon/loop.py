@@ -223,6 +223,8 @@ class Daemon:
     ) -> None:
         now = time.time()
         findings = [*(extra or []), *result.evaluation.findings]  # extra wins a tie
+        if tc.log_file:  # every deadlock from the server log (dbwatch.deadlocks.live)
+            findings = [*findings, *self._tail_log(spec, tc)]
         with self.state.transaction():
             tr = self.state.update(
                 spec.name, findings, now, setup.for_seconds, keep_rules=result.evaluation.unknown
@@ -256,6 +258,15 @@ class Daemon:
             deadlocks=self.state.deadlock_count(spec.name),
         )
         self.state.prune(now)
+
+    def _tail_log(self, spec: TargetSpec, tc: TargetConfig) -> list[Finding]:
+        from ..deadlocks.live import tail_findings
+
+        try:
+            return tail_findings(self.state, spec.name, spec.engine, str(tc.log_file))
+        except Exception:  # a log we cannot read never stops the cycle
+            log.exception("tailing log_file %s of %s failed", tc.log_file, spec.name)
+            return []
 
     def _actions(self, setup: Setup, spec: TargetSpec, now: float) -> None:
         cfg = setup.config.terminate

@@ -43,6 +43,7 @@ class Probe:
     # reads the whole server, whatever database the session is in (sessions, InnoDB status):
     # the daemon runs it once per server and user per cycle for all targets of that server
     server_wide: bool = False
+    with_cache: bool = False  # fn(conn, cache=...): keeps state between daemon cycles
 
 
 PROBES: dict[str, Probe] = {}
@@ -55,9 +56,10 @@ def probe(
     with_config: bool = False,
     ttl: float = 0.0,
     server_wide: bool = False,
+    with_cache: bool = False,
 ) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
-        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide)
+        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide, with_cache)
         return fn
 
     return deco
@@ -210,6 +212,8 @@ def run_probes(
             if shared is not None and p.server_wide:
                 store, key = shared
                 data = store.get_or_run(key, name, partial(_call, p, conn, config))
+            elif p.with_cache:
+                data = p.fn(conn, cache=cache)
             else:
                 data = _call(p, conn, config)
         except ProbeError as exc:
@@ -231,13 +235,14 @@ def run_probes(
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
+        complete = True  # only complete results are cached: gaps and refusals must repeat
         if isinstance(data, Covered):
             gaps += data.gaps
-            data = data.data
+            data, complete = data.data, False
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
-        elif cache is not None and p.ttl:
+        elif cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
