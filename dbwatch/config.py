@@ -76,6 +76,8 @@ class DaemonConfig:
     metrics_address: str | None = None
     log_format: str = "text"
     retention: float = 7 * 86400.0
+    cycle_timeout: float = 30.0  # a cycle past this is abandoned, the target "not answering"
+    missed_cycles: int = 3  # DW001 "target not answering" fires after this many missed cycles
     # sessions kept between cycles, never more than this many to one server (0: a new one
     # per cycle, the one-shot way)
     max_connections_per_server: int = 10
@@ -423,8 +425,22 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     col.known(
         raw,
         "daemon",
-        {"state", "metrics_address", "log_format", "retention", "max_connections_per_server"},
+        {
+            "state",
+            "metrics_address",
+            "log_format",
+            "retention",
+            "max_connections_per_server",
+            "cycle_timeout",
+            "missed_cycles",
+        },
     )
+    timeout = col.get(raw, "daemon", "cycle_timeout", "duration", 30.0)
+    if timeout < 1.0:
+        col.err("daemon.cycle_timeout", "must be at least 1s")
+    missed = col.get(raw, "daemon", "missed_cycles", "int", 3)
+    if missed < 1:
+        col.err("daemon.missed_cycles", "must be at least 1")
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
@@ -434,6 +450,8 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
         log_format=fmt,
         retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
         max_connections_per_server=col.get(raw, "daemon", "max_connections_per_server", "int", 10),
+        cycle_timeout=max(1.0, timeout),
+        missed_cycles=max(1, missed),
     )
 
 

@@ -164,6 +164,7 @@ def collect(reader: Any, config: Config, now: float) -> dict[str, Any]:
         "targets": targets,
         "firing": firing,
         "outbox": reader.outbox_size(),
+        "alerts_dropped": reader.dropped(),  # receivers removed from the config
     }
     doc["status"], doc["exit_code"] = verdict(doc)
     return doc
@@ -279,6 +280,11 @@ def _footer(doc: dict[str, Any], lines: list[str], width: int, colour: bool) -> 
         lines.append(
             f"\n{plural(queued, 'alert message')} waiting for delivery: "
             + ", ".join(f"{k} {v}" for k, v in sorted(doc["outbox"].items()))
+        )
+    for d in doc.get("alerts_dropped") or []:
+        lines.append(
+            f"\n{d['messages']} alert messages for receiver {d['receiver']!r} were dropped "
+            f"(removed from the config) at {iso(d['ts'])}"
         )
     status = paint(doc["status"].upper(), doc["status"], colour)
     counts = {

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,10 @@ def _backoff() -> tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # SIGTERM while starting (config, state, metrics): remembered, then a clean exit 0
+    early: list[int] = []
+    if not args.once:
+        signal.signal(signal.SIGTERM, lambda signum, _frame: early.append(signum))
     path = find_config_path(args.config)
     setup = load_setup(path)
     daemon_cfg = setup.config.daemon
@@ -118,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             return daemon.run_once()
         if state.dialect == "postgresql":
             daemon.join_fleet(fleet_cfg.lease_ttl)
+        daemon.stop_requested = bool(early)
         http = args.http or setup.config.http.address
         server = _start_dashboard(http, state, daemon, fleet_cfg) if http else None
         try:

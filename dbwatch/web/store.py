@@ -166,6 +166,14 @@ class StateReader:
         )
         return rows[::-1]
 
+    def dropped(self) -> list[dict[str, Any]]:
+        """Receivers whose queued alerts were dropped because they left the config (an older
+        state has no such table: nothing dropped)."""
+        try:
+            return self._rows("SELECT * FROM dropped ORDER BY ts DESC LIMIT 100")
+        except Exception:  # noqa: BLE001 — the table comes with state schema 3
+            return []
+
     def outbox_size(self) -> dict[str, int]:
         rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver LIMIT 1000")
         return {str(r["receiver"]): int(r["n"]) for r in rows}
