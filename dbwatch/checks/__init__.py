@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalogue import Rule, Thresholds
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
 
 
@@ -42,6 +42,7 @@ class CheckContext:
         evidence: dict[str, Any] | None = None,
         identity: Any = None,
         confidence: str = "high",
+        session: SessionIdentity | None = None,
     ) -> Finding:
         ev = dict(evidence or {})
         return Finding(
@@ -54,6 +55,7 @@ class CheckContext:
             evidence=ev,
             identity=identity,
             confidence=confidence,
+            session=session,
         )
 
 

@@ -20,6 +20,7 @@ from . import (
     scrub,
     url_parts,
 )
+from .own import OWN_SESSIONS, server_key
 
 # 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
 _PRIV_ERRORS = {1227, 1142, 1143, 1044, 1045}
@@ -50,6 +51,9 @@ class MyConnection:
         row = self.rows("SELECT VERSION() AS v, CONNECTION_ID() AS id")[0]
         self.server_version = str(row["v"])
         self.thread_id = int(row["id"])
+        where = getattr(conn, "unix_socket", None) or getattr(conn, "host", None)
+        self.server_key = server_key("mysql", where, getattr(conn, "port", None))
+        OWN_SESSIONS.add(self.server_key, self.thread_id)
         self.flavour = "mariadb" if "mariadb" in self.server_version.lower() else "mysql"
         self.version_num = version_num(self.server_version)
         self._limit_session()
@@ -145,6 +149,7 @@ class MyConnection:
             ) from None
 
     def close(self) -> None:
+        OWN_SESSIONS.discard(self.server_key, self.thread_id)
         try:
             self.conn.close()
         except pymysql.MySQLError:
