@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ..durations import format_duration, parse_duration
+from ..durations import format_duration
 from ..findings import Finding
 from . import CheckContext, check
 
@@ -52,7 +52,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     if not dl:
         return
     age = _age(status, dl)
-    max_age = parse_duration(ctx.params.get("max_age", "24h"))
+    max_age = ctx.duration("max_age")
     if age is not None and age > max_age:
         return
     diag = dl.get("diagnosis") or {}

@@ -129,7 +129,7 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
     target = _section(ctx).get("retry_after")
     if target:
         return float(target), "target retry_after"
-    return parse_duration(ctx.params.get("retry_after", "90s")), "rule parameter retry_after"
+    return ctx.duration("retry_after"), "rule parameter retry_after"
 
 
 EXPIRED_FIX = {
@@ -264,13 +264,13 @@ def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, st
 
 
 def _near_limit(t: dict[str, Any], ctx: CheckContext) -> int:
-    limit = t.get("attempts_limit") or int(parse_count(ctx.params.get("attempts_limit", 255)))
+    limit = t.get("attempts_limit") or int(ctx.count("attempts_limit"))
     return int(limit)
 
 
 @check("queue_attempts", **SECTIONS)
 def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
-    min_attempts = int(ctx.params.get("min_attempts", 2))
+    min_attempts = int(ctx.count("min_attempts"))
     retry_after, _ = _retry_after(ctx)
     for t in _tables(ctx, "repeated"):
         groups = _repeated_groups(t, min_attempts)
@@ -393,7 +393,7 @@ def _short(name: str) -> str:
 
 @check("queue_failed", **SECTIONS)
 def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
-    window, key = _bucket(parse_duration(ctx.params.get("window", "24h")))
+    window, key = _bucket(ctx.duration("window"))
     for t in _tables(ctx, "failed"):
         groups = _failure_groups(t, key)
         capped = len(t["failed"]) >= int(t.get("groups") or 0)

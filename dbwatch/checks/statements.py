@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..durations import parse_duration
 from ..findings import Finding
 from ..snapshot import Snapshot
 from ..sqlpatterns.detect import (
@@ -118,7 +117,7 @@ def _digest_rows(section: Any, max_idle: float) -> dict[str, list[tuple[str, int
 
 
 def _max_idle(ctx: CheckContext) -> float:
-    return parse_duration(ctx.params.get("digest_max_idle", "1d"))
+    return ctx.duration("digest_max_idle")
 
 
 def _key(f: Finding) -> str:

@@ -31,6 +31,11 @@ QUEUE_TABLES = frozenset(
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
 # Statement kinds whose text the detector reads; it needs only the kind of the others.
 RELEVANT_KINDS = frozenset({"select", "delete"})
+VERSION_CHARS = 200
+# Anchored on a digit that follows no digit, so a long digit run is scanned once, not once
+# per position.
+_VERSION_NUMBER = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?")
+_BARE_NUMBER = re.compile(r"(?<!\d)(\d{1,6})()()")
 SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6), "postgresql": (9, 5)}
 
 
@@ -46,9 +51,10 @@ class ServerVersion:
 
 def parse_server_version(text: str, default_engine: str | None = None) -> ServerVersion | None:
     """'10.11.19-MariaDB-0+deb12u1', '8.0.36', 'mariadb 10.5', 'postgresql 15.2' → ServerVersion."""
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    text = text[:VERSION_CHARS]  # untrusted (a log header): bounded before any search
+    m = _VERSION_NUMBER.search(text)
     if m is None:
-        m = re.search(r"(\d+)()()", text)
+        m = _BARE_NUMBER.search(text)
         if m is None:
             return None
     version = tuple(int(g) for g in m.groups() if g)

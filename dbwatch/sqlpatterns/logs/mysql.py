@@ -61,12 +61,13 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
             elif cur_cmd in _NEW_SESSION:
                 sink.connect(cur_conn)
             continue
-        m = match(line)
+        # An entry starts with a timestamp digit or a tab: other lines skip the regex.
+        m = match(line) if line[:1] == "\t" or line[:1].isdigit() else None
         if m is None:
             if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
                 if size < MAX_ENTRY:  # continuation of a multi-line statement
                     parts.append(line)
-                    size += len(line)
+                    size += len(line) + 1  # newlines count: empty lines are bounded too
                 continue
             if _header(line, sink) or not line:
                 continue
@@ -143,7 +144,7 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
             continue
         if size < MAX_ENTRY:
             parts.append(line)
-            size += len(line)
+            size += len(line) + 1  # newlines count: empty lines are bounded too
     if parts:
         _slow_flush(sink, conn, ts, parts)
 
