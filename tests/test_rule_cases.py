@@ -2,12 +2,15 @@
 
 One file per rule, tests/rule_cases/<ID>.yaml: each case gives snapshot sections (and
 optionally failures, features, parameter overrides) and the findings expected — rule fires
-or not, severity, subject and key evidence. Fix texts are deliberately not asserted.
+or not, severity, subject and key evidence. Fix texts are deliberately not asserted. Every
+finding's summary must be its rule file's `summary` template rendered (the literal text between
+the fields, in order), so the TOML is the one place a rule's headline is written.
 Adding a rule means its TOML, its check and its cases: the meta-test below enforces it.
 """
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,28 @@ def _config(rule_id: str, case: dict[str, Any]) -> Config:
     return Config(rules={rule_id: RuleOverride(params=dict(case["params"]))})
 
 
+def template_chunks(template: str) -> list[str]:
+    """The literal text of a summary template, between its {fields}."""
+    return [
+        lit.strip()
+        for lit, _field, _spec, _conv in string.Formatter().parse(template)
+        if lit.strip()
+    ]
+
+
+def assert_rendered_from_template(rule_id: str, summary: str) -> None:
+    """The rule file is the single source of a rule's text: every finding's summary is its
+    TOML template rendered (a check may append detail after it)."""
+    pos = 0
+    for chunk in template_chunks(CATALOGUE[rule_id].summary):
+        found = summary.find(chunk, pos)
+        assert found >= 0, (
+            f"{rule_id}: summary {summary!r} is not rendered from rules/{rule_id}.toml "
+            f"(missing {chunk!r})"
+        )
+        pos = found + len(chunk)
+
+
 def _subset(expected: Any, actual: Any, where: str) -> None:
     if isinstance(expected, dict):
         assert isinstance(actual, dict), f"{where}: expected a mapping, got {actual!r}"
@@ -93,6 +118,7 @@ def test_rule_case(rule_id: str, case: dict[str, Any]) -> None:
         for text in want.get("summary_has") or []:
             assert text in got.summary, f"{where}: {text!r} not in {got.summary!r}"
         _subset(want.get("evidence") or {}, got.evidence, f"{where}.evidence")
+        assert_rendered_from_template(rule_id, got.summary)
 
 
 def test_every_rule_has_cases_that_fire_and_cases_that_do_not() -> None:
