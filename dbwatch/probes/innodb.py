@@ -56,7 +56,7 @@ def status_section(text: str) -> dict[str, Any]:
 
 @probe("my.innodb_status", "mysql", grant=PROCESS_GRANT)
 def innodb_status(conn: Connection) -> Any:
-    rows = conn.rows(sql("mysql", "innodb_status", 0))
+    rows = conn.rows(sql("mysql", "innodb_status", conn.version))
     text = ""
     if rows:
         row = {k.lower(): v for k, v in rows[0].items()}
@@ -67,9 +67,8 @@ def innodb_status(conn: Connection) -> Any:
 
 @probe("my.innodb_counters", "mysql")
 def innodb_counters(conn: Connection) -> Any:
-    version = conn.version_num if conn.flavour == "mysql" else 0
     out: dict[str, Any] = {}
-    for r in conn.rows(sql("mysql", "innodb_counters", version)):
+    for r in conn.rows(sql("mysql", "innodb_counters", conn.version)):
         try:
             out[str(r["name"]).lower()] = int(r["value"])
         except (TypeError, ValueError):

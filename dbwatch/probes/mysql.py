@@ -13,25 +13,19 @@ PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 
 @probe("my.trx", "mysql", grant=PROCESS_GRANT)
 def trx(conn: Connection) -> Any:
-    return [
-        jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version_num), {"limit": TRX_LIMIT})
-    ]
+    return [jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version), {"limit": TRX_LIMIT})]
 
 
 @probe("my.settings", "mysql", ttl=60.0)
 def settings(conn: Connection) -> Any:
-    rows = conn.rows(sql("mysql", "settings", _settings_version(conn)))
+    # MariaDB keeps information_schema.GLOBAL_VARIABLES; MySQL 8 moved it (settings_mysql_post_80000).
+    rows = conn.rows(sql("mysql", "settings", conn.version))
     return {str(r["name"]).lower(): r["value"] for r in rows}
-
-
-def _settings_version(conn: Connection) -> int:
-    # MariaDB keeps information_schema.GLOBAL_VARIABLES; MySQL 8 moved it.
-    return conn.version_num if conn.flavour == "mysql" else 0
 
 
 @probe("my.queue_indexes", "mysql", ttl=300.0)
 def queue_indexes(conn: Connection) -> Any:
-    rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version_num))]
+    rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version))]
     for r in rows:
         r["columns"] = [c for c in str(r.get("columns") or "").split(",") if c]
         r["is_primary"] = r.get("index_name") == "PRIMARY"

@@ -64,7 +64,7 @@ def _columns(text: str | None) -> dict[str, str]:
 def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
     """Queue tables of this target, recognised by columns, from a single catalog query."""
     rows = conn.rows(
-        sql(engine, "queue_tables", conn.version_num),
+        sql(engine, "queue_tables", conn.version),
         {"markers": list(MARKER_COLUMNS) if engine == "postgresql" else tuple(MARKER_COLUMNS)},
     )
     out = []
@@ -110,7 +110,7 @@ def _has_sql(engine: str, name: str) -> bool:
 def _bounds(conn: Connection, table: str) -> dict[str, Any]:
     """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
     most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
-    text = sql("mysql", "queue_bounds", conn.version_num).replace("{table}", table)
+    text = sql("mysql", "queue_bounds", conn.version).replace("{table}", table)
     row = conn.rows(text, {"window": WINDOW})[0]
     lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
     return {
@@ -149,7 +149,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
                 params |= _bounds(conn, table)
                 out["window_capped_ids"] = params.pop("beyond_window")
             est = conn.rows(
-                sql("mysql", "queue_estimate", conn.version_num),
+                sql("mysql", "queue_estimate", conn.version),
                 {"schema": t["schema"], "table": t["table"]},
             )
             out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
@@ -162,7 +162,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):
             continue
-        text = _render(sql(engine, name, conn.version_num), engine, t)
+        text = _render(sql(engine, name, conn.version), engine, t)
         params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
         try:
             out[aspect] = [jsonable(r) for r in conn.rows(text, params)]

@@ -58,7 +58,7 @@ def _rows(
 ) -> list[dict[str, Any]]:
     """Query; a refusal names the performance_schema grant rather than a generic one."""
     try:
-        return conn.rows(sql("mysql", name, conn.version_num), params)
+        return conn.rows(sql("mysql", name, conn.version), params)
     except ProbeError as exc:
         if exc.privilege:
             raise ProbeError(name, exc.detail, PFS_GRANT, privilege=True) from None
@@ -195,7 +195,7 @@ def _quote(name: str) -> str:
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
 def pg_statement_digests(conn: Connection) -> Any:
     """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
-    ext = conn.rows(sql("postgresql", "statement_digests_extension", conn.version_num))
+    ext = conn.rows(sql("postgresql", "statement_digests_extension", conn.version))
     if not ext:
         return unavailable(
             conn,
@@ -203,7 +203,7 @@ def pg_statement_digests(conn: Connection) -> Any:
             PGSS_FIX,
         )
     view = f"{_quote(str(ext[0]['schema']))}.pg_stat_statements"
-    text = sql("postgresql", "statement_digests", conn.version_num).replace("{view}", view)
+    text = sql("postgresql", "statement_digests", conn.version).replace("{view}", view)
     patterns = ["%for update%", "%for no key update%", "%for share%", "%for key share%", "%delete%"]
     try:
         rows = conn.rows(text, {"patterns": patterns, "limit": DIGEST_LIMIT})

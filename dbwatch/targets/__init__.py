@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import TargetError
+from .version import ServerVersion
 
 PG_SCHEMES = ("postgresql", "postgres")
 MY_SCHEMES = ("mysql", "mariadb")
@@ -124,7 +125,8 @@ class Connection(Protocol):
     engine: str
     flavour: str
     server_version: str
-    version_num: int
+    version_num: int  # the flavour's own number: compare only within one flavour
+    version: ServerVersion
     spec: TargetSpec
 
     def rows(

@@ -9,6 +9,7 @@ from psycopg.rows import dict_row
 
 from ..errors import ProbeError, TargetError
 from . import APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec, scrub
+from .version import ServerVersion
 
 _OPTIONS = (
     f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
@@ -32,6 +33,7 @@ class PgConnection:
         self.spec = spec
         self.conn = conn
         self.version_num = int(conn.info.server_version)
+        self.version = ServerVersion.from_pg_num(self.version_num)
         self.server_version = str(conn.info.parameter_status("server_version") or self.version_num)
         self.database = conn.info.dbname
         self.backend_pid = conn.info.backend_pid
