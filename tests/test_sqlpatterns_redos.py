@@ -15,6 +15,7 @@ import io
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,14 @@ def test_hypothesis_patterns_stay_within_budget(pattern: list[str], tail: str) -
             run(text)
             took = min(took, time.perf_counter() - start)
         assert took < CEILING, f"{name} on {unit!r}: {took * 1000:.0f} ms for 100 KB"
+
+
+def test_statement_history_over_its_time_budget_counts_the_rest(monkeypatch: Any) -> None:
+    from dbwatch.checks import statements
+
+    monkeypatch.setattr(statements, "HISTORY_BUDGET_S", 0.0)
+    rows = [[n, 1, "delete from jobs where id = 1"] for n in range(1000)]
+    result = analyse_history({"available": True, "source": "t", "statements": rows})
+    assert result is not None
+    assert result.not_examined == 1000 - 255 and result.statements == 255
+    assert result.evidence()["not_examined"] == 745

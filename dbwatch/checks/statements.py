@@ -5,6 +5,7 @@ QU401 probable; a claim's shape alone is enough for QU402). Same detectors as `a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,11 +22,12 @@ from ..sqlpatterns.detect import (
     qu402_finding,
 )
 from ..sqlpatterns.detect import _Pattern as Pattern
-from ..sqlpatterns.fingerprint import Classifier
+from ..sqlpatterns.fingerprint import MAX_STATEMENT, Classifier
 from ..sqlpatterns.transactions import TransactionGrouper
 from . import CheckContext, check
 
 HISTORY = "my.statement_history"
+HISTORY_BUDGET_S = 2.0  # parse time for one cycle's statement history (10,000 statements)
 DIGESTS = {"mysql": "my.statement_digests", "postgresql": "pg.statement_digests"}
 
 
@@ -45,9 +47,11 @@ class HistoryAnalysis:
     threads: int
     transactions: int = 0
     unparsable: int = 0
+    not_examined: int = 0  # statements past the time budget
 
     def evidence(self) -> dict[str, Any]:
         return {
+            "not_examined": self.not_examined,
             "source": self.source,
             "statements_read": self.statements,
             "threads": self.threads,
@@ -78,12 +82,20 @@ def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
     grouper = TransactionGrouper(det.feed, "mysql")
     current: Any = None
     threads = 0
-    for thread, _event, text in section.get("statements") or []:
+    rows = section.get("statements") or []
+    deadline = time.monotonic() + HISTORY_BUDGET_S
+    skipped = 0
+    for i, (thread, _event, text) in enumerate(rows):
+        # Other sessions' text is untrusted: a time budget bounds the whole analysis, and
+        # what it did not reach is counted, never silently dropped.
+        if i % 256 == 255 and time.monotonic() > deadline:
+            skipped = len(rows) - i
+            break
         if thread != current:
             if current is not None:
                 grouper.disconnect(current)  # its window ends here; ids are never reused
             current, threads = thread, threads + 1
-        grouper.feed(thread, None, str(text))
+        grouper.feed(thread, None, str(text)[:MAX_STATEMENT])
     grouper.flush()
     return HistoryAnalysis(
         det,
@@ -92,6 +104,7 @@ def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
         threads,
         det.transactions,
         det.classifier.stats.unparsable,
+        skipped,
     )
 
 

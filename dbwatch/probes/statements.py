@@ -10,8 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from psycopg import sql as psql
+
 from ..errors import ProbeError
 from ..targets import Connection
+from ..targets.quoting import pg_ident
 from . import PartialResult, probe, sql
 
 log = logging.getLogger(__name__)
@@ -187,9 +190,12 @@ def statement_digests(conn: Connection) -> Any:
     }
 
 
-def _quote(name: str) -> str:
-    """An identifier from pg_extension, quoted, with % doubled for the driver's paramstyle."""
-    return ('"' + name.replace('"', '""') + '"').replace("%", "%%")
+def _digests_sql(conn: Connection, schema: str) -> str:
+    """The digest query on the extension's view, composed by psycopg (the schema name from
+    pg_extension is an identifier, never template text); '%' doubled for the paramstyle."""
+    view = pg_ident(schema.replace("%", "%%"), "pg_stat_statements")
+    text = sql("postgresql", "statement_digests", conn.version)
+    return psql.SQL(text).format(view=view).as_string(None)
 
 
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
@@ -202,8 +208,7 @@ def pg_statement_digests(conn: Connection) -> Any:
             "statement digests: pg_stat_statements is not installed in this database",
             PGSS_FIX,
         )
-    view = f"{_quote(str(ext[0]['schema']))}.pg_stat_statements"
-    text = sql("postgresql", "statement_digests", conn.version).replace("{view}", view)
+    text = _digests_sql(conn, str(ext[0]["schema"]))
     patterns = ["%for update%", "%for no key update%", "%for share%", "%for key share%", "%delete%"]
     try:
         rows = conn.rows(text, {"patterns": patterns, "limit": DIGEST_LIMIT})
