@@ -9,6 +9,7 @@ import csv
 import json
 import re
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
@@ -173,13 +174,17 @@ def read_jsonlog(lines: Iterable[str], sink: Sink) -> None:
         if not line:
             continue
         try:
-            rec = json.loads(line)
-            key = str(rec.get("session_id") or rec.get("pid"))
-            sev, msg = rec.get("error_severity", ""), rec.get("message", "")
-            detail = rec.get("detail")
-        except (ValueError, AttributeError, TypeError):
+            parsed: object = json.loads(line)
+        except ValueError:
             sink.unreadable()
             continue
+        if not isinstance(parsed, dict):
+            sink.unreadable()
+            continue
+        rec = cast("dict[str, object]", parsed)
+        key = str(rec.get("session_id") or rec.get("pid"))
+        sev, msg = rec.get("error_severity", ""), rec.get("message", "")
+        detail = rec.get("detail")
         if not isinstance(msg, str) or not isinstance(sev, str):
             sink.unreadable()
             continue
