@@ -117,7 +117,8 @@ def test_digests_alone_are_a_probable_qu401_and_a_qu402() -> None:
     (qu401,) = by_rule(found, "QU401")
     assert qu401.confidence == "probable"
     assert qu401.evidence["select_calls"] == 120 and qu401.evidence["delete_calls"] == 118
-    assert qu401.summary.startswith("`SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE "
+    assert qu401.summary.startswith("probable redundant fetch-before-delete on jobs: "
+                                    "`SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE "
                                     "id = ?` on `jobs` are called about equally often")
     assert qu401.evidence["scope"] == "app" and qu401.evidence["source"] == DIG
     (qu402,) = by_rule(found, "QU402")

@@ -154,10 +154,10 @@ def _digest_summary(f: Finding) -> str:
     ev = f.evidence
     key = ", ".join(ev["key_columns"])
     return (
+        f"probable redundant fetch-before-delete on {ev['table']}: "
         f"`SELECT … WHERE {key} = ? FOR UPDATE` and `DELETE … WHERE {key} = ?` on "
         f"`{ev['table']}` are called about equally often ({ev['select_calls']:,} and "
-        f"{ev['delete_calls']:,} calls): probably a fetch-before-delete (statement digests "
-        "do not show transactions)"
+        f"{ev['delete_calls']:,} calls; statement digests do not show transactions)"
     )
 
 
