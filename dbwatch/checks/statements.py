@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..findings import Finding
 from ..snapshot import Snapshot
@@ -35,8 +35,22 @@ def _family(snap: Snapshot) -> str:
     return "postgresql" if snap.engine == "postgresql" else "mysql"
 
 
-def _available(section: Any) -> bool:
-    return isinstance(section, dict) and bool(section.get("available"))
+Section = dict[str, object]
+
+
+def _available(section: object) -> Section | None:
+    """The section when its source was available, typed for reading; else None."""
+    if isinstance(section, dict) and section.get("available"):
+        return cast(Section, section)
+    return None
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _num(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 @dataclass
@@ -62,27 +76,28 @@ class HistoryAnalysis:
 
 # Both checks read the same history: the last analysis is kept with its section (held, so
 # `is` cannot match a new object at a recycled address) and reused, never mutated.
-_last: list[tuple[Any, HistoryAnalysis]] = []
+_last: list[tuple[object, HistoryAnalysis]] = []
 
 
-def analyse_history(section: Any) -> HistoryAnalysis | None:
+def analyse_history(raw: object) -> HistoryAnalysis | None:
     """Statements ordered by (thread, event) → transactions → the pattern detector."""
-    if not _available(section):
+    section = _available(raw)
+    if section is None:
         return None
     last = list(_last)
-    if last and last[0][0] is section:
+    if last and last[0][0] is raw:
         return last[0][1]
     result = _analyse(section)
-    _last[:] = [(section, result)]
+    _last[:] = [(raw, result)]
     return result
 
 
-def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
+def _analyse(section: Section) -> HistoryAnalysis:
     det = PatternDetector(Classifier("mysql"))
     grouper = TransactionGrouper(det.feed, "mysql")
-    current: Any = None
+    current: object = None
     threads = 0
-    rows = section.get("statements") or []
+    rows = [r for r in _list(section.get("statements")) if isinstance(r, list) and len(r) == 3]
     deadline = time.monotonic() + HISTORY_BUDGET_S
     skipped = 0
     for i, (thread, _event, text) in enumerate(rows):
@@ -115,17 +130,21 @@ def server_of(snap: Snapshot) -> ServerVersion | None:
     return parse_server_version(snap.server_version, _family(snap))
 
 
-def _digest_rows(section: Any, max_idle: float) -> dict[str, list[tuple[str, int]]]:
+def _digest_rows(raw: object, max_idle: float) -> dict[str, list[tuple[str, int]]]:
     """Digest rows by scope (MySQL: default schema; PostgreSQL: database), stale ones dropped."""
     out: dict[str, list[tuple[str, int]]] = {}
-    if not _available(section):
+    section = _available(raw)
+    if section is None:
         return out
-    for d in section.get("digests") or []:
+    for row in _list(section.get("digests")):
+        if not isinstance(row, dict):
+            continue
+        d = cast(Section, row)
         idle = d.get("idle_seconds")
-        if idle is not None and idle > max_idle:
+        if idle is not None and _num(idle) > max_idle:
             continue
         scope = str(d.get("schema") or d.get("database") or "")
-        out.setdefault(scope, []).append((str(d.get("text") or ""), int(d.get("calls") or 0)))
+        out.setdefault(scope, []).append((str(d.get("text") or ""), int(_num(d.get("calls")))))
     return out
 
 
@@ -137,7 +156,7 @@ def _key(f: Finding) -> str:
     return repr(f.identity)
 
 
-def _from_history(ctx: CheckContext, rule: str, server: Any) -> dict[str, Finding]:
+def _from_history(ctx: CheckContext, rule: str, server: ServerVersion | None) -> dict[str, Finding]:
     """The rule's findings from the performance_schema statement history (MySQL family)."""
     snap = ctx.snapshot
     history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
@@ -195,7 +214,7 @@ def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     yield from out.values()
 
 
-def _digest_claims(section: Any, max_idle: float, dialect: str) -> dict[str, Pattern]:
+def _digest_claims(section: object, max_idle: float, dialect: str) -> dict[str, Pattern]:
     """Claim-shaped digests without SKIP LOCKED, by table, with their calls."""
     clf = Classifier(dialect)
     claims: dict[str, Pattern] = {}
