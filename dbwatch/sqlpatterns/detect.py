@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.findings import Finding
-from dbwatch.sqlpatterns.fingerprint import Classifier, Shape
+from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
 
 EXAMPLE_CHARS = 300
@@ -78,7 +78,7 @@ def _base(table: str | None) -> str:
     return (table or "").rsplit(".", 1)[-1]
 
 
-def _value(raw: Any, params: dict[str, str] | None) -> str | None:
+def _value(raw: Value, params: dict[str, str] | None) -> str | None:
     """A comparable key value, or None when the log does not show it (a placeholder)."""
     if not isinstance(raw, str):
         return None
@@ -152,7 +152,7 @@ class PatternDetector:
         self._claims: dict[int, tuple[Shape, str | None]] = {}
         self._pairs: dict[tuple[int, int, int, int], tuple[Shape, Shape, _Plan | None]] = {}
 
-    def _classify(self, s: Statement) -> tuple[Shape, tuple[Any, ...]] | None:
+    def _classify(self, s: Statement) -> tuple[Shape, Values] | None:
         return self.classifier.classify(s.text)
 
     def feed(self, txn: Transaction) -> None:
@@ -206,7 +206,7 @@ class PatternDetector:
         return table
 
     def _match_delete(
-        self, shape: Shape, values: tuple[Any, ...], s: Statement, stmts: list[Statement], i: int
+        self, shape: Shape, values: Values, s: Statement, stmts: list[Statement], i: int
     ) -> tuple[str, tuple[str, ...]] | None:
         """The next data statement deletes the same row by the same key: record it."""
         j = i + 1
@@ -238,9 +238,8 @@ class PatternDetector:
             v, w = values[k], dvalues[dk]
             if no_params and v == w:
                 continue  # the same literal: the same value, whatever it is
-            v = _value(v, s.params)
-            w = _value(w, d.params)
-            if v is not None and w is not None and v != w:
+            sv, dv = _value(v, s.params), _value(w, d.params)
+            if sv is not None and dv is not None and sv != dv:
                 return None
         p = self.qu401.get(key)
         if p is None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from dbwatch.sqlpatterns.tokens import Token, tokenize
+
+# The text of the i-th '?' of a shape: a literal as written, or an IN list's literals.
+Value = str | tuple[str, ...]
+Values = tuple[Value, ...]
 
 MAX_STATEMENT = 16 * 1024  # bytes of a statement we look at; the rest is never parsed
 CACHE_SIZE = 20_000  # distinct shapes kept; cleared when full (cheap, rare)
@@ -173,7 +176,7 @@ EXACT_KIND = {
 }
 
 
-def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, tuple[Any, ...]]:
+def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, Values]:
     """(shape, values): literals and placeholders become '?', comments and case go.
 
     The shape is the cache key for the classification; values[i] is the text of
@@ -194,14 +197,14 @@ def _shape(text: str, dialect: str) -> tuple[str, str, str]:
     return t, flat, flat
 
 
-def _values(t: str, shape: str, flat: str, dialect: str) -> tuple[Any, ...]:
+def _values(t: str, shape: str, flat: str, dialect: str) -> Values:
     values = tuple(_LIT[dialect].findall(t))
     return values if shape is flat else _collapse_in_lists(flat, values)
 
 
-def _collapse_in_lists(flat: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+def _collapse_in_lists(flat: str, values: Values) -> Values:
     """Values to go with `IN (?, ?, ?)` → `IN (?)`: each list becomes one tuple."""
-    out: list[Any] = []
+    out: list[Value] = []
     pos = 0
     i = 0
     for m in _IN_LIST.finditer(flat):
@@ -209,7 +212,7 @@ def _collapse_in_lists(flat: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
         out.extend(values[i : i + before])
         i += before
         n = m.group(0).count("?")
-        out.append(tuple(values[i : i + n]))
+        out.append(tuple(v for v in values[i : i + n] if isinstance(v, str)))
         i += n
         pos = m.end()
     out.extend(values[i:])
@@ -251,10 +254,10 @@ class Classifier:
     dialect: str = "mysql"
     stats: ClassifierStats = field(default_factory=ClassifierStats)
     _cache: dict[str, Shape | None] = field(default_factory=dict)
-    _recent: dict[str, tuple[Shape, tuple[Any, ...]]] = field(default_factory=dict)
+    _recent: dict[str, tuple[Shape, Values]] = field(default_factory=dict)
     _templates: dict[str, tuple[str, str]] = field(default_factory=dict)
 
-    def classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
+    def classify(self, text: str) -> tuple[Shape, Values] | None:
         """(shape, values), or None when the statement cannot be parsed (counted)."""
         self.stats.classified += 1
         # Busy workers repeat the exact same text (a claim's `available_at <= now` changes
@@ -269,7 +272,7 @@ class Classifier:
             self._recent[text] = result
         return result
 
-    def _classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
+    def _classify(self, text: str) -> tuple[Shape, Values] | None:
         if len(text) > MAX_STATEMENT:
             self.stats.truncated += 1
         try:
@@ -287,9 +290,7 @@ class Classifier:
             self.stats.unparsable += 1
             return None
         key, flat = norm
-        shape = self._cache.get(key, _MISSING)
-        if shape is _MISSING:
-            shape = self._parse(key)
+        shape = self._cache[key] if key in self._cache else self._parse(key)
         if shape is None:
             self.stats.unparsable += 1
             return None
@@ -319,9 +320,6 @@ class Classifier:
             shape = None
         self._cache[key] = shape
         return shape
-
-
-_MISSING: Any = object()
 
 
 def fingerprint(text: str, dialect: str = "mysql") -> str:
