@@ -63,3 +63,13 @@ def test_postgresql_sql_by_version() -> None:
     old = sql("postgresql", "horizon_slots", ServerVersion.from_pg_num(120010))
     new = sql("postgresql", "horizon_slots", ServerVersion.from_pg_num(170002))
     assert old != new
+
+
+def test_skip_locked_is_one_fact_per_flavour() -> None:
+    assert ServerVersion.from_mysql_text("10.6.0-MariaDB").supports_skip_locked()
+    assert not ServerVersion.from_mysql_text("10.5.13-MariaDB").supports_skip_locked()
+    assert ServerVersion.from_mysql_text("8.0.1").supports_skip_locked()
+    assert not ServerVersion.from_mysql_text("8.0.0").supports_skip_locked()
+    assert not ServerVersion.from_mysql_text("5.7.44").supports_skip_locked()
+    assert ServerVersion.from_pg_num(90500).supports_skip_locked()
+    assert not ServerVersion.from_pg_num(90400).supports_skip_locked()

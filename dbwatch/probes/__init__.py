@@ -209,13 +209,8 @@ class PartialResult:
 
 
 def _features(conn: Connection) -> set[str]:
-    v = conn.version
     out = set()
-    if (
-        v.at_least("postgresql", 9, 5)
-        or v.at_least("mysql", 8, 0, 1)
-        or v.at_least("mariadb", 10, 6)
-    ):
+    if conn.version.supports_skip_locked():
         out.add("skip_locked")
     return out
 

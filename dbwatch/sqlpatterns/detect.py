@@ -12,6 +12,7 @@ from typing import Any
 from dbwatch.findings import Finding
 from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
+from dbwatch.targets.version import SKIP_LOCKED_SINCE
 
 EXAMPLE_CHARS = 300
 QUEUE_TABLES = frozenset(
@@ -36,7 +37,6 @@ VERSION_CHARS = 200
 # per position.
 _VERSION_NUMBER = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?")
 _BARE_NUMBER = re.compile(r"(?<!\d)(\d{1,6})()()")
-SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6), "postgresql": (9, 5)}
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class ServerVersion:
     text: str
 
     def supports_skip_locked(self) -> bool:
-        return self.version >= SKIP_LOCKED_SINCE[self.engine]
+        padded = (*self.version, 0, 0, 0)[: max(3, len(self.version))]
+        return padded >= SKIP_LOCKED_SINCE[self.engine]
 
 
 def parse_server_version(text: str, default_engine: str | None = None) -> ServerVersion | None:

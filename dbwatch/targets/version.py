@@ -10,6 +10,10 @@ FLAVOURS = ("postgresql", "mysql", "mariadb")
 _NUMBERS = re.compile(r"(?<!\d)(\d{1,4})\.(\d{1,4})(?:\.(\d{1,4}))?")
 
 
+# FOR UPDATE SKIP LOCKED: MySQL 8.0.1, MariaDB 10.6, PostgreSQL 9.5 (the one copy of the fact).
+SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6, 0), "postgresql": (9, 5, 0)}
+
+
 class FlavourMismatch(TypeError):
     """A MySQL version compared with a MariaDB one (or any two flavours)."""
 
@@ -33,6 +37,9 @@ class ServerVersion:
         """True only for this flavour at or above that version: `at_least("mysql", 8)` is
         False on MariaDB 10.11 (no cross-flavour comparison ever answers yes)."""
         return self.flavour == flavour and self._key() >= (major, minor, patch)
+
+    def supports_skip_locked(self) -> bool:
+        return self.at_least(self.flavour, *SKIP_LOCKED_SINCE[self.flavour])
 
     def _key(self) -> tuple[int, int, int]:
         return (self.major, self.minor, self.patch)
