@@ -6,19 +6,30 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .errors import ConfigError, DbwatchError, TargetError
+from .targets.secrets import install_log_filter, scrub
 
 log = logging.getLogger("dbwatch")
 # Every command lives in dbwatch/commands/<name>.py with HELP, add_arguments(parser) and run(args).
 COMMANDS = ("audit", "deadlocks", "terminate", "watch", "status", "rules", "config")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Argument errors: one line on stderr and exit 3 (UNKNOWN), not argparse's usage and 2."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("dbwatch").strip()
+        prefix = f"dbwatch: {where}: " if where else "dbwatch: "
+        self.exit(3, f"{prefix}{message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dbwatch", description=__doc__)
+    parser = _Parser(prog="dbwatch", description=__doc__)
     parser.add_argument("--version", action="version", version=f"dbwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -39,6 +50,7 @@ def _setup_logging(debug: bool) -> None:
         level=logging.DEBUG if debug else logging.WARNING,
         format="dbwatch: %(levelname)s %(name)s: %(message)s",
     )
+    install_log_filter()  # no password ever reaches a log line
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,21 +66,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dbwatch: config error: {problem}", file=sys.stderr)
         return 3
     except TargetError as exc:
-        print(f"dbwatch: {exc}", file=sys.stderr)
+        print(scrub(f"dbwatch: {exc}"), file=sys.stderr)
         return 3
     except DbwatchError as exc:
-        print(f"dbwatch: {exc}", file=sys.stderr)
+        print(scrub(f"dbwatch: {exc}"), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("dbwatch: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # the last line of defence: one line, no traceback
-        if debug:
-            raise
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, no traceback
+        if debug:  # the traceback, scrubbed like every other output
+            print(scrub(traceback.format_exc()), file=sys.stderr, end="")
+            return 3
         print(
-            f"dbwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            scrub(f"dbwatch: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),
             file=sys.stderr,
         )
         return 3

@@ -11,7 +11,8 @@ from typing import Any
 
 from .catalogue import Rule, Thresholds, build_thresholds
 from .durations import parse_count, parse_duration
-from .errors import ConfigError
+from .errors import ConfigError, TargetError
+from .targets.secrets import register_secret
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ALERT_KINDS = ("webhook", "slack", "alertmanager")
@@ -26,6 +27,7 @@ class TargetConfig:
     all_databases: bool = False
     retry_after: float | None = None  # queue tables: Laravel's retry_after
     primary: str | None = None  # for a standby: the name of its primary target
+    password_file: str | None = None  # the password's file (keeps it out of the config and ps)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,12 @@ class AlertConfig:
     send_resolved: bool = True
     timeout: float = 5.0
     name: str = ""
+    # kind = "alertmanager": every peer of the Alertmanager cluster (url is the first)
+    urls: tuple[str, ...] = ()
+
+    @property
+    def peers(self) -> tuple[str, ...]:
+        return self.urls or (self.url,)
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,18 @@ class DaemonConfig:
     metrics_address: str | None = None
     log_format: str = "text"
     retention: float = 7 * 86400.0
+    # sessions kept between cycles, never more than this many to one server (0: a new one
+    # per cycle, the one-shot way)
+    max_connections_per_server: int = 10
+
+
+@dataclass(frozen=True)
+class StateConfig:
+    """[state]: where the daemon keeps its state. url = "postgresql://…" shares it by a fleet."""
+
+    url: str | None = None
+    schema: str = "dbwatch"
+    lease_ttl: float | None = None  # default: the shortest target interval (5 s … 60 s)
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,7 @@ class Config:
     terminate: TerminateConfig = TerminateConfig()
     alerts: tuple[AlertConfig, ...] = ()
     daemon: DaemonConfig = DaemonConfig()
+    state: StateConfig = StateConfig()
 
 
 class _Collector:
@@ -172,7 +193,16 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         col.err("targets", "must be an array of tables ([[targets]])")
         return ()
     out, names = [], set()
-    keys = {"name", "url", "interval", "databases", "all_databases", "retry_after", "primary"}
+    keys = {
+        "name",
+        "url",
+        "interval",
+        "databases",
+        "all_databases",
+        "retry_after",
+        "primary",
+        "password_file",
+    }
     for i, t in enumerate(raw):
         where = f"targets[{i}]"
         if not isinstance(t, dict):
@@ -182,6 +212,8 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         url = col.get(t, where, "url", "str", "")
         if not url:
             col.err(f"{where}.url", "missing")
+        else:
+            _check_url(url, f"{where}.url", col)
         name = col.get(t, where, "name", "str", "") or f"target{i + 1}"
         if name in names:
             col.err(f"{where}.name", f"duplicate target name {name!r}")
@@ -198,9 +230,20 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
                 all_databases=col.get(t, where, "all_databases", "bool", False),
                 retry_after=col.get(t, where, "retry_after", "duration", None),
                 primary=col.get(t, where, "primary", "str", None),
+                password_file=col.get(t, where, "password_file", "str", None) or None,
             )
         )
     return tuple(out)
+
+
+def _check_url(url: str, key: str, col: _Collector) -> None:
+    """The URL parses (scheme, port, brackets); the message never shows its password."""
+    from .targets import spec_for  # targets never imports config: no cycle
+
+    try:
+        spec_for(url)
+    except TargetError as exc:
+        col.err(key, exc.detail if exc.detail else str(exc))
 
 
 def _rule_overrides(
@@ -220,11 +263,20 @@ def _rule_overrides(
             continue
         col.known(table, where, {"thresholds", "for", "params", "ignore", "enabled"})
         thr = None
-        if "thresholds" in table:
+        if "thresholds" in table and not isinstance(table["thresholds"], dict):
+            col.err(
+                f"{where}.thresholds",
+                f'expected a table like {{ warning = "5m", critical = "30m" }}, '
+                f"got {table['thresholds']!r}",
+            )
+        elif "thresholds" in table:
             base = dict(catalogue[rid].raw_thresholds) if catalogue else {}
             base.update(table["thresholds"])
             thr = build_thresholds(base, f"{col.file}: {where}.thresholds", col.problems)
         params = table.get("params", {})
+        if not isinstance(params, dict):
+            col.err(f"{where}.params", f"expected a table of parameters, got {params!r}")
+            params = {}
         if catalogue is not None and isinstance(params, dict):
             for key, value in params.items():
                 if key not in catalogue[rid].params:
@@ -305,32 +357,62 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         kind = col.get(a, where, "kind", "str", "webhook")
         if kind not in ALERT_KINDS:
             col.err(f"{where}.kind", f"must be one of {', '.join(ALERT_KINDS)}")
-        url = col.get(a, where, "url", "str", "")
-        if not url.startswith(("http://", "https://")):
-            col.err(f"{where}.url", "must be an http:// or https:// URL")
+        raw_url = a.get("url", "")
+        if isinstance(raw_url, list) and kind == "alertmanager":
+            urls = tuple(u for u in raw_url if isinstance(u, str))
+            if not urls or len(urls) != len(raw_url):
+                col.err(f"{where}.url", "must be a URL or a non-empty list of URLs")
+        else:
+            urls = (col.get(a, where, "url", "str", ""),)
+        for u in urls:
+            if not u.startswith(("http://", "https://")):
+                col.err(f"{where}.url", f"{u!r} must be an http:// or https:// URL")
+        url = urls[0] if urls else ""
         sev = col.get(a, where, "min_severity", "str", "warning")
         if sev not in ("warning", "critical"):
             col.err(f"{where}.min_severity", "must be warning or critical")
+        secret = col.get(a, where, "secret", "str", None) or None
+        register_secret(secret)  # never echoed in a message, log line or payload
         out.append(
             AlertConfig(
                 kind=kind,
                 url=url,
-                secret=col.get(a, where, "secret", "str", None) or None,
+                secret=secret,
                 min_severity=sev,
                 repeat_interval=col.get(a, where, "repeat_interval", "duration", 4 * 3600.0),
                 send_resolved=col.get(a, where, "send_resolved", "bool", True),
                 timeout=col.get(a, where, "timeout", "duration", 5.0),
                 name=col.get(a, where, "name", "str", "") or f"{kind}{i + 1}",
+                urls=urls if len(urls) > 1 else (),
             )
         )
     return tuple(out)
+
+
+def _state(raw: Any, col: _Collector) -> StateConfig:
+    if not isinstance(raw, dict):
+        col.err("state", "must be a table")
+        return StateConfig()
+    col.known(raw, "state", {"url", "schema", "lease_ttl"})
+    url = col.get(raw, "state", "url", "str", None)
+    if url is not None and not url.startswith(("postgresql://", "postgres://")):
+        col.err("state.url", "must be a postgresql:// URL (the SQLite file is [daemon] state)")
+    return StateConfig(
+        url=url,
+        schema=col.get(raw, "state", "schema", "str", "dbwatch"),
+        lease_ttl=col.get(raw, "state", "lease_ttl", "duration", None),
+    )
 
 
 def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     if not isinstance(raw, dict):
         col.err("daemon", "must be a table")
         return DaemonConfig()
-    col.known(raw, "daemon", {"state", "metrics_address", "log_format", "retention"})
+    col.known(
+        raw,
+        "daemon",
+        {"state", "metrics_address", "log_format", "retention", "max_connections_per_server"},
+    )
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
@@ -339,6 +421,7 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
         metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
         log_format=fmt,
         retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
+        max_connections_per_server=col.get(raw, "daemon", "max_connections_per_server", "int", 10),
     )
 
 
@@ -346,7 +429,7 @@ def parse_config(
     data: dict[str, Any], file: str, catalogue: dict[str, Rule] | None = None
 ) -> Config:
     col = _Collector(file)
-    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon"})
+    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon", "state"})
     data = expand_vars(data, "", col)
     cfg = Config(
         path=file,
@@ -355,6 +438,7 @@ def parse_config(
         terminate=_terminate(data.get("terminate", {}), col),
         alerts=_alerts(data.get("alerts", []), col),
         daemon=_daemon(data.get("daemon", {}), col),
+        state=_state(data.get("state", {}), col),
     )
     if cfg.terminate.enabled:
         for rid in cfg.terminate.rules:
@@ -388,4 +472,6 @@ def load_config(path: Path | None, catalogue: dict[str, Rule] | None = None) -> 
         raise ConfigError([f"{path}: {exc.strerror}"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{path}: {exc}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not a TOML file (binary data or not UTF-8)"]) from None
     return parse_config(data, str(path), catalogue)

@@ -59,7 +59,7 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
     for rule in rules:
         chk = checks.get(rule.check)
         if chk is not None:
-            needs.update(chk.sections_for(engine))
+            needs.update(chk.probes_for(engine))
     return needs
 
 

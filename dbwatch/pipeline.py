@@ -13,9 +13,10 @@ from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
 from .findings import Finding, severity_rank
-from .probes import ProbeCache, ProbeStats, run_probes, unreachable_snapshot
+from .probes import ProbeCache, ProbeStats, SharedProbes, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
-from .targets import TargetSpec, open_target
+from .targets import Connection, TargetSpec, open_target, scrub, url_parts
+from .targets.pool import ConnectionPool, server_key
 
 log = logging.getLogger(__name__)
 ALL_RULES = Selection()
@@ -52,6 +53,7 @@ class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
     logs: list[dict[str, Any]] = field(default_factory=list)  # `--log` analysis stats
+    input_errors: list[str] = field(default_factory=list)  # files read only in part (exit 3)
     generated_at: float = field(default_factory=time.time)
 
     @property
@@ -59,17 +61,49 @@ class AuditResult:
         out = [f for t in self.targets for f in t.evaluation.findings] + self.extra_findings
         return sorted(out, key=lambda f: (-severity_rank(f.severity), f.target, f.rule, f.subject))
 
+    def counts(self) -> dict[str, int]:
+        """critical / warning findings (DW001 excluded) and unreadable targets or probes."""
+        found = self.findings
+        out = {
+            "critical": sum(1 for f in found if f.rule != "DW001" and f.severity == "critical"),
+            "warning": sum(1 for f in found if f.rule != "DW001" and f.severity == "warning"),
+            "unreadable": len(self.input_errors),
+        }
+        for t in self.targets:
+            if t.error:
+                out["unreadable"] += 1
+                continue
+            dw = [f for f in t.evaluation.findings if f.rule == "DW001"]
+            out["unreadable"] += len(dw) or (1 if t.evaluation.unknown else 0)
+        return out
+
     @property
     def status(self) -> str:
-        """ok | warning | critical | unknown (a target or probe could not be read)."""
-        if any(f.rule == "DW001" for f in self.findings) or any(t.error for t in self.targets):
+        """critical > unknown (a target or probe could not be read) > warning > ok."""
+        c = self.counts()
+        if c["critical"]:
+            return "critical"
+        if c["unreadable"] or any(f.rule == "DW001" for f in self.findings):
             return "unknown"
-        worst = max((severity_rank(f.severity) for f in self.findings), default=0)
-        return {0: "ok", 1: "warning", 2: "critical"}.get(worst, "unknown")
+        return "warning" if c["warning"] else "ok"
 
     @property
     def exit_code(self) -> int:
         return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[self.status]
+
+    def status_line(self) -> str:
+        """The last line of the table: each count, then the status."""
+        c = self.counts()
+        parts = [
+            f"{n} {word if n == 1 else plural}"
+            for n, word, plural in (
+                (c["critical"], "critical", "critical"),
+                (c["warning"], "warning", "warnings"),
+                (c["unreadable"], "unreadable", "unreadable"),
+            )
+            if n
+        ]
+        return f"{', '.join(parts) or 'no findings'} — Status: {self.status.upper()}"
 
 
 def probe_target(
@@ -79,28 +113,89 @@ def probe_target(
     selection: Selection,
     state: Any = None,
     cache: ProbeCache | None = None,
+    pool: ConnectionPool | None = None,
+    shared: SharedProbes | None = None,
 ) -> TargetResult:
+    """One target: connect (or take its kept session from `pool`), probe, evaluate."""
     started = time.perf_counter()
     stats = ProbeStats()
     try:
-        conn = open_target(spec)
+        conn, reused = pool.checkout(spec) if pool is not None else (open_target(spec), False)
     except TargetError as exc:
-        snap = unreachable_snapshot(spec.name, spec.engine, exc)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
+        return _unreachable(spec, catalogue, config, state, exc, started)
+    broken = False
+    held: Connection | None = conn
     try:
         rules = rules_for(conn.flavour, catalogue, config, selection)
-        snap = run_probes(
-            conn, spec.name, sections_needed(conn.flavour, rules), stats, config, cache
-        )
+        needed = sections_needed(conn.flavour, rules)
+        share = (shared, share_key(spec)) if shared is not None else None
+        try:
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, shared=share)
+        except TargetError:
+            if not reused or pool is None:
+                raise
+            # the kept session died between cycles: once more on a fresh one
+            pool.checkin(spec, conn, broken=True)
+            held = None
+            conn, reused = pool.checkout(spec)
+            held = conn
+            stats = ProbeStats()
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, shared=share)
     except TargetError as exc:
-        snap = unreachable_snapshot(spec.name, spec.engine, exc)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
+        broken = True
+        return _unreachable(spec, catalogue, config, state, exc, started)
     finally:
-        conn.close()
+        if held is not None:
+            if pool is not None:
+                pool.checkin(spec, held, broken)
+            else:
+                held.close()
     ev = evaluate(snap, catalogue, config, selection, state)
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
+
+
+def contained_probe_target(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    selection: Selection,
+    state: Any = None,
+    cache: ProbeCache | None = None,
+    pool: ConnectionPool | None = None,
+    shared: SharedProbes | None = None,
+) -> TargetResult:
+    """probe_target, with a bug anywhere in it reported against this target only."""
+    try:
+        return probe_target(spec, catalogue, config, selection, state, cache, pool, shared)
+    except Exception as exc:  # one target's bug must not lose the others
+        log.exception("audit of %s failed", spec.name)
+        err = TargetError(spec.name, scrub(f"internal error: {type(exc).__name__}: {exc}", spec))
+        snap = unreachable_snapshot(spec.name, spec.engine, err)
+        ev = evaluate(snap, catalogue, config, Selection(), state)
+        return TargetResult(spec, snap, ev, error=err.detail)
+
+
+def share_key(spec: TargetSpec) -> str:
+    """Server-wide results are shared by targets of one server seen as one user (what a role
+    may see differs)."""
+    try:
+        user = url_parts(spec.url)[0]["user"] or ""
+    except ValueError:
+        user = ""
+    return f"{server_key(spec)}|{user}"
+
+
+def _unreachable(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
+    config: Config,
+    state: Any,
+    exc: TargetError,
+    started: float,
+) -> TargetResult:
+    snap = unreachable_snapshot(spec.name, spec.engine, exc)
+    ev = evaluate(snap, catalogue, config, Selection(), state)
+    return TargetResult(spec, snap, ev, error=exc.detail, seconds=time.perf_counter() - started)
 
 
 def run_audit(
@@ -113,5 +208,7 @@ def run_audit(
     if not specs:
         return AuditResult([])
     with ThreadPoolExecutor(max_workers=min(8, len(specs))) as pool:
-        results = list(pool.map(lambda s: probe_target(s, catalogue, config, selection), specs))
+        results = list(
+            pool.map(lambda s: contained_probe_target(s, catalogue, config, selection), specs)
+        )
     return AuditResult(results)

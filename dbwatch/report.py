@@ -11,6 +11,7 @@ from tabulate import tabulate
 
 from .findings import Finding
 from .pipeline import AuditResult, TargetResult
+from .targets.secrets import scrub, scrub_tree
 
 WIDTH = 100
 
@@ -23,11 +24,12 @@ def as_json(result: AuditResult) -> str:
     doc: dict[str, Any] = {
         "status": result.status,
         "generated_at": iso(result.generated_at),
+        "counts": result.counts(),
         "targets": [t.to_dict() for t in result.targets],
         **({"logs": result.logs} if result.logs else {}),
         "findings": [f.to_dict() for f in result.findings],
     }
-    return json.dumps(doc, indent=2, default=str)
+    return json.dumps(scrub_tree(doc), indent=2, default=str)  # secrets never leave
 
 
 def _wrap(text: str, width: int) -> str:
@@ -51,13 +53,21 @@ def _target_line(t: TargetResult) -> str:
     return state + ")"
 
 
+def _subject(f: Finding) -> str:
+    """The subject, with the session's database when the subject does not name it."""
+    db = f.evidence.get("database") if isinstance(f.evidence, dict) else None
+    if isinstance(db, str) and db and db not in f.subject:
+        return f"{f.subject} db={db}"
+    return f.subject
+
+
 def _finding_rows(findings: list[Finding]) -> str:
     rows = []
     for f in findings:
         text = _wrap(_cut(f.summary, 300), 54) + "\n" + _wrap("fix: " + _cut(f.fix, 220), 54)
         if len(f.fix) > 220:
             text += f"\n(full fix: --format json; dbwatch explain {f.rule})"
-        rows.append([f.severity.upper(), f.rule, _wrap(f.subject, 24), text])
+        rows.append([f.severity.upper(), f.rule, _wrap(_subject(f), 24), text])
     return str(
         tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"], tablefmt="simple")
     )
@@ -84,7 +94,7 @@ def as_table(result: AuditResult) -> str:
     for name in names[len(result.targets) :]:
         lines.append(f"== {name}")
         lines.append(_finding_rows([f for f in findings if f.target == name]) + "\n")
-    lines.append(f"{len(findings)} findings. Status: {result.status.upper()}")
+    lines.append(result.status_line())
     return "\n".join(lines)
 
 
@@ -122,4 +132,7 @@ def as_markdown(result: AuditResult) -> str:
 
 
 def render(result: AuditResult, fmt: str) -> str:
-    return {"json": as_json, "markdown": as_markdown}.get(fmt, as_table)(result)
+    if fmt == "json":
+        return as_json(result)
+    # other sessions' query text may quote a password (ALTER USER …): scrubbed like every output
+    return scrub((as_markdown if fmt == "markdown" else as_table)(result))

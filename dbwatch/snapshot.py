@@ -39,6 +39,7 @@ class Snapshot:
     failures: tuple[ProbeFailure, ...] = ()
     features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
     gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
+    scope: str | None = None  # the database per-database rules are limited to; None = all
 
     def section(self, name: str) -> Any:
         """The section's data, or None if the probe failed or was not run."""
@@ -67,4 +68,5 @@ class Snapshot:
             "failures": [f.__dict__ for f in self.failures],
             "features": sorted(self.features),
             "gaps": [g.__dict__ for g in self.gaps],
+            "scope": self.scope,
         }

@@ -13,7 +13,7 @@ from dbwatch.commands.rules import rules_markdown
 
 SPEC_IDS = {"PG001", "PG002", "PG101", "PG102", "PG201", "PG202", "PG501", "MY001", "MY002",
             "MY101", "MY102", "MY201", "MY501", "QU001", "QU002", "QU003", "QU004", "QU301",
-            "QU401", "QU402", "DW001"}
+            "QU401", "QU402", "DW001", "DW002"}
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS as SHARED_CORPUS
+from conftest import need_corpus
 
 from dbwatch.deadlocks.diagnosis import diagnose, query_kind
 from dbwatch.parsers.errorlog import iter_deadlocks
@@ -15,7 +16,7 @@ CORPUS = SHARED_CORPUS / "innodb-status"
 
 
 def dl_of(path: Path):  # type: ignore[no-untyped-def]
-    dl = parse_status(path.read_text(encoding="utf-8", errors="replace")).deadlock
+    dl = parse_status(need_corpus(path).read_text(encoding="utf-8", errors="replace")).deadlock
     assert dl is not None
     return dl
 
@@ -70,7 +71,7 @@ def test_error_log_deadlocks_diagnosed() -> None:
 
 
 def test_renamed_jobs_table_with_prefix_and_fetch_side() -> None:
-    text = (CORPUS / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt").read_text()
+    text = need_corpus(CORPUS / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt").read_text()
     text = text.replace("`jobs`", "`acme_jobs`").replace(
         "DELETE FROM `acme_jobs` WHERE `id` = 35",
         "select * from `acme_jobs` where `id` = ? limit 1 for update")
@@ -79,7 +80,7 @@ def test_renamed_jobs_table_with_prefix_and_fetch_side() -> None:
 
 
 def test_same_shape_on_a_non_queue_table_is_not_a_queue_problem() -> None:
-    text = (CORPUS / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt").read_text()
+    text = need_corpus(CORPUS / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt").read_text()
     text = text.replace("`jobs`", "`orders`").replace("jobs_queue_index", "orders_state_index")
     text = text.replace("`reserved_at`", "`shipped_at`").replace("`available_at`", "`paid_at`")
     diag = diagnose(parse_status(text).deadlock)  # type: ignore[arg-type]

@@ -5,18 +5,18 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import CORPUS as SHARED_CORPUS
+from conftest import need_corpus
 
 from dbwatch.parsers.innodb_common import normalize_ts, parse_lock_line, parse_thread, split_table
 from dbwatch.parsers.innodb_status import parse_status
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "innodb-status"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus/innodb-status")
+CORPUS = SHARED_CORPUS / "innodb-status"
 FIX = Path(__file__).parent / "fixtures" / "innodb"
 
 
 def load(name: str) -> str:
-    path = FIX / name if (FIX / name).exists() else CORPUS / name
+    path = FIX / name if (FIX / name).exists() else need_corpus(CORPUS / name)
     return path.read_text(encoding="utf-8", errors="replace")
 
 

@@ -19,8 +19,10 @@ def test_ttl_probes_are_reused_and_others_are_not(pg_url: str) -> None:
         snap = run_probes(conn, "t", needs, second, cache=cache)
     finally:
         conn.close()
-    assert set(first.per_probe) == {"pg.queue_indexes", "pg.sessions"}
-    assert set(second.per_probe) == {"pg.sessions"}            # the catalog read was reused
+    # (pg.privileges, which the scope checks read, may run beside them)
+    assert {"pg.queue_indexes", "pg.sessions"} <= set(first.per_probe)
+    assert "pg.sessions" in second.per_probe
+    assert "pg.queue_indexes" not in second.per_probe            # the catalog read was reused
     assert snap.section("pg.queue_indexes") is not None
 
 

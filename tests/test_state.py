@@ -17,8 +17,8 @@ def f(rule: str = "PG002", subject: str = "pid 1", severity: str = "warning",
                    evidence={"age": age}, identity=ident if ident is not None else [subject, 1])
 
 
-def test_fires_at_once_without_for(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_fires_at_once_without_for(state_at: str) -> None:
+    st = State(state_at)
     tr = st.update("db", [f()], now=100.0)
     assert [r.rule for r in tr.fired] == ["PG002"]
     assert st.firing("db")[0].fired_at == 100.0
@@ -27,8 +27,8 @@ def test_fires_at_once_without_for(tmp_path: Path) -> None:
     assert st.firing("db")[0].data["summary"] == "pid 1 idle for 9s"
 
 
-def test_pending_until_for_then_resolved(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_pending_until_for_then_resolved(state_at: str) -> None:
+    st = State(state_at)
     wait = {"PG002": 30.0}.get
     tr = st.update("db", [f()], now=0.0, for_seconds=lambda r: wait(r) or 0.0)
     assert tr.pending == 1 and tr.fired == [] and st.firing() == []
@@ -42,39 +42,39 @@ def test_pending_until_for_then_resolved(tmp_path: Path) -> None:
     assert st.finding(row.fingerprint).resolved_at == 40.0   # type: ignore[union-attr]
 
 
-def test_pending_that_clears_never_fires(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_pending_that_clears_never_fires(state_at: str) -> None:
+    st = State(state_at)
     st.update("db", [f()], now=0.0, for_seconds=lambda r: 60.0)
     tr = st.update("db", [], now=10.0, for_seconds=lambda r: 60.0)
     assert tr.resolved == [] and st.pending() == [] and st.firing() == []
 
 
-def test_unknown_rules_keep_their_findings(tmp_path: Path) -> None:
+def test_unknown_rules_keep_their_findings(state_at: str) -> None:
     """A probe that failed this cycle must not make its findings look resolved."""
-    st = State(tmp_path / "s.db")
+    st = State(state_at)
     st.update("db", [f(), f(rule="PG001")], now=0.0)
     tr = st.update("db", [], now=10.0, keep_rules={"PG002"})
     assert [r.rule for r in tr.resolved] == ["PG001"]
     assert [r.rule for r in st.firing("db")] == ["PG002"]
 
 
-def test_targets_are_independent(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_targets_are_independent(state_at: str) -> None:
+    st = State(state_at)
     st.update("a", [f(target="a")], now=0.0)
     st.update("b", [], now=1.0)
     assert [r.target for r in st.firing()] == ["a"]
 
 
-def test_finding_round_trip(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_finding_round_trip(state_at: str) -> None:
+    st = State(state_at)
     orig = f(ident=[42, "2024-01-01T00:00:00"])
     st.update("db", [orig], now=0.0)
     back = st.firing()[0].finding
     assert back.fingerprint == orig.fingerprint and back.summary == orig.summary
 
 
-def test_outbox_order_and_coalescing(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_outbox_order_and_coalescing(state_at: str) -> None:
+    st = State(state_at)
     a = st.enqueue("hook", "fp1", "firing", {"n": 1})
     b = st.enqueue("hook", "fp1", "firing", {"n": 2})     # a repeat replaces the queued one
     assert a == b and st.outbox_head("hook")[0]["payload"] == {"n": 2}
@@ -88,16 +88,16 @@ def test_outbox_order_and_coalescing(tmp_path: Path) -> None:
     assert st.outbox_size() == {"hook": 2}
 
 
-def test_outbox_survives_reopen(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_outbox_survives_reopen(state_at: str) -> None:
+    st = State(state_at)
     st.enqueue("hook", "fp", "firing", {"x": 1})
     st.close()
-    again = State(tmp_path / "s.db")
+    again = State(state_at)
     assert again.outbox_size() == {"hook": 1}
 
 
-def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_transaction_rolls_back_everything(state_at: str) -> None:
+    st = State(state_at)
     try:
         with st.transaction():
             st.update("db", [f()], now=0.0)
@@ -108,8 +108,8 @@ def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
     assert st.firing() == [] and st.outbox_size() == {}
 
 
-def test_deadlocks_dedupe(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_deadlocks_dedupe(state_at: str) -> None:
+    st = State(state_at)
     assert st.record_deadlock("my", "k1", "2024-05-01 10:00:00", {"victim": 1}) is True
     assert st.record_deadlock("my", "k1", "2024-05-01 10:00:00", {"victim": 1}) is False
     assert st.record_deadlock("my", "k2", "2024-05-01 10:01:00", json.dumps({"victim": 2}))
@@ -120,8 +120,8 @@ def test_deadlocks_dedupe(tmp_path: Path) -> None:
     assert st.deadlock_count("my") == 2
 
 
-def test_actions(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_actions(state_at: str) -> None:
+    st = State(state_at)
     st.record_action("db", "PG002", "fp", "pid 7", "terminated", {"pid": 7})
     st.record_action("db", "PG002", "fp2", "pid 8", "would_terminate", "{}")
     acts = st.actions("db")
@@ -129,8 +129,8 @@ def test_actions(tmp_path: Path) -> None:
     assert acts[1]["detail"] == {"pid": 7}
 
 
-def test_history_rate_and_retention(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db", retention=3600)
+def test_history_rate_and_retention(state_at: str) -> None:
+    st = State(state_at, retention=3600)
     now = time.time()
     for i in range(5):
         st.record_metric("db", "dead_tuples:public.jobs", 1000 + 100 * i, now - 40 + 10 * i)
@@ -143,8 +143,8 @@ def test_history_rate_and_retention(tmp_path: Path) -> None:
     assert len(st.history("db", "dead_tuples:public.jobs", 86400)) == 5
 
 
-def test_cycles(tmp_path: Path) -> None:
-    st = State(tmp_path / "s.db")
+def test_cycles(state_at: str) -> None:
+    st = State(state_at)
     st.record_cycle("db", 10.0, 0.5, "ok", None, 2, 0.01)
     st.record_cycle("db", 25.0, 0.4, "unreachable", "cannot connect", 1, 0.02)
     assert [(c["target"], c["status"], c["error"]) for c in st.cycles()] == [

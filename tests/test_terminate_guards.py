@@ -8,12 +8,12 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dbwatch.checks.lockgraph import chain_roots
 from dbwatch.actions.guards import (
     Criteria,
     Identity,
     Policy,
     Session,
-    chain_roots,
     eligible,
     identity_of,
     mark_holders,

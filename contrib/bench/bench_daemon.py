@@ -5,6 +5,11 @@ dropped afterwards. The daemon runs in this process with its real scheduler, sta
 probes; each cycle's scheduled and actual start, duration and thread CPU by phase are kept.
 
     python contrib/bench/bench_daemon.py --sizes 50,200,500 --interval 15 --cycles 3
+    python contrib/bench/bench_daemon.py --throwaway --sizes 500,1000,2000 --per-server 0,2100
+
+--throwaway runs a PostgreSQL cluster of its own (max_connections 2300, pg_stat_statements)
+so the server's time per cycle is measured too; --per-server lists the pool caps to compare
+(0 = a new session per cycle, the one-shot way).
 """
 from __future__ import annotations
 
@@ -21,10 +26,10 @@ from typing import Any
 
 import psycopg
 
-from dbwatch import audit
-from dbwatch import daemon as daemon_mod
+from dbwatch import pipeline
+from dbwatch.daemon import loop as daemon_mod
 from dbwatch.catalogue import load_catalogue
-from dbwatch.config import Config, TargetConfig
+from dbwatch.config import Config, DaemonConfig, TargetConfig
 from dbwatch.daemon.loop import Daemon, Setup
 from dbwatch.daemon.scheduler import Scheduler, pool_size
 from dbwatch.daemon.state import State
@@ -96,11 +101,24 @@ def machine_busy() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
+def server_ms(url: str, reset: bool = False) -> float | None:
+    """Server execution time of all statements (pg_stat_statements), in ms; None without it."""
+    try:
+        with admin(url) as conn:
+            if reset:
+                conn.execute("SELECT pg_stat_statements_reset()")
+                return 0.0
+            row = conn.execute("SELECT sum(total_exec_time) FROM pg_stat_statements").fetchone()
+            return float(row[0] or 0.0) if row else None
+    except psycopg.Error:
+        return None
+
+
 def run_size(base: str, n: int, interval: float, cycles: int, threads: int | None,
-             phases: Phases) -> dict[str, Any]:
+             phases: Phases, per_server: int = 10) -> dict[str, Any]:
     targets = tuple(TargetConfig(name=f"t{i}", url=target_url(base, i), interval=interval)
                     for i in range(n))
-    config = Config(targets=targets)
+    config = Config(targets=targets, daemon=DaemonConfig(max_connections_per_server=per_server))
     setup = Setup(load_catalogue(), config, {t.name: (spec_for(t.url, t.name), t) for t in targets},
                   ())
     records: list[tuple[str, float, float, float, float]] = []
@@ -118,17 +136,24 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         sched = Scheduler(job, threads or pool_size(n))
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
+        server_ms(base, reset=True)
         cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
         sched.start()
         time.sleep(min(interval, 15.0) + interval * (cycles - 1) + 0.5)
         sched.shutdown(wait=True)
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
+        srv = server_ms(base)
+        sessions = d.pool.sessions() if d.pool is not None else {}
+        if d.pool is not None:
+            d.pool.discard()
         state.close()
     late = sorted(r[2] - r[1] for r in records)
     dur = sorted(r[3] for r in records)
     machine = (busy[0] - busy0[0]) / max(busy[1] - busy0[1], 1.0)
     return {
         "targets": n, "interval": interval, "threads": threads or pool_size(n),
+        "per_server": per_server, "server_sessions_at_end": sum(sessions.values()),
+        "server_ms_per_cycle": round(srv / max(len(records), 1), 2) if srv is not None else None,
         "cycles_run": len(records), "cycles_expected": n * cycles, "skipped": sched.missed,
         "lateness_p50": _q(late, 0.5), "lateness_p95": _q(late, 0.95), "lateness_max": round(late[-1], 3) if late else None,
         "duration_p50": _q(dur, 0.5), "duration_p95": _q(dur, 0.95),
@@ -156,36 +181,59 @@ def main() -> int:
     ap.add_argument("--threads", type=int, help="scheduler threads (default: one per target, capped)")
     ap.add_argument("--keep", action="store_true", help="keep the databases afterwards")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--per-server", default="10",
+                    help="pool caps to compare, e.g. 0,2100 (0: a new session per cycle)")
+    ap.add_argument("--throwaway", action="store_true",
+                    help="run against a PostgreSQL cluster of its own (max_connections 2300)")
     args = ap.parse_args()
+    if args.throwaway:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from pgcluster import PgCluster
+
+        settings = {"max_connections": "2300", "shared_buffers": "256MB", "fsync": "off",
+                    "shared_preload_libraries": "'pg_stat_statements'",
+                    "pg_stat_statements.track": "all", "autovacuum": "off"}
+        with PgCluster(settings) as cluster:
+            with admin(cluster.url) as conn:
+                conn.execute("CREATE EXTENSION pg_stat_statements")
+            args.pg = cluster.url
+            return _main(args)
+    return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     phases = Phases()
-    phases.wrap(audit, "open_target", "connect")
-    phases.wrap(audit, "run_probes", "probes")
-    phases.wrap(audit, "evaluate", "evaluate")
+    phases.wrap(pipeline, "open_target", "connect")
+    phases.wrap(pipeline, "run_probes", "probes")
+    phases.wrap(pipeline, "evaluate", "evaluate")
     phases.wrap(Daemon, "_after_probe", "state+alerts+metrics")
-    assert daemon_mod.probe_target is audit.probe_target
+    assert daemon_mod.probe_target is pipeline.probe_target
     results = []
     try:
         t0 = time.time()
         create_databases(args.pg, max(sizes))
         print(f"{max(sizes)} databases ready in {time.time() - t0:.0f}s", file=sys.stderr)
         for n in sizes:
-            res = run_size(args.pg, n, args.interval, args.cycles, args.threads, phases)
-            results.append(res)
-            print(json.dumps(res), flush=True)
+            for cap in [int(c) for c in str(args.per_server).split(",")]:
+                res = run_size(args.pg, n, args.interval, args.cycles, args.threads, phases, cap)
+                results.append(res)
+                print(json.dumps(res), flush=True)
     finally:
         if not args.keep:
             drop_databases(args.pg)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
-    print("\ntargets  cycles  late p50/p95/max s  took p50/p95 s  dbwatch CPU  machine CPU")
+    print("\ntargets  pool  cycles  late p50/p95/max s  took p50/p95 s  dbwatch CPU  machine CPU"
+          "  server ms/cycle")
     for r in results:
-        print(f"{r['targets']:7d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
+        print(f"{r['targets']:7d}  {r['per_server']:4d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
               f"{r['lateness_p50']}/{r['lateness_p95']}/{r['lateness_max']:<8} "
               f"{r['duration_p50']}/{r['duration_p95']:<8} "
-              f"{r['dbwatch_cpu_pct_of_one_core']:5.1f}%    {r['machine_cpu_pct_of_all_cores']:5.1f}%")
+              f"{r['dbwatch_cpu_pct_of_one_core']:5.1f}%    {r['machine_cpu_pct_of_all_cores']:5.1f}%"
+              f"    {r['server_ms_per_cycle']}")
     return 0
 
 

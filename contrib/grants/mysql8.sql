@@ -8,6 +8,8 @@ CREATE USER 'dbwatch'@'%' IDENTIFIED BY 'change-me';
 -- session_connect_attrs (program names).
 GRANT PROCESS ON *.* TO 'dbwatch'@'%';
 GRANT SELECT ON performance_schema.* TO 'dbwatch'@'%';
+-- Queue tables: SELECT on each application schema (replace `app`; one line per schema).
+GRANT SELECT ON `app`.* TO 'dbwatch'@'%';
 
 -- Terminating other users' threads (KILL / KILL QUERY): the CONNECTION_ADMIN dynamic
 -- privilege (with an underscore on MySQL); SUPER also works but is deprecated.

@@ -1,11 +1,19 @@
 -- dbwatch on PostgreSQL (10+): the least privileges. Run as a superuser; pick your password.
--- Verified on PostgreSQL 15 by tests/live/test_terminate_live.py::test_pg_least_privileges_suffice.
+-- Verified on PostgreSQL 15 by tests/live/test_terminate_live.py::test_pg_least_privileges_suffice
+-- and tests/live/test_scope_live.py (a role made with exactly this file).
 
 -- Monitoring (dbwatch audit / watch): pg_monitor lets it see every session's query,
 -- timings, xact_start/backend_start and the replication views. Without it other users'
 -- sessions show "<insufficient privilege>" and dbwatch reports DW001.
 CREATE ROLE dbwatch LOGIN PASSWORD 'change-me';
 GRANT pg_monitor TO dbwatch;
+
+-- Queue tables (QU001-QU004): run in each application database (\c app). pg_monitor does
+-- not include reading tables; without these dbwatch reports DW001 with the exact GRANT.
+GRANT USAGE ON SCHEMA public TO dbwatch;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO dbwatch;
+-- and for tables created later by the application's migrations (run as the owner role):
+-- ALTER DEFAULT PRIVILEGES FOR ROLE app IN SCHEMA public GRANT SELECT ON TABLES TO dbwatch;
 
 -- Terminating (dbwatch terminate --execute; [terminate] with dry_run = false):
 -- pg_signal_backend may pg_cancel_backend / pg_terminate_backend any backend that is not a

@@ -8,6 +8,7 @@
 CREATE USER 'dbwatch'@'%' IDENTIFIED BY 'change-me';
 GRANT PROCESS ON *.* TO 'dbwatch'@'%';
 GRANT SELECT ON performance_schema.* TO 'dbwatch'@'%';          -- MySQL 8 engines
+GRANT SELECT ON `app`.* TO 'dbwatch'@'%';                       -- each application schema
 GRANT EXECUTE ON PROCEDURE mysql.rds_kill TO 'dbwatch'@'%';
 GRANT EXECUTE ON PROCEDURE mysql.rds_kill_query TO 'dbwatch'@'%';
 -- Newer RDS MySQL 8 engines allow CONNECTION_ADMIN for the master user; where it can be

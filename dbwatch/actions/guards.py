@@ -340,23 +340,6 @@ def intended_action(s: Session, policy: Policy) -> str:
     return "would_terminate"
 
 
-def chain_roots(blocked_by: dict[Any, list[Any]]) -> dict[Any, int]:
-    """root -> how many sessions wait behind it, directly or through others (cycles: none)."""
-    behind: dict[Any, set[Any]] = {}
-    for waiter in blocked_by:
-        seen, stack = {waiter}, [waiter]
-        while stack:
-            for b in blocked_by.get(stack.pop(), ()):
-                if b in seen:
-                    continue
-                seen.add(b)
-                if blocked_by.get(b):
-                    stack.append(b)
-                else:
-                    behind.setdefault(b, set()).add(waiter)
-    return {root: len(waiters) for root, waiters in behind.items()}
-
-
 def mark_holders(sessions: list[Session]) -> list[Session]:
     """Flag who holds each database's xmin horizon: the oldest pin there (ties included).
 
@@ -434,6 +417,10 @@ def identity_of(f: Finding) -> Identity:
     """A lock finding points at its chain's root; the others at their own session."""
     ev = f.evidence
     prefix = "root_" if f.rule in LOCK_RULES else ""
+    if not prefix and ev.get("waiting_for_lock"):
+        return (
+            Identity()
+        )  # a transaction waiting for a lock is not the cause: its fix names the root
     pid, thread = ev.get(f"{prefix}pid"), ev.get(f"{prefix}thread_id")
     if pid is not None:
         xkey = f"{prefix}xact_start"

@@ -8,11 +8,12 @@ import logging
 import re
 from typing import Any
 
+from ..checks.lockgraph import LockGraph
 from ..errors import ProbeError
 from ..probes import sql
 from ..probes.my_locks import lock_waits
 from ..targets import Connection
-from .guards import IDLE_STATES, Session, chain_roots, mark_holders
+from .guards import IDLE_STATES, Session, mark_holders
 
 log = logging.getLogger(__name__)
 SESSION_LIMIT = 5000
@@ -35,7 +36,7 @@ def pg_sessions(conn: Connection, target: str, holders: bool = False) -> list[Se
     rows = conn.rows(
         sql("postgresql", "terminate_sessions", conn.version_num), {"limit": SESSION_LIMIT}
     )
-    roots = chain_roots({r["pid"]: list(r["blocked_by"]) for r in rows if r.get("blocked_by")})
+    roots = LockGraph.from_blocked_by({r["pid"]: r["blocked_by"] for r in rows}).roots()
     out = [
         Session(
             target=target,
@@ -124,10 +125,11 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
     supers = my_superusers(conn)
     roots: dict[Any, int] = {}
     if blocking:
-        edges: dict[Any, list[Any]] = {}
-        for w in lock_waits(conn)["waits"]:
-            edges.setdefault(w["waiting_thread_id"], []).append(w["blocking_thread_id"])
-        roots = chain_roots(edges)
+        waits = lock_waits(conn)["waits"]
+        graph = LockGraph.from_pairs(
+            (w["waiting_thread_id"], w["blocking_thread_id"]) for w in waits
+        )
+        roots = graph.roots()
     return [_my_session(r, conn.flavour, target, programs, supers, roots) for r in rows]
 
 

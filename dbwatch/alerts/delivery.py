@@ -11,8 +11,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,12 +44,30 @@ class Outcome:
 
 
 def send(cfg: AlertConfig, payload: dict[str, Any], now: float | None = None) -> Outcome:
+    """POST one message. Alertmanager peers each get it (the cluster deduplicates): delivered
+    when at least one peer accepted it."""
     body, headers = build(
         cfg.kind, cfg.name, payload, time.time() if now is None else now, cfg.secret
     )
-    req = urllib.request.Request(endpoint(cfg), data=body, headers=headers, method="POST")
+    if cfg.kind != "alertmanager" or len(cfg.peers) == 1:
+        return _post(endpoint(cfg), body, headers, cfg.timeout)
+    outcomes = [
+        _post(endpoint(replace(cfg, url=u, urls=())), body, headers, cfg.timeout) for u in cfg.peers
+    ]
+    if any(o.ok for o in outcomes):
+        for u, o in zip(cfg.peers, outcomes, strict=True):
+            if not o.ok:
+                log.warning("alertmanager peer %s: %s", urlsplit(u).netloc, o.error)
+        return Outcome(True)
+    return Outcome(
+        False, all(o.permanent for o in outcomes), "; ".join(o.error for o in outcomes)[:300]
+    )
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Outcome:
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             resp.read(65536)
             return Outcome(True)
     except urllib.error.HTTPError as exc:
@@ -73,8 +91,10 @@ class Worker(threading.Thread):
         base: float = 1.0,
         cap: float = 60.0,
         stats: dict[str, dict[str, int]] | None = None,
+        gate: Callable[[str], bool] | None = None,
     ) -> None:
         super().__init__(name=f"dbwatch-alerts-{cfg.name}", daemon=True)
+        self.gate = gate  # a fleet: deliver only while this daemon holds the receiver's lease
         self.cfg, self.state, self.base, self.cap = cfg, state, base, cap
         self.stop_event = threading.Event()
         self.wake_event = threading.Event()
@@ -98,6 +118,8 @@ class Worker(threading.Thread):
     def pass_once(self, deadline: float | None = None) -> float:
         """Send the queue in order until it is empty (0) or a send fails (the backoff)."""
         while not self.stop_event.is_set():
+            if self.gate is not None and not self.gate(self.cfg.name):
+                return 0.0
             head = self.state.outbox_head(self.cfg.name, limit=20)
             if not head:
                 return 0.0
@@ -149,11 +171,12 @@ class Delivery:
         self.state, self.base, self.cap = state, base, cap
         self.workers: dict[str, Worker] = {}
         self.stats: dict[str, dict[str, int]] = {}
+        self.gate: Callable[[str], bool] | None = None
 
     def start(self, receivers: Iterable[AlertConfig]) -> None:
         self.stop(timeout=0.0)
         for cfg in receivers:
-            w = Worker(cfg, self.state, self.base, self.cap, self.stats)
+            w = Worker(cfg, self.state, self.base, self.cap, self.stats, self.gate)
             self.workers[cfg.name] = w
             w.start()
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..daemon.state import FindingRow
+from ..targets.secrets import scrub_tree
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
@@ -181,6 +182,7 @@ def build(
         doc = alertmanager_body(a, now)
     else:
         doc = webhook_body(receiver, a)
+    doc = scrub_tree(doc)  # secrets never leave: the last step before sending
     body = json.dumps(doc, default=str, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "dbwatch"}
     if secret:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalogue import Rule, Thresholds
@@ -112,10 +112,17 @@ class Check:
     name: str
     fn: CheckFn
     needs: dict[str, tuple[str, ...]]  # engine -> snapshot sections ("mysql" covers mariadb)
+    # engine -> sections read when present (probed too); their failure leaves the rule running
+    optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def sections_for(self, engine: str) -> tuple[str, ...]:
         key = "mysql" if engine in ("mysql", "mariadb") else engine
         return self.needs.get(key, ())
+
+    def probes_for(self, engine: str) -> tuple[str, ...]:
+        """Every section to probe: the required ones, then the optional ones."""
+        key = "mysql" if engine in ("mysql", "mariadb") else engine
+        return self.sections_for(engine) + self.optional.get(key, ())
 
 
 CHECKS: dict[str, Check] = {}
@@ -126,6 +133,20 @@ def check(name: str, **needs: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
 
     def deco(fn: CheckFn) -> CheckFn:
         CHECKS[name] = Check(name, fn, {k: tuple(v) for k, v in needs.items()})
+        return fn
+
+    return deco
+
+
+def also_reads(**optional: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
+    """Above @check: engine -> sections the check uses when they could be read (probed with
+    it; their failure never makes the rule unknown)."""
+
+    def deco(fn: CheckFn) -> CheckFn:
+        for name, chk in CHECKS.items():
+            if chk.fn is fn:
+                opt = {k: tuple(v) for k, v in optional.items()}
+                CHECKS[name] = Check(chk.name, chk.fn, chk.needs, opt)
         return fn
 
     return deco

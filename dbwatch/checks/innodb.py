@@ -8,6 +8,7 @@ from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding
+from ..scope import deadlock_in_scope
 from . import CheckContext, check
 
 
@@ -49,8 +50,8 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     counters = ctx.snapshot.section("my.innodb_counters")
     counter = counters.get("innodb_deadlocks")
     dl = status.get("deadlock")
-    if not dl:
-        return
+    if not dl or not deadlock_in_scope(dl, ctx.snapshot.scope):
+        return  # none, or none of its tables is in the target's scope
     age = _age(status, dl)
     max_age = ctx.duration("max_age")
     if age is not None and age > max_age:

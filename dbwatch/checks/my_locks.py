@@ -5,33 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..actions.guards import chain_roots
 from ..durations import format_duration
 from ..findings import Finding
 from . import CheckContext, check
+from .lockgraph import LockGraph
 
 
-def _graph(waits: list[dict[str, Any]]) -> dict[Any, list[Any]]:
-    edges: dict[Any, list[Any]] = {}
-    for w in waits:
-        blockers = edges.setdefault(w.get("waiting_thread_id"), [])
-        if w.get("blocking_thread_id") not in blockers:
-            blockers.append(w.get("blocking_thread_id"))
-    return edges
-
-
-def _root_of(thread: Any, edges: dict[Any, list[Any]], roots: dict[Any, int]) -> Any:
-    """The first root reached from this waiter (breadth first: the nearest one)."""
-    seen, queue = {thread}, [thread]
-    while queue:
-        node = queue.pop(0)
-        for b in edges.get(node, ()):
-            if b in roots:
-                return b
-            if b not in seen:
-                seen.add(b)
-                queue.append(b)
-    return None
+def graph_of(data: dict[str, Any] | None) -> LockGraph:
+    """The lock graph of a my.lock_waits section (thread ids)."""
+    waits = (data or {}).get("waits") or []
+    return LockGraph.from_pairs(
+        (w.get("waiting_thread_id"), w.get("blocking_thread_id")) for w in waits
+    )
 
 
 def _root_evidence(root: Any, waits: list[dict[str, Any]], behind: int) -> dict[str, Any]:
@@ -65,12 +50,18 @@ def _fix(ev: dict[str, Any]) -> str:
     )
 
 
+def _schema_of(table: Any) -> str | None:
+    """`app`.`jobs` -> app: the schema of the locked table (evidence.database)."""
+    db, dot, _ = str(table or "").partition(".")
+    return db.strip("`") or None if dot else None
+
+
 @check("my_lock_waits", mysql=["my.lock_waits"])
 def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
     data = ctx.snapshot.section("my.lock_waits") or {}
     waits: list[dict[str, Any]] = list(data.get("waits") or [])
-    edges = _graph(waits)
-    roots = chain_roots(edges)
+    graph = graph_of(data)
+    roots = graph.roots()
     seen: set[Any] = set()
     for w in waits:
         thread = w.get("waiting_thread_id")
@@ -81,7 +72,7 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
         sev = ctx.grade(age)
         if not sev:
             continue
-        root = _root_of(thread, edges, roots)
+        root = graph.root_of(thread)
         ev: dict[str, Any] = {
             "thread_id": thread,
             "trx_id": w.get("waiting_trx_id"),
@@ -90,6 +81,7 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
             "age": format_duration(age),
             "age_seconds": age,
             "table": w.get("locked_table"),
+            "database": _schema_of(w.get("locked_table")),
             "index": w.get("locked_index"),
             "lock_mode": w.get("lock_mode"),
             "query": w.get("waiting_query"),

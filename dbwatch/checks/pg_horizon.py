@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..durations import format_duration
+from .session_advice import pg_role_setting
 
 IDLE = ("idle in transaction", "idle in transaction (aborted)")
 
@@ -47,13 +48,13 @@ def _who(r: dict[str, Any]) -> str:
     return f"{r.get('user') or '?'}@{r.get('application') or '-'}{addr}"
 
 
-def _backend_fix(pid: Any, state: Any, where: str = "") -> str:
+def _backend_fix(pid: Any, state: Any, where: str = "", r: dict[str, Any] | None = None) -> str:
     on = f"on {where}: " if where else ""
     if state in IDLE:
         return (
             f"{on}SELECT pg_terminate_backend({pid}); (cancel does nothing to an idle "
-            "session), or end the transaction in the application; prevent it with "
-            "idle_in_transaction_session_timeout"
+            "session), or end the transaction in the application; prevent it: "
+            + pg_role_setting(r or {}, "idle_in_transaction_session_timeout", "5min")
         )
     return (
         f"{on}SELECT pg_cancel_backend({pid}); or, if it keeps its transaction open, "
@@ -76,7 +77,7 @@ def backend_holder(r: dict[str, Any]) -> Holder:
         holder=f"pid {r['pid']} ({_who(r)}, {r.get('state') or '?'})",
         xid_age=_num(r.get("xid_age")),
         age_seconds=r.get("xact_seconds"),
-        fix=_backend_fix(r["pid"], r.get("state")),
+        fix=_backend_fix(r["pid"], r.get("state"), r=r),
         pid=r["pid"],
         query=r.get("query"),
         identity=["backend", r["pid"], r.get("backend_start"), r.get("xact_start")],
@@ -242,7 +243,7 @@ def standby_query_holder(
         scope=f"all databases of {where}",
         xid_age=h.xid_age,
         age_seconds=h.age_seconds,
-        fix=_backend_fix(r["pid"], r.get("state"), standby),
+        fix=_backend_fix(r["pid"], r.get("state"), standby, r),
         pid=r["pid"],
         query=r.get("query"),
         identity=["standby_query", standby, r["pid"], r.get("backend_start"), r.get("xact_start")],

@@ -9,7 +9,9 @@ from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, severity_rank
+from ..targets.quoting import pg_ident_text
 from . import CheckContext, check
+from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .pg_horizon import Cause, Holder, attribute, holders
 
 HISTORY_WINDOW = 3600.0
@@ -65,11 +67,13 @@ def history_values(snapshot: Any) -> dict[str, float]:
     return out
 
 
-def _holder_evidence(h: Holder, rank: int) -> dict[str, Any]:
+def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, Any]:
     ev = {
         "kind": h.kind,
         "holder": h.holder,
-        "scope": h.scope,
+        # "cluster": pins every database (slot, standby feedback); "database": its own only
+        "scope": "cluster" if h.database is None else "database",
+        "pins": h.scope,
         "rank": rank,
         "xid_age": h.xid_age,
         "age": format_duration(h.age_seconds)
@@ -78,7 +82,8 @@ def _holder_evidence(h: Holder, rank: int) -> dict[str, Any]:
         "age_seconds": None if h.age_seconds is None else round(h.age_seconds, 1),
         "pid": h.pid,
         "query": h.query,
-        "database": h.database,
+        # the database it pins: its own, or (cluster-wide) the target's when scoped
+        "database": h.database or scope,
     }
     ev.update(h.extra)
     return ev
@@ -108,7 +113,10 @@ def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
 
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
+    scope = ctx.snapshot.scope
     hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
+    # scoped: a backend or prepared transaction of another database does not pin this one
+    hs = [h for h in hs if scope is None or h.database is None or h.database == scope]
     harm = _causes(ctx, hs)
     for rank, h in enumerate(hs, 1):
         hurt = harm.get(id(h), [])
@@ -119,7 +127,7 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
         )
         if not sev:
             continue
-        ev = _holder_evidence(h, rank)
+        ev = _holder_evidence(h, rank, scope)
         if hurt:
             ev["dead_tuples_kept"] = [
                 {
@@ -133,11 +141,24 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
         if hurt:
             worst = max(hurt, key=lambda tc: tc[0].get("n_dead_tup") or 0)[0]
             summary += f"; keeps {worst.get('n_dead_tup')} dead tuples in {table_key(worst)}"
+        peers = [o for o in hs if same_horizon(o, h)]
+        ev["holders_ranked"] = ranked_evidence(peers)
+        fix = h.fix
+        if len(peers) > 1:
+            pos = peers.index(h) + 1
+            summary += f" (holder {pos} of {len(peers)})"
+            after = peers[pos:]
+            if after:
+                nxt = after[0]
+                fix += (
+                    f" Ending it moves the horizon only to the next holder, {nxt.holder} "
+                    f"({_age_text(nxt)}): end that one too: {nxt.fix}"
+                )
         yield ctx.finding(
             severity=sev,
             subject=h.subject,
             summary=summary,
-            fix=h.fix,
+            fix=fix,
             evidence=ev,
             identity=h.identity,
         )
@@ -169,15 +190,61 @@ def _dead_grade(ctx: CheckContext, t: dict[str, Any]) -> str | None:
     return ctx.grade(n)
 
 
-def _pg202_fix(t: dict[str, Any], cause: Cause | None) -> str:
-    name = f"{t.get('schema')}.{t.get('table')}"
-    if cause is not None:
-        return f"End the horizon holder: {cause.holder.fix}; then VACUUM (VERBOSE) {name};"
+def _age_text(h: Holder) -> str:
+    return format_duration(h.age_seconds) if h.age_seconds is not None else f"{h.xid_age} XIDs"
+
+
+def autovacuum_off(t: dict[str, Any]) -> str | None:
+    """'server' (autovacuum = off), 'table' (autovacuum_enabled = false), 'server and table'
+    (both: turning the server's on would still leave this table out), or None."""
+    server = str(t.get("server_autovacuum") or "").lower() == "off"
+    table = str(t.get("table_autovacuum_enabled") or "").lower() in ("false", "off", "no", "0")
+    return " and ".join(w for w, off in (("server", server), ("table", table)) if off) or None
+
+
+def _autovacuum_fix(off: str, name: str) -> str:
+    fixes = []
+    if "server" in off:
+        fixes.append(
+            "turn autovacuum on: ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf();"
+        )
+    if "table" in off:
+        fixes.append(f"ALTER TABLE {name} SET (autovacuum_enabled = on);")
+    return " ".join(fixes)
+
+
+def _pg202_fix(t: dict[str, Any], pins: list[Holder], off: str | None) -> str:
+    name = pg_ident_text(str(t.get("schema")), str(t.get("table")))
+    if pins:
+        steps = "; ".join(f"{i}) {h.holder}: {h.fix}" for i, h in enumerate(pins, 1))
+        head = (
+            f"End the horizon holder: {pins[0].fix}"
+            if len(pins) == 1
+            else f"End the {len(pins)} horizon holders, oldest first (ending one moves the "
+            f"horizon only to the next): {steps}"
+        )
+        tail = f"; then VACUUM (VERBOSE) {name};"
+        if off:
+            tail += " Autovacuum is off here too: " + _autovacuum_fix(off, name)
+        return head + tail
+    if off:
+        return f"VACUUM (VERBOSE) {name}; now, then {_autovacuum_fix(off, name)}"
     return (
         f"VACUUM (VERBOSE) {name}; and let autovacuum keep up: ALTER TABLE {name} SET "
         "(autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, "
         "autovacuum_vacuum_cost_delay = 0);"
     )
+
+
+def _no_holder_cause(off: str | None) -> str:
+    if not off:
+        return "no horizon holder: autovacuum has not caught up"
+    why = []
+    if "server" in off:
+        why.append("on the server (autovacuum = off)")
+    if "table" in off:
+        why.append("for this table (autovacuum_enabled = false)")
+    return f"autovacuum is off {' and '.join(why)}: nothing vacuums this table"
 
 
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
@@ -191,7 +258,12 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         if not sev or ratio < ratio_min:
             continue
         rate, rising = _growth(ctx, t)
-        cause = attribute(t, hs, _min_age(ctx), int(ctx.count("cause_min_xids")), rising)
+        min_xids = int(ctx.count("cause_min_xids"))
+        cause = attribute(t, hs, _min_age(ctx), min_xids, rising)
+        pins = pinning(t, hs, _min_age(ctx), min_xids) if cause else []
+        if cause and cause.holder not in pins:
+            pins.insert(0, cause.holder)
+        off = autovacuum_off(t)
         last = t.get("vacuum_seconds_ago")
         ev: dict[str, Any] = {
             "table": table_key(t),
@@ -211,9 +283,15 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
             "holder_pid": cause.holder.pid if cause else None,
             "holder_kind": cause.holder.kind if cause else None,
             "holder_subject": cause.holder.subject if cause else None,
-            "cause": cause.reason if cause else "no horizon holder: autovacuum has not caught up",
+            "cause": cause.reason if cause else _no_holder_cause(off),
+            "autovacuum": f"off ({off})" if off else "on",
+            "holders_ranked": ranked_evidence(pins),
         }
         tail = f"horizon held by {cause.holder.holder}" if cause else ev["cause"]
+        if len(pins) > 1:
+            tail += f" and {len(pins) - 1} more holder{'s' if len(pins) > 2 else ''}"
+        if cause and off:
+            tail += f"; autovacuum is off ({off})"
         if rate is not None:
             tail += f"; +{rate:.0f}/min"
         summary = (
@@ -224,7 +302,7 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
             severity=sev,
             subject=f"table {ev['table']}",
             summary=summary,
-            fix=_pg202_fix(t, cause),
+            fix=_pg202_fix(t, pins, off),
             evidence=ev,
             identity=[t.get("database"), t.get("schema"), t.get("table")],
             confidence=cause.confidence if cause else "high",

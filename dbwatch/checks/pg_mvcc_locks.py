@@ -10,8 +10,10 @@ from typing import Any
 from ..durations import format_duration
 from ..findings import Finding
 from . import CheckContext, check
+from .lockgraph import LockGraph
 from .pg_horizon import IDLE
 from .pg_mvcc import history
+from .session_advice import pg_role_setting
 
 
 def _wait(s: dict[str, Any]) -> float:
@@ -19,22 +21,21 @@ def _wait(s: dict[str, Any]) -> float:
     return float(s.get("query_seconds") or s.get("state_seconds") or 0.0)
 
 
+def graph_of(sessions: list[dict[str, Any]]) -> LockGraph:
+    """The lock graph of pg.sessions (pg_blocking_pids of each waiting backend)."""
+    return LockGraph.from_blocked_by({s["pid"]: s.get("blocked_by") for s in sessions})
+
+
 def chain_to_root(pid: int, by_pid: dict[int, dict[str, Any]]) -> list[int]:
     """pid, its first blocker, that one's first blocker … up to a session not waiting."""
-    path = [pid]
-    while True:
-        blockers = by_pid.get(path[-1], {}).get("blocked_by") or []
-        nxt = next((b for b in blockers if b not in path), None)
-        if nxt is None:
-            return path
-        path.append(nxt)
+    return list(graph_of(list(by_pid.values())).chain(pid))
 
 
 def _root_fix(root: dict[str, Any] | None, pid: int) -> str:
     if root is not None and root.get("state") in IDLE:
         return (
             f"The root is idle in transaction: SELECT pg_terminate_backend({pid}); and "
-            "prevent it with idle_in_transaction_session_timeout"
+            "prevent it: " + pg_role_setting(root, "idle_in_transaction_session_timeout", "5min")
         )
     return (
         f"Look at the root (pid {pid}) in pg_stat_activity; if it is runaway or DDL: "
@@ -44,13 +45,13 @@ def _root_fix(root: dict[str, Any] | None, pid: int) -> str:
 
 
 def _groups(sessions: list[dict[str, Any]]) -> dict[int, list[list[int]]]:
-    by_pid = {s["pid"]: s for s in sessions}
+    graph = graph_of(sessions)
     roots: dict[int, list[list[int]]] = {}
     for s in sessions:
-        if s.get("blocked_by"):
-            chain = chain_to_root(s["pid"], by_pid)
+        if graph.waiting(s["pid"]):
+            chain = graph.chain(s["pid"])
             # a cycle (a deadlock PostgreSQL has not yet broken) has no root: key it once
-            root = min(chain) if by_pid.get(chain[-1], {}).get("blocked_by") else chain[-1]
+            root = min(chain) if graph.waiting(chain[-1]) else chain[-1]
             roots.setdefault(root, []).append(chain)
     return roots
 
@@ -71,6 +72,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             "pid": chain[0],
             "user": first.get("user"),
             "application": first.get("application"),
+            "database": first.get("database"),
             "age": format_duration(longest),
             "age_seconds": round(longest, 1),
             "blocking_pid": chain[1] if len(chain) > 1 else root_pid,

@@ -8,7 +8,9 @@ from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding
-from . import CheckContext, check
+from . import CheckContext, also_reads, check
+from .pg_mvcc_locks import graph_of as pg_graph
+from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 
@@ -45,6 +47,7 @@ def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
         "user": t.get("user"),
         "host": t.get("host"),
         "db": t.get("db"),
+        "database": t.get("db"),  # the thread's default schema (SPEC: evidence.database)
         "command": t.get("command"),
         "age": format_duration(age),
         "age_seconds": age,
@@ -57,21 +60,34 @@ def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
     }
 
 
-def _pg_fix(s: dict[str, Any]) -> str:
-    return (
-        f"End it in the application, or: SELECT pg_terminate_backend({s['pid']}); "
-        "prevent it: ALTER ROLE <app> SET idle_in_transaction_session_timeout = '5min';"
-    )
+def _pg_advice(ctx: CheckContext, s: dict[str, Any], ev: dict[str, Any]) -> tuple[str, str | None]:
+    """(fix, summary tail): the root of its lock chain when it waits, else by its state."""
+    sessions = ctx.snapshot.section("pg.sessions") or []
+    by_pid = {r["pid"]: r for r in sessions}
+    graph = pg_graph(sessions)
+    blocked = pg_blocked_fix(s["pid"], graph, by_pid)
+    if blocked is None:
+        return pg_fix(s, ctx.snapshot.version_num), None
+    root = graph.root_of(s["pid"])
+    ev |= {
+        "waiting_for_lock": True,
+        "blocked_by": list(graph.blockers(s["pid"])),
+        "root_pid": root,
+        "chain": graph.chain(s["pid"]),
+    }
+    return blocked, (f"; it is waiting for a lock held by pid {root}" if root is not None else None)
 
 
-def _my_fix(t: dict[str, Any]) -> str:
-    return (
-        f"Commit or roll back in the application, or: KILL {t.get('thread_id')}; "
-        "prevent it: SET GLOBAL idle_transaction_timeout (MariaDB) / wait_timeout, "
-        "and keep transactions short in the client."
-    )
+def _my_advice(ctx: CheckContext, t: dict[str, Any], ev: dict[str, Any]) -> tuple[str, str | None]:
+    blocked = my_blocked(t, ctx.snapshot.section("my.lock_waits"))
+    if blocked is None:
+        return my_fix(t, ctx.snapshot.engine), None
+    extra, tail, fix = blocked
+    ev |= extra
+    return fix, tail
 
 
+@also_reads(mysql=["my.lock_waits"])
 @check("long_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
 def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.snapshot.engine == "postgresql":
@@ -82,11 +98,13 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
             sev = ctx.grade(age)
             if sev and not _ignored(ctx, s.get("user"), s.get("application")):
                 ev = _pg_evidence(s, age)
+                fix, tail = _pg_advice(ctx, s, ev)
                 yield ctx.finding(
                     severity=sev,
                     subject=f"pid {s['pid']}",
+                    summary=ctx.summary(**ev) + (tail or ""),
                     evidence=ev,
-                    fix=_pg_fix(s),
+                    fix=fix,
                     identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
                 )
         return
@@ -95,21 +113,23 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
         sev = ctx.grade(age)
         if sev and not _ignored(ctx, t.get("user"), None):
             ev = _my_evidence(t, age)
+            fix, tail = _my_advice(ctx, t, ev)
             summary = (
                 f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) has had InnoDB "
                 f"transaction {ev['trx_id']} open for {ev['age']} "
                 f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)"
-            )
+            ) + (tail or "")
             yield ctx.finding(
                 severity=sev,
                 subject=f"thread {t.get('thread_id')}",
                 summary=summary,
                 evidence=ev,
-                fix=_my_fix(t),
+                fix=fix,
                 identity=[t.get("thread_id"), str(t.get("trx_id"))],
             )
 
 
+@also_reads(mysql=["my.lock_waits"])
 @check("idle_in_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
 def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.snapshot.engine == "postgresql":
@@ -125,7 +145,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     severity=sev,
                     subject=f"pid {s['pid']}",
                     evidence=ev,
-                    fix=_pg_fix(s),
+                    fix=pg_fix(s, ctx.snapshot.version_num),
                     identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
                 )
         return
@@ -137,16 +157,17 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
         if sev and not _ignored(ctx, t.get("user"), None):
             ev = _my_evidence(t, float(t.get("trx_seconds") or 0))
             ev["idle"] = format_duration(idle)
+            fix, tail = _my_advice(ctx, t, ev)
             summary = (
                 f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) sleeps for "
                 f"{ev['idle']} with InnoDB transaction {ev['trx_id']} open for "
                 f"{ev['age']} ({ev['rows_locked']} rows locked)"
-            )
+            ) + (tail or "")
             yield ctx.finding(
                 severity=sev,
                 subject=f"thread {t.get('thread_id')}",
                 summary=summary,
                 evidence=ev,
-                fix=_my_fix(t),
+                fix=fix,
                 identity=[t.get("thread_id"), str(t.get("trx_id"))],
             )

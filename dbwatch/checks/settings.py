@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,6 +50,14 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
+def _log_path(value: Any) -> str:
+    """The server's error log as a shell argument; a placeholder when it logs to stderr."""
+    text = str(value or "").strip()
+    if not text or text in ("stderr", "./stderr"):
+        return "<error log file>"
+    return shlex.quote(text)
+
+
 @check("my_settings", mysql=["my.settings"])
 def my_settings(ctx: CheckContext) -> Iterator[Finding]:
     s = ctx.snapshot.section("my.settings")
@@ -74,7 +83,7 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
             "SHOW ENGINE INNODB STATUS; every earlier one is lost",
             fix=f"{persist} innodb_print_all_deadlocks = ON; (MariaDB: also "
             "innodb_print_all_deadlocks=ON under [mysqld] in my.cnf), then "
-            "`dbwatch deadlocks --error-log <log_error>` reads them all",
+            f"`dbwatch deadlocks --error-log {_log_path(s.get('log_error'))}` reads them all",
             evidence={
                 "setting": "innodb_print_all_deadlocks",
                 "value": "OFF",

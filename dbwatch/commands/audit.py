@@ -9,11 +9,20 @@ from collections.abc import Sequence
 
 from ..evaluate import Selection
 from ..findings import Finding
+from ..inputs import check_log
 from ..pipeline import AuditResult, run_audit
 from ..report import render
 from ..sqlpatterns.logs import analyse_logs
 from ..targets import TargetSpec
-from .common import add_common, load_all, prefixes, resolve_targets
+from .common import (
+    add_all_databases,
+    add_common,
+    add_password_file,
+    check_selection,
+    load_all,
+    prefixes,
+    resolve_targets,
+)
 
 HELP = "one pass of every selected rule over every target"
 
@@ -21,6 +30,7 @@ HELP = "one pass of every selected rule over every target"
 def add_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(a)
+    add_password_file(a)
     a.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
     a.add_argument("--select", action="append", help="only rules with these ID prefixes (PG,QU3)")
     a.add_argument("--ignore", action="append", help="skip rules with these ID prefixes")
@@ -33,15 +43,24 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument(
         "--server-version", help="server version for --log without a target, e.g. 8.0.36"
     )
+    add_all_databases(a)
 
 
 def run(args: argparse.Namespace) -> int:
     catalogue, config = load_all(args.config)
     selection = Selection(prefixes(args.select), prefixes(args.ignore))
+    check_selection(selection, catalogue)
+    for path in args.log or []:
+        check_log(path)
     if args.log and not args.targets:
         specs: list[TargetSpec] = []
     else:
-        specs = resolve_targets(args.targets, config)
+        specs = resolve_targets(
+            args.targets,
+            config,
+            password_file=args.password_file,
+            all_databases=args.all_databases,
+        )
     result = run_audit(specs, catalogue, config, selection) if specs else AuditResult([])
     if args.log:
         result.extra_findings.extend(audit_logs(args.log, args.server_version, result, selection))
@@ -74,4 +93,5 @@ def audit_logs(
     )
     for err in st.errors:
         print(f"dbwatch: {err}", file=sys.stderr)
+        result.input_errors.append(err)
     return [f for f in analysis.findings if selection.wants(f.rule)]

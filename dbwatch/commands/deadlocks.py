@@ -14,6 +14,8 @@ from typing import IO, Any
 from tabulate import tabulate
 
 from ..errors import UsageError
+from ..scope import deadlock_in_scope
+from .common import add_all_databases
 
 HELP = "parse and diagnose InnoDB deadlocks (live, --file, --error-log, --history)"
 
@@ -31,7 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state", help="daemon state DB (with --history)")
     p.add_argument("--limit", type=int, default=0, help="show only the last N deadlocks")
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    add_all_databases(p)
     p.add_argument("--config", "-c")
+    p.add_argument("--password-file", metavar="FILE", help="read the target's password from FILE")
     p.add_argument("--debug", action="store_true")
 
 
@@ -71,7 +75,13 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
     from .common import load_all, resolve_targets
 
     _, config = load_all(args.config)
-    specs = resolve_targets([args.target] if args.target else [], config, say=False)
+    specs = resolve_targets(
+        [args.target] if args.target else [],
+        config,
+        say=False,
+        password_file=args.password_file,
+        all_databases=args.all_databases,
+    )
     specs = [s for s in specs if s.engine == "mysql"]
     if len(specs) != 1:
         raise UsageError("name one mysql:// target (or use --file / --error-log / --history)")
@@ -87,6 +97,14 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
             + (f" — {f.grant}" if f.grant else "")
         )
     dl = snap.section("my.innodb_status")["deadlock"]
+    scope = specs[0].scoped_database
+    if dl and not deadlock_in_scope(dl, scope):
+        print(
+            f"dbwatch: the server's latest deadlock touches no table of schema {scope}; "
+            "--all-databases shows it",
+            file=sys.stderr,
+        )
+        return []
     return [dl] if dl else []
 
 

@@ -10,9 +10,12 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..daemon.fleet import holders
 from ..daemon.state import State, default_state_path
+from ..daemon.statedb import is_pg_url
 from ..durations import format_duration
 from ..errors import UsageError
+from ..inputs import check_state_path
 from ..report import iso
 
 HELP = "show what the daemon has firing now and the last cycle of each target"
@@ -39,9 +42,11 @@ def collect(state: State, now: float) -> dict[str, Any]:
             "fingerprint": r.fingerprint,
         }
 
+    held = holders(state) if state.dialect == "postgresql" else {}
     cycles = [
         {
             "target": c["target"],
+            "daemon": (held.get(c["target"]) or {}).get("holder"),
             "started": iso(c["started"]),
             "age_seconds": round(now - c["started"], 1),
             "duration": c["duration"],
@@ -64,6 +69,7 @@ def collect(state: State, now: float) -> dict[str, Any]:
 
 def as_table(doc: dict[str, Any]) -> str:
     lines = []
+    fleet = any(c.get("daemon") for c in doc["targets"])
     rows = [
         [
             c["target"],
@@ -73,10 +79,12 @@ def as_table(doc: dict[str, Any]) -> str:
             c["findings"],
             (c["error"] or "")[:60],
         ]
+        + ([c.get("daemon") or "-"] if fleet else [])
         for c in doc["targets"]
     ]
+    head = ["TARGET", "LAST CYCLE", "WHEN", "TOOK", "FINDINGS", "ERROR"]
     lines.append(
-        tabulate(rows, headers=["TARGET", "LAST CYCLE", "WHEN", "TOOK", "FINDINGS", "ERROR"])
+        tabulate(rows, headers=head + (["DAEMON (lease)"] if fleet else []))
         if rows
         else "No cycle recorded yet."
     )
@@ -113,13 +121,18 @@ def as_table(doc: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.state and is_pg_url(args.state):
+        return _print(State(args.state), args.format)
     path = Path(args.state).expanduser() if args.state else default_state_path()
     if not path.exists():
         raise UsageError(f"{path}: no state database (has `dbwatch watch` run with this --state?)")
-    state = State(path)
+    return _print(State(check_state_path(path, must_exist=True)), args.format)
+
+
+def _print(state: State, fmt: str) -> int:
     try:
         doc = collect(state, time.time())
     finally:
         state.close()
-    print(json.dumps(doc, indent=2, default=str) if args.format == "json" else as_table(doc))
+    print(json.dumps(doc, indent=2, default=str) if fmt == "json" else as_table(doc))
     return 0

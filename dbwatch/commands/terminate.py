@@ -12,6 +12,7 @@ from typing import Any
 from ..actions.guards import Criteria, Decision, Policy
 from ..durations import format_duration, parse_duration
 from ..errors import TargetError, UsageError
+from .common import add_all_databases
 
 HELP = "find offending sessions and (only with --execute) cancel or terminate them"
 EPILOG = """\
@@ -41,12 +42,13 @@ Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .common import add_common
+    from .common import add_common, add_password_file
 
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EPILOG
     p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(p)
+    add_password_file(p)
     c = p.add_argument_group("criteria (ANDed)")
     c.add_argument("--older-than", metavar="DUR", help="transaction at least this old (30s, 5m)")
     c.add_argument(
@@ -90,6 +92,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--drop-slot", action="append", default=[], metavar="NAME")
     g.add_argument("--execute", action="store_true", help="act; without it, a dry run")
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    add_all_databases(p)
 
 
 def _nonneg(text: str) -> int:
@@ -159,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
     decisions: list[Decision] = []
     notes: list[str] = []
     unreachable = False
-    for spec in resolve_targets(args.targets, config):
+    for spec in resolve_targets(
+        args.targets,
+        config,
+        password_file=args.password_file,
+        all_databases=args.all_databases,
+    ):
         try:
             found, left_out = run_target(spec, req)
         except TargetError as exc:

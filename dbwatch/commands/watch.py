@@ -7,12 +7,13 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 
 from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
 from ..daemon.state import State, default_state_path
 from ..errors import UsageError
+from ..inputs import check_listen_address, check_state_path
+from ..targets.secrets import install_log_filter
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -47,7 +48,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        if record.exc_info:
+        if record.exc_text:  # set, and scrubbed, by the ScrubFilter
+            doc["exc"] = record.exc_text
+        elif record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
         return json.dumps(doc, default=str)
 
@@ -61,6 +64,7 @@ def setup_logging(fmt: str, debug: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.INFO, handlers=[handler], force=True
     )
+    install_log_filter([handler])  # no password ever reaches the daemon's log
     # dbwatch.daemon.scheduler reports skipped cycles itself, once per episode.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
@@ -84,8 +88,15 @@ def run(args: argparse.Namespace) -> int:
     setup = load_setup(path)
     daemon_cfg = setup.config.daemon
     setup_logging(args.log_format or daemon_cfg.log_format, args.debug)
-    state_path = args.state or daemon_cfg.state or str(default_state_path())
-    state = State(Path(state_path).expanduser(), retention=daemon_cfg.retention)
+    metrics = args.metrics_address or daemon_cfg.metrics_address
+    if metrics:
+        check_listen_address("--metrics-address", metrics)
+    fleet_cfg = setup.config.state
+    if args.state is None and fleet_cfg.url:
+        state = State(fleet_cfg.url, retention=daemon_cfg.retention, schema=fleet_cfg.schema)
+    else:
+        state_path = args.state or daemon_cfg.state or str(default_state_path())
+        state = State(check_state_path(state_path), retention=daemon_cfg.retention)
     try:
         daemon = Daemon(
             path,
@@ -95,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
             flush_budget=max(0.0, args.flush_timeout),
             backoff=_backoff(),
         )
-        return daemon.run_once() if args.once else daemon.run_forever()
+        if args.once:
+            return daemon.run_once()
+        if state.dialect == "postgresql":
+            daemon.join_fleet(fleet_cfg.lease_ttl)
+        return daemon.run_forever()
     finally:
         state.close()

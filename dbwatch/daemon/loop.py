@@ -23,8 +23,10 @@ from ..config import Config, TargetConfig, load_config
 from ..errors import ConfigError, TargetError, UsageError
 from ..evaluate import Selection
 from ..pipeline import AuditResult, TargetResult, probe_target
-from ..probes import ProbeCache
-from ..targets import TargetSpec, spec_for
+from ..probes import ProbeCache, SharedProbes
+from ..targets import TargetSpec, spec_from_config
+from ..targets.pool import ConnectionPool
+from .fleet import Fleet, default_ttl
 from .metrics import DaemonCollector, gauges, serve
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
@@ -53,7 +55,7 @@ def load_setup(path: Path | None) -> Setup:
     problems, targets = [], {}
     for t in config.targets:
         try:
-            targets[t.name] = (spec_for(t.url, t.name), t)
+            targets[t.name] = (spec_from_config(t), t)  # the same builder as audit
         except TargetError as exc:
             problems.append(f"{path}: targets.{t.name}.url: {exc.detail}")
     if not targets and not problems:
@@ -84,12 +86,32 @@ class Daemon:
         self.stop_requested = False
         self.reload_requested = False
         self._terminate_missing_logged = False
+        self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
+        per_server = setup.config.daemon.max_connections_per_server
+        self.pool = ConnectionPool(per_server) if per_server > 0 else None
+        self.shared = SharedProbes(_share_ttl(setup))
         # per target; one target's cycles never overlap, so each cache has one user at a time
         self._probe_caches: dict[str, ProbeCache] = {}
 
     # -- one cycle -----------------------------------------------------------------------
 
     def cycle(self, name: str, scheduled: float) -> TargetResult | None:
+        if self.fleet is None:
+            return self._cycle(name, scheduled)
+        if not self._holds(name, len(self.setup.targets)):
+            return None
+        began = time.time()
+        result = self._cycle(name, scheduled)
+        log.debug(
+            "fleet-cycle target=%s daemon=%s start=%.3f end=%.3f",
+            name,
+            self.fleet.id,
+            began,
+            time.time(),
+        )
+        return result
+
+    def _cycle(self, name: str, scheduled: float) -> TargetResult | None:
         setup = self.setup
         entry = setup.targets.get(name)
         if entry is None:
@@ -105,6 +127,8 @@ class Daemon:
                 Selection(),
                 self.state,
                 self._probe_caches.setdefault(name, ProbeCache()),
+                self.pool,
+                self.shared,
             )
             self._after_probe(setup, spec, tc, result, started, lateness)
             return result
@@ -185,6 +209,8 @@ class Daemon:
         ]
         if not firing:
             return
+        if self.fleet is not None and not self._holds(spec.name, len(setup.targets)):
+            return  # fenced: the lease moved on during this cycle; the new holder decides
         notify: Callable[[dict[str, Any]], None] = lambda action: announce(
             self.state, setup.policies, action, time.time()
         )
@@ -195,6 +221,21 @@ class Daemon:
             return
         for action in done or []:
             log.warning("action on %s: %s", spec.name, action)
+
+    def _holds(self, name: str, total: int) -> bool:
+        assert self.fleet is not None
+        try:
+            return self.fleet.claim_target(name, total)
+        except Exception:  # the state DB is away: probe nothing rather than twice
+            log.warning("fleet: cannot check the lease of %s; skipping", name, exc_info=True)
+            return False
+
+    def join_fleet(self, ttl: float | None) -> None:
+        """Share the targets with the other daemons on this PostgreSQL state (leases)."""
+        intervals = [tc.interval for _, tc in self.setup.targets.values()]
+        self.fleet = Fleet(self.state, ttl or default_ttl(intervals))
+        self.delivery.gate = self.fleet.claim_receiver
+        self.fleet.start()
 
     # -- --once ----------------------------------------------------------------------------
 
@@ -211,9 +252,11 @@ class Daemon:
                 left,
                 self.state.path,
             )
-        if any(r is None for r in results):
-            return 3
-        return AuditResult([r for r in results if r is not None]).exit_code
+        if self.pool is not None:
+            self.pool.discard()
+        code = AuditResult([r for r in results if r is not None]).exit_code
+        # a cycle that failed counts as unreadable: only a critical finding outranks it
+        return code if code == 2 or all(r is not None for r in results) else 3
 
     # -- the daemon loop ---------------------------------------------------------------------
 
@@ -236,6 +279,10 @@ class Daemon:
         log.info("stopping: letting running cycles finish")
         sched.shutdown(wait=True)
         self.delivery.stop(timeout=2.0)
+        if self.fleet is not None:
+            self.fleet.stop(release=True)
+        if self.pool is not None:
+            self.pool.discard()
         log.info("stopped")
         return 0
 
@@ -254,6 +301,9 @@ class Daemon:
             return sched
         old, self.setup = self.setup, new
         self.collector.forget(set(new.targets))
+        if self.pool is not None:  # URLs or credentials may have changed: fresh sessions
+            self.pool.discard()
+        self.shared = SharedProbes(_share_ttl(new))
         if new.config.alerts != old.config.alerts:
             self.delivery.start(new.config.alerts)
         log.warning(
@@ -301,3 +351,10 @@ def _log_transitions(target: str, tr: Transitions) -> None:
         )
     for r in tr.resolved:
         log.info("resolved %s on %s: %s", r.rule, target, r.subject)
+
+
+def _share_ttl(setup: Setup) -> float:
+    """Server-wide probe results serve the server's targets for half the shortest interval,
+    so each runs about twice an interval however many databases of that server are watched."""
+    intervals = [tc.interval for _, tc in setup.targets.values()]
+    return max(1.0, min(intervals, default=15.0) / 2.0)

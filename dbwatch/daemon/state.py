@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,39 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from ..findings import Finding, severity_rank
+from ..targets.secrets import scrub_opt, scrub_tree
+from .statedb import SCHEMA_VERSION, StateConn, is_pg_url, migrate, open_conn
 
-SCHEMA_VERSION = 1
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS findings(
-  fingerprint TEXT PRIMARY KEY, target TEXT NOT NULL, rule TEXT NOT NULL,
-  severity TEXT NOT NULL, subject TEXT NOT NULL, status TEXT NOT NULL,
-  first_seen REAL NOT NULL, fired_at REAL, last_seen REAL NOT NULL, resolved_at REAL,
-  data TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS findings_target ON findings(target, status);
-CREATE TABLE IF NOT EXISTS alerts_sent(
-  receiver TEXT NOT NULL, fingerprint TEXT NOT NULL, target TEXT NOT NULL,
-  status TEXT NOT NULL, severity TEXT NOT NULL, first_sent REAL NOT NULL,
-  last_sent REAL NOT NULL, PRIMARY KEY(receiver, fingerprint));
-CREATE INDEX IF NOT EXISTS alerts_sent_target ON alerts_sent(target, receiver);
-CREATE TABLE IF NOT EXISTS outbox(
-  id INTEGER PRIMARY KEY AUTOINCREMENT, receiver TEXT NOT NULL, fingerprint TEXT NOT NULL,
-  event TEXT NOT NULL, payload TEXT NOT NULL, created REAL NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0, next_attempt REAL NOT NULL DEFAULT 0, last_error TEXT);
-CREATE INDEX IF NOT EXISTS outbox_receiver ON outbox(receiver, id);
-CREATE TABLE IF NOT EXISTS deadlocks(
-  target TEXT NOT NULL, key TEXT NOT NULL, at, data TEXT, seen_at REAL NOT NULL,
-  PRIMARY KEY(target, key));
-CREATE TABLE IF NOT EXISTS actions(
-  id INTEGER PRIMARY KEY AUTOINCREMENT, ts REAL NOT NULL, target TEXT, rule TEXT,
-  fingerprint TEXT, subject TEXT, action TEXT NOT NULL, detail TEXT);
-CREATE TABLE IF NOT EXISTS series(target TEXT NOT NULL, key TEXT NOT NULL, ts REAL NOT NULL,
-  value REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS series_tk ON series(target, key, ts);
-CREATE TABLE IF NOT EXISTS cycles(
-  target TEXT PRIMARY KEY, started REAL NOT NULL, duration REAL, status TEXT NOT NULL,
-  error TEXT, findings INTEGER, lateness REAL);
-"""
+__all__ = ["SCHEMA_VERSION", "FindingRow", "State", "Transitions", "default_state_path"]
 
 
 def default_state_path() -> Path:
@@ -115,11 +85,22 @@ class Transitions:
 def _finding_data(f: Finding) -> str:
     d = f.to_dict()
     d["identity"] = f.identity
-    return json.dumps(d, default=str, sort_keys=True)
+    return json.dumps(scrub_tree(d), default=str, sort_keys=True)  # secrets never stored
 
 
 def _as_json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+
+
+def _at(value: Any) -> str | None:
+    """A deadlock's time as text on both backends (the parsers give text or nothing)."""
+    return None if value is None else str(value)
+
+
+def _redact(url: str) -> str:
+    from ..targets import redact_url
+
+    return redact_url(url)
 
 
 def _loads(text: str | None) -> Any:
@@ -134,39 +115,31 @@ def _loads(text: str | None) -> Any:
 class State:
     """One SQLite connection behind a re-entrant lock; writes are short transactions."""
 
-    def __init__(self, path: str | Path, retention: float = 7 * 86400.0) -> None:
-        self.path = str(path)
+    def __init__(
+        self, path: str | Path, retention: float = 7 * 86400.0, schema: str | None = None
+    ) -> None:
+        """`path`: a SQLite file (":memory:" for tests) or a postgresql:// URL (a fleet), whose
+        tables live in `schema` (default $DBWATCH_STATE_SCHEMA, else "dbwatch")."""
+        schema = schema or os.environ.get("DBWATCH_STATE_SCHEMA") or "dbwatch"
+        location = str(path)
+        self.path = _redact(location) if is_pg_url(location) else location
         self.retention = retention
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
-        self._db = sqlite3.connect(
-            self.path, timeout=30, isolation_level=None, check_same_thread=False
-        )
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # FULL: a committed outbox row survives power loss too, not only a killed process.
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._create()
-        self._last_prune = 0.0
-
-    def _create(self) -> None:
+        db, self.dialect = open_conn(location, schema)
+        self._db: StateConn = db
+        self._begin = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
         with self._lock:
-            self._db.executescript(_SCHEMA)
-            self._db.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            migrate(self._db, self.dialect)
+        self._last_prune = 0.0
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE … COMMIT; nested uses join the outer transaction."""
+    def transaction(self) -> Iterator[StateConn]:
+        """BEGIN (IMMEDIATE on SQLite) … COMMIT; nested uses join the outer transaction."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -175,7 +148,7 @@ class State:
                 finally:
                     self._depth -= 1
                 return
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(self._begin)
             self._depth = 1
             try:
                 yield self._db
@@ -186,7 +159,11 @@ class State:
             self._depth = 0
             self._db.execute("COMMIT")
 
-    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    def query(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Rows of one read (mapping-like), in the shared `?` dialect."""
+        return self._rows(sql, params)
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         with self._lock:
             return list(self._db.execute(sql, tuple(params)).fetchall())
 
@@ -236,7 +213,7 @@ class State:
 
     def _advance(
         self,
-        db: sqlite3.Connection,
+        db: StateConn,
         f: Finding,
         row: FindingRow | None,
         now: float,
@@ -247,9 +224,14 @@ class State:
         if row is None:
             status = "firing" if wait <= 0 else "pending"
             db.execute(
-                "INSERT OR REPLACE INTO findings(fingerprint, target, rule, severity, "
+                "INSERT INTO findings(fingerprint, target, rule, severity, "
                 "subject, status, first_seen, fired_at, last_seen, resolved_at, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?) ON CONFLICT(fingerprint) DO UPDATE"
+                " SET target = excluded.target, rule = excluded.rule,"
+                " severity = excluded.severity, subject = excluded.subject,"
+                " status = excluded.status, first_seen = excluded.first_seen,"
+                " fired_at = excluded.fired_at, last_seen = excluded.last_seen,"
+                " resolved_at = NULL, data = excluded.data",
                 (
                     f.fingerprint,
                     f.target,
@@ -315,7 +297,7 @@ class State:
 
     # -- alerts sent and the outbox (dbwatch.alerts) ------------------------------------
 
-    def sent(self, target: str, receiver: str) -> dict[str, sqlite3.Row]:
+    def sent(self, target: str, receiver: str) -> dict[str, Any]:
         rows = self._rows(
             "SELECT * FROM alerts_sent WHERE target = ? AND receiver = ?", (target, receiver)
         )
@@ -343,7 +325,7 @@ class State:
     ) -> int:
         """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
         now = time.time() if now is None else now
-        body = json.dumps(payload, default=str, sort_keys=True)
+        body = json.dumps(scrub_tree(payload), default=str, sort_keys=True)
         with self.transaction() as db:
             last = db.execute(
                 "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
@@ -353,12 +335,12 @@ class State:
             if last is not None and last["event"] == event and event != "action":
                 db.execute("UPDATE outbox SET payload = ? WHERE id = ?", (body, last["id"]))
                 return int(last["id"])
-            cur = db.execute(
+            row = db.execute(
                 "INSERT INTO outbox(receiver, fingerprint, event, payload, created) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?) RETURNING id",
                 (receiver, fingerprint, event, body, now),
-            )
-            return int(cur.lastrowid or 0)
+            ).fetchone()
+            return int(row["id"])
 
     def outbox_head(self, receiver: str, limit: int = 20) -> list[dict[str, Any]]:
         """The oldest queued messages of one receiver, in order."""
@@ -388,16 +370,16 @@ class State:
     def record_deadlock(self, target: str, key: str, at: Any, data_json: Any) -> bool:
         with self.transaction() as db:
             cur = db.execute(
-                "INSERT OR IGNORE INTO deadlocks(target, key, at, data, seen_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (target, key, at, _as_json(data_json), time.time()),
+                "INSERT INTO deadlocks(target, key, at, data, seen_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(target, key) DO NOTHING",
+                (target, key, _at(at), _as_json(data_json), time.time()),
             )
             return cur.rowcount == 1
 
     def deadlocks(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
         rows = self._rows(
-            f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, rowid DESC LIMIT ?",
+            f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, key DESC LIMIT ?",
             [*params, limit],
         )
         return [dict(r) | {"data": _loads(r["data"])} for r in rows]
@@ -484,9 +466,12 @@ class State:
     ) -> None:
         with self.transaction() as db:
             db.execute(
-                "INSERT OR REPLACE INTO cycles(target, started, duration, status, error, "
-                "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (target, started, duration, status, error, findings, lateness),
+                "INSERT INTO cycles(target, started, duration, status, error, "
+                "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(target) DO UPDATE"
+                " SET started = excluded.started, duration = excluded.duration,"
+                " status = excluded.status, error = excluded.error,"
+                " findings = excluded.findings, lateness = excluded.lateness",
+                (target, started, duration, status, scrub_opt(error), findings, lateness),
             )
 
     def cycles(self) -> list[dict[str, Any]]:

@@ -6,22 +6,28 @@ version not above the server's is used (pg_activity's habit). Parameters are alw
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import ProbeError, TargetError
-from ..snapshot import ProbeFailure, Snapshot
-from ..targets import Connection
+from ..snapshot import CoverageGap, ProbeFailure, Snapshot
+from ..targets import Connection, scrub
 from ..targets.version import FLAVOURS, ServerVersion
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).with_name("sql")
+# Probing one target stops starting new probes after this long; the rest are DW002 gaps.
+PROBE_BUDGET = 60.0
+# Sections every audit reads whatever the rules: what the monitoring user may see (DW001).
+ALWAYS = ("pg.privileges", "my.privileges")
 ProbeFn = Callable[..., Any]
 
 
@@ -35,19 +41,64 @@ class Probe:
         False  # fn(conn, config): may open sibling sessions (other databases, peers)
     )
     ttl: float = 0.0  # the daemon may reuse a result this many seconds (schema reads)
+    # reads the whole server, whatever database the session is in (sessions, InnoDB status):
+    # the daemon runs it once per server and user per cycle for all targets of that server
+    server_wide: bool = False
 
 
 PROBES: dict[str, Probe] = {}
 
 
 def probe(
-    name: str, engine: str, grant: str | None = None, with_config: bool = False, ttl: float = 0.0
+    name: str,
+    engine: str,
+    grant: str | None = None,
+    with_config: bool = False,
+    ttl: float = 0.0,
+    server_wide: bool = False,
 ) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
-        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl)
+        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide)
         return fn
 
     return deco
+
+
+class SharedProbes:
+    """Results of server-wide probes shared by the targets of one server (and user) for
+    `ttl` seconds: 2,000 databases of one cluster read pg_stat_activity once, not 2,000 times.
+    One caller runs a probe while the others wait for its result (single flight)."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._items: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._running: dict[tuple[str, str], threading.Event] = {}
+        self.hits = 0
+        self.runs = 0
+
+    def get_or_run(self, key: str, name: str, run: Callable[[], Any]) -> Any:
+        k = (key, name)
+        while True:
+            with self._lock:
+                hit = self._items.get(k)
+                if hit is not None and time.monotonic() - hit[0] <= self.ttl:
+                    self.hits += 1
+                    return hit[1]
+                busy = self._running.get(k)
+                if busy is None:
+                    self._running[k] = threading.Event()
+                    break
+            busy.wait(30.0)
+        try:
+            data = run()  # a ProbeError propagates to this caller; the next one retries
+            with self._lock:
+                self._items[k] = (time.monotonic(), data)
+                self.runs += 1
+            return data
+        finally:
+            with self._lock:
+                self._running.pop(k).set()
 
 
 class ProbeCache:
@@ -150,17 +201,27 @@ def run_probes(
     stats: ProbeStats | None = None,
     config: Any = None,
     cache: ProbeCache | None = None,
+    budget: float = PROBE_BUDGET,
+    shared: tuple[SharedProbes, str] | None = None,
 ) -> Snapshot:
     """Run the needed probes on one open connection; a failed probe leaves its section None.
-    With a cache (the daemon), probes with a ttl reuse their last complete result."""
+    With a cache (the daemon), probes with a ttl reuse their last complete result; with
+    `shared` (the daemon: store and server key), server-wide probes run once per server.
+    Probes not started within the time budget are left None and listed as gaps (DW002)."""
     _load_all()
     started = time.time()
     sections: dict[str, Any] = {}
     failures: list[ProbeFailure] = []
     features: set[str] = set()
-    for name in sorted(set(needs)):
+    gaps: list[CoverageGap] = []
+    wanted = set(needs) | set(ALWAYS) if needs else set()
+    for name in sorted(wanted, key=lambda n: (n not in ALWAYS, n)):
         p = PROBES.get(name)
         if p is None or p.engine != conn.engine:
+            continue
+        if time.time() - started > budget:
+            gaps.append(_budget_gap(name, budget))
+            sections[name] = None
             continue
         cached = cache.get(name, p.ttl) if cache is not None and p.ttl else None
         if cached is not None:
@@ -168,11 +229,23 @@ def run_probes(
             continue
         t0 = time.perf_counter()
         try:
-            data = p.fn(conn, config) if p.with_config else p.fn(conn)
+            if shared is not None and p.server_wide:
+                store, key = shared
+                data = store.get_or_run(key, name, partial(_call, p, conn, config))
+            else:
+                data = _call(p, conn, config)
         except ProbeError as exc:
             grant = exc.grant or (p.grant if exc.privilege else None)
             failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
             log.debug("probe %s on %s failed: %s", name, target, exc.detail)
+            sections[name] = None
+            continue
+        except TargetError:
+            raise  # the connection is gone: the whole target is unreachable
+        except Exception as exc:  # a bug in one probe: its rules are unknown, the rest reports
+            log.exception("probe %s on %s raised", name, target)
+            why = scrub(f"internal error: {type(exc).__name__}: {exc}", conn.spec)
+            failures.append(ProbeFailure(name, f"{why} (a dbwatch bug: please report it)"))
             sections[name] = None
             continue
         if stats is not None:
@@ -180,6 +253,9 @@ def run_probes(
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
+        if isinstance(data, Covered):
+            gaps += data.gaps
+            data = data.data
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
@@ -187,6 +263,9 @@ def run_probes(
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
+    from .privileges import exact_grant
+
+    failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
     return Snapshot(
         target=target,
         engine=conn.flavour,
@@ -196,7 +275,31 @@ def run_probes(
         sections=sections,
         failures=tuple(failures),
         features=frozenset(features),
+        gaps=tuple(gaps),
+        scope=conn.spec.scoped_database,
     )
+
+
+def _budget_gap(name: str, budget: float) -> CoverageGap:
+    return CoverageGap(
+        "time_budget",
+        name,
+        f"not run: probing this target took more than its {budget:g} s budget "
+        "(a slow or loaded server; the next cycle tries again)",
+    )
+
+
+@dataclass(frozen=True)
+class Covered:
+    """A probe's data plus what it did not examine (caps, invisible objects): DW002 gaps.
+    May wrap a PartialResult."""
+
+    data: Any
+    gaps: tuple[CoverageGap, ...]
+
+
+def _call(p: Probe, conn: Connection, config: Any) -> Any:
+    return p.fn(conn, config) if p.with_config else p.fn(conn)
 
 
 @dataclass(frozen=True)

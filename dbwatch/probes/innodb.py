@@ -54,7 +54,7 @@ def status_section(text: str) -> dict[str, Any]:
     }
 
 
-@probe("my.innodb_status", "mysql", grant=PROCESS_GRANT)
+@probe("my.innodb_status", "mysql", grant=PROCESS_GRANT, server_wide=True)
 def innodb_status(conn: Connection) -> Any:
     rows = conn.rows(sql("mysql", "innodb_status", conn.version))
     text = ""
@@ -65,7 +65,7 @@ def innodb_status(conn: Connection) -> Any:
     return status_section(text)
 
 
-@probe("my.innodb_counters", "mysql")
+@probe("my.innodb_counters", "mysql", server_wide=True)
 def innodb_counters(conn: Connection) -> Any:
     out: dict[str, Any] = {}
     for r in conn.rows(sql("mysql", "innodb_counters", conn.version)):

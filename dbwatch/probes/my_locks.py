@@ -38,7 +38,7 @@ def _table(raw: Any) -> str | None:
     return None if raw is None else str(raw).replace("`", "")
 
 
-@probe("my.lock_waits", "mysql", grant=PROCESS_GRANT)
+@probe("my.lock_waits", "mysql", grant=PROCESS_GRANT, server_wide=True)
 def lock_waits(conn: Connection) -> Any:
     source = lock_wait_source(conn)
     if source is None:

@@ -11,7 +11,7 @@ TRX_LIMIT = 2000
 PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 
 
-@probe("my.trx", "mysql", grant=PROCESS_GRANT)
+@probe("my.trx", "mysql", grant=PROCESS_GRANT, server_wide=True)
 def trx(conn: Connection) -> Any:
     return [jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version), {"limit": TRX_LIMIT})]
 

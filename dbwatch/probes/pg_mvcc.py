@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ProbeError, TargetError
-from ..targets import Connection, TargetSpec, open_target, spec_for
-from . import PartialResult, jsonable, probe, sql
+from ..snapshot import CoverageGap
+from ..targets import Connection, TargetSpec, open_target, spec_from_config
+from . import Covered, PartialResult, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
@@ -99,7 +100,7 @@ def _peer(config: Any, name: str, fetch: Any) -> dict[str, Any]:
         out["error"] = f"no configured target named {name!r}"
         return out
     try:
-        with _session(spec_for(tc.url, tc.name)) as peer:
+        with _session(spec_from_config(tc)) as peer:
             out.update(fetch(peer))
     except (TargetError, ProbeError) as exc:
         out["error"] = str(exc)
@@ -131,18 +132,21 @@ def horizon(conn: Connection, config: Any = None) -> Any:
     return data
 
 
-def databases_for(conn: Connection, config: Any) -> list[str]:
-    """The connected database first, then those the target's config names (or all)."""
+def databases_for(conn: Connection, config: Any) -> tuple[list[str], list[str]]:
+    """The connected database first, then those the target's config names (or all, with
+    all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps)."""
     current = getattr(conn, "database", None) or ""
     tc = _target_config(config, conn.spec.name)
     names: list[str] = []
-    if tc is not None and tc.all_databases:
+    if conn.spec.all_databases or (tc is not None and tc.all_databases):
         names = [
-            r["database"] for r in _rows(conn, "connectable_databases", {"limit": MAX_DATABASES})
+            r["database"]
+            for r in _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
         ]
     elif tc is not None:
         names = list(tc.databases)
-    return [current] + [n for n in dict.fromkeys(names) if n != current][:MAX_DATABASES]
+    others = [n for n in dict.fromkeys(names) if n != current]
+    return [current] + others[:MAX_DATABASES], others[MAX_DATABASES:]
 
 
 def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
@@ -162,25 +166,50 @@ def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
 def dead_tuples(conn: Connection, config: Any = None) -> Any:
     """Per database (pg_stat_user_tables is per database): one bounded query each, sequentially."""
     tables = dead_tuple_rows(conn)
-    dbs = databases_for(conn, config)
+    dbs, past = databases_for(conn, config)
+    gaps = [_capped(dbs[0], len(tables))]
     done, errors = [dbs[0]], []
     for name in dbs[1:]:
         try:
             with _session(conn.spec, name) as other:
-                tables += dead_tuple_rows(other)
+                rows = dead_tuple_rows(other)
+            tables += rows
+            gaps.append(_capped(name, len(rows)))
             done.append(name)
         except (TargetError, ProbeError) as exc:
             errors.append(f"{name}: {exc}")
-    data = {"databases": done, "tables": tables}
+    gaps += [
+        CoverageGap(
+            "database",
+            name,
+            f"dead tuples not read: more than {MAX_DATABASES} databases on this target; "
+            "audit it by its own URL",
+        )
+        for name in past
+    ]
+    data: Any = {"databases": done, "tables": tables}
     if errors:
-        return PartialResult(
+        data = PartialResult(
             data,
             "dead tuples not read in " + "; ".join(errors),
             "GRANT CONNECT ON DATABASE <db> TO <monitor_user>;",
         )
-    return data
+    real = tuple(g for g in gaps if g is not None)
+    return Covered(data, real) if real else data
 
 
-@probe("pg.deadlocks", "postgresql")
+def _capped(database: str, rows: int) -> CoverageGap | None:
+    """The dead-tuple query stops at DEAD_LIMIT tables: the rest of that database is a gap."""
+    if rows < DEAD_LIMIT:
+        return None
+    return CoverageGap(
+        "table_cap",
+        f"{database}: tables past the {DEAD_LIMIT} with the most dead tuples",
+        f"PG202 read the {DEAD_LIMIT} tables with the most dead tuples (queue tables first); "
+        "tables with fewer were not examined",
+    )
+
+
+@probe("pg.deadlocks", "postgresql", server_wide=True)
 def deadlocks(conn: Connection) -> Any:
-    return _rows(conn, "deadlocks", {"limit": 1000})
+    return _rows(conn, "deadlocks", {"limit": 1000, "database": conn.spec.scoped_database})

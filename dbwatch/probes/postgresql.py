@@ -22,11 +22,14 @@ SAFETY_SETTINGS = [
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
-@probe("pg.sessions", "postgresql", grant=MONITOR_GRANT)
+@probe("pg.sessions", "postgresql", grant=MONITOR_GRANT, server_wide=True)
 def sessions(conn: Connection) -> Any:
     rows = [
         jsonable(r)
-        for r in conn.rows(sql("postgresql", "sessions", conn.version), {"limit": SESSION_LIMIT})
+        for r in conn.rows(
+            sql("postgresql", "sessions", conn.version),
+            {"limit": SESSION_LIMIT, "database": conn.spec.scoped_database},
+        )
     ]
     hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
     if not _sees_all_sessions(conn):

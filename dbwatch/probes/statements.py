@@ -163,7 +163,7 @@ def statement_history(conn: Connection) -> dict[str, object]:
         name = "statement_history_newest" if big else "statement_history_long"
     else:
         name = "statement_history_recent"
-    rows = _rows(conn, name, {"limit": HISTORY_LIMIT})
+    rows = _rows(conn, name, {"limit": HISTORY_LIMIT, "schema": conn.spec.scoped_database})
     return {
         "available": True,
         "source": f"performance_schema.{table}",
@@ -192,6 +192,7 @@ def statement_digests(conn: Connection) -> dict[str, object]:
         "share_mode": "%LOCK IN SHARE MODE%",
         "delete": "%DELETE%",
         "limit": DIGEST_LIMIT,
+        "schema": conn.spec.scoped_database,
     }
     rows = _rows(conn, "statement_digests", params)
     return {

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import TargetError
+from .secrets import register_secret
+from .secrets import scrub as scrub_text
+from .urls import parse_url, redact_url
 from .version import ServerVersion
+
+__all__ = ["parse_url", "redact_url", "scrub", "scrub_text", "spec_for", "spec_from_config"]
 
 PG_SCHEMES = ("postgresql", "postgres")
 MY_SCHEMES = ("mysql", "mariadb")
@@ -19,26 +23,27 @@ DEFAULT_PG_URL = "postgresql://"
 STATEMENT_TIMEOUT_MS = 5000
 LOCK_TIMEOUT_MS = 1000
 CONNECT_TIMEOUT_S = 5
+IO_TIMEOUT_S = 5  # MySQL/MariaDB client read and write timeouts (PyMySQL)
 APP_NAME = "dbwatch"
 
 
 @dataclass(frozen=True)
 class TargetSpec:
     name: str
-    url: str
+    url: str = field(repr=False)  # may hold a password: never shown; safe_url is
     engine: str  # "postgresql" or "mysql" (flavour refined after connecting)
     retry_after: float | None = None  # queue tables: the target's Laravel retry_after
     # Scope (SPEC §3): a URL naming a database scopes per-database rules to it, unless widened.
     all_databases: bool = False
+    password_file: str | None = None  # overrides the URL's password; read at each connect
 
     @property
     def database(self) -> str | None:
         """The database (PostgreSQL) or schema (MySQL) the URL names, None when it names none."""
         try:
-            db = url_parts(self.url)[0]["database"]
-        except ValueError:
+            return parse_url(self.url).database
+        except TargetError:
             return None
-        return str(db) if db else None
 
     @property
     def scoped_database(self) -> str | None:
@@ -50,30 +55,8 @@ class TargetSpec:
         return redact_url(self.url)
 
 
-def redact_url(url: str) -> str:
-    """The URL with its password replaced by ***, for messages and JSON."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if _port(parts) else ""
-    netloc = f"{user}:***@{host}{port}"
-    return parts._replace(netloc=netloc).geturl()
-
-
-def _port(parts: Any) -> int | None:
-    try:
-        return int(parts.port) if parts.port else None
-    except ValueError:
-        return None
-
-
 def engine_of(url: str) -> str:
-    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in PG_SCHEMES:
         return "postgresql"
     if scheme in MY_SCHEMES:
@@ -83,11 +66,45 @@ def engine_of(url: str) -> str:
     )
 
 
-def spec_for(url: str, name: str | None = None) -> TargetSpec:
+def spec_for(
+    url: str,
+    name: str | None = None,
+    *,
+    retry_after: float | None = None,
+    all_databases: bool = False,
+    password_file: str | None = None,
+) -> TargetSpec:
+    """THE target-spec builder (audit, watch, terminate, deadlocks, peers): validates the URL
+    (scheme, port, brackets) and registers its password with the scrubber."""
     engine = engine_of(url)
-    if name is None:
-        name = default_name(url)
-    return TargetSpec(name=name, url=url, engine=engine)
+    if url != DEFAULT_PG_URL:
+        parsed = parse_url(url)
+        register_secret(parsed.password)
+        register_secret(parsed.query.get("password"))
+    return TargetSpec(
+        name=name if name is not None else default_name(url),
+        url=url,
+        engine=engine,
+        retry_after=retry_after,
+        all_databases=all_databases,
+        password_file=password_file,
+    )
+
+
+def spec_from_config(target: Any) -> TargetSpec:
+    """The spec of a configured [[targets]] entry, with every per-target setting."""
+    return spec_for(
+        target.url,
+        target.name,
+        retry_after=target.retry_after,
+        all_databases=bool(target.all_databases),
+        password_file=getattr(target, "password_file", None),
+    )
+
+
+def with_password_file(spec: TargetSpec, path: str | None) -> TargetSpec:
+    """--password-file on the command line: applies to every target it names."""
+    return spec if not path else replace(spec, password_file=path)
 
 
 def default_name(url: str) -> str:
@@ -110,15 +127,31 @@ def default_targets() -> list[TargetSpec]:
 
 def url_parts(url: str) -> tuple[dict[str, Any], dict[str, str]]:
     """host/port/user/password/database plus query parameters, all unquoted."""
-    parts = urlsplit(url)
+    p = parse_url(url)
     base = {
-        "host": parts.hostname,
-        "port": _port(parts),
-        "user": unquote(parts.username) if parts.username else None,
-        "password": unquote(parts.password) if parts.password is not None else None,
-        "database": unquote(parts.path.lstrip("/")) or None,
+        "host": p.host,
+        "port": p.port,
+        "user": p.user,
+        "password": p.password,
+        "database": p.database,
     }
-    return base, dict(parse_qsl(parts.query))
+    return base, p.query
+
+
+def password_of(spec: TargetSpec) -> str | None:
+    """The password to use: the password file's first line, else the URL's (None: none)."""
+    if spec.password_file:
+        try:
+            with open(os.path.expanduser(spec.password_file), encoding="utf-8") as fh:
+                secret = fh.readline().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or "not readable as UTF-8 text"
+            raise TargetError(spec.name, f"password file {spec.password_file}: {why}") from None
+        register_secret(secret)
+        return secret
+    if spec.url == DEFAULT_PG_URL:
+        return None
+    return parse_url(spec.url).password
 
 
 class Connection(Protocol):
@@ -147,14 +180,14 @@ def open_target(spec: TargetSpec, database: str | None = None) -> Connection:
     return MyConnection.open(spec, database)
 
 
-def scrub(message: str, spec: TargetSpec) -> str:
-    """Remove the password from a driver message, whatever the driver put in it."""
-    try:
-        _, _ = url_parts(spec.url)
-        pw = urlsplit(spec.url).password
-    except ValueError:
-        pw = None
+def scrub(message: object, spec: TargetSpec | None = None) -> str:
+    """A driver or error message made safe to show, log, store or send: one line, bounded,
+    without any registered password (or fragment of one) — see targets.secrets."""
+    extra: list[str | None] = []
+    if spec is not None and spec.url != DEFAULT_PG_URL:
+        try:
+            extra.append(parse_url(spec.url).password)
+        except TargetError:
+            pass
     text = " ".join(str(message).split())
-    if pw:
-        text = text.replace(pw, "***").replace(unquote(pw), "***")
-    return text[:300]
+    return scrub_text(text, extra)[:300]

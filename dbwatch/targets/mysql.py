@@ -9,11 +9,27 @@ import pymysql
 import pymysql.cursors
 
 from ..errors import ProbeError, TargetError
-from . import APP_NAME, CONNECT_TIMEOUT_S, STATEMENT_TIMEOUT_MS, TargetSpec, scrub, url_parts
+from . import (
+    APP_NAME,
+    CONNECT_TIMEOUT_S,
+    IO_TIMEOUT_S,
+    STATEMENT_TIMEOUT_MS,
+    TargetSpec,
+    password_of,
+    scrub,
+    url_parts,
+)
 from .version import ServerVersion
 
 # 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
 _PRIV_ERRORS = {1227, 1142, 1143, 1044, 1045}
+
+
+def _connect(kwargs: dict[str, Any], spec: TargetSpec) -> Any:
+    try:
+        return pymysql.connect(**kwargs)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
 
 
 class MyConnection:
@@ -36,10 +52,12 @@ class MyConnection:
             "SET SESSION innodb_lock_wait_timeout = 2",
             "SET SESSION lock_wait_timeout = 2",
         ]
+        # the server ends a statement before the client's read timeout drops the connection
+        limit_ms = min(STATEMENT_TIMEOUT_MS, int(IO_TIMEOUT_S * 1000) - 500)
         if self.flavour == "mariadb":
-            sets.append(f"SET SESSION max_statement_time = {STATEMENT_TIMEOUT_MS / 1000:.1f}")
+            sets.append(f"SET SESSION max_statement_time = {limit_ms / 1000:.1f}")
         else:
-            sets.append(f"SET SESSION max_execution_time = {STATEMENT_TIMEOUT_MS}")
+            sets.append(f"SET SESSION max_execution_time = {limit_ms}")
         for stmt in sets:
             try:
                 self.rows(stmt)
@@ -51,8 +69,8 @@ class MyConnection:
         base, query = url_parts(spec.url)
         kwargs: dict[str, Any] = {
             "connect_timeout": CONNECT_TIMEOUT_S,
-            "read_timeout": 30,
-            "write_timeout": 30,
+            "read_timeout": IO_TIMEOUT_S,
+            "write_timeout": IO_TIMEOUT_S,
             "autocommit": True,
             "program_name": APP_NAME,
             "charset": "utf8mb4",
@@ -61,6 +79,7 @@ class MyConnection:
         mycnf = os.path.expanduser("~/.my.cnf")
         if os.path.exists(mycnf):
             kwargs["read_default_file"] = mycnf
+        base["password"] = password_of(spec)
         for key in ("host", "port", "user", "password", "database"):
             if base[key] is not None:
                 kwargs[key] = base[key]
@@ -71,11 +90,17 @@ class MyConnection:
         if "read_default_file" not in kwargs:  # else ~/.my.cnf may name the host
             kwargs.setdefault("host", "127.0.0.1")
         try:
-            conn = pymysql.connect(**kwargs)
+            conn = _connect(kwargs, spec)
         except pymysql.MySQLError as exc:
-            raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
+            if not (exc.args and exc.args[0] == 1044 and kwargs.pop("database", None)):
+                raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
+            # 1044: no privilege on the URL's schema. Connect without it (the scope stays the
+            # URL's), so the privilege probe reports DW001 with the exact GRANT.
+            try:
+                conn = _connect(kwargs, spec)
+            except pymysql.MySQLError as again:
+                msg = f"cannot connect: {scrub(_msg(again), spec)}"
+                raise TargetError(spec.name, msg) from None
         return cls(spec, conn)
 
     def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]:

@@ -8,7 +8,17 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ..errors import ProbeError, TargetError
-from . import APP_NAME, CONNECT_TIMEOUT_S, LOCK_TIMEOUT_MS, STATEMENT_TIMEOUT_MS, TargetSpec, scrub
+from . import (
+    APP_NAME,
+    CONNECT_TIMEOUT_S,
+    DEFAULT_PG_URL,
+    LOCK_TIMEOUT_MS,
+    STATEMENT_TIMEOUT_MS,
+    TargetSpec,
+    password_of,
+    scrub,
+)
+from .urls import parse_url
 from .version import ServerVersion
 
 _OPTIONS = (
@@ -49,7 +59,13 @@ class PgConnection:
         }
         if database:
             kwargs["dbname"] = database
-        url = spec.url if spec.url != "postgresql://" else ""
+        url = ""
+        if spec.url != DEFAULT_PG_URL:
+            # libpq gets the URL without its password (any character parses: targets.urls)
+            url = parse_url(spec.url).without_password()
+        password = password_of(spec)
+        if password is not None:
+            kwargs["password"] = password
         try:
             conn = psycopg.connect(url, **kwargs)
         except (psycopg.Error, ValueError) as exc:

@@ -240,6 +240,14 @@ def test_daemon_exactly_one_alert_metrics_sigterm(tmp_path: Path, receiver: Rece
     assert any("firing warning PG002" in x["msg"] for x in lines)
 
 
+def _scrape_or_none(port: int) -> dict[str, float] | None:
+    try:
+        m = scrape(port)
+    except OSError:
+        return None
+    return m if m.get('dbwatch_cycles_total{target="pg"}', 0) >= 1 else None
+
+
 def test_endpoint_down_500_hang_loses_nothing_blocks_nothing(
         tmp_path: Path, receiver: Receiver, idle_session: psycopg.Connection[Any],
         blackhole: str) -> None:
@@ -250,10 +258,11 @@ def test_endpoint_down_500_hang_loses_nothing_blocks_nothing(
     d = Daemon(cfg, tmp_path / "s.db", "--metrics-address", f"127.0.0.1:{port}")
     subject = f"pid {idle_session.info.backend_pid}"
     try:
+        # a loaded machine may take seconds to start the daemon: measure from its first cycle
+        wait_for(lambda: _scrape_or_none(port), 60, "the daemon's /metrics")
         for mode in ("down", "500", "hang"):
             receiver.set(mode)
-            before = scrape(port).get('dbwatch_cycles_total{target="pg"}', 0) if mode != "down" \
-                else 0
+            before = scrape(port).get('dbwatch_cycles_total{target="pg"}', 0)
             time.sleep(3.5)
             m = scrape(port)
             # the healthy target keeps its 1 s rhythm whatever the receiver and the dead target do

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pymysql
+import pytest
 
 
 def connect() -> pymysql.connections.Connection:
@@ -109,6 +110,8 @@ def test_my201_names_the_oldest_transaction(my_admin: pymysql.connections.Connec
 def test_deadlocks_from_saved_text_and_bad_file(tmp_path: Path) -> None:
     corpus = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "innodb-status"
     sample = corpus / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt"
+    if not sample.exists():
+        pytest.skip(f"{sample.name}: external corpus not beside this checkout")
     js = json.loads(dbwatch("deadlocks", "--file", str(sample), "--format", "json").stdout)
     [dl] = js["deadlocks"]
     assert dl["diagnosis"]["rules"] == ["QU401"]

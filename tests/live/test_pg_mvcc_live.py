@@ -230,7 +230,8 @@ def test_prepared_transaction_holder(primary: PgCluster, uniq: str) -> None:
             c.execute(f"ROLLBACK PREPARED '{gid}'")
     assert len(found) == 1
     f = found[0]
-    assert f.evidence["gid"] == gid and f.evidence["scope"] == "database postgres"
+    assert f.evidence["gid"] == gid and f.evidence["pins"] == "database postgres"
+    assert f.evidence["scope"] == "database" and f.evidence["database"] == "postgres"
     assert f.evidence["age_seconds"] >= 1.0 and f.evidence["xid_age"] >= 5
     assert f"ROLLBACK PREPARED '{gid}'" in f.fix and "database postgres" in f.fix
 
@@ -247,7 +248,7 @@ def test_logical_slot_holds_catalogs_graded_by_xid_age(primary: PgCluster) -> No
             c.execute("SELECT pg_drop_replication_slot('dbw_logical')")
     assert len(found) == 1 and not quiet
     ev = found[0].evidence
-    assert ev["scope"] == "catalogs (all databases)" and ev["slot"] == "dbw_logical"
+    assert ev["pins"] == "catalogs (all databases)" and ev["scope"] == "cluster" and ev["slot"] == "dbw_logical"
     assert ev["age_seconds"] is None and ev["xid_age"] >= 30 and found[0].severity == "warning"
     assert "pg_drop_replication_slot('dbw_logical')" in found[0].fix
 
@@ -364,7 +365,8 @@ def test_standby_query_holds_primary_horizon(primary: PgCluster, standby: PgClus
         q.close()
     assert len(on_primary) == 1 and len(plain) == 1
     f = on_primary[0]
-    assert f.evidence["scope"] == "all databases" and f.evidence["slot"] is None
+    assert f.evidence["pins"] == "all databases" and f.evidence["slot"] is None
+    assert f.evidence["scope"] == "cluster"
     assert f"the analytics query pid {pid} on replica-1 holds the primary's horizon" in f.summary
     assert f"on replica-1: SELECT pg_terminate_backend({pid})" in f.fix
     assert "standby walreceiver" in plain[0].summary and "pg_cancel_backend" in plain[0].fix
@@ -397,5 +399,6 @@ def test_physical_slot_feedback_then_inactive_slot_keeps_xmin(primary: PgCluster
     assert len(active) == 1 and active[0].evidence["kind"] == "standby_feedback"
     assert "through hot_standby_feedback on slot dbw_phys" in active[0].summary
     assert len(inactive) == 1 and inactive[0].evidence["kind"] == "slot"
-    assert inactive[0].evidence["active"] is False and inactive[0].evidence["scope"] == "all databases"
+    assert inactive[0].evidence["active"] is False and inactive[0].evidence["pins"] == "all databases"
+    assert inactive[0].evidence["scope"] == "cluster"
     assert "pg_drop_replication_slot('dbw_phys')" in inactive[0].fix

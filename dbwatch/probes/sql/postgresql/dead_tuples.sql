@@ -3,8 +3,10 @@
 -- n_dead_tup; bounded by LIMIT. Reads pg_class + pg_stat_get_*() rather than
 -- pg_stat_user_tables: that view groups (for idx_scan) and so computes every counter of
 -- every table before the LIMIT; here only the dead-tuple counter is read for all tables.
+-- Also whether autovacuum may run on the table: the server's autovacuum and the table's
+-- autovacuum_enabled reloption (PG202 names either being off).
 WITH top AS (
-  SELECT c.oid AS relid, n.nspname AS schemaname, c.relname,
+  SELECT c.oid AS relid, n.nspname AS schemaname, c.relname, c.reloptions,
          pg_stat_get_dead_tuples(c.oid) AS n_dead_tup,
          (c.relname = ANY(%(queue_names)s) OR c.relname ~ %(queue_pattern)s) AS queue_named
   FROM pg_class c
@@ -31,6 +33,9 @@ SELECT current_database() AS database,
        extract(epoch FROM now() - greatest(pg_stat_get_last_vacuum_time(top.relid),
                                            pg_stat_get_last_autovacuum_time(top.relid)))::float8
            AS vacuum_seconds_ago,
+       current_setting('autovacuum') AS server_autovacuum,
+       (SELECT o.option_value FROM pg_options_to_table(top.reloptions) o
+        WHERE o.option_name = 'autovacuum_enabled') AS table_autovacuum_enabled,
        top.queue_named
        OR (SELECT count(*) FROM pg_attribute a
            WHERE a.attrelid = top.relid AND NOT a.attisdropped

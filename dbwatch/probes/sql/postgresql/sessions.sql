@@ -1,4 +1,5 @@
 -- Client sessions with an open transaction or a running query; dbwatch's own excluded.
+-- Scoped: only the named database's sessions when %(database)s is set (NULL: every database).
 -- Bounded: oldest first, LIMIT bound by the caller; query text cut to 2 kB.
 SELECT a.pid,
        a.backend_start,
@@ -26,6 +27,7 @@ SELECT a.pid,
 FROM pg_stat_activity a
 LEFT JOIN pg_roles r ON r.oid = a.usesysid
 WHERE a.pid <> pg_backend_pid()
+  AND (%(database)s::text IS NULL OR a.datname = %(database)s::text)
   AND (a.xact_start IS NOT NULL OR a.state = 'active' OR a.backend_xmin IS NOT NULL)
   AND coalesce(a.backend_type, 'client backend') IN ('client backend', 'walsender', 'autovacuum worker', 'background worker')
 ORDER BY a.xact_start NULLS LAST

@@ -1,0 +1,90 @@
+"""The one lock-graph computation: who waits for whom, each waiter's chain, the roots.
+
+Pure and generic over engines: nodes are PostgreSQL pids or MySQL/MariaDB thread ids.
+Serves PG101, PG001/MY001/MY002 (a blocked transaction names its blocker), MY101 and
+`terminate --blocking` (actions import it; checks never import actions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Node = Any  # a pid or a thread id: anything hashable
+
+
+@dataclass(frozen=True)
+class LockGraph:
+    """waiter -> the sessions it waits for, in the order the server listed them."""
+
+    edges: dict[Node, tuple[Node, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[Node, Node]]) -> LockGraph:
+        edges: dict[Node, list[Node]] = {}
+        for waiter, blocker in pairs:
+            if waiter is None or blocker is None or waiter == blocker:
+                continue
+            blockers = edges.setdefault(waiter, [])
+            if blocker not in blockers:
+                blockers.append(blocker)
+        return cls({w: tuple(b) for w, b in edges.items()})
+
+    @classmethod
+    def from_blocked_by(cls, blocked_by: Mapping[Node, Iterable[Node] | None]) -> LockGraph:
+        return cls.from_pairs((w, b) for w, bs in blocked_by.items() for b in bs or ())
+
+    def waiting(self, node: Node) -> bool:
+        return bool(self.edges.get(node))
+
+    def blockers(self, node: Node) -> tuple[Node, ...]:
+        return self.edges.get(node, ())
+
+    def chain(self, node: Node) -> list[Node]:
+        """node, its first blocker, that one's first blocker … up to a session that is not
+        waiting (the root), or until the path would repeat (a cycle)."""
+        path = [node]
+        while True:
+            nxt = next((b for b in self.blockers(path[-1]) if b not in path), None)
+            if nxt is None:
+                return path
+            path.append(nxt)
+
+    def roots_of(self, node: Node) -> list[Node]:
+        """Every root (a blocker that waits for nobody) behind node, nearest first."""
+        seen, queue, out = {node}, [node], []
+        while queue:
+            current = queue.pop(0)
+            for b in self.blockers(current):
+                if b in seen:
+                    continue
+                seen.add(b)
+                if self.waiting(b):
+                    queue.append(b)
+                else:
+                    out.append(b)
+        return out
+
+    def root_of(self, node: Node) -> Node | None:
+        """The nearest root behind node; None if it waits only inside a cycle (a deadlock
+        the server has not broken yet) or does not wait at all."""
+        roots = self.roots_of(node)
+        return roots[0] if roots else None
+
+    def roots(self) -> dict[Node, int]:
+        """root -> how many sessions wait behind it, directly or through others."""
+        behind: dict[Node, set[Node]] = {}
+        for waiter in self.edges:
+            for root in self.roots_of(waiter):
+                behind.setdefault(root, set()).add(waiter)
+        return {root: len(waiters) for root, waiters in behind.items()}
+
+    def in_cycle(self, node: Node) -> bool:
+        chain = self.chain(node)
+        return self.waiting(chain[-1])
+
+
+def chain_roots(blocked_by: Mapping[Node, Iterable[Node]]) -> dict[Node, int]:
+    """root -> sessions waiting behind it (for callers holding a plain waiter->blockers map)."""
+    return LockGraph.from_blocked_by(blocked_by).roots()

@@ -1,0 +1,137 @@
+"""Probe connections kept between daemon cycles, never more than N sessions to one server.
+
+Opening a labelled, read-only session costs a TCP/TLS handshake, authentication and a few
+SETs on every cycle; the daemon keeps each target's session instead. However many targets
+point at one server (databases of one cluster, schemas of one MariaDB), at most
+`per_server` sessions to it are open at once: a target that needs one beyond the cap takes
+the place of the least recently used idle session, or waits for one to come back. A kept
+session that turns out dead is replaced once, at once (reconnect on failure).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from ..errors import TargetError
+from . import Connection, TargetSpec, open_target
+
+log = logging.getLogger(__name__)
+
+
+def server_key(spec: TargetSpec) -> str:
+    """engine://host:port — the server a target's sessions land on (databases share it)."""
+    try:
+        parts = urlsplit(spec.url)
+        port = parts.port
+        host = parts.hostname or ""
+    except ValueError:
+        host, port = spec.url, None
+    return f"{spec.engine}://{host}:{port or ''}"
+
+
+@dataclass
+class _Server:
+    open: int = 0  # sessions open to this server: idle + in use
+    idle: OrderedDict[int, tuple[str, Connection, float]] = field(default_factory=OrderedDict)
+
+
+class ConnectionPool:
+    def __init__(self, per_server: int = 10, max_idle: float = 300.0, wait: float = 5.0) -> None:
+        if per_server < 1:
+            raise ValueError("per_server must be at least 1")
+        self.per_server = per_server
+        self.max_idle = max_idle
+        self.wait = wait
+        self._cond = threading.Condition()
+        self._servers: dict[str, _Server] = {}
+        self.opened = 0
+        self.reused = 0
+
+    def checkout(self, spec: TargetSpec) -> tuple[Connection, bool]:
+        """(connection, reused). Opens one if the target has none idle, within the cap."""
+        key = server_key(spec)
+        evicted: list[Connection] = []
+        deadline = time.monotonic() + self.wait
+        with self._cond:
+            srv = self._servers.setdefault(key, _Server())
+            while True:
+                for ident, (url, conn, since) in list(srv.idle.items()):
+                    if url == spec.url:
+                        del srv.idle[ident]
+                        if time.monotonic() - since > self.max_idle:
+                            evicted.append(conn)  # kept too long: the server may have cut it
+                            srv.open -= 1
+                            continue
+                        self.reused += 1
+                        self._close_all(evicted)
+                        return conn, True
+                if srv.open < self.per_server:
+                    break
+                if srv.idle:  # make room: close the least recently used idle session
+                    _, (_, old, _) = srv.idle.popitem(last=False)
+                    evicted.append(old)
+                    srv.open -= 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._close_all(evicted)
+                    raise TargetError(
+                        spec.name,
+                        f"all {self.per_server} sessions to {key} are busy "
+                        "(daemon.max_connections_per_server)",
+                    )
+                self._cond.wait(left)
+            srv.open += 1
+        self._close_all(evicted)
+        try:
+            conn = open_target(spec)
+        except BaseException:
+            with self._cond:
+                srv.open -= 1
+                self._cond.notify()
+            raise
+        self.opened += 1
+        return conn, False
+
+    def checkin(self, spec: TargetSpec, conn: Connection, broken: bool = False) -> None:
+        """Give a session back; a broken one is closed and its place freed."""
+        key = server_key(spec)
+        with self._cond:
+            srv = self._servers.setdefault(key, _Server())
+            if broken:
+                srv.open -= 1
+            else:
+                srv.idle[id(conn)] = (spec.url, conn, time.monotonic())
+            self._cond.notify()
+        if broken:
+            self._close_all([conn])
+
+    def discard(self, url_prefix: str = "") -> None:
+        """Close idle sessions (all, or of targets whose URL starts with url_prefix)."""
+        closing: list[Connection] = []
+        with self._cond:
+            for srv in self._servers.values():
+                for ident, (url, conn, _) in list(srv.idle.items()):
+                    if url.startswith(url_prefix):
+                        del srv.idle[ident]
+                        srv.open -= 1
+                        closing.append(conn)
+            self._cond.notify_all()
+        self._close_all(closing)
+
+    def sessions(self) -> dict[str, int]:
+        with self._cond:
+            return {k: s.open for k, s in self._servers.items()}
+
+    @staticmethod
+    def _close_all(conns: list[Connection]) -> None:
+        for c in conns:
+            try:
+                c.close()
+            except Exception:  # closing a dead session must not fail the cycle
+                log.debug("closing a pooled session failed", exc_info=True)

@@ -1,0 +1,253 @@
+"""A fleet on loopback: three daemons on one PostgreSQL state, two clustered Alertmanagers.
+
+12 target databases each hold a Laravel queue whose oldest job waits an hour (QU001
+critical). Checked: every target probed, never by two daemons at once; a SIGKILLed daemon's
+targets are probed again within two intervals; the webhook behind the Alertmanager cluster
+gets exactly one notification per finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from conftest import PG_URL, ROOT
+
+AM_BIN = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+INTERVAL = 4.0
+TTL = 2.5
+N_TARGETS = 12
+BASE = PG_URL.rsplit("/", 1)[0]
+
+JOBS = (
+    'CREATE TABLE jobs (id bigserial PRIMARY KEY, queue varchar(255) NOT NULL, payload text NOT '
+    "NULL, attempts smallint NOT NULL, reserved_at integer NULL, available_at integer NOT NULL, "
+    "created_at integer NOT NULL)"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Recorder(BaseHTTPRequestHandler):
+    posts: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with self.lock:
+            self.posts.append(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def databases(uniq: str) -> Iterator[list[str]]:
+    names = [f"dbw_fleet_{uniq}_{i:02d}" for i in range(N_TARGETS)]
+    state_db = f"dbw_fleetstate_{uniq}"
+    now = int(time.time())
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        for db in [*names, state_db]:
+            admin.execute(f'CREATE DATABASE "{db}"')
+    for db in names:
+        with psycopg.connect(f"{BASE}/{db}", autocommit=True) as c:
+            c.execute(JOBS)
+            c.execute(
+                "INSERT INTO jobs(queue, payload, attempts, available_at, created_at) "
+                "SELECT 'default', '{}', 0, %s, %s FROM generate_series(1, 5)",
+                (now - 3600, now - 3600),
+            )
+    try:
+        yield [*names, state_db]
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            for db in [*names, state_db]:
+                admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+def start_alertmanagers(tmp: Path, hook: str) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
+    cfg = tmp / "am.yml"
+    cfg.write_text(
+        "route:\n  receiver: hook\n  group_by: [alertname, target, subject]\n"
+        "  group_wait: 1s\n  group_interval: 5m\n  repeat_interval: 4h\n"
+        f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: {hook}\n"
+        "        send_resolved: false\n"
+    )
+    web = [free_port(), free_port()]
+    cluster = [free_port(), free_port()]
+    procs = []
+    for i in range(2):
+        other = cluster[1 - i]
+        procs.append(
+            subprocess.Popen(
+                [
+                    str(AM_BIN),
+                    f"--config.file={cfg}",
+                    f"--storage.path={tmp / f'am{i}'}",
+                    f"--web.listen-address=127.0.0.1:{web[i]}",
+                    f"--cluster.listen-address=127.0.0.1:{cluster[i]}",
+                    f"--cluster.peer=127.0.0.1:{other}",
+                    "--cluster.peer-timeout=3s",
+                    "--cluster.gossip-interval=100ms",
+                    "--log.level=warn",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=open(tmp / f"am{i}.log", "wb"),  # noqa: SIM115
+            )
+        )
+    urls = [f"http://127.0.0.1:{p}" for p in web]
+    deadline = time.time() + 20
+    for u in urls:
+        while True:
+            try:
+                import urllib.request
+
+                urllib.request.urlopen(f"{u}/-/ready", timeout=1).read()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+    return procs, urls
+
+
+def start_daemon(cfg: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-m", "dbwatch", "watch", "--config", str(cfg), "--debug"],
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "wb"),  # noqa: SIM115
+        env=env,
+        cwd=str(cfg.parent),
+    )
+
+
+CYCLE = re.compile(r"fleet-cycle target=(\S+) daemon=(\S+) start=([\d.]+) end=([\d.]+)")
+
+
+def cycles(logs: list[Path]) -> list[tuple[str, str, float, float]]:
+    out = []
+    for p in logs:
+        for m in CYCLE.finditer(p.read_text(errors="replace")):
+            out.append((m[1], m[2], float(m[3]), float(m[4])))
+    return out
+
+
+@pytest.mark.skipif(AM_BIN is None, reason="prometheus-alertmanager not installed")
+def test_three_daemons_share_targets_and_survive_sigkill(
+    tmp_path: Path, databases: list[str]
+) -> None:
+    names, state_db = databases[:-1], databases[-1]
+    Recorder.posts = []
+    hook_srv = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=hook_srv.serve_forever, daemon=True).start()
+    hook = f"http://127.0.0.1:{hook_srv.server_address[1]}/hook"
+    ams, am_urls = start_alertmanagers(tmp_path, hook)
+    cfg = tmp_path / "dbwatch.toml"
+    targets = "".join(
+        f'[[targets]]\nname = "t{i:02d}"\nurl = "{BASE}/{db}"\ninterval = "{INTERVAL}s"\n\n'
+        for i, db in enumerate(names)
+    )
+    cfg.write_text(
+        targets
+        + f'[state]\nurl = "{BASE}/{state_db}"\nlease_ttl = "{TTL}s"\n\n'
+        + "[[alerts]]\nkind = \"alertmanager\"\nname = \"am\"\n"
+        + f"url = {json.dumps(am_urls)}\n"
+        + "[rules.QU001]\nfor = \"0s\"\n"
+    )
+    logs = [tmp_path / f"d{i}.log" for i in range(3)]
+    daemons = [start_daemon(cfg, lg) for lg in logs]
+    try:
+        # every target probed and fairly shared
+        deadline = time.time() + 40
+        while time.time() < deadline:
+            seen = {(t, d) for t, d, _, _ in cycles(logs)}
+            if len({t for t, _ in seen}) == N_TARGETS and len({d for _, d in seen}) == 3:
+                break
+            time.sleep(0.5)
+        got = cycles(logs)
+        assert {t for t, *_ in got} == {f"t{i:02d}" for i in range(N_TARGETS)}, got
+        assert len({d for _, d, _, _ in got}) == 3, "every daemon takes a share"
+        time.sleep(2 * INTERVAL)
+        # SIGKILL the daemon holding the most targets now
+        with psycopg.connect(f"{BASE}/{state_db}", autocommit=True) as c:
+            rows = c.execute(
+                "SELECT name, holder FROM dbwatch.leases WHERE name LIKE 'target:%%'"
+            ).fetchall()
+        by_holder: dict[str, list[str]] = defaultdict(list)
+        for name, holder in rows:
+            by_holder[holder].append(name.split(":", 1)[1])
+        victim_id, victim_targets = max(by_holder.items(), key=lambda kv: len(kv[1]))
+        pid = int(victim_id.split(":")[1])
+        victim = next(d for d in daemons if d.pid == pid)
+        killed_at = time.time()
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(10)
+        deadline = killed_at + 4 * INTERVAL
+        taken: dict[str, float] = {}
+        while time.time() < deadline and len(taken) < len(victim_targets):
+            for t, d, start, _ in cycles(logs):
+                if t in victim_targets and d != victim_id and start > killed_at:
+                    taken[t] = min(taken.get(t, start), start)
+            time.sleep(0.25)
+        assert set(taken) == set(victim_targets), (victim_targets, taken)
+        worst = max(taken.values()) - killed_at
+        print(f"takeover of {len(taken)} targets: worst {worst:.2f}s after SIGKILL")
+        assert worst <= 2 * INTERVAL, f"took {worst:.1f}s > two intervals"
+        time.sleep(6)  # the Alertmanager peers' timeout and gossip
+    finally:
+        for d in daemons:
+            if d.poll() is None:
+                d.send_signal(signal.SIGTERM)
+        for d in daemons:
+            try:
+                d.wait(20)
+            except subprocess.TimeoutExpired:
+                d.kill()
+        for a in ams:
+            a.terminate()
+            a.wait(10)
+        hook_srv.shutdown()
+
+    # never two daemons on one target at once (cycle spans never overlap across daemons)
+    spans: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    for t, d, start, end in cycles(logs):
+        spans[t].append((start, end, d))
+    for t, items in spans.items():
+        items.sort()
+        for (s1, e1, d1), (s2, _e2, d2) in zip(items, items[1:], strict=False):
+            assert s2 >= e1 or d1 == d2, f"{t}: {d1} and {d2} probed at once"
+            assert s2 - s1 >= INTERVAL / 2, f"{t}: probed twice in one interval ({d1}, {d2})"
+    # exactly one notification per finding behind the Alertmanager cluster
+    per_group: Counter[tuple[str, str, str]] = Counter()
+    for post in Recorder.posts:
+        for alert in post["alerts"]:
+            lb = alert["labels"]
+            if alert["status"] == "firing":
+                per_group[(lb["alertname"], lb["target"], lb.get("subject", ""))] += 1
+    qu001 = {k for k in per_group if k[0] == "QU001"}
+    assert {k[1] for k in qu001} == {f"t{i:02d}" for i in range(N_TARGETS)}, per_group
+    dup = {k: n for k, n in per_group.items() if n != 1}
+    assert not dup, f"notified more than once: {dup}"
