@@ -383,6 +383,13 @@ def detect_transactions(
     return det.findings(server, target)
 
 
+@dataclass(slots=True)
+class _Digest:
+    calls: int
+    example: str
+    fingerprint: str
+
+
 def detect_digests(
     rows: Iterable[tuple[str, int]],
     target: str,
@@ -393,8 +400,8 @@ def detect_digests(
     """Weak signal: `SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE id = ?` on one
     table called about equally often (performance_schema digests / pg_stat_statements)."""
     clf = Classifier(dialect)
-    sel: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
-    dele: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+    sel: dict[tuple[str, tuple[str, ...]], _Digest] = {}
+    dele: dict[tuple[str, tuple[str, ...]], _Digest] = {}
     for text, calls in rows:
         c = clf.classify(text or "")
         if c is None or c[0].key_eq is None or not c[0].table:
@@ -407,15 +414,20 @@ def detect_digests(
             bucket = dele
         else:
             continue
-        slot = bucket.setdefault(key, [0, text[:EXAMPLE_CHARS], shape.fingerprint])
-        slot[0] += int(calls)
+        slot = bucket.setdefault(key, _Digest(0, text[:EXAMPLE_CHARS], shape.fingerprint))
+        slot.calls += int(calls)
     out = []
     for key in sorted(sel.keys() & dele.keys()):
         s, d = sel[key], dele[key]
-        lo, hi = sorted((s[0], d[0]))
+        lo, hi = sorted((s.calls, d.calls))
         if lo < min_calls or hi == 0 or lo / hi < 1 - tolerance:
             continue
-        p = _Pattern(count=lo, transactions=lo, example=[s[1], d[1]], fingerprints=[s[2], d[2]])
+        p = _Pattern(
+            count=lo,
+            transactions=lo,
+            example=[s.example, d.example],
+            fingerprints=[s.fingerprint, d.fingerprint],
+        )
         out.append(
             qu401_finding(
                 key[0],
@@ -423,7 +435,7 @@ def detect_digests(
                 p,
                 target,
                 confidence="probable",
-                extra={"select_calls": s[0], "delete_calls": d[0], "source": "digest"},
+                extra={"select_calls": s.calls, "delete_calls": d.calls, "source": "digest"},
             )
         )
     return out
