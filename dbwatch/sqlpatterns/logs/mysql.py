@@ -125,7 +125,7 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
             elif line.startswith("# administrator command: Quit"):
                 if conn is not None:
                     sink.disconnect(conn)
-            else:
+            elif "Thread_id:" in line or "User@Host:" in line:  # the regex only where it can match
                 m = SLOW_THREAD.match(line)
                 if m is not None:
                     conn = m.group(1) or m.group(2)
