@@ -27,6 +27,7 @@ class TargetConfig:
     all_databases: bool = False
     retry_after: float | None = None  # queue tables: Laravel's retry_after
     primary: str | None = None  # for a standby: the name of its primary target
+    log_file: str | None = None  # server log the daemon tails for every deadlock
     password_file: str | None = None  # the password's file (keeps it out of the config and ps)
 
 
@@ -201,6 +202,7 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         "all_databases",
         "retry_after",
         "primary",
+        "log_file",
         "password_file",
     }
     for i, t in enumerate(raw):
@@ -230,6 +232,7 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
                 all_databases=col.get(t, where, "all_databases", "bool", False),
                 retry_after=col.get(t, where, "retry_after", "duration", None),
                 primary=col.get(t, where, "primary", "str", None),
+                log_file=col.get(t, where, "log_file", "str", None),
                 password_file=col.get(t, where, "password_file", "str", None) or None,
             )
         )

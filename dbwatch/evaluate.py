@@ -18,12 +18,17 @@ from .findings import Finding
 from .snapshot import ProbeFailure, Snapshot
 
 log = logging.getLogger(__name__)
+# dbwatch's own health: produced here for every target, not listed among the rules run
+OWN_HEALTH = ("DW001", "DW002")
 
 
 @dataclass(frozen=True)
 class Selection:
     select: tuple[str, ...] = ()  # ID prefixes; empty = all
     ignore: tuple[str, ...] = ()
+
+    def ignores(self, rule_id: str) -> bool:
+        return any(rule_id.startswith(p) for p in self.ignore)
 
     def wants(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(p) for p in self.select):
@@ -44,7 +49,7 @@ def rules_for(
     out = []
     for rule in catalogue.values():
         override = config.rules.get(rule.id)
-        if rule.planned or rule.id == "DW001" or not rule.applies_to(engine):
+        if rule.planned or rule.id in OWN_HEALTH or not rule.applies_to(engine):
             continue
         if override is not None and not override.enabled:
             continue
@@ -88,7 +93,9 @@ def evaluate(
             continue
         missing = [s for s in chk.sections_for(snap.engine) if snap.section(s) is None]
         if missing:
-            result.unknown[rule.id] = f"probe {', '.join(missing)} failed"
+            skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
+            why = "not run (time budget)" if set(missing) <= skipped else "failed"
+            result.unknown[rule.id] = f"probe {', '.join(missing)} {why}"
             continue
         override = config.rules.get(rule.id)
         try:
@@ -99,9 +106,24 @@ def evaluate(
             continue
         result.ran.append(rule.id)
         result.findings.extend(_unignored(found, override))
-    if selection.wants("DW001"):
+    # what dbwatch could not read or examine is said whatever --select chose; only --ignore
+    # (or `enabled = false`) silences it
+    if not selection.ignores("DW001"):
         result.findings.extend(probe_failures(snap, catalogue, result.unknown))
+    if not selection.ignores("DW002"):
+        result.findings.extend(coverage(snap, catalogue, config, state))
     return result
+
+
+def coverage(
+    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: Any
+) -> list[Finding]:
+    """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
+    rule, chk = catalogue.get("DW002"), load_checks().get("incomplete_coverage")
+    override = config.rules.get("DW002")
+    if rule is None or chk is None or (override is not None and not override.enabled):
+        return []
+    return _unignored(list(chk.fn(_context(rule, snap, override, state))), override)
 
 
 def _unignored(found: list[Finding], override: RuleOverride | None) -> list[Finding]:

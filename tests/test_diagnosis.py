@@ -96,7 +96,9 @@ def test_same_shape_on_a_non_queue_table_is_not_a_queue_problem() -> None:
      "claim"),
     ("update `jobs` set `reserved_at` = ?, `attempts` = ? where `id` = ?", "reserve"),
     ("delete from `orders` where `id` = ?", "other"),
-    ("select * from jobs where id = 1", "other"),
+    ("select * from jobs where id = 1", "fetch"),  # in a deadlock: locking (text may be cut)
+    ("delete from laravel.jobs", "delete"),  # cut by the server, qualified
+    ("update jobs set state = ? where id = ?", "complete"),
     (None, "other"),
 ])
 def test_query_kind(query: str | None, kind: str) -> None:

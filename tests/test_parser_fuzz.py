@@ -16,7 +16,7 @@ CORPUS = SHARED_CORPUS / "innodb-status"
 FIX = Path(__file__).parent / "fixtures" / "innodb"
 SAMPLES = [p.read_text(encoding="utf-8", errors="replace")
            for p in sorted(CORPUS.glob("*deadlock*")) + sorted(CORPUS.glob("mariadb*"))
-           + sorted(FIX.glob("*"))]
+           + sorted(FIX.glob("*")) + sorted(FIX.glob("variants/*")) if p.is_file()]
 LINES = [ln for s in SAMPLES for ln in s.splitlines()]
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

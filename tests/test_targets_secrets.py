@@ -203,3 +203,11 @@ def test_cli_config_check_wrong_type_names_file_and_key(tmp_path: object) -> Non
     assert proc.returncode == 3 and "internal error" not in proc.stderr
     assert f"{cfg}: rules.PG001.thresholds: expected a table" in proc.stderr
     assert f"{cfg}: targets[0].url: port '0'" in proc.stderr
+
+
+def test_fragments_shared_with_the_targets_own_names_are_not_masked() -> None:
+    spec = spec_for("mysql://dbws_5e1f9a27:pw-5e1f9a27@127.0.0.1:3306/app_5e1f9a27")
+    out = scrub(f"Access denied for user 'dbws_5e1f9a27' to database app_5e1f9a27 "
+                f"(pw-5e1f9a27 / PW-5E1F)")
+    assert "'dbws_5e1f9a27'" in out and "app_5e1f9a27" in out
+    assert "pw-5e1f9a27" not in out.lower() and "pw-5e1f" not in out.lower()

@@ -44,22 +44,62 @@ def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
     return counter - int(past[-1][1]) if past else None
 
 
+def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Finding]:
+    """MySQL 8.0.22+: one MY102 per deadlock in performance_schema.error_log (recent ones)."""
+    src = status.get("error_log") or {}
+    max_age = ctx.duration("max_age")
+    out = []
+    for rec in (src.get("deadlocks") or [])[-50:]:
+        if not deadlock_in_scope(rec, ctx.snapshot.scope):
+            continue
+        age = _age(status, rec)
+        if age is not None and age > max_age:
+            continue
+        diag = rec.get("diagnosis") or {}
+        out.append(
+            ctx.finding(
+                severity=ctx.rule.severity,
+                subject=f"deadlock {rec.get('at')}",
+                summary=f"deadlock at {rec.get('at')} (performance_schema.error_log) — "
+                f"{diag.get('pattern', 'generic')}: {_victim_text(rec)}",
+                fix=str(diag.get("fix") or ""),
+                evidence={
+                    "deadlock": rec,
+                    "diagnosis": diag,
+                    "rules": diag.get("rules", []),
+                    "source": "performance_schema.error_log",
+                    "age_seconds": age,
+                },
+                identity=rec.get("key"),
+            )
+        )
+    return out
+
+
 @check("innodb_deadlock", mysql=["my.innodb_status", "my.innodb_counters"])
 def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     status = ctx.snapshot.section("my.innodb_status")
     counters = ctx.snapshot.section("my.innodb_counters")
     counter = counters.get("innodb_deadlocks")
+    scope = ctx.snapshot.scope
+    from_table = _from_error_log_table(ctx, status)
+    if from_table:  # every deadlock, not only the latest: the status text adds nothing
+        yield from from_table
+        return
     dl = status.get("deadlock")
-    if not dl or not deadlock_in_scope(dl, ctx.snapshot.scope):
-        return  # none, or none of its tables is in the target's scope
-    age = _age(status, dl)
+    since = _recent_deadlocks(ctx, counter)
+    if dl and not deadlock_in_scope(dl, scope):
+        return  # none of its tables is in the target's scope
+    age = _age(status, dl) if dl else None
     max_age = ctx.duration("max_age")
-    if age is not None and age > max_age:
+    if not dl or (age is not None and age > max_age):
+        if since and since > 0:  # the counter moved but the status text shows none of them
+            yield _unseen(ctx, since, counter, scope)
         return
     diag = dl.get("diagnosis") or {}
-    since = _recent_deadlocks(ctx, counter)
     extra = (
-        f"; {since} deadlocks since the last probe, only the latest is shown"
+        f"; {since} deadlocks since the last probe, {since - 1} of them not shown "
+        f"(SHOW ENGINE INNODB STATUS keeps only the latest): {SEE_ALL}"
         if since and since > 1
         else ""
     )
@@ -78,9 +118,36 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
             "rules": diag.get("rules", []),
             "deadlocks_total": counter,
             "deadlocks_since_last_probe": since,
+            "not_shown": max(since - 1, 0) if since else 0,
             "age_seconds": age,
         },
         identity=dl.get("key"),
+    )
+
+
+SEE_ALL = (
+    "to see every one, set innodb_print_all_deadlocks = ON and give the target "
+    '`log_file = "<error log>"` (MySQL 8.0.22+: performance_schema.error_log)'
+)
+
+
+def _unseen(ctx: CheckContext, since: int, counter: int | None, scope: str | None) -> Finding:
+    where = (
+        f" (a server-wide counter: they may be in any schema, not only {scope})" if scope else ""
+    )
+    return ctx.finding(
+        severity=ctx.rule.severity,
+        subject="deadlocks not shown",
+        summary=f"{since} deadlocks since the last probe (Innodb_deadlocks {counter}){where}, "
+        f"none of them shown: the status text's latest deadlock is older; {SEE_ALL}",
+        fix="SET GLOBAL innodb_print_all_deadlocks = ON (and in my.cnf); then set log_file "
+        "for this target so the daemon reads every deadlock with its diagnosis.",
+        evidence={
+            "deadlocks_since_last_probe": since,
+            "not_shown": since,
+            "deadlocks_total": counter,
+        },
+        identity=f"unseen:{counter}",
     )
 
 

@@ -150,9 +150,14 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
             "stats_reset": d.get("stats_reset"),
             "one_shot": not daemon,
         }
+        ev["not_shown"] = count
         summary = ctx.summary(**ev)
         if not daemon:
             summary += " (cumulative counter: a one-shot audit cannot tell when they happened)"
+        summary += (
+            f"; {count} not shown in detail: give the target `log_file` (the server log) so the "
+            "daemon reads each one, or run `dbwatch deadlocks --log <server log>`"
+        )
         yield ctx.finding(
             severity=ctx.rule.severity,
             subject=f"database {d['database']}",

@@ -4,20 +4,20 @@ or the daemon's history; innotop-style tables plus the diagnosis."""
 from __future__ import annotations
 
 import argparse
-import gzip
-import io
 import json
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 from tabulate import tabulate
 
+from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
+from ..deadlocks.summary import summarize
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
 from .common import add_all_databases
 
-HELP = "parse and diagnose InnoDB deadlocks (live, --file, --error-log, --history)"
+HELP = "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, --summary)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,46 +27,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--file", metavar="F", help="saved SHOW ENGINE INNODB STATUS text ('-' = stdin)"
     )
     src.add_argument(
-        "--error-log", metavar="F", help="error log with innodb_print_all_deadlocks=ON"
+        "--error-log",
+        "--log",
+        dest="error_log",
+        metavar="F",
+        help="MySQL/MariaDB error log (innodb_print_all_deadlocks=ON) or PostgreSQL log "
+        "(stderr, csvlog, jsonlog); gzip is read too",
     )
     src.add_argument("--history", action="store_true", help="deadlocks recorded by the daemon")
     p.add_argument("--state", help="daemon state DB (with --history)")
     p.add_argument("--limit", type=int, default=0, help="show only the last N deadlocks")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="counts by diagnosis, table, the victim's statement and hour instead of each one",
+    )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     add_all_databases(p)
     p.add_argument("--config", "-c")
     p.add_argument("--password-file", metavar="FILE", help="read the target's password from FILE")
     p.add_argument("--debug", action="store_true")
-
-
-def _open_text(path: str) -> IO[str]:
-    if path == "-":
-        return sys.stdin
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 (handed to the caller's with-block)
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror}") from None
-    if raw.read(2) == b"\x1f\x8b":
-        raw.seek(0)
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
-    raw.seek(0)
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-
-
-def _from_status_text(text: str) -> list[dict[str, Any]]:
-    from ..probes.innodb import status_section
-
-    dl = status_section(text)["deadlock"]
-    return [dl] if dl else []
-
-
-def _from_error_log(path: str) -> Iterator[dict[str, Any]]:
-    from ..parsers.errorlog import iter_deadlocks
-    from ..probes.innodb import deadlock_record
-
-    with _open_text(path) as fh:
-        for dl in iter_deadlocks(fh):
-            yield deadlock_record(dl)
 
 
 def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -129,15 +109,22 @@ def _from_history(args: argparse.Namespace) -> list[dict[str, Any]]:
     return out
 
 
-def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
+    """Deadlock records from the chosen source; files must hold something recognisable."""
+    stats = stats if stats is not None else ReadStats()
     if args.file:
-        with _open_text(args.file) as fh:
-            return _from_status_text(fh.read(4 * 1024 * 1024))
+        out = read_status_file(args.file, stats)
+        require_recognisable(args.file, stats)
+        yield from out
+        return
     if args.error_log:
-        return list(_from_error_log(args.error_log))
+        yield from read_log(args.error_log, stats)
+        require_recognisable(args.error_log, stats)
+        return
     if args.history:
-        return _from_history(args)
-    return _from_target(args)
+        yield from _from_history(args)
+        return
+    yield from _from_target(args)
 
 
 def _short(q: Any, n: int = 60) -> str:
@@ -202,6 +189,10 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
                 headers=["ID", "Waiting", "Mode", "DB", "Table", "Index", "Special", "Ins Intent"],
             )
         )
+        if dl.get("victim_inferred"):
+            out.append(f"\nVictim inferred: {dl.get('victim_evidence')}")
+        if dl.get("ambiguous"):
+            out.append(f"\nStructure ambiguous: {dl.get('ambiguity')}; no victim named")
         diag = dl.get("diagnosis") or {}
         rules = f" [{', '.join(diag['rules'])}]" if diag.get("rules") else ""
         out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
@@ -214,11 +205,22 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    deadlocks = collect(args)
+    stats = ReadStats()
+    source = args.file or args.error_log
+    if args.summary:
+        summary = summarize(collect(args, stats))
+        if args.format == "json":
+            print(json.dumps({"summary": summary.to_dict()}, indent=2, default=str))
+        else:
+            print(summary.render(source or args.target or "the daemon's history"))
+        return 0
+    deadlocks = list(collect(args, stats))
     if args.limit:
         deadlocks = deadlocks[-args.limit :]
     if args.format == "json":
         print(json.dumps({"deadlocks": deadlocks}, indent=2, default=str))
+    elif not deadlocks and source:
+        print(f"no deadlocks in {source} ({stats.lines:,} lines read, {stats.kind})")
     else:
         print(render_table(deadlocks))
     return 0

@@ -22,6 +22,7 @@ from ..catalogue import Rule, load_catalogue
 from ..config import Config, TargetConfig, load_config
 from ..errors import ConfigError, TargetError, UsageError
 from ..evaluate import Selection
+from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
 from ..targets import TargetSpec, spec_from_config
@@ -159,6 +160,8 @@ class Daemon:
     ) -> None:
         now = time.time()
         findings = result.evaluation.findings
+        if tc.log_file:  # every deadlock from the server log (dbwatch.deadlocks.live)
+            findings = [*findings, *self._tail_log(spec, tc)]
         with self.state.transaction():
             tr = self.state.update(
                 spec.name, findings, now, setup.for_seconds, keep_rules=result.evaluation.unknown
@@ -190,6 +193,15 @@ class Daemon:
             deadlocks=self.state.deadlock_count(spec.name),
         )
         self.state.prune(now)
+
+    def _tail_log(self, spec: TargetSpec, tc: TargetConfig) -> list[Finding]:
+        from ..deadlocks.live import tail_findings
+
+        try:
+            return tail_findings(self.state, spec.name, spec.engine, str(tc.log_file))
+        except Exception:  # a log we cannot read never stops the cycle
+            log.exception("tailing log_file %s of %s failed", tc.log_file, spec.name)
+            return []
 
     def _actions(self, setup: Setup, spec: TargetSpec, now: float) -> None:
         cfg = setup.config.terminate

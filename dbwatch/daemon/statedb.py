@@ -159,9 +159,12 @@ class PgConn:
         from psycopg import sql
         from psycopg.rows import dict_row
 
+        conninfo, password = _conninfo(url)
+        if password is not None:  # a keyword, never in the conninfo text
+            conninfo = psycopg.conninfo.make_conninfo(conninfo, password=password)
         try:
             self._conn = psycopg.connect(
-                url,
+                conninfo,
                 autocommit=True,
                 row_factory=dict_row,
                 connect_timeout=10,
@@ -188,17 +191,26 @@ class PgConn:
         self._conn.close()
 
 
-def _scrub(message: str, url: str) -> str:
-    from urllib.parse import unquote, urlsplit
+def _conninfo(url: str) -> tuple[str, str | None]:
+    """The URL without its password (any character parses: targets.urls), and the password,
+    registered with the one scrubber so no log line or message ever shows it."""
+    from ..errors import TargetError
+    from ..targets.secrets import register_secret
+    from ..targets.urls import parse_url
 
     try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    if password:
-        for secret in {password, unquote(password)}:
-            message = message.replace(secret, "***")
-    return message
+        parsed = parse_url(url)
+    except TargetError:
+        return url, None  # not a URL: libpq's own error (scrubbed) says what is wrong
+    register_secret(parsed.password, (_redacted(url),))
+    return parsed.without_password(), parsed.password
+
+
+def _scrub(message: str, url: str) -> str:
+    from ..targets.secrets import scrub
+
+    _conninfo(url)
+    return scrub(message)
 
 
 def _redacted(url: str) -> str:

@@ -1,38 +1,39 @@
 """Name the shape of an InnoDB deadlock and its fix (pure; input is a parsed Deadlock).
 
-Queue shapes are only claimed when both the table (jobs-like name) or the queries
-(Laravel's claim) say so; anything else gets a generic, non-queue description.
+Decided by what the transactions do (dbwatch.deadlocks.statements): a delete or completing
+update on a queue table against a claim on the same table is claim-vs-delete, whichever
+index and whichever victim. Anything not on a queue table gets a generic, non-queue shape.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from dbwatch.deadlocks.statements import (
+    CLAIM_SIDE,
+    COMPLETE,
+    DELETE,
+    DONE_SIDE,
+    FETCH,
+    OTHER,
+    UNKNOWN,
+    Statement,
+    classify,
+    is_queue_name,
+)
 from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
 
 MAX_SHOWN = 200  # query characters quoted in an explanation
 
-_JOBS_NAME = re.compile(r"(?:^|_)jobs?$|(?:^|_)queue(?:s|_jobs?)?$|job_?queue")
-_LEGACY_INDEX = re.compile(r"queue_reserved_at|queue_reserved(?:_index)?$")
-_WS = re.compile(r"\s+")
-_ID_EQ = r"(?:\w+\.)?id\s*=\s*(?:\?|\d+|'[^']*'|:\w+)"
-_DELETE_BY_ID = re.compile(rf"^delete\s+from\s+([\w$.]+)\s+where\s+{_ID_EQ}\s*(?:limit\s+1\s*)?;?$")
-_FETCH_BY_ID = re.compile(
-    rf"^select\s.+?\sfrom\s+([\w$.]+)\s+where\s+{_ID_EQ}\s*(?:limit\s+1\s+)?for\s+update\s*;?$"
-)
-_CLAIM = re.compile(r"^select\s.+?\sfrom\s+([\w$.]+)\s.*\bfor\s+update\b")
-_RESERVE = re.compile(r"^update\s+([\w$.]+)\s+set\s.*\breserved_at\b")
-
-CLAIM, RESERVE, DELETE, FETCH, OTHER = "claim", "reserve", "delete", "fetch", "other"
+_LEGACY_INDEX = ("queue_reserved_at", "queue_reserved_index", "queue_reserved")
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     pattern: str  # queue-claim-vs-delete | queue-legacy-index | queue-claim-vs-claim |
-    # gap-insert-intention | opposite-order-rows | lock-upgrade |
-    # too-deep | generic
+    # queue-claim-pileup | queue-unclear | gap-insert-intention | opposite-order-rows |
+    # lock-upgrade | too-deep | ambiguous | generic
     rules: tuple[str, ...]
     explanation: str
     fix: str
@@ -50,46 +51,90 @@ class Diagnosis:
         }
 
 
-def _norm(query: str | None) -> str:
-    q = (query or "")[:8192].lower().replace("`", "").replace('"', "")
-    return _WS.sub(" ", q).strip()
-
-
 def _base(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
 def query_kind(query: str | None, jobs_tables: set[str]) -> str:
-    """claim / reserve / delete / fetch / other, for the statement a transaction was running."""
-    q = _norm(query)
-    if q.startswith("delete") and (m := _DELETE_BY_ID.match(q)):
-        return DELETE if _base(m.group(1)) in jobs_tables else OTHER
-    if q.startswith("update") and (m := _RESERVE.match(q)):
-        return RESERVE
-    if q.startswith("select"):
-        if m := _FETCH_BY_ID.match(q):
-            return FETCH if _base(m.group(1)) in jobs_tables else OTHER
-        if m := _CLAIM.match(q):
-            laravel = "reserved_at" in q and "available_at" in q
-            shaped = _base(m.group(1)) in jobs_tables and "order by" in q and "limit" in q
-            if laravel or shaped:
-                return CLAIM
-    return OTHER
+    """The queue operation a statement performs on one of `jobs_tables`, else other."""
+    st = classify(query)
+    if st.kind == UNKNOWN:
+        return OTHER
+    if st.base is None or st.base not in jobs_tables:
+        return OTHER
+    return st.kind
 
 
-def _jobs_tables(dl: Deadlock) -> set[str]:
+def _queue_tables(dl: Deadlock, stmts: dict[int, Statement]) -> set[str]:
+    """Queue tables by name (locks and statements), or by the shape of a claim on them."""
     names = {lk.table.lower() for lk in dl.locks if lk.table}
-    by_name = {n for n in names if _JOBS_NAME.search(n)}
-    # Laravel's claim names its table: a renamed jobs table still counts.
+    names |= {s.base for s in stmts.values() if s.base}
+    out = {n for n in names if is_queue_name(n)}
+    out |= {s.base for s in stmts.values() if s.base and s.claim_shape}
+    return out
+
+
+def _kinds(dl: Deadlock, stmts: dict[int, Statement], queue: set[str]) -> dict[int, str]:
+    """Each transaction's queue operation; a cut or missing text on a queue table's lock
+    is `unknown`, a statement on another table `other`."""
+    out: dict[int, str] = {}
     for t in dl.transactions:
-        q = _norm(t.query)
-        if "reserved_at" in q and "available_at" in q and (m := _CLAIM.match(q)):
-            by_name.add(_base(m.group(1)))
-    return by_name
+        st = stmts[t.n]
+        on_queue = any(lk.n == t.n and lk.table and lk.table.lower() in queue for lk in dl.locks)
+        if st.base is not None:
+            out[t.n] = st.kind if st.base in queue else OTHER
+        elif st.kind == UNKNOWN and on_queue:
+            out[t.n] = UNKNOWN
+        else:
+            out[t.n] = OTHER
+    return out
+
+
+def diagnose(dl: Deadlock) -> Diagnosis:
+    """The known shape this deadlock matches, with the rule and the fix."""
+    if dl.ambiguous:
+        return ambiguous(dl)
+    stmts = {t.n: classify(t.query) for t in dl.transactions}
+    queue = _queue_tables(dl, stmts)
+    if queue:
+        kinds = _kinds(dl, stmts, queue)
+        legacy = sorted(
+            {
+                lk.index
+                for lk in dl.locks
+                if lk.index
+                and lk.table
+                and lk.table.lower() in queue
+                and any(k in lk.index.lower() for k in _LEGACY_INDEX)
+            }
+        )
+        found = _queue_shape(dl, queue, kinds, legacy)
+        if found is not None:
+            return found
+    return _generic_shape(dl)
+
+
+def _queue_shape(
+    dl: Deadlock, queue: set[str], kinds: dict[int, str], legacy: list[str]
+) -> Diagnosis | None:
+    claims = [n for n, k in kinds.items() if k in CLAIM_SIDE]
+    dones = [n for n, k in kinds.items() if k in DONE_SIDE]
+    table = _table_of(dl, queue)
+    if claims and dones:
+        return claim_vs_delete(dl, kinds, table, legacy)
+    if legacy and (claims or dones):
+        return legacy_index(dl, table, legacy)
+    if len(claims) >= 2:
+        return claim_vs_claim(dl, table)
+    if claims and dl.too_deep:
+        return claim_pileup(dl, table)
+    if any(k == UNKNOWN for k in kinds.values()):
+        return queue_unclear(dl, table, kinds)
+    return None
 
 
 def _short(query: str | None) -> str:
-    q = _WS.sub(" ", query or "?").strip()
+    q = " ".join((query or "?").split())
     return q if len(q) <= MAX_SHOWN else q[:MAX_SHOWN] + "…"
 
 
@@ -103,44 +148,11 @@ def _table_of(dl: Deadlock, jobs: set[str]) -> str:
     for lk in dl.locks:
         if lk.table and lk.table.lower() in jobs:
             return f"{lk.db}.{lk.table}" if lk.db else lk.table
+    for t in dl.transactions:
+        st = classify(t.query)
+        if st.base in jobs and st.table:
+            return st.table
     return next(iter(sorted(jobs)), "jobs")
-
-
-def diagnose(dl: Deadlock) -> Diagnosis:
-    """The known shape this deadlock matches, with the rule and the fix."""
-    jobs = _jobs_tables(dl)
-    kinds = {t.n: query_kind(t.query, jobs) for t in dl.transactions}
-    legacy = sorted(
-        {
-            lk.index
-            for lk in dl.locks
-            if lk.index
-            and lk.table
-            and lk.table.lower() in jobs
-            and _LEGACY_INDEX.search(lk.index.lower())
-        }
-    )
-    if jobs:
-        found = _queue_shape(dl, jobs, kinds, legacy)
-        if found is not None:
-            return found
-    return _generic_shape(dl)
-
-
-def _queue_shape(
-    dl: Deadlock, jobs: set[str], kinds: dict[int, str], legacy: list[str]
-) -> Diagnosis | None:
-    vals = set(kinds.values())
-    claims = vals & {CLAIM, RESERVE}
-    deletes = vals & {DELETE, FETCH}
-    table = _table_of(dl, jobs)
-    if claims and deletes:
-        return claim_vs_delete(dl, kinds, table, legacy)
-    if legacy and (claims or deletes):
-        return legacy_index(dl, table, legacy)
-    if claims and len([k for k in kinds.values() if k in (CLAIM, RESERVE)]) >= 2:
-        return claim_vs_claim(dl, table)
-    return None
 
 
 def _waiting(dl: Deadlock) -> list[DeadlockLock]:
@@ -176,40 +188,122 @@ def _victim(dl: Deadlock) -> DeadlockTrx | None:
     return dl.trx(dl.victim) if dl.victim is not None else None
 
 
+def _is_pg(dl: Deadlock) -> bool:
+    return any(lk.lock_type in ("TRANSACTION", "TUPLE", "RELATION", "OTHER") for lk in dl.locks)
+
+
+_DONE_WORDS = {
+    DELETE: ("deleting", "the delete"),
+    COMPLETE: ("completing", "the completing update"),
+    FETCH: ("deleting", "the delete (its `SELECT … WHERE id = ? FOR UPDATE`)"),
+}
+
+
 def claim_vs_delete(
     dl: Deadlock, kinds: dict[int, str], table: str, legacy: list[str]
 ) -> Diagnosis:
     victim = _victim(dl)
-    deleter = next((t for t in dl.transactions if kinds[t.n] in (DELETE, FETCH)), None)
-    claimer = next((t for t in dl.transactions if kinds[t.n] in (CLAIM, RESERVE)), None)
-    text = (
-        f"Queue claim-vs-delete deadlock on `{table}`: {_who(deleter)} was deleting a "
-        f"finished job (Laravel fetches it with `SELECT … WHERE id = ? FOR UPDATE` and "
-        f"then deletes it) while {_who(claimer)} was claiming the next job with "
-        f"`SELECT … ORDER BY id LIMIT 1 FOR UPDATE`; they lock the primary key and the "
-        f"queue index in opposite order. "
+    pg = _is_pg(dl)
+    deleter = next((t for t in dl.transactions if kinds[t.n] in DONE_SIDE), None)
+    claimer = next((t for t in dl.transactions if kinds[t.n] in CLAIM_SIDE), None)
+    doing, the_done = _DONE_WORDS.get(kinds[deleter.n] if deleter else DELETE, _DONE_WORDS[DELETE])
+    done_kind = kinds[deleter.n] if deleter else DELETE
+    laravel = FETCH in kinds.values() or (_base(table).lower() == "jobs" and done_kind == DELETE)
+    how = (
+        " (Laravel first locks it with `SELECT … WHERE id = ? FOR UPDATE`, then deletes it)"
+        if laravel
+        else ""
     )
-    if victim is not None and kinds.get(victim.n) in (DELETE, FETCH):
+    order = (
+        "they lock the same rows in opposite order"
+        if pg
+        else "the two lock the primary key and the queue's index in opposite order"
+    )
+    engine = "PostgreSQL aborted" if pg else "InnoDB rolled back"
+    expiry = "retry_after expires" if laravel else "its reservation expires"
+    text = (
+        f"Queue claim-vs-delete deadlock on `{table}`: {_who(deleter)} was {doing} a "
+        f"finished job{how} while {_who(claimer)} was claiming the next job with a locking "
+        f"`SELECT … FOR UPDATE` without SKIP LOCKED; {order}. "
+    )
+    if dl.victim is None:
+        text += "The report does not say which side was rolled back."
+    elif victim is not None and kinds.get(victim.n) in DONE_SIDE:
         text += (
-            "InnoDB rolled back the delete, so the job was not removed: it stays "
-            "reserved and will run again once retry_after expires (QU002, QU003)."
-        )
-    elif victim is not None:
-        text += (
-            "InnoDB rolled back the claim this time (the worker just polls again); "
-            "when the delete is the victim, the job stays reserved and runs twice."
+            f"{_inferred(dl)}{engine} {the_done}, so the job was not finished: it stays "
+            f"claimed and will run again once {expiry} (QU002, QU003)."
         )
     else:
-        text += "The report does not say which side was rolled back."
-    rules = ("QU401", "QU301") if legacy else ("QU401",)
-    fix = (
-        "Delete the job in one statement, without the preceding `SELECT … FOR UPDATE` "
-        "(QU401), and retry the delete on error 1213 (e.g. DB::transaction(fn, 3) around "
-        f"deleteReserved); {_SKIP_LOCKED}."
-    )
+        text += (
+            f"{_inferred(dl)}{engine} the claim this time (the worker just polls again); "
+            f"when {the_done} is the victim, the job stays claimed and runs twice."
+        )
+    if done_kind == COMPLETE:  # not Laravel's fetch-then-delete: the claim is the fix
+        rules: tuple[str, ...] = ("QU402",)
+        fix = (
+            f"{_SKIP_LOCKED.capitalize()}; make the completing update and the claim lock rows in "
+            "one order (ORDER BY id), and retry on a deadlock (error 1213 / SQLSTATE 40P01)."
+        )
+    else:
+        rules = ("QU401",)
+        fix = (
+            "Delete the job in one statement, without the preceding `SELECT … FOR UPDATE` "
+            "(QU401), and retry the delete on a deadlock (error 1213 / SQLSTATE 40P01, e.g. "
+            f"DB::transaction(fn, 3) around deleteReserved); {_SKIP_LOCKED}."
+        )
     if legacy:
+        rules = (*rules, "QU301")
         fix += " " + _legacy_fix(table, legacy)
     return Diagnosis("queue-claim-vs-delete", rules, text, fix)
+
+
+def _inferred(dl: Deadlock) -> str:
+    return "(Victim inferred, not printed.) " if dl.victim_inferred else ""
+
+
+def claim_pileup(dl: Deadlock, table: str) -> Diagnosis:
+    text = (
+        f"Queue workers piled up on `{table}`: InnoDB gave up searching the wait-for graph "
+        f"(TOO DEEP OR LONG SEARCH) while claims with plain `FOR UPDATE` waited on each "
+        f"other, and rolled back {_who(_victim(dl))}. Every claim queues behind the oldest "
+        f"lock holder on the same rows."
+    )
+    return Diagnosis("queue-claim-pileup", ("QU402",), text, _SKIP_LOCKED.capitalize() + ".")
+
+
+def queue_unclear(dl: Deadlock, table: str, kinds: dict[int, str]) -> Diagnosis:
+    said = "; ".join(
+        f"({t.n}) "
+        + (f"`{_short(t.query)}`" if t.query else "no statement printed")
+        + f" [{kinds.get(t.n, OTHER)}]"
+        for t in dl.transactions
+    )
+    text = (
+        f"Deadlock on the queue table `{table}`, but the statement text the server printed is "
+        f"not enough to tell which queue operations collided: {said}. The printed text is "
+        f"the statement running at the time, cut at about 3 KB; earlier statements of the "
+        f"same transactions also hold locks. Rolled back: {_who(_victim(dl))}."
+    )
+    fix = (
+        "Read the application's queue code paths for this table (claim, reserve, delete or "
+        f"complete); turn on the general or slow log briefly to see whole transactions "
+        f"(`dbwatch audit --log`). {_SKIP_LOCKED.capitalize()}."
+    )
+    return Diagnosis("queue-unclear", (), text, fix)
+
+
+def ambiguous(dl: Deadlock) -> Diagnosis:
+    text = (
+        f"The deadlock report's structure is ambiguous ({dl.ambiguous}): text inside a "
+        f"query can imitate report lines, so dbwatch names no victim and no cause for it. "
+        f"Transactions as read: {len(dl.transactions)}; tables: {_tables(dl)}."
+    )
+    fix = (
+        "Read this report in the server's own output (SHOW ENGINE INNODB STATUS right after "
+        "the deadlock, or the error log) and check which statement texts contain report-"
+        "like lines; such queries may be an attempt to forge deadlock reports."
+    )
+    return Diagnosis("ambiguous", (), text, fix)
 
 
 def _legacy_fix(table: str, legacy: list[str]) -> str:
@@ -256,7 +350,7 @@ def gap_insert_intention(dl: Deadlock) -> Diagnosis:
     fix = (
         "Lock exact rows by a unique key instead of ranges or missing rows, use READ "
         "COMMITTED (no gap locks for plain reads and searches), or use INSERT … ON "
-        "DUPLICATE KEY UPDATE instead of check-then-insert; retry on error 1213."
+        "DUPLICATE KEY UPDATE instead of check-then-insert; retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("gap-insert-intention", (), text, fix)
 
@@ -269,7 +363,7 @@ def opposite_order(dl: Deadlock) -> Diagnosis:
     fix = (
         "Touch rows in one consistent order (e.g. sort by primary key before updating, "
         "or lock them all with one `SELECT … ORDER BY id FOR UPDATE`), keep transactions "
-        "short, and retry on error 1213."
+        "short, and retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("opposite-order-rows", (), text, fix)
 
@@ -283,7 +377,7 @@ def lock_upgrade(dl: Deadlock) -> Diagnosis:
     )
     fix = (
         "Take the exclusive lock first (`SELECT … FOR UPDATE` instead of a shared read), "
-        "or use INSERT … ON DUPLICATE KEY UPDATE; retry on error 1213."
+        "or use INSERT … ON DUPLICATE KEY UPDATE; retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("lock-upgrade", (), text, fix)
 
@@ -317,6 +411,6 @@ def generic(dl: Deadlock) -> Diagnosis:
     )
     fix = (
         "Make transactions that touch these tables lock rows in the same order and keep "
-        "them short; retry on error 1213."
+        "them short; retry on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)."
     )
     return Diagnosis("generic", (), text, fix)

@@ -1,97 +1,326 @@
-"""Stream deadlocks out of a MySQL/MariaDB error log written with innodb_print_all_deadlocks=ON.
+"""Find InnoDB deadlock reports in any text: error logs of every MySQL/MariaDB version, status
+text, and pastes of either (e-mail quoting, Markdown indentation, CRLF, lost prefixes).
 
-Handles MariaDB's block form, MySQL 5.6/5.7 prefixes and MySQL 8's MY-012468/MY-012469
-event lines. Constant memory: one bounded block at a time; garbage lines are skipped.
+Line by line in constant memory. Every line is cleaned of its paste quoting and its log
+prefix (timestamp, thread, `[Note]`, `[MY-012469]`, `[InnoDB]`, `InnoDB:`, syslog) before the
+report state machine (innodb_deadlock) sees it. Query text is data: a report that another
+report starts inside, or that goes on after its victim line, is marked ambiguous.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
-from dbwatch.parsers.innodb_deadlock import TOO_DEEP, Deadlock, feed_line, finish, new_state
+from dbwatch.parsers.innodb_deadlock import (
+    TOO_DEEP,
+    Deadlock,
+    _State,
+    feed_line,
+    finish,
+    new_state,
+)
 
 MAX_BLOCK_LINES = 50_000  # a real report is a few hundred lines; beyond this, give up on it
 
-# "<timestamp> <thread> [Level] [MY-012469] [InnoDB] body" (MySQL 8),
-# "<timestamp> <thread> [Level] InnoDB: body" (MariaDB, MySQL 5.7),
-# "<timestamp> <hex thread> InnoDB: body" (MySQL 5.6).
+# "<ts> <thread> [Level] [MY-012469] [InnoDB] body" (MySQL 8), "<ts> <thread> [Level] InnoDB:"
+# (MariaDB, 5.7), "<ts> <hex thread> InnoDB:" (5.6), "120906  6:03:32  InnoDB:" (5.0-5.5).
+# Each optional group is tried once: no nested quantifiers, linear on any input.
 _PREFIX = re.compile(
-    r"^(\d{4}-\d{2}-\d{2}[ T]\s*\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-    r"|\d{6}\s+\d{1,2}:\d{2}:\d{2})"
-    r"(?:\s+(?:0x)?([0-9A-Fa-f]+))?(?:\s+\[(\w+)\])?(?:\s+\[(MY-\d+)\])?"
-    r"(?:\s+(\[InnoDB\]|InnoDB:))?(?: (.*))?$"
+    r"^(\d{4}-\d{2}-\d{2}[ T] ?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{6} +\d{1,2}:\d{2}:\d{2})"
+    r"(?: +(?:0x)?([0-9A-Fa-f]+)(?= |$))?(?: +\[(\w+)\])?(?: +\[(MY-\d+)\])?"
+    r"(?: +(\[InnoDB\]|InnoDB:))?"
 )
-_SRC_SUFFIX = re.compile(r" \([\w./-]+\.cc:\d+\)$")
+_TAGS = re.compile(r"^(?:\[(\w+)\] *)?(?:\[(MY-\d+)\] *)?(\[InnoDB\]|InnoDB:)")
+_SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?: ")
+_MONTHS = frozenset(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+)
 _START = "deadlock detected, dumping detailed information"
+_SLOW_FIRST = frozenset("JFMASONDI")  # month names (syslog) and "InnoDB:" need clean()
+_SECTION_NAME = re.compile(r"^[A-Z][A-Z0-9 /_&(),.-]*$")
+SECTION = "LATEST DETECTED DEADLOCK"
 
 
-def _split(line: str) -> tuple[str | None, str | None, bool, str] | None:
-    """(timestamp, thread, is_innodb, body) of a prefixed log line, else None."""
-    if not line or not line[0].isdigit():
-        return None
-    m = _PREFIX.match(line)
-    if not m:
-        return None
-    body = _SRC_SUFFIX.sub("", m.group(6) or "")
-    innodb = m.group(5) is not None or (m.group(4) or "").startswith("MY-0124")
-    return m.group(1), m.group(2), innodb, body
+@dataclass(frozen=True)
+class Line:
+    ts: str | None  # the prefix's timestamp, raw
+    thread: str | None
+    prefixed: bool  # a log-line prefix was found
+    innodb: bool  # the prefix says InnoDB wrote it
+    body: str
+
+
+def _src_suffix(body: str) -> str:
+    """MySQL 8 debug builds end a line with ' (lock0lock.cc:6496)'."""
+    if body.endswith(")") and ".cc:" in body[-40:]:
+        k = body.rfind(" (")
+        if k >= 0 and body[k + 2 : -1].split(".cc:")[-1].isdigit():
+            return body[:k]
+    return body
+
+
+def clean(raw: str) -> Line:
+    """One raw line without CR/trailing blanks, paste quoting and log prefix."""
+    line = raw[:MAX_LINE].rstrip()
+    if not line:
+        return Line(None, None, False, False, "")
+    if line[0] in " \t>":
+        line = line.lstrip(" \t>")
+        if not line:
+            return Line(None, None, False, False, "")
+    c = line[0]
+    if c in "JFMASOND" and line[:3] in _MONTHS and (m := _SYSLOG.match(line)):
+        line = line[m.end() :].lstrip()
+        if not line:
+            return Line(None, None, True, False, "")
+        c = line[0]
+    if c.isdigit():
+        m = _PREFIX.match(line)
+        if m:
+            body = _src_suffix(line[m.end() :].lstrip())
+            innodb = m.group(5) is not None or (m.group(4) or "").startswith("MY-0124")
+            return Line(m.group(1), m.group(2), True, innodb, body)
+    elif c == "[" or c == "I":
+        m = _TAGS.match(line)
+        if m:  # a prefix whose timestamp was lost in the paste
+            return Line(None, None, True, True, _src_suffix(line[m.end() :].lstrip()))
+    return Line(None, None, False, False, line)
+
+
+def _is_dump(body: str) -> bool:
+    """A record dump line seen after its leading blank was stripped ('0: len 4; hex …')."""
+    head = body[:14]
+    return head[:1].isdigit() and (": len " in head or ": SQL NULL" in head)
 
 
 def _is_report_body(body: str) -> bool:
-    b = body.strip()
-    return not b or b.startswith("***") or TOO_DEEP in b
+    return not body or body.startswith("***") or TOO_DEEP in body
 
 
+def is_start(body: str) -> bool:
+    return (_START in body or _START in body.lower()) if "eadlock detected" in body else False
+
+
+@dataclass
 class _Block:
-    def __init__(self, at: str | None, thread: str | None) -> None:
-        self.state = new_state(at)
-        self.thread = thread
-        self.lines = 0
+    state: _State
+    thread: str | None
+    start: int  # offset (caller's unit) of the line that opened it
+    lines: int = 0
 
-    def feed(self, line: str) -> None:
-        self.lines += 1
-        feed_line(self.state, line)
+
+@dataclass
+class Scanner:
+    """Feed lines (with an offset of the caller's choosing); collect finished deadlocks.
+
+    `safe_offset` is where a restart must resume so that no report is lost or cut.
+    """
+
+    lines: int = 0
+    recognised: int = 0  # log-prefixed or report lines: "is this a log at all?"
+    structured: bool = False  # headers or prefixes seen: bare `*** (1)` no longer opens
+    block: _Block | None = None
+    out: list[Deadlock] = field(default_factory=list)
+    # The last finished report, held until what follows shows it was not cut short by text
+    # inside a query: orphan report lines or a suspect next report make it ambiguous too.
+    pending: Deadlock | None = None
+    rule_seen: bool = False  # a dashed rule inside a report: a section header must follow
 
     @property
-    def done(self) -> bool:
-        return self.state.victim is not None or self.lines > MAX_BLOCK_LINES
+    def safe_offset(self) -> int | None:
+        return self.block.start if self.block is not None else None
+
+    def _taint(self, why: str) -> None:
+        p = self.pending
+        if p is not None and not p.ambiguous:
+            self.pending = replace(
+                p,
+                ambiguous=why,
+                victim=None,
+                victim_source="none",
+                transactions=tuple(replace(t, victim=False) for t in p.transactions),
+            )
+
+    def _close(self) -> None:
+        blk, self.block = self.block, None
+        self.rule_seen = False
+        if blk is None:
+            return
+        dl = finish(blk.state)
+        if blk.state.problems:
+            self._taint("the next report's structure is broken: " + blk.state.problems[0])
+        if dl is None:
+            return
+        if self.pending is not None:
+            self.out.append(self.pending)
+        self.pending = dl
+
+    def _open(self, ts: str | None, thread: str | None, offset: int) -> None:
+        old = self.block
+        interrupted = old is not None and not old.state.done and bool(old.state.trxs)
+        in_query = interrupted and old is not None and old.state.trxs[-1].in_query
+        if old is not None and in_query:
+            old.state.suspect("another report starts inside its query text")
+        self._close()
+        self.block = _Block(new_state(normalize_ts(ts)[0] if ts else None), thread, offset)
+        if in_query:
+            self.block.state.suspect("it starts inside another report's query text")
+
+    def feed(self, raw: str, offset: int = 0) -> None:
+        self.lines += 1
+        blk = self.block
+        c = raw[:1]
+        if (
+            blk is not None
+            and not self.rule_seen
+            and c.isalpha()
+            and c not in _SLOW_FIRST
+            and "eadlock detected" not in raw
+            and not raw.startswith("LATEST")
+        ):  # the common line inside a report: no prefix, no quoting, not a start
+            blk.lines += 1
+            if c in "RT" and raw.startswith(("RECORD LOCKS", "TABLE LOCK")):
+                self.recognised += 1
+            feed_line(blk.state, raw.rstrip())
+            if blk.lines > MAX_BLOCK_LINES:
+                self._close()
+            return
+        if c == " " and is_record_dump(raw):
+            if self.block is not None:
+                self.block.lines += 1
+            return  # row contents: most of a report's bytes
+        ln = clean(raw)
+        body = ln.body
+        if ln.prefixed:
+            self.recognised += 1
+            self.structured = True
+        if body and _is_dump(body):
+            return
+        blk = self.block
+        if is_start(body) or body == SECTION:
+            self.recognised += 1
+            self.structured = True
+            self._open(ln.ts, ln.thread, offset)
+            return
+        if ln.prefixed and blk is not None:
+            if blk.thread is None and ln.innodb and _is_report_body(body):
+                blk.thread = ln.thread  # the header had lost its prefix
+            if blk.thread is not None and ln.thread is not None and ln.thread != blk.thread:
+                return  # another thread's message interleaved
+            if body and not _is_report_body(body):
+                self._close()  # another message: the report is over
+                return
+            if blk.state.at is None and ln.ts:
+                blk.state.at = normalize_ts(ln.ts)[0]
+        if (
+            body[:3] == "***"
+            and (blk is None or blk.state.done)
+            and not self.structured
+            and body.replace(" ", "").startswith("***(1)TRANSACTION:")
+        ):
+            self.recognised += 1  # a bare report pasted without its header
+            self._open(ln.ts, None, offset)
+            feed_line(self.block.state, body)  # type: ignore[union-attr]
+            return
+        if blk is None:
+            # Every report's tail has `***` lines (its victim line at least); nothing else
+            # prints them: one outside a report is the rest of a report cut short by text
+            # inside a query.
+            if body[:3] == "***":
+                self.recognised += 1
+                self._taint("report lines follow it outside any report")
+            return
+        if self.rule_seen:
+            self.rule_seen = False
+            if _SECTION_NAME.match(body):
+                self._close()  # the next status section: the report is over
+                return
+            blk.state.suspect("a dashed rule inside the report")
+        if body[:3] == "---" and not body.strip("-"):
+            if blk.state.trxs:
+                self.rule_seen = True
+            return
+        blk.lines += 1
+        if body.startswith(("***", "RECORD LOCKS", "TABLE LOCK")):
+            self.recognised += 1
+        feed_line(blk.state, body)
+        if blk.lines > MAX_BLOCK_LINES:
+            self._close()
+
+    def flush(self, quiet: bool = False) -> list[Deadlock]:
+        """Take the finished deadlocks. At the end of input (`quiet`), also the open block
+        (a report whose victim line was read is complete even if nothing follows it) and the
+        one held for its successor."""
+        if quiet:
+            if self.block is not None and self.block.state.done:
+                self._close()
+            if self.pending is not None:
+                self.out.append(self.pending)
+                self.pending = None
+        out, self.out = self.out, []
+        return out
+
+    def close(self) -> list[Deadlock]:
+        self._close()
+        return self.flush(quiet=True)
 
 
-def iter_deadlocks(lines: Iterable[str]) -> Iterator[Deadlock]:
-    """Every deadlock report in the log, in order. Never raises on bad input."""
-    block: _Block | None = None
+# Row contents after a lock (' 0: len 4; hex 80000001; asc ;;' / ' 1: SQL NULL;'): most of a
+# report's bytes and never structure, dropped from a whole buffer in one linear C-level pass.
+_DUMPS = re.compile(rb"\n(?: [0-9]{1,5}: [^\n]*|[ \t\r]*(?=\n))")
+_HEADERS = (b"deadlock detected, dumping detailed information", b"LATEST DETECTED DEADLOCK")
+CHUNK = 4 * 1024 * 1024
+
+
+def slim(data: bytes) -> list[str]:
+    """Complete lines of a byte buffer, record dumps dropped, decoded once."""
+    return _DUMPS.sub(b"", b"\n" + data)[1:].decode("utf-8", "replace").splitlines()
+
+
+def open_block_start(data: bytes) -> int:
+    """Offset in `data` of the line holding the last report header (0 if none)."""
+    k = max(data.rfind(h) for h in _HEADERS)
+    return data.rfind(b"\n", 0, k) + 1 if k >= 0 else 0
+
+
+def iter_deadlocks_bytes(
+    chunks: Iterable[bytes], scanner: Scanner | None = None
+) -> Iterator[Deadlock]:
+    """iter_deadlocks over a byte stream (a file read in big chunks): the fast path."""
+    sc = scanner if scanner is not None else Scanner()
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        rest = data[cut:]
+        for line in slim(data[:cut]):
+            sc.feed(line)
+            if sc.out:
+                yield from sc.flush()
+    if rest:
+        for line in slim(rest):
+            sc.feed(line)
+    yield from sc.close()
+
+
+def iter_deadlocks(lines: Iterable[str], scanner: Scanner | None = None) -> Iterator[Deadlock]:
+    """Every deadlock report in the text, in order. Never raises on bad input."""
+    sc = scanner if scanner is not None else Scanner()
+    feed = sc.feed
+    skipped = 0
     for raw in lines:
         if not isinstance(raw, str):
             raw = str(raw)
-        if raw[:1] == " " and is_record_dump(raw):
-            continue  # row contents: most of a report's bytes
-        line = raw[:MAX_LINE].rstrip("\r\n")
-        parts = _split(line)
-        if parts is not None:
-            ts, thread, innodb, body = parts
-            if _START in body.lower():
-                if block is not None and (dl := finish(block.state)) is not None:
-                    yield dl
-                block = _Block(normalize_ts(ts or "")[0], thread)
-                continue
-            if block is None:
-                continue
-            if thread != block.thread:
-                continue  # another thread's message interleaved
-            if not (innodb and _is_report_body(body)) and body.strip():
-                if (dl := finish(block.state)) is not None:
-                    yield dl  # the report ended without its victim line
-                block = None
-                continue
-            line = body
-        elif block is None:
+        c = raw[:1]
+        if c == " " and is_record_dump(raw) or c == "\n" or not raw:
+            skipped += 1  # row contents and blank lines: most of a report, never structure
             continue
-        block.feed(line)
-        if block.done:
-            if (dl := finish(block.state)) is not None:
-                yield dl
-            block = None
-    if block is not None and (dl := finish(block.state)) is not None:
-        yield dl
+        feed(raw)
+        if sc.out:
+            yield from sc.flush()
+    sc.lines += skipped
+    yield from sc.close()

@@ -24,7 +24,7 @@ TRX_HEAD = _TRX_HEAD = re.compile(
     r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$"
 )
 _ACTIVE = re.compile(r"ACTIVE\s+(?:\(PREPARED\)\s+)?(\d+)\s+sec")
-_PROCESS = re.compile(r",?\s*(?:process no \d+|OS thread id \d+)")
+_PROCESS = re.compile(r",? ?(?:process no \d+|OS thread id \d+)")
 _COUNTS = re.compile(
     r"^(LOCK WAIT\s+)?(\d+) lock struct\(s\), heap size (\d+)"
     r"(?:, (\d+) row lock\(s\))?(?:, undo log entries (\d+))?"
@@ -34,13 +34,63 @@ _THREAD = re.compile(
     r"^(?:MySQL|MariaDB) thread id (\d+),(?: OS thread handle [^,]*,)?\s*query id (\d+)\s?(.*)$"
 )
 _IP = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)$")
-_REC_LOCK = re.compile(
-    r"^RECORD LOCKS space id (\d+) page no (\d+) n bits \d+ index (.+?) of table (.+?)"
-    r" trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$"
-)
-_TAB_LOCK = re.compile(r"^TABLE LOCK table (.+?) trx id (\d+ \d+|[0-9A-Fa-f]+) (.*)$")
-_MODE = re.compile(r"lock[_ ]mode\s+([A-Z][A-Z-]*)")
-_COMMENT = re.compile(r"/\*.*?\*/")
+_MODE = re.compile(r"lock[_ ]mode ([A-Z][A-Z-]*)")
+_REC_HEAD = re.compile(r"^RECORD LOCKS space id (\d+) page no (\d+) n bits \d+ index ")
+
+
+def squeeze(line: str) -> str:
+    """Runs of blanks outside backquotes/double quotes become one space (pasted text,
+    `index X of   table`); linear, and a no-op for the usual single-spaced line."""
+    if "  " not in line and "\t" not in line:
+        return line
+    out: list[str] = []
+    quote = ""
+    blank = False
+    for ch in line:
+        if quote:
+            out.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in " \t":
+            blank = True
+            continue
+        if blank and out:
+            out.append(" ")
+        blank = False
+        if ch in '`"':
+            quote = ch
+        out.append(ch)
+    return "".join(out)
+
+
+def _drop_comments(text: str) -> str:
+    """/* ... */ removed by a scan (a lazy regex is quadratic on many unclosed '/*')."""
+    out: list[str] = []
+    i = 0
+    while True:
+        j = text.find("/*", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j])
+        k = text.find("*/", j + 2)
+        if k < 0:
+            return "".join(out)
+        i = k + 2
+
+
+def _trx_id_and_rest(tail: str) -> tuple[str, str] | None:
+    """'107448 lock_mode X …' or '0 3405 lock_mode X' (two words) -> (id, rest)."""
+    toks = tail.split(" ", 3)
+    if not toks or not toks[0]:
+        return None
+    if len(toks) >= 2 and toks[0].isdigit() and toks[1].isdigit():
+        return f"{toks[0]} {toks[1]}", " ".join(toks[2:])
+    tid = toks[0]
+    if not all(c in "0123456789abcdefABCDEF" for c in tid):
+        return None
+    return tid, " ".join(toks[1:])
 
 
 def is_record_dump(line: str) -> bool:
@@ -104,7 +154,7 @@ def parse_trx_state(rest: str) -> tuple[int | None, str]:
     active = int(am.group(1)) if am else None
     state = rest[am.end() :] if am else rest
     if "process no" in state or "OS thread id" in state:
-        state = _PROCESS.sub("", state)
+        state = _PROCESS.sub("", squeeze(state))
     state = state.split(", thread declared inside InnoDB")[0].strip(" ,")
     return active, state
 
@@ -189,7 +239,7 @@ def split_table(text: str) -> tuple[str | None, str | None]:
     if m:  # the common case, without the quote-aware scan
         return (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
     if "/*" in text:
-        text = _COMMENT.sub("", text)
+        text = _drop_comments(text)
     text = text.strip()
     parts: list[str] = []
     buf: list[str] = []
@@ -241,24 +291,36 @@ def _lock_flags(rest: str) -> dict[str, Any]:
 
 def parse_lock_line(line: str) -> dict[str, Any] | None:
     """A 'RECORD LOCKS ...' or 'TABLE LOCK ...' line as a dict, else None."""
-    line = line[:MAX_LINE].strip()
-    m = _REC_LOCK.match(line)
-    if m:
-        db, table = split_table(m.group(4))
+    line = squeeze(line[:MAX_LINE].strip())
+    # Found by str.find, not a regex with two lazy groups (quadratic on hostile names).
+    if line.startswith("RECORD LOCKS "):
+        m = _REC_HEAD.match(line)
+        if not m:
+            return None
+        a = m.end()
+        b = line.find(" of table ", a)
+        c = line.find(" trx id ", b + 1) if b >= 0 else -1
+        tail = _trx_id_and_rest(line[c + 8 :]) if c >= 0 else None
+        if tail is None:
+            return None
+        db, table = split_table(line[b + 10 : c])
         out = {
             "lock_type": "RECORD",
             "space_id": int(m.group(1)),
             "page_no": int(m.group(2)),
-            "index": _unquote(m.group(3)),
+            "index": _unquote(line[a:b]),
             "db": db,
             "table": table,
-            "trx_id": norm_trx_id(m.group(5)),
+            "trx_id": norm_trx_id(tail[0]),
         }
-        out.update(_lock_flags(m.group(6)))
+        out.update(_lock_flags(tail[1]))
         return out
-    m = _TAB_LOCK.match(line)
-    if m:
-        db, table = split_table(m.group(1))
+    if line.startswith("TABLE LOCK table "):
+        c = line.find(" trx id ", 17)
+        tail = _trx_id_and_rest(line[c + 8 :]) if c >= 0 else None
+        if tail is None:
+            return None
+        db, table = split_table(line[17:c])
         out = {
             "lock_type": "TABLE",
             "space_id": None,
@@ -266,8 +328,8 @@ def parse_lock_line(line: str) -> dict[str, Any] | None:
             "index": None,
             "db": db,
             "table": table,
-            "trx_id": norm_trx_id(m.group(2)),
+            "trx_id": norm_trx_id(tail[0]),
         }
-        out.update(_lock_flags(m.group(3)))
+        out.update(_lock_flags(tail[1]))
         return out
     return None

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbwatch.parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from dbwatch.parsers.innodb_common import (
     MAX_LINE,
     MAX_QUERY,
@@ -20,111 +21,30 @@ from dbwatch.parsers.innodb_common import (
     parse_tables_in_use,
     parse_thread,
     parse_trx_header,
+    squeeze,
 )
+
+__all__ = [
+    "TOO_DEEP",
+    "Deadlock",
+    "DeadlockLock",
+    "DeadlockTrx",
+    "feed_line",
+    "finish",
+    "new_state",
+    "parse_deadlock_lines",
+]
 
 MAX_TRX = 64  # a cycle longer than this is not printed by any server anyway
 MAX_LOCKS = 1_000
 
-_STAR_TRX = re.compile(r"^\*\*\* (?:\((\d+)\) )?TRANSACTION:")
-_STAR_WAIT = re.compile(r"^\*\*\* (?:\((\d+)\) )?WAITING FOR THIS LOCK TO BE GRANTED")
-_STAR_HOLDS = re.compile(r"^\*\*\* (?:\((\d+)\) )?HOLDS THE LOCK\(S\)")
-_STAR_CONFLICT = re.compile(r"^\*\*\* (?:\((\d+)\) )?CONFLICTING WITH")
-_VICTIM = re.compile(r"^\*\*\* WE ROLL BACK TRANSACTION \((\d+)\)")
+_STAR_TRX = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?TRANSACTION:")
+_STAR_WAIT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?WAITING FOR THIS LOCK TO BE GRANTED")
+_STAR_HOLDS = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?HOLDS THE LOCK\(S\)")
+_STAR_CONFLICT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?CONFLICTING WITH")
+_VICTIM = re.compile(r"^\*\*\* ?WE ROLL BACK TRANSACTION \((\d+)\)")
+_STRUCT_START = ("***", "RECORD LOCKS", "TABLE LOCK", "TRANSACTION ", "LOCK WAIT ")
 TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
-
-
-@dataclass(frozen=True)
-class DeadlockLock:
-    n: int  # number of the transaction holding or waiting for it
-    waiting: bool
-    mode: str | None  # X, S, IX, IS, AUTO-INC
-    db: str | None
-    table: str | None
-    index: str | None  # None for table locks
-    special: str | None  # "rec but not gap" | "gap before rec" | "gap" | None (next-key)
-    insert_intention: bool
-    lock_type: str = "RECORD"  # RECORD | TABLE
-    trx_id: str | None = None
-    space_id: int | None = None
-    page_no: int | None = None
-    heap_nos: tuple[int, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "waiting": self.waiting,
-            "mode": self.mode,
-            "db": self.db,
-            "table": self.table,
-            "index": self.index,
-            "special": self.special,
-            "insert_intention": self.insert_intention,
-        }
-
-
-@dataclass(frozen=True)
-class DeadlockTrx:
-    n: int
-    trx_id: str | None
-    thread_id: int | None
-    user: str | None
-    host: str | None
-    query: str | None
-    active_seconds: int | None
-    lock_structs: int | None
-    row_locks: int | None
-    undo_entries: int | None
-    tables: tuple[str, ...]
-    victim: bool
-    state: str | None = None
-    query_id: int | None = None
-    ip: str | None = None
-    tables_in_use: int | None = None
-    tables_locked: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "trx_id": self.trx_id,
-            "thread_id": self.thread_id,
-            "user": self.user,
-            "host": self.host,
-            "query": self.query,
-            "active_seconds": self.active_seconds,
-            "lock_structs": self.lock_structs,
-            "row_locks": self.row_locks,
-            "undo_entries": self.undo_entries,
-            "tables": list(self.tables),
-            "victim": self.victim,
-        }
-
-
-@dataclass(frozen=True)
-class Deadlock:
-    at: str | None  # "YYYY-MM-DD HH:MM:SS", server (log) time
-    victim: int | None  # n of the rolled-back transaction
-    transactions: tuple[DeadlockTrx, ...]
-    locks: tuple[DeadlockLock, ...]
-    too_deep: bool = False  # TOO DEEP OR LONG SEARCH ... (no real cycle shown)
-    truncated: bool = False  # report cut before "WE ROLL BACK"
-    printed_victim: int | None = None  # the number as printed (MariaDB may print 0)
-    victim_source: str = "printed"  # printed | transactions-list | weight | none
-
-    @property
-    def identity(self) -> tuple[str | None, tuple[str | None, ...]]:
-        """Deduplication key across polls and sources: timestamp and trx ids."""
-        return self.at, tuple(t.trx_id for t in self.transactions)
-
-    def trx(self, n: int) -> DeadlockTrx | None:
-        return next((t for t in self.transactions if t.n == n), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "at": self.at,
-            "victim": self.victim,
-            "transactions": [t.to_dict() for t in self.transactions],
-            "locks": [lk.to_dict() for lk in self.locks],
-        }
 
 
 @dataclass
@@ -145,13 +65,27 @@ class _State:
     locks: list[dict[str, Any]] = field(default_factory=list)
     role: str = ""  # waiting | holds | conflicting
     seen_first: bool = False
+    done: bool = False  # the victim line was read: anything structural after it is suspect
+    problems: list[str] = field(default_factory=list)
+    roles_seen: set[tuple[int, str]] = field(default_factory=set)
+
+    def suspect(self, why: str) -> None:
+        if len(self.problems) < 8:
+            self.problems.append(why)
 
 
 def _on_star(st: _State, line: str) -> None:
+    """`*** …` lines. Query text is data: a marker out of sequence, repeated, or after
+    the victim line can only come from text inside a query, so the report is suspect."""
     m = _STAR_TRX.match(line)
     if m:
+        if st.done:
+            st.suspect("a transaction section after the victim line")
+            return
+        n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
+        if n != len(st.trxs) + 1:
+            st.suspect(f"transaction ({n}) out of sequence")
         if len(st.trxs) < MAX_TRX:
-            n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
             st.trxs.append(_Trx(n))
         st.role = ""
         return
@@ -162,19 +96,49 @@ def _on_star(st: _State, line: str) -> None:
         (_STAR_HOLDS, "holds"),
         (_STAR_CONFLICT, "conflicting"),
     ):
-        if rx.match(line):
+        m = rx.match(line)
+        if m:
+            if not st.trxs:
+                st.suspect(f"a {role} section before any transaction")
+            if st.done:
+                st.suspect(f"a {role} section after the victim line")
+                return
+            cur = st.trxs[-1].n if st.trxs else 0
+            if m.group(1) and int(m.group(1)) != cur:
+                st.suspect(f"({m.group(1)}) {role} section inside transaction ({cur})")
+            if (cur, role) in st.roles_seen:
+                st.suspect(f"two {role} sections for transaction ({cur})")
+            st.roles_seen.add((cur, role))
             st.role = role
             return
     m = _VICTIM.match(line)
     if m:
+        if not st.trxs:
+            st.suspect("a victim line before any transaction")
+        if st.done:
+            st.suspect("two victim lines")
+            return
         st.victim = int(m.group(1))
         st.role = ""
+        st.done = True
 
 
 def _on_lock(st: _State, lock: dict[str, Any]) -> None:
-    if not st.trxs or len(st.locks) >= MAX_LOCKS:
+    if not st.trxs:
+        st.suspect("a lock line before any transaction")
+        return
+    if len(st.locks) >= MAX_LOCKS:
         return
     cur = st.trxs[-1]
+    if st.done:
+        st.suspect("a lock line after the victim line")
+        return
+    if not st.role:
+        st.suspect(f"a lock line inside transaction ({cur.n})'s header or query")
+    elif st.role != "conflicting":
+        own = cur.fields.get("trx_id")
+        if own and lock["trx_id"] != own:
+            st.suspect(f"a lock of trx {lock['trx_id']} listed under transaction ({cur.n})")
     cur.in_query = False
     lock["owner_n"] = cur.n
     lock["role"] = st.role
@@ -218,8 +182,8 @@ def _on_body(st: _State, line: str) -> None:
 
 
 def feed_line(st: _State, raw: str) -> None:
-    """Consume one line of a deadlock report."""
-    line = raw[:MAX_LINE].rstrip("\r\n")
+    """Consume one line of a deadlock report (already stripped of any log prefix)."""
+    line = raw[:MAX_LINE].rstrip()
     if TOO_DEEP in line:
         st.too_deep = True
     if not st.seen_first and line.strip():
@@ -228,19 +192,28 @@ def feed_line(st: _State, raw: str) -> None:
         if at is not None:
             st.at = st.at or at
             return
-    if line.startswith("***"):
-        _on_star(st, line)
+    head = line.lstrip()
+    if head[:1] == "*" and head.startswith("***"):
+        _on_star(st, squeeze(head))
         return
-    if not st.trxs or not line.strip():
+    if not head:
         return
-    if line[0] == " " and is_record_dump(line):
-        return
-    if line.startswith(("RECORD LOCKS", "TABLE LOCK")):
-        lock = parse_lock_line(line)
+    if head[0] in "RT" and head.startswith(("RECORD LOCKS", "TABLE LOCK")):
+        lock = parse_lock_line(head)
         if lock is not None:
             _on_lock(st, lock)
         return
-    _on_body(st, line)
+    if not st.trxs or (line[0] == " " and is_record_dump(line)):
+        return
+    if st.done:
+        if head.startswith(_STRUCT_START) or head.startswith(("MySQL thread", "MariaDB thread")):
+            st.suspect("report lines after the victim line")
+        return
+    cur = st.trxs[-1]
+    if cur.in_query:
+        _on_body(st, line)
+    else:
+        _on_body(st, squeeze(head))
 
 
 def new_state(at: str | None = None) -> _State:
@@ -260,8 +233,13 @@ def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock |
     if not st.trxs:
         return None
     by_id = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
+    if st.victim and st.victim not in {t.n for t in st.trxs}:
+        st.suspect(f"the victim ({st.victim}) is not one of the transactions printed")
     locks = _build_locks(st, by_id)
     victim, source = _pick_victim(st, live_trx_ids)
+    ambiguous = "; ".join(dict.fromkeys(st.problems)) or None
+    if ambiguous:
+        victim, source = None, "none"
     trxs = []
     for t in st.trxs:
         f = t.fields
@@ -303,6 +281,7 @@ def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock |
         truncated=st.victim is None and not st.too_deep,
         printed_victim=st.victim,
         victim_source=source,
+        ambiguous=ambiguous,
     )
 
 

@@ -167,7 +167,11 @@ def parse_status(text: str) -> InnodbStatus:
         a, b = bounds[TRANSACTIONS]
         trx_info, trxs = parse_transaction_list(lines, a, b, dashes)
     deadlock = None
-    if DEADLOCK in bounds:
+    # The server prints the deadlock section before TRANSACTIONS; one after it can only be
+    # text inside a query of the transaction list (forged), so it is not read.
+    if DEADLOCK in bounds and (
+        TRANSACTIONS not in bounds or bounds[DEADLOCK][0] < bounds[TRANSACTIONS][0]
+    ):
         a, b = bounds[DEADLOCK]
         live = frozenset(t.trx_id for t in trxs if t.trx_id) if TRANSACTIONS in bounds else None
         st = new_state()

@@ -253,13 +253,14 @@ def run_probes(
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, list) else 1
+        complete = True  # only complete results are cached: gaps and refusals must repeat
         if isinstance(data, Covered):
             gaps += data.gaps
-            data = data.data
+            data, complete = data.data, False
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data = data.data
-        elif cache is not None and p.ttl:
+        elif cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)

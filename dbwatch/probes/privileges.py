@@ -9,11 +9,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..queues import MARKER_COLUMNS
 from ..snapshot import CoverageGap
 from ..targets import Connection
 from ..targets.quoting import my_ident, pg_ident_text
 from . import Covered, PartialResult, jsonable, probe, sql
-from .pg_mvcc import QUEUE_NAMES, QUEUE_PATTERN
 
 PG_LIMIT = 50
 _GRANT = re.compile(
@@ -110,7 +110,7 @@ def account_literal(account: str) -> str:
     return "'" + user.replace("'", "''") + "'@'" + host.replace("'", "''") + "'"
 
 
-@probe("my.privileges", "mysql")
+@probe("my.privileges", "mysql", ttl=60.0)
 def my_privileges(conn: Connection) -> Any:
     account = str(jsonable(conn.rows(sql("mysql", "privileges_user", conn.version))[0])["account"])
     lines = [
@@ -156,7 +156,7 @@ def my_privileges(conn: Connection) -> Any:
     return data
 
 
-@probe("pg.privileges", "postgresql")
+@probe("pg.privileges", "postgresql", ttl=60.0)
 def pg_privileges(conn: Connection) -> Any:
     rows = [jsonable(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version))]
     role = rows[0] if rows else {"user": "?", "superuser": False}
@@ -165,7 +165,7 @@ def pg_privileges(conn: Connection) -> Any:
         jsonable(r)
         for r in conn.rows(
             sql("postgresql", "privileges_queue_tables", conn.version),
-            {"queue_names": QUEUE_NAMES, "queue_pattern": QUEUE_PATTERN, "limit": PG_LIMIT},
+            {"markers": list(MARKER_COLUMNS), "limit": PG_LIMIT},
         )
     ]
     sees_all = bool(role.get("superuser") or role.get("read_all_stats") or role.get("monitor"))

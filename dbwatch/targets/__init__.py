@@ -79,8 +79,9 @@ def spec_for(
     engine = engine_of(url)
     if url != DEFAULT_PG_URL:
         parsed = parse_url(url)
-        register_secret(parsed.password)
-        register_secret(parsed.query.get("password"))
+        public = (redact_url(url), name)
+        register_secret(parsed.password, public)
+        register_secret(parsed.query.get("password"), public)
     return TargetSpec(
         name=name if name is not None else default_name(url),
         url=url,
@@ -147,7 +148,7 @@ def password_of(spec: TargetSpec) -> str | None:
         except (OSError, UnicodeDecodeError) as exc:
             why = getattr(exc, "strerror", None) or "not readable as UTF-8 text"
             raise TargetError(spec.name, f"password file {spec.password_file}: {why}") from None
-        register_secret(secret)
+        register_secret(secret, (redact_url(spec.url), spec.name))
         return secret
     if spec.url == DEFAULT_PG_URL:
         return None

@@ -33,8 +33,12 @@ class _Pattern:
     heads: frozenset[str]  # every fragment starts with one: a linear pre-filter
 
     @classmethod
-    def of(cls, secret: str) -> _Pattern:
-        frags = _fragments_of(secret)
+    def of(cls, secret: str, public: frozenset[str] = frozenset()) -> _Pattern:
+        """Fragments that are also part of a public name of the same target (its user,
+        host, database: printed by design) are not masked; the whole secret always is."""
+        frags = frozenset(f for f in _fragments_of(secret) if not any(f in p for p in public)) | {
+            secret.lower()
+        }
         shortest = min(len(f) for f in frags)
         return cls(
             frags, max(len(f) for f in frags), shortest, frozenset(f[:shortest] for f in frags)
@@ -43,17 +47,24 @@ class _Pattern:
 
 _lock = threading.Lock()
 _patterns: dict[str, _Pattern] = {}  # secret (and its percent-encoded form) -> pattern
+_public: dict[str, frozenset[str]] = {}  # secret -> the public names registered with it
 
 
-def register_secret(secret: str | None) -> None:
-    """Remember a password so every later scrub() removes it (process-wide)."""
+def register_secret(secret: str | None, public: Iterable[str | None] = ()) -> None:
+    """Remember a password so every later scrub() removes it (process-wide). `public`: the
+    target's own non-secret names (user, host, database, its redacted URL)."""
     if not secret or len(secret) < MIN_SECRET:
         return
+    names = frozenset(str(p).lower() for p in public if p)
     for variant in {secret, quote(secret, safe="")}:
-        if variant in _patterns:
-            continue
-        pattern = _Pattern.of(variant)
         with _lock:
+            known = _public.get(variant)
+            if known is not None and names <= known:
+                continue
+            merged = (known or frozenset()) | names
+        pattern = _Pattern.of(variant, merged)
+        with _lock:
+            _public[variant] = merged
             _patterns[variant] = pattern
 
 

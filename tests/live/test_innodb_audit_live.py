@@ -118,8 +118,8 @@ def test_deadlocks_from_saved_text_and_bad_file(tmp_path: Path) -> None:
     assert [t["victim"] for t in dl["transactions"]] == [True, False]
     garbage = tmp_path / "garbage.txt"
     garbage.write_bytes(b"\x00\xff not a status \n" * 100)
-    out = dbwatch("deadlocks", "--file", str(garbage))
-    assert out.returncode == 0 and "No deadlocks found." in out.stdout
+    out = dbwatch("deadlocks", "--file", str(garbage))  # issue 12.4: never "all clear"
+    assert out.returncode == 3 and str(garbage) in out.stderr and "No deadlocks" not in out.stdout
     missing = dbwatch("deadlocks", "--error-log", str(tmp_path / "nope.log"))
     assert missing.returncode == 3 and "nope.log" in missing.stderr and "Traceback" not in missing.stderr
 

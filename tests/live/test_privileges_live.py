@@ -30,13 +30,14 @@ def test_missing_pg_monitor_is_reported(pg_admin: Any, uniq: str, tmp_path: Path
         url = f"postgresql://{role}@127.0.0.1/test"
         code, doc = audit(url, cfg)
         dw = [f for f in doc["findings"] if f["rule"] == "DW001"]
-        assert code == 3 and dw and "GRANT pg_monitor" in dw[0]["fix"]
+        assert code == 3 and any("GRANT pg_monitor" in f["fix"] for f in dw), dw
         assert not [f for f in doc["findings"] if f["rule"] == "PG002"]   # it cannot see them
         pg_admin.execute(f"GRANT pg_monitor TO {role}")
         code, doc = audit(url, cfg)
         pids = {f["evidence"]["pid"] for f in doc["findings"] if f["rule"] == "PG002"}
         assert idle.info.backend_pid in pids
-        assert not [f for f in doc["findings"] if f["rule"] == "DW001"]
+        # (the shared database may hold other tests' queue tables this role cannot read)
+        assert not [f for f in doc["findings"] if f["rule"] == "DW001" and "pg_monitor" in f["fix"]]
     finally:
         idle.close()
         pg_admin.execute(f"DROP ROLE {role}")

@@ -134,7 +134,7 @@ def test_daemon_log_state_and_alert_payloads_leak_nothing(my_user: str, tmp_path
         status = run("status", "--state", str(state))
     finally:
         rec.close()
-    assert proc.returncode == 3, proc.stderr
+    assert proc.returncode in (2, 3), proc.stderr    # unreachable targets: critical DW001
     assert rec.bodies, "the unreachable targets must have been alerted"
     assert b"target unreachable" in b"".join(rec.bodies)
     everything = [proc.stdout, proc.stderr, status.stdout, status.stderr, *rec.bodies,
@@ -155,7 +155,7 @@ def test_a_password_quoted_in_another_sessions_query_is_masked(tmp_path: Path) -
 
     def sleep() -> None:
         try:
-            busy.execute(f"SELECT pg_sleep(8), $q${PASSWORD}$q$")
+            busy.execute(f"SELECT pg_sleep(60), $q${PASSWORD}$q$")
         except psycopg.Error:
             pass
     t = threading.Thread(target=sleep, daemon=True)
@@ -174,6 +174,6 @@ def test_a_password_quoted_in_another_sessions_query_is_masked(tmp_path: Path) -
         busy.close()
     doc = json.loads(outs[0].stdout)
     mine = [f for f in doc["findings"] if f["evidence"].get("application") == "leaky-admin"]
-    assert mine and "pg_sleep(8)" in mine[0]["evidence"]["query"]
+    assert mine and "pg_sleep(60)" in mine[0]["evidence"]["query"]
     for proc in outs:
         assert not leaks(proc.stdout + proc.stderr), leaks(proc.stdout)

@@ -158,7 +158,7 @@ def test_single_delete_with_skip_locked_is_clean(pfs: Any) -> None:
     t = run_worker(pfs, "start transaction", fetch=False, skip=" skip locked")
     rc, doc = audit(pfs.url())
     assert of(doc, "QU401", t) == [] and of(doc, "QU402", t) == []
-    assert doc["findings"] == [] and rc == 0 and doc["targets"][0]["rules_run"] == ["DW002", "QU401", "QU402"]
+    assert doc["findings"] == [] and rc == 0 and doc["targets"][0]["rules_run"] == ["QU401", "QU402"]
 
 
 def test_digests_alone_give_a_probable_qu401(pfs: Any) -> None:

@@ -1,0 +1,79 @@
+"""Cost of tailing a server log for deadlocks: a MariaDB error log growing by R deadlocks/s,
+read by the daemon's hook (dbwatch.deadlocks.live.tail_findings) once per second.
+
+Run: python contrib/bench/bench_tail.py [--rate 100] [--seconds 20]   (prints one JSON object)
+CPU is the process CPU time spent inside the hook (parsing, hashing, recording in SQLite),
+as a share of one core over the run's wall time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from dbwatch.daemon.state import State  # noqa: E402
+from dbwatch.deadlocks.live import tail_findings  # noqa: E402
+
+FIXTURES = {
+    # a MariaDB 10.11 legacy-index deadlock: 24 KB, 36 records listed under CONFLICTING WITH
+    "mariadb": ROOT / "tests" / "fixtures" / "innodb" / "mariadb-error-log-excerpt.log",
+    # a MySQL 5.7 Laravel claim-vs-delete: 2.8 KB
+    "mysql57": ROOT / "tests" / "fixtures" / "innodb" / "variants"
+    / "mysql57-laravel-jobs-cut-delete.log",
+}
+
+
+def one_report(kind: str = "mariadb") -> str:
+    lines = FIXTURES[kind].read_text().splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if "deadlock detected" in ln)
+    end = next(i for i, ln in enumerate(lines) if "WE ROLL BACK" in ln) + 1
+    return "".join(lines[start:end])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rate", type=int, default=100)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--report", choices=sorted(FIXTURES), default="mariadb")
+    args = ap.parse_args()
+    base = one_report(args.report)
+    ids = ("107448", "107462") if args.report == "mariadb" else ("41722335", "41722336")
+    tmp = Path(tempfile.mkdtemp(prefix="dbwatch-bench-tail-"))
+    log = tmp / "error.log"
+    log.write_text("")
+    state = State(tmp / "state.db")
+    tail_findings(state, "t", "mysql", str(log))
+    n = 0
+    cpu = 0.0
+    wrote = 0
+    t0 = time.perf_counter()
+    for _ in range(args.seconds):
+        tick = time.perf_counter()
+        with log.open("a") as fh:
+            for _ in range(args.rate):
+                text = base.replace(ids[0], f"7{n:07d}1").replace(ids[1], f"7{n:07d}2")
+                fh.write(text)
+                wrote += len(text)
+                n += 1
+        c0 = time.process_time()
+        tail_findings(state, "t", "mysql", str(log))
+        cpu += time.process_time() - c0
+        time.sleep(max(0.0, 1.0 - (time.perf_counter() - tick)))
+    wall = time.perf_counter() - t0
+    recorded = state.deadlock_count("t")
+    print(json.dumps({
+        "report": args.report, "report_bytes": len(base), "rate_per_s": args.rate, "seconds": args.seconds, "deadlocks_written": n,
+        "recorded": recorded, "bytes": wrote, "hook_cpu_s": round(cpu, 3),
+        "share_of_one_core_pct": round(100 * cpu / wall, 2),
+        "cpu_ms_per_deadlock": round(1000 * cpu / max(n, 1), 3),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

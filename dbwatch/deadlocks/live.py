@@ -1,0 +1,91 @@
+"""The daemon's hook for `log_file`: tail the log, record each deadlock once, and turn the new
+ones into MY102/PG102 findings with their details (a burst becomes one finding with counts)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..findings import Finding
+from ..probes.innodb import deadlock_record
+from .tailer import load_position, poll, save_position
+
+log = logging.getLogger(__name__)
+
+MAX_SEPARATE = 5  # more new deadlocks than this in one look: one summary finding
+
+
+def _victim_text(rec: dict[str, Any]) -> str:
+    for t in rec.get("transactions", []):
+        if t.get("victim"):
+            q = " ".join(str(t.get("query") or "").split())[:120]
+            return f"thread {t.get('thread_id')} rolled back: {q}"
+    return "victim not known"
+
+
+def _finding(rule: str, target: str, rec: dict[str, Any], severity: str) -> Finding:
+    diag = rec.get("diagnosis") or {}
+    return Finding(
+        rule=rule,
+        severity=severity,
+        target=target,
+        subject=f"deadlock {rec.get('at')}",
+        summary=f"deadlock at {rec.get('at')} (from the server log) — "
+        f"{diag.get('pattern', 'generic')}: {_victim_text(rec)}",
+        fix=str(diag.get("fix") or ""),
+        evidence={
+            "deadlock": rec,
+            "diagnosis": diag,
+            "rules": diag.get("rules", []),
+            "source": "log_file",
+        },
+        identity=rec.get("key"),
+    )
+
+
+def _burst(rule: str, target: str, recs: list[dict[str, Any]], severity: str) -> Finding:
+    patterns = Counter(str((r.get("diagnosis") or {}).get("pattern")) for r in recs)
+    latest = recs[-1]
+    top = ", ".join(f"{p} ×{n}" for p, n in patterns.most_common(5))
+    return Finding(
+        rule=rule,
+        severity=severity,
+        target=target,
+        subject=f"deadlocks {recs[0].get('at')} … {latest.get('at')}",
+        summary=f"{len(recs)} deadlocks in the server log since the last look ({top}); "
+        f"latest: {_victim_text(latest)}",
+        fix=str((latest.get("diagnosis") or {}).get("fix") or ""),
+        evidence={
+            "count": len(recs),
+            "by_pattern": dict(patterns),
+            "latest": latest,
+            "source": "log_file",
+            "see_all": f"dbwatch deadlocks --history {target} / --log <file> --summary",
+        },
+        identity=f"burst:{recs[0].get('key')}",
+    )
+
+
+def tail_findings(
+    state: Any, target: str, engine: str, log_file: str, severity: str = "warning"
+) -> list[Finding]:
+    """Read what is new in the target's log; record and return findings for new deadlocks."""
+    pos = load_position(state, target)
+    deadlocks, new_pos = poll(Path(log_file), engine, pos)
+    fresh: list[dict[str, Any]] = []
+    with state.transaction() as db:
+        for dl in deadlocks:
+            rec = deadlock_record(dl)
+            rec["source"] = "log_file"
+            if state.record_deadlock(target, str(rec["key"]), rec.get("at"), rec):
+                fresh.append(rec)
+        if new_pos is not None:
+            save_position(db, target, new_pos)
+    if fresh:
+        log.info("%d new deadlocks in %s (%s)", len(fresh), log_file, target)
+    rule = "PG102" if engine == "postgresql" else "MY102"
+    if len(fresh) > MAX_SEPARATE:
+        return [_burst(rule, target, fresh, severity)]
+    return [_finding(rule, target, r, severity) for r in fresh]

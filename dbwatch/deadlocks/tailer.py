@@ -1,0 +1,214 @@
+"""Tail a server log (target key `log_file`) for every deadlock, exactly once.
+
+Position = (inode, offset, sha256 of the first and last 4 KB before the offset), kept in the state DB's
+`meta` table and committed in the same transaction as the deadlocks it covers, so a SIGKILL
+anywhere re-reads at most what was not yet committed (and `record_deadlock`'s key drops any
+copy). Rotation:
+- rename (logrotate `create`, FLUSH ERROR LOGS after mv): the inode changed; the rest of the
+  old file is read from its new name in the same directory (found by inode), then the new
+  file from 0;
+- copytruncate: same inode, file shorter than the offset or the bytes before the offset no
+  longer hash the same; the copy (a sibling whose first `offset` bytes hash the same) is read
+  from the offset, then the truncated file from 0.
+A report still being written (no victim line yet) is re-read from its first line next time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..parsers.errorlog import Scanner, open_block_start, slim
+from ..parsers.innodb_deadlock import Deadlock
+from ..parsers.pg_deadlock import PgScanner, detect_format
+
+log = logging.getLogger(__name__)
+
+HASH_SPAN = 4096
+MAX_READ = 64 * 1024 * 1024  # per poll; the rest waits for the next one
+MAX_LINE_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Position:
+    inode: int
+    offset: int
+    head: str  # head_hash(): the bytes before offset
+
+    def to_json(self) -> str:
+        return json.dumps({"inode": self.inode, "offset": self.offset, "head": self.head})
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> Position | None:
+        try:
+            d = json.loads(raw or "")
+            return cls(int(d["inode"]), int(d["offset"]), str(d["head"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def head_hash(fh: Any, offset: int) -> str:
+    """sha256 of the file's first and last HASH_SPAN bytes before offset: reports look
+    alike, so the end alone could match a different file of the same size."""
+    h = hashlib.sha256()
+    fh.seek(0)
+    h.update(fh.read(min(offset, HASH_SPAN)))
+    start = max(0, offset - HASH_SPAN)
+    fh.seek(start)
+    h.update(fh.read(offset - start))
+    return h.hexdigest()
+
+
+@dataclass
+class ReadResult:
+    deadlocks: list[tuple[Deadlock, int]]  # with the offset of the report's first line
+    end: Position | None  # where to resume in the current file
+
+
+def _scan(fh: Any, offset: int, engine: str, final: bool) -> tuple[list[Deadlock], int]:
+    """Deadlocks complete in fh[offset:]; returns them and the safe resume offset."""
+    fh.seek(offset)
+    data = fh.read(MAX_READ)
+    cut = data.rfind(b"\n") + 1
+    if final and cut < len(data):
+        cut = len(data)
+    data = data[:cut]
+    pos = offset
+    out: list[Deadlock] = []
+    if engine == "postgresql":
+        pg = PgScanner()
+        first = data[:4096].decode("utf-8", "replace").split("\n", 1)[0]
+        fmt = detect_format(first) if first.strip() else "stderr"
+        if fmt != "stderr":
+            from ..parsers.pg_deadlock import iter_pg_deadlocks
+
+            if fmt == "csvlog" and not final:
+                # a CSV record may span lines (DETAIL): consume up to the last record start,
+                # the last record waits until the next one begins
+                k = data.rfind(b"\n2")
+                data = data[: k + 1] if k >= 0 else b""
+            text = data.decode("utf-8", "replace").splitlines(keepends=True)
+            return list(iter_pg_deadlocks(text, pg)), offset + len(data)
+        safe = offset + len(data)
+        for raw in data.splitlines(keepends=True):
+            if pg._cur is None:
+                start = pos
+            pg.feed_stderr(raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
+            pos += len(raw)
+            out.extend(pg.out)
+            pg.out = []
+        if pg._cur is not None and not pg._cur.detail and not final:
+            safe = start  # the entry's DETAIL is not written yet
+        else:
+            out.extend(pg.close())
+        return out, safe
+    sc = Scanner()
+    for line in slim(data):
+        sc.feed(line)
+        if sc.out:
+            out.extend(sc.flush())
+    out.extend(sc.flush(quiet=True))
+    if final or sc.block is None:
+        out.extend(sc.close())
+        return out, offset + len(data)
+    return out, offset + open_block_start(data)  # a report still being written: re-read it
+
+
+def _sibling_with_inode(path: Path, inode: int) -> Path | None:
+    try:
+        for entry in os.scandir(path.parent):
+            if entry.name != path.name and entry.is_file() and entry.inode() == inode:
+                return Path(entry.path)
+    except OSError:
+        return None
+    return None
+
+
+def _sibling_copy(path: Path, pos: Position) -> Path | None:
+    """After copytruncate: the rotated copy starts with the bytes we already read."""
+    try:
+        entries = sorted(
+            (e for e in os.scandir(path.parent) if e.name.startswith(path.name + ".")),
+            key=lambda e: -e.stat().st_mtime,
+        )
+    except OSError:
+        return None
+    for e in entries[:5]:
+        if e.name.endswith(".gz") or e.stat().st_size < pos.offset:
+            continue
+        with open(e.path, "rb") as fh:
+            if head_hash(fh, pos.offset) == pos.head:
+                return Path(e.path)
+    return None
+
+
+def poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
+    """New deadlocks since `pos` and the position to save; an unreadable file is logged once
+    and changes nothing."""
+    try:
+        return _poll(path, engine, pos)
+    except OSError as exc:
+        if str(path) not in _WARNED:
+            _WARNED.add(str(path))
+            log.warning("log_file %s: cannot read: %s", path, exc.strerror or exc)
+        return [], pos
+
+
+def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
+    """A first look starts at the end: what is already in the log is history (read it with
+    `dbwatch deadlocks --log`), not news to alert on."""
+    st = path.stat()
+    _WARNED.discard(str(path))
+    found: list[Deadlock] = []
+    offset = 0
+    if pos is None:
+        with open(path, "rb") as fh:
+            end = st.st_size
+            return [], Position(st.st_ino, end, head_hash(fh, end))
+    if pos.inode != st.st_ino:
+        old = _sibling_with_inode(path, pos.inode)
+        if old is not None:
+            with open(old, "rb") as fh:
+                found += _scan(fh, pos.offset, engine, final=True)[0]
+        else:
+            log.warning("log_file %s was rotated and its old file is gone", path)
+    else:
+        with open(path, "rb") as fh:
+            same = st.st_size >= pos.offset and head_hash(fh, pos.offset) == pos.head
+        if same:
+            offset = pos.offset
+        else:  # truncated in place (copytruncate) or rewritten
+            copy = _sibling_copy(path, pos)
+            if copy is not None:
+                with open(copy, "rb") as fh:
+                    found += _scan(fh, pos.offset, engine, final=True)[0]
+            else:
+                log.warning("log_file %s was truncated; reading it from the start", path)
+    with open(path, "rb") as fh:
+        more, safe = _scan(fh, offset, engine, final=False)
+        found += more
+        return found, Position(st.st_ino, safe, head_hash(fh, safe))
+
+
+META_KEY = "deadlock-log:{target}"
+_WARNED: set[str] = set()
+
+
+def load_position(state: Any, target: str) -> Position | None:
+    with state.transaction() as db:
+        row = db.execute(
+            "SELECT value FROM meta WHERE key = ?", (META_KEY.format(target=target),)
+        ).fetchone()
+    return Position.from_json(row[0] if row else None)
+
+
+def save_position(db: Any, target: str, pos: Position) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+        (META_KEY.format(target=target), pos.to_json()),
+    )

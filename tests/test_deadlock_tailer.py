@@ -1,0 +1,107 @@
+"""Tailing a server log: each deadlock once across partial writes, restarts and rotation."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from dbwatch.daemon.state import State
+from dbwatch.deadlocks.live import tail_findings
+
+FIX = Path(__file__).parent / "fixtures" / "innodb"
+EXCERPT = (FIX / "mariadb-error-log-excerpt.log").read_text()
+BLOCKS = ["2026" + b for b in EXCERPT.split("\n2026") if "deadlock detected" in b]
+
+
+def report(i: int) -> str:
+    """The i-th distinct report: the first real block with unique trx ids."""
+    return (BLOCKS[0].replace("107448", f"9{i:05d}1").replace("107462", f"9{i:05d}2")
+            .rstrip("\n") + "\n" + BLOCKS[1].split("*** (1) TRANSACTION:")[0].split(
+                "deadlock detected")[0][:0])
+
+
+def full(i: int) -> str:
+    lines = EXCERPT.splitlines(keepends=True)
+    start = next(k for k, ln in enumerate(lines) if "deadlock detected" in ln)
+    end = next(k for k, ln in enumerate(lines) if "WE ROLL BACK" in ln) + 1
+    text = "".join(lines[start:end])
+    return text.replace("107448", f"8{i:05d}1").replace("107462", f"8{i:05d}2")
+
+
+def poll(state: State, log: Path) -> int:
+    return sum(f.evidence.get("count", 1) for f in tail_findings(state, "t", "mysql", str(log)))
+
+
+def test_partial_restart_rename_and_copytruncate(tmp_path: Path) -> None:
+    log = tmp_path / "error.log"
+    log.write_text("2026-11-22  2:00:00 0 [Note] starting\n")
+    db = tmp_path / "state.db"
+    st = State(db)
+    assert poll(st, log) == 0  # first look: from the end
+    with log.open("a") as fh:
+        fh.write(full(1) + full(2))
+        half = full(3)
+        fh.write(half[: len(half) // 2])
+    assert poll(st, log) == 2  # the half-written report waits
+    with log.open("a") as fh:
+        fh.write(half[len(half) // 2:] + "2026-11-22  2:01:40 0 [Note] other\n")
+    assert poll(st, log) == 1
+    st.close()
+    st = State(db)  # restart: nothing again
+    assert poll(st, log) == 0
+    # rename rotation with unread lines in the old file
+    with log.open("a") as fh:
+        fh.write(full(4))
+    log.rename(tmp_path / "error.log.1")
+    log.write_text(full(5))
+    assert poll(st, log) == 2
+    # copytruncate with unread lines
+    with log.open("a") as fh:
+        fh.write(full(6) + full(7))
+    shutil.copy(log, tmp_path / "error.log.2")
+    with log.open("r+") as fh:
+        fh.truncate(0)
+    with log.open("a") as fh:
+        fh.write(full(8))
+    assert poll(st, log) == 3
+    assert poll(st, log) == 0
+    assert st.deadlock_count("t") == 8
+    st.close()
+
+
+def test_burst_becomes_one_finding(tmp_path: Path) -> None:
+    log = tmp_path / "error.log"
+    log.write_text("")
+    st = State(tmp_path / "s.db")
+    tail_findings(st, "t", "mysql", str(log))
+    log.write_text("".join(full(i) for i in range(20)))
+    (f,) = tail_findings(st, "t", "mysql", str(log))
+    assert f.rule == "MY102" and f.evidence["count"] == 20 and "20 deadlocks" in f.summary
+    assert st.deadlock_count("t") == 20
+
+
+def test_postgresql_logs_tailed(tmp_path: Path) -> None:
+    fix = Path(__file__).parent / "fixtures" / "pglog"
+    for name in ("pg15-stderr-debian-prefix.log", "pg15-csvlog.csv", "pg15-jsonlog.json"):
+        log = tmp_path / name
+        log.write_text("")
+        st = State(tmp_path / f"{name}.db")
+        assert tail_findings(st, "pg", "postgresql", str(log)) == []
+        text = (fix / name).read_text()
+        with log.open("a") as fh:
+            fh.write(text)
+        got = tail_findings(st, "pg", "postgresql", str(log))
+        if name.endswith(".csv"):  # the last CSV record waits for the next one to begin
+            with log.open("a") as fh:
+                fh.write(text.splitlines(keepends=True)[0])
+            got += tail_findings(st, "pg", "postgresql", str(log))
+        assert [f.rule for f in got] == ["PG102"], name
+        assert got[0].evidence["diagnosis"]["pattern"] == "queue-claim-vs-delete"
+        assert tail_findings(st, "pg", "postgresql", str(log)) == []
+        assert st.deadlock_count("pg") == 1
+        st.close()
+
+
+def test_missing_log_changes_nothing(tmp_path: Path) -> None:
+    st = State(tmp_path / "s.db")
+    assert tail_findings(st, "t", "mysql", str(tmp_path / "absent.log")) == []
+    assert st.deadlock_count("t") == 0
