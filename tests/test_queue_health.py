@@ -25,7 +25,7 @@ def test_recognise_by_columns_not_name() -> None:
     assert recognise({"id": "", "queue": "", "payload": ""}, "mysql") is None
     que = dict.fromkeys(["id", "job_class", "error_count", "run_at", "queue", "finished_at",
                          "expired_at", "last_error_message", "args"], "")
-    assert recognise(que, "postgresql").library == "Que"                 # type: ignore[union-attr]
+    assert recognise(que, "postgresql").library == "que"                 # type: ignore[union-attr]
     assert recognise(que, "mysql") is None                                # Que is PostgreSQL only
 
 
@@ -89,7 +89,7 @@ def _run(rule_id: str, section: dict[str, Any], **kw: Any) -> list[Any]:
 
 
 def _table(**aspects: Any) -> dict[str, Any]:
-    return {"schema": "app", "table": "jobs", "kind": "laravel_jobs", "library": "Laravel",
+    return {"schema": "app", "table": "jobs", "kind": "laravel_jobs", "library": "laravel",
             "rows_estimate": 100, "attempts_limit": 255, "window": 100_000, "groups": 500,
             **aspects}
 
@@ -211,7 +211,7 @@ def test_expired_uses_each_jobs_own_expiry() -> None:
     t = _table(reserved=reserved, kind="pg_boss", table="job", library="pg-boss")
     (f,) = _run("QU002", {"tables": [t], "retry_after": None}, engine="postgresql")
     assert f.evidence["count"] == 2 and f.evidence["retry_after_seconds"] == 60
-    assert "pg-boss will fail them as expired" in f.summary and "expireInSeconds" in f.fix
+    assert "pg-boss will fail them as timed out" in f.summary and "expireInSeconds" in f.fix
 
 
 def test_batch_backlog_has_its_own_thresholds() -> None:

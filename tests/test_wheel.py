@@ -24,7 +24,7 @@ def test_wheel_installs_with_rules(tmp_path: Path) -> None:
                          check=True, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     ids = {r["id"] for r in json.loads(out.stdout)}
     expected = {p.stem for p in (ROOT / "rules").glob("*.toml")}
-    assert ids == expected and len(ids) == 21
+    assert ids == expected and len(ids) == 22   # 21 + DW002
     for url in ("postgresql://postgres@127.0.0.1:5432/test", "mysql://root@127.0.0.1:3306/test"):
         audit = subprocess.run([str(env_dir / "bin" / "dbwatch"), "audit", url, "--format", "json"],
                                capture_output=True, text=True, timeout=120, cwd=tmp_path)

@@ -29,8 +29,8 @@ from dbwatch.probes.queue import (
     WINDOW,
     _bounds,
     _has_sql,
+    _render,
     collect,
-    quote,
 )
 from dbwatch.targets import open_target, spec_for
 
@@ -106,17 +106,17 @@ def measure(engine: str, target: Any, schema: str, repeat: int) -> dict[str, Any
     conn, version = target.conn, target.version_num
     params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
     for kind, table in (("laravel_jobs", "jobs"), ("laravel_failed", "failed_jobs")):
-        ident = f"{quote(engine, schema)}.{quote(engine, table)}"
+        t = {"schema": schema, "table": table, "kind": kind, "siblings": {}}
         if engine == "mysql":      # as the probe does: the id window first, as constants
             t0 = time.perf_counter()
-            params |= _bounds(target, ident)
+            params |= _bounds(target, t)
             params.pop("beyond_window")
             out[f"{table}.bounds"] = {"wall_ms": round((time.perf_counter() - t0) * 1000, 1)}
         for aspect in ASPECTS:
             name = f"queue_{kind}_{aspect}"
             if not _has_sql(engine, name):
                 continue
-            text = sql(engine, name, version).replace("{table}", ident)
+            text = _render(sql(engine, name, version), engine, t)
             params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
             walls, servers = [], []
             for _ in range(repeat):

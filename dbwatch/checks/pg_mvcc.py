@@ -9,6 +9,7 @@ from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, severity_rank
+from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, check
 from .horizon_rank import pinning, ranked_evidence, same_horizon
@@ -260,6 +261,10 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         rate, rising = _growth(ctx, t)
         min_xids = int(ctx.count("cause_min_xids"))
         cause = attribute(t, hs, _min_age(ctx), min_xids, rising)
+        if t.get("queue") and cause is None and dead < QUEUE_DEAD_WITHOUT_HOLDER:
+            # The queue tightening (dbwatch/queues registry) is for a held horizon: a healthy
+            # queue's few hundred dead tuples (autovacuum off or not yet run) are no problem.
+            continue
         pins = pinning(t, hs, _min_age(ctx), min_xids) if cause else []
         if cause and cause.holder not in pins:
             pins.insert(0, cause.holder)

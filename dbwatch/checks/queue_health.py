@@ -10,7 +10,17 @@ from typing import Any
 
 from ..durations import format_duration, parse_count, parse_duration
 from ..findings import Finding
-from ..queues import FIX, MEANING, classify_failure, job_class, payload_timeout
+from ..queues import (
+    classify_failure,
+    failure_fix,
+    failure_meaning,
+    job_class,
+    library,
+    payload_timeout,
+)
+from ..queues.pg_boss import HEARTBEAT_FIX
+from ..queues.symfony_messenger import error_head, message_class
+from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
 
 SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
@@ -65,7 +75,10 @@ def _grade_count(value: float, warning: Any, critical: Any) -> str | None:
 def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
     for t in _tables(ctx, "summary"):
         note = _window_note(t)
+        locked = {str(r.get("queue")) for r in t.get("locks") or []}
         for row in t["summary"]:
+            if str(row.get("queue")) in locked:
+                continue  # jobs behind a named-queue lock: QU002 reports the lock itself
             depth = int(row.get("available") or 0)
             age = row.get("oldest_available_seconds")
             if depth <= 0 or age is None:
@@ -110,6 +123,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 subject=f"queue {ev['table']}:{row.get('queue')}",
                 evidence=ev,
                 summary=summary,
+                fix=_lib_text(t, "backlog_fix"),
                 identity=[t["schema"], t["table"], row.get("queue")],
             )
 
@@ -132,34 +146,28 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
     return ctx.duration("retry_after"), "rule parameter retry_after"
 
 
-EXPIRED_FIX = {
-    "solid_queue": (
-        "Find why workers stop heartbeating (OOM kills: dmesg | grep -i oom; hosts "
-        "suspended; deploys that SIGKILL): stop workers with TERM and a "
-        "shutdown_timeout the jobs fit in; check solid_queue_processes for stale "
-        "last_heartbeat_at; retry the failed executions once fixed."
-    ),
-    "pg_boss": (
-        "Raise expireInSeconds for jobs that legitimately run longer, or find the "
-        "worker that died mid-job (OOM, deploy); make handlers idempotent, since "
-        "pg-boss retries expired jobs."
-    ),
-    "graphile_worker": (
-        "Find the worker that died holding the lock (locked_by names it); "
-        "graphile_worker.force_unlock_workers(ARRAY['<worker id>']) frees its "
-        "jobs at once; keep tasks idempotent."
-    ),
-}
+def _lib_text(t: dict[str, Any], attr: str) -> str | None:
+    """A library's own words for a finding (None: the rule's generic fix)."""
+    lib = library(t.get("library"))
+    text = getattr(lib, attr, None) if lib is not None else None
+    return str(text) if text else None
+
+
+def _ident(engine: str, t: dict[str, Any]) -> str:
+    """schema.table quoted as the probe's queries quote it (names are data, also in fixes)."""
+    parts = (str(t["schema"]), str(t["table"]))
+    return pg_ident_text(*parts) if engine == "postgresql" else my_ident(*parts)
 
 
 def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
-    if t["kind"] in EXPIRED_FIX:
-        return EXPIRED_FIX[t["kind"]]
+    own = _lib_text(t, "expired_fix")
+    if own:
+        return own
     now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
     look = ""
     if t["kind"] == "laravel_jobs":
         look = (
-            f" Look: SELECT id, queue, attempts, reserved_at FROM {t['schema']}.{t['table']} "
+            f" Look: SELECT id, queue, attempts, reserved_at FROM {_ident(engine, t)} "
             f"WHERE reserved_at <= {now} - {int(retry_after)} ORDER BY id LIMIT 20;"
         )
     return (
@@ -173,16 +181,67 @@ def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
 
 @check("queue_expired", **SECTIONS)
 def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
+    yield from _queue_locks(ctx)
+    yield from _expired_claims(ctx)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
+    """graphile-worker: a named queue locked by a worker runs none of its jobs until that
+    worker unlocks it (or 4 h pass): its own finding, not a backlog to add workers to."""
+    warn = parse_duration(ctx.params.get("queue_lock_warning", "5m"))
+    crit = parse_duration(ctx.params.get("queue_lock_critical", "30m"))
+    for t in _tables(ctx, "locks"):
+        for row in t["locks"]:
+            age = float(row.get("locked_seconds") or 0)
+            sev = "critical" if age >= crit else "warning" if age >= warn else None
+            if sev is None:
+                continue
+            worker = " ".join(str(row.get("worker") or "?").split())[:200]
+            ev = _base(t) | {
+                "queue": row.get("queue"),
+                "worker": worker,
+                "locked": format_duration(age),
+                "locked_seconds": int(age),
+                "waiting": int(row.get("waiting") or 0),
+                "held_jobs": int(row.get("held_jobs") or 0),
+                "released_by_library_after": "4h",
+            }
+            yield ctx.finding(
+                severity=sev,
+                subject=f"queue lock {ev['table']}:{row.get('queue')}",
+                evidence=ev,
+                summary=(
+                    f"{ev['table']}: named queue {row.get('queue')} locked by worker {worker} "
+                    f"for {ev['locked']}; {ev['waiting']} jobs wait behind it and no other "
+                    "worker runs them until that worker unlocks it (graphile-worker frees "
+                    "the lock only after 4 h)"
+                ),
+                fix=(
+                    f"If worker {worker} is gone (crashed, killed, deployed away): SELECT "
+                    f"graphile_worker.force_unlock_workers(ARRAY[{_literal(worker)}]); "
+                    "frees its queue and jobs at once; stop workers gracefully (SIGTERM) so "
+                    "they release their locks."
+                ),
+                identity=[t["schema"], t["table"], row.get("queue"), worker],
+            )
+
+
+def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
     retry_after, source = _retry_after(ctx)
     for t in _tables(ctx, "reserved"):
         queues: dict[str, int] = defaultdict(int)
-        oldest, limits = 0.0, set()
+        oldest, limits, heartbeat = 0.0, set(), False
         for row in t["reserved"]:
             # the library's own expiry (per job for pg-boss), else Laravel's retry_after
             limit = row.get("expires_after")
             expiry = retry_after if limit is None else float(limit)
             seconds = float(row.get("reserved_seconds") or 0)
             if seconds >= expiry:
+                heartbeat = heartbeat or bool(row.get("heartbeat"))
                 queues[str(row.get("queue"))] += int(row.get("n") or 0)
                 oldest = max(oldest, seconds)
                 limits.add(expiry)
@@ -200,42 +259,32 @@ def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
             "oldest_seconds": int(oldest),
             "retry_after": format_duration(expiry),
             "retry_after_seconds": expiry,
-            "retry_after_source": source if t["kind"] == "laravel_jobs" else "library default",
+            "retry_after_source": source if t["kind"] == "laravel_jobs" else _expiry_source(t),
+            "heartbeat": heartbeat,
         }
         summary = None
-        if t["kind"] in EXPIRY_NOTE:
+        lib = library(t.get("library"))
+        if lib is not None and lib.expired_note:
+            what, then = lib.expired_note
+            if heartbeat:
+                what = "active jobs whose heartbeat is older than their heartbeatSeconds of"
+                then = "pg-boss fails them (job heartbeat timeout): their worker is gone"
             summary = (
-                f"{ev['table']}: {count} {EXPIRY_NOTE[t['kind']][0]} "
-                f"{ev['retry_after']} (oldest {ev['oldest']}); {EXPIRY_NOTE[t['kind']][1]}"
+                f"{ev['table']}: {count} {what} {ev['retry_after']} (oldest {ev['oldest']}); {then}"
             )
         yield ctx.finding(
             severity=sev,
             subject=f"table {ev['table']}",
             evidence=ev,
             summary=summary,
-            fix=_expired_fix(t, expiry, ctx.snapshot.engine),
+            fix=HEARTBEAT_FIX if heartbeat else _expired_fix(t, expiry, ctx.snapshot.engine),
             identity=[t["schema"], t["table"]],
         )
 
 
-# What an expired claim means where it is not Laravel's "it will run again".
-EXPIRY_NOTE = {
-    "solid_queue": (
-        "claimed jobs whose worker has sent no heartbeat for over",
-        (
-            "Solid Queue will prune the worker and fail these jobs with "
-            "ProcessPrunedError; they do not run again unless retried"
-        ),
-    ),
-    "pg_boss": (
-        "active jobs past their expiration of",
-        "pg-boss will fail them as expired and retry them while retries are left",
-    ),
-    "graphile_worker": (
-        "jobs locked longer than",
-        ("graphile-worker treats such a lock as abandoned: another worker may run them again"),
-    ),
-}
+def _expiry_source(t: dict[str, Any]) -> str:
+    lib = library(t.get("library"))
+    return lib.expiry_source if lib is not None else "library default"
 
 
 def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, str], dict[str, Any]]:
@@ -321,6 +370,7 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
             subject=f"table {ev['table']}",
             evidence=ev,
             summary=_attempts_summary(ctx, ev, by_class, near, slow),
+            fix=_lib_text(t, "attempts_fix"),
             identity=[t["schema"], t["table"]],
         )
 
@@ -354,12 +404,18 @@ def _bucket(window: float) -> tuple[int, str]:
 
 def _failure_groups(t: dict[str, Any], key: str) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], dict[str, Any]] = {}
+    lib = library(t.get("library"))
+    own = lib.failure_texts if lib is not None else ()
     for row in t["failed"]:
         n = int(row.get(key) or 0)
         if n <= 0:
             continue
-        f = classify_failure(row.get("head"))
-        cls = job_class(row.get("job_class")) or "(unknown)"
+        head, raw_class = row.get("head"), row.get("job_class")
+        if t["kind"] == "symfony_messenger":
+            head, raw_class = error_head(head), message_class(raw_class)
+            row = dict(row, head=head)
+        f = classify_failure(head, own)
+        cls = job_class(raw_class) or "(unknown)"
         g = groups.setdefault(
             (f.exception, cls),
             {
@@ -412,7 +468,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                     "window": format_duration(window),
                     "window_seconds": window,
                     "job": g["job_class"],
-                    "meaning": MEANING[g["kind"]],
+                    "meaning": failure_meaning(t.get("library"), g["kind"]),
                     "groups": len(groups),
                     "groups_capped": capped,
                     "count_is_lower_bound": full,
@@ -424,7 +480,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                 severity=sev,
                 evidence=ev,
                 summary=summary,
-                fix=FIX[g["kind"]],
+                fix=failure_fix(t.get("library"), g["kind"]),
                 subject=f"failed {ev['table']}: {_short(g['exception'])} {g['job_class']}",
                 identity=[t["schema"], t["table"], g["exception"], g["job_class"]],
             )
@@ -435,11 +491,11 @@ def _failed_summary(ev: dict[str, Any], g: dict[str, Any]) -> str:
     if g["kind"] == "batch":
         return (
             f"{ev['table']}: batches named {g['job_class']} have {g['count']} failed jobs "
-            f"{when}: {MEANING['batch'].split(':')[1].strip()}"
+            f"{when}: {failure_meaning('laravel', 'batch').split(':')[1].strip()}"
         )
     # graphile-worker and others keep only the message: show it instead of a class
     cause = f'"{g["message"][:80]}"' if g["exception"] == "(unknown)" else _short(g["exception"])
     text = f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with {cause} {when}"
     if g["kind"] != "other":
-        text += f": {MEANING[g['kind']].split(':')[0].split(' (')[0]}"
+        text += f": {ev['meaning'].split(':')[0].split(' (')[0]}"
     return text

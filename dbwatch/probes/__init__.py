@@ -44,6 +44,7 @@ class Probe:
     # reads the whole server, whatever database the session is in (sessions, InnoDB status):
     # the daemon runs it once per server and user per cycle for all targets of that server
     server_wide: bool = False
+    with_cache: bool = False  # fn(conn, cache=...): keeps state between daemon cycles
 
 
 PROBES: dict[str, Probe] = {}
@@ -56,9 +57,10 @@ def probe(
     with_config: bool = False,
     ttl: float = 0.0,
     server_wide: bool = False,
+    with_cache: bool = False,
 ) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
-        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide)
+        PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide, with_cache)
         return fn
 
     return deco
@@ -232,6 +234,8 @@ def run_probes(
             if shared is not None and p.server_wide:
                 store, key = shared
                 data = store.get_or_run(key, name, partial(_call, p, conn, config))
+            elif p.with_cache:
+                data = p.fn(conn, cache=cache)
             else:
                 data = _call(p, conn, config)
         except ProbeError as exc:

@@ -25,8 +25,27 @@ def settings(conn: Connection) -> Any:
 
 @probe("my.queue_indexes", "mysql", ttl=300.0)
 def queue_indexes(conn: Connection) -> Any:
-    rows = [jsonable(r) for r in conn.rows(sql("mysql", "queue_indexes", conn.version))]
-    for r in rows:
-        r["columns"] = [c for c in str(r.get("columns") or "").split(",") if c]
-        r["is_primary"] = r.get("index_name") == "PRIMARY"
+    """Index columns of Laravel-shaped jobs tables (QU301), per database in scope. Grouped
+    here rather than in SQL (no GROUP BY on information_schema: see queue_tables.sql)."""
+    schema = getattr(conn.spec, "scoped_database", None)
+    name = "queue_indexes_scoped" if schema else "queue_indexes"
+    hits: dict[tuple[str, str], set[str]] = {}
+    for r in map(jsonable, conn.rows(sql("mysql", name, conn.version), {"schema": schema})):
+        hits.setdefault((str(r["schema"]), str(r["table_name"])), set()).add(r["column_name"])
+    rows: list[dict[str, Any]] = []
+    for sch, table in sorted(k for k, cols in hits.items() if len(cols) == 3)[:1000]:
+        found: dict[str, list[tuple[int, str]]] = {}
+        text = sql("mysql", "queue_index_columns", conn.version)
+        for r in map(jsonable, conn.rows(text, {"schema": sch, "table": table})):
+            found.setdefault(str(r["index_name"]), []).append((int(r["seq"]), r["column_name"]))
+        for index, cols in sorted(found.items()):
+            rows.append(
+                {
+                    "schema": sch,
+                    "table_name": table,
+                    "index_name": index,
+                    "columns": [c for _, c in sorted(cols)],
+                    "is_primary": index == "PRIMARY",
+                }
+            )
     return rows

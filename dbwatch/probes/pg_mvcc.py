@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ProbeError, TargetError
+from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from . import Covered, PartialResult, jsonable, probe, sql
@@ -23,22 +24,10 @@ HOLDER_LIMIT = 50
 DEAD_LIMIT = 100
 DEAD_MIN = 1
 MAX_DATABASES = 50
-# Table names of the common job-queue libraries (Laravel's `jobs` is also found by shape).
-QUEUE_NAMES = [
-    "jobs",
-    "que_jobs",
-    "good_jobs",
-    "delayed_jobs",
-    "oban_jobs",
-    "river_job",
-    "job_queue",
-    "pgboss_job",
-    "graphile_jobs",
-    "procrastinate_jobs",
-    "failed_jobs",
-]
-# Also any name with job(s)/queue(s) as a word: solid_queue_ready_executions, que_jobs_2024.
-QUEUE_PATTERN = r"(^|_)(jobs?|queues?)(_|$)"
+# What a queue table is lives in the queue registry (dbwatch/queues): library table names,
+# plus job(s)/queue(s) as a word of the name (solid_queue_ready_executions, que_jobs_2024).
+QUEUE_NAMES = sorted(QUEUE_TABLE_NAMES)
+QUEUE_PATTERN = QUEUE_NAME_PATTERN
 
 
 def _rows(

@@ -1,55 +1,99 @@
-"""Queue-table probes (both engines): one catalog query finds the queue tables by shape, then
-a few bounded, lock-free queries per table (capped per cycle) read backlog, reservations,
-repeated attempts and failures. Identifiers come from the catalog and are quoted; values bound.
+"""Queue-table probes (both engines): one catalog query finds the queue tables of the target's
+scope by shape, then a few bounded, lock-free queries per table read backlog, reservations,
+repeated attempts and failures. Catalog names are data: every identifier is composed by the
+driver's quoting at the last step (psycopg.sql / backticks), in one pass; values are bound.
+What a cycle cannot reach (cap, time budget) is a DW002 gap; the daemon rotates through all.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import time
 from typing import Any
 
+from psycopg import sql as pgsql
+
 from ..errors import ProbeError
-from ..queues import MARKER_COLUMNS, SHAPES, attempts_limit, recognise, sibling_names
+from ..queues import (
+    MARKER_COLUMNS,
+    QUEUE_TABLE_NAMES,
+    SHAPES,
+    attempts_limit,
+    recognise,
+    sibling_names,
+)
+from ..snapshot import CoverageGap
 from ..targets import Connection
-from . import PartialResult, _sql_variants, jsonable, probe, sql
+from ..targets.quoting import my_ident_for_format, pg_ident_text
+from . import Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 
-MAX_TABLES = 20  # queue tables probed per cycle; the rest are listed as skipped
+MAX_TABLES = 20  # queue tables probed per cycle; the rest are DW002 gaps (daemon: rotated)
+BUDGET = 3.0  # seconds of queue-table queries per cycle; tables past it are DW002 gaps
+ROTATION = "queues.rotation"  # ProbeCache key: the daemon's cursor and last results per table
 WINDOW = 50_000  # jobs rows read per table: the oldest by id
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
 HORIZON = 7 * 86400  # failures older than this are not read
-ASPECTS = ("summary", "reserved", "repeated", "failed")
-CANONICAL = {
-    "jobs",
-    "failed_jobs",
-    "que_jobs",
-    "good_jobs",
-    "delayed_jobs",
-    "oban_jobs",
-    "river_job",
-    "solid_queue_jobs",
-    "_private_jobs",
-    "job",
-    "job_batches",
-}
+ASPECTS = ("summary", "reserved", "repeated", "failed", "locks")
+CANONICAL = QUEUE_TABLE_NAMES  # the libraries' default names: probed first within a cap
 ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count", "retry_count")
 # MySQL/MariaDB kinds whose queries read constant primary-key id ranges (integer ids, wide rows)
-ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job"}
+ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job", "symfony_messenger"}
 # pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
 EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
-MY_GRANT = "GRANT SELECT ON {schema}.{table} TO '<monitor>'@'%';"
-PG_GRANT = "GRANT SELECT ON {schema}.{table} TO <monitor_user>;"
+# pg-boss 12: a job with heartbeat_seconds is failed once heartbeat_on is that old
+HEARTBEAT_EXPR = {
+    True: (
+        "extract(epoch FROM now() - coalesce(heartbeat_on, started_on))::bigint",
+        "heartbeat_seconds",
+    ),
+    False: ("NULL::bigint", "NULL::int"),
+}
 
 
-def quote(engine: str, name: str) -> str:
-    """An identifier from the catalog, quoted, with % doubled for the driver's paramstyle."""
+_PLACEHOLDER = re.compile(r"\{([a-z_]{1,40})\}")
+
+
+def compose(
+    engine: str, template: str, idents: dict[str, tuple[str, ...]], frags: dict[str, str]
+) -> str:
+    """The template with each {placeholder} replaced in ONE pass: catalog names quoted by the
+    driver's own rules (psycopg.sql.Identifier / backticks, % doubled for the paramstyle),
+    fixed fragments from this module. Inserted text is never scanned again, so a name holding
+    '{tasks}', quotes or comment marks stays inside its quotes."""
+    parts: list[pgsql.Composable] = []
+    out: list[str] = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(template):
+        key = m.group(1)
+        if key not in idents and key not in frags:
+            continue  # not ours (a regex quantifier, JSON in a comment): left as text
+        chunk = template[pos : m.start()]
+        pos = m.end()
+        if engine == "postgresql":
+            parts.append(pgsql.SQL(chunk))
+            if key in idents:
+                parts.append(pgsql.Identifier(*(p.replace("%", "%%") for p in idents[key])))
+            else:
+                parts.append(pgsql.SQL(frags[key]))
+        else:
+            out.append(chunk)
+            out.append(my_ident_for_format(*idents[key]) if key in idents else frags[key])
     if engine == "postgresql":
-        text = '"' + name.replace('"', '""') + '"'
-    else:
-        text = "`" + name.replace("`", "``") + "`"
-    return text.replace("%", "%%")
+        parts.append(pgsql.SQL(template[pos:]))
+        return pgsql.Composed(parts).as_string(None)
+    out.append(template[pos:])
+    return "".join(out)
+
+
+def qualified(engine: str, schema: str, table: str) -> str:
+    """schema.table quoted for people (fixes, messages), the same rules as the queries."""
+    if engine == "postgresql":
+        return pg_ident_text(schema, table)
+    return my_ident_for_format(schema, table).replace("%%", "%")
 
 
 def _columns(text: str | None) -> dict[str, str]:
@@ -62,11 +106,21 @@ def _columns(text: str | None) -> dict[str, str]:
 
 
 def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
-    """Queue tables of this target, recognised by columns, from a single catalog query."""
-    rows = conn.rows(
-        sql(engine, "queue_tables", conn.version),
-        {"markers": list(MARKER_COLUMNS) if engine == "postgresql" else tuple(MARKER_COLUMNS)},
-    )
+    """Queue tables in the target's scope, recognised by columns, from one catalog query.
+    MySQL/MariaDB: only the URL's database (spec.scoped_database; None = every schema);
+    PostgreSQL: a connection is one database already."""
+    return discover_all(conn, engine)[0]
+
+
+def discover_all(conn: Connection, engine: str) -> tuple[list[dict[str, Any]], bool]:
+    """discover() plus whether the catalog read hit its row cap (a DW002 gap)."""
+    capped = False
+    if engine == "postgresql":
+        rows = conn.rows(
+            sql(engine, "queue_tables", conn.version), {"markers": list(MARKER_COLUMNS)}
+        )
+    else:
+        rows, capped = _my_candidates(conn)
     out = []
     for r in map(jsonable, rows):
         cols = _columns(r.get("columns"))
@@ -87,12 +141,44 @@ def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
                 "scale_depth": shape.scale_depth,
                 "siblings": sibling_names(shape, r["table_name"]),
                 "expire": next((c for c in EXPIRE_EXPR if c in cols), None),
+                "heartbeat": "heartbeat_seconds" in cols and "heartbeat_on" in cols,
             }
         )
-    # When more than MAX_TABLES match, probe the connected database and the libraries'
-    # default names first: those are the live queues; prefixed copies come after.
+    # Within a cycle's cap, the connected database and the libraries' default names first:
+    # those are the live queues; prefixed copies come after (and are rotated in by the daemon).
     out.sort(key=lambda t: (not t["current"], t["table"] not in CANONICAL))
-    return out
+    return out, capped
+
+
+MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
+
+
+def _my_candidates(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
+    """MySQL/MariaDB: marker columns per table, grouped here (see queue_tables.sql for why),
+    in the shape of PostgreSQL's catalog query: schema, table_name, columns, current_db."""
+    schema = getattr(conn.spec, "scoped_database", None)
+    name = "queue_tables_scoped" if schema else "queue_tables"
+    params: dict[str, Any] = {"markers": tuple(MARKER_COLUMNS)}
+    if schema:
+        params["schema"] = schema
+    current = schema or getattr(conn.spec, "database", None)
+    tables: dict[tuple[str, str], list[str]] = {}
+    raw = conn.rows(sql("mysql", name, conn.version), params)
+    for r in map(jsonable, raw):
+        key = (str(r["schema"]), str(r["table_name"]))
+        tables.setdefault(key, []).append(f"{r['column_name']} {r.get('column_type') or ''}")
+    out = [
+        {
+            "schema": s,
+            "table_name": t,
+            "columns": ",".join(sorted(cols)),
+            "current_db": s == current,
+        }
+        for (s, t), cols in tables.items()
+        if len(cols) >= 6
+    ]
+    out.sort(key=lambda r: (not r["current_db"], r["schema"], r["table_name"]))
+    return out, len(raw) >= MY_CATALOG_ROWS
 
 
 def _estimate(value: Any) -> int | None:
@@ -107,10 +193,21 @@ def _has_sql(engine: str, name: str) -> bool:
     return bool(_sql_variants(engine, name))
 
 
-def _bounds(conn: Connection, table: str) -> dict[str, Any]:
+def _render(text: str, engine: str, t: dict[str, Any]) -> str:
+    """The query with the catalog's table names (quoted) and fixed fragments composed in."""
+    idents: dict[str, tuple[str, ...]] = {"table": (str(t["schema"]), str(t["table"]))}
+    for sib, name in (t.get("siblings") or {}).items():
+        idents[sib] = (str(t["schema"]), str(name))
+    frags = {"expire": EXPIRE_EXPR[t["expire"]]} if t.get("expire") else {}
+    hb = bool(t.get("heartbeat"))
+    frags["hb_age"], frags["hb_limit"] = HEARTBEAT_EXPR[hb]
+    return compose(engine, text, idents, frags)
+
+
+def _bounds(conn: Connection, t: dict[str, Any]) -> dict[str, Any]:
     """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
     most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
-    text = sql("mysql", "queue_bounds", conn.version).replace("{table}", table)
+    text = _render(sql("mysql", "queue_bounds", conn.version), "mysql", t)
     row = conn.rows(text, {"window": WINDOW})[0]
     lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
     return {
@@ -120,19 +217,15 @@ def _bounds(conn: Connection, table: str) -> dict[str, Any]:
     }
 
 
-def _render(text: str, engine: str, t: dict[str, Any]) -> str:
-    """Put the catalog's (quoted) table names and fixed fragments into a query's text."""
-    text = text.replace("{table}", f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}")
-    for sib, name in (t.get("siblings") or {}).items():
-        text = text.replace("{" + sib + "}", f"{quote(engine, t['schema'])}.{quote(engine, name)}")
-    if t.get("expire"):
-        text = text.replace("{expire}", EXPIRE_EXPR[t["expire"]])
-    return text
+def _refused(t: dict[str, Any], exc: ProbeError) -> dict[str, Any]:
+    return {
+        "error": f"{t['schema']}.{t['table']}: {exc.detail}",
+        "privilege": exc.privilege or "denied" in exc.detail.lower(),
+    }
 
 
 def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, Any]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
-    table = f"{quote(engine, t['schema'])}.{quote(engine, t['table'])}"
     params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
     out = dict(
         t,
@@ -142,11 +235,12 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         horizon=HORIZON,
         error=None,
         privilege=False,
+        examined_at=time.time(),
     )
     try:
         if engine != "postgresql":
             if t["kind"] in ID_RANGE_KINDS:
-                params |= _bounds(conn, table)
+                params |= _bounds(conn, t)
                 out["window_capped_ids"] = params.pop("beyond_window")
             est = conn.rows(
                 sql("mysql", "queue_estimate", conn.version),
@@ -154,10 +248,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
             )
             out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
     except ProbeError as exc:
-        return out | {
-            "error": f"{t['schema']}.{t['table']}: {exc.detail}",
-            "privilege": exc.privilege or "denied" in exc.detail.lower(),
-        }
+        return out | _refused(t, exc)
     for aspect in ASPECTS:
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):
@@ -167,42 +258,115 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         try:
             out[aspect] = [jsonable(r) for r in conn.rows(text, params)]
         except ProbeError as exc:
-            out["error"] = f"{t['schema']}.{t['table']}: {exc.detail}"
-            out["privilege"] = exc.privilege or "denied" in exc.detail.lower()
-            break
+            return out | _refused(t, exc)
     return out
 
 
-def collect(conn: Connection) -> Any:
+def _key(t: dict[str, Any]) -> str:
+    return f"{t['schema']}.{t['table']}"
+
+
+def _schedule(found: list[dict[str, Any]], state: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """This cycle's order: from the daemon's rotation cursor on, wrapping around."""
+    if not state or not found:
+        return found
+    start = int(state.get("cursor", 0)) % len(found)
+    return found[start:] + found[:start]
+
+
+def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
     engine = conn.engine
-    found = discover(conn, engine)
-    probed = [probe_table(conn, engine, t) for t in found[:MAX_TABLES]]
+    if conn.version.at_least("postgresql", 11):
+        # With cold statistics a 1 M-row table's estimates pass jit_above_cost and JIT
+        # compilation alone took seconds (measured: 3.5 s for a query reading no row).
+        conn.rows("SET jit = off")
+    found, catalog_capped = discover_all(conn, engine)
+    state = cache.get(ROTATION, float("inf")) if cache is not None else None
+    state = dict(state or {"cursor": 0, "results": {}})
+    deadline = time.monotonic() + BUDGET
+    probed: list[dict[str, Any]] = []
+    gaps: list[CoverageGap] = []
+    if catalog_capped:
+        gaps.append(
+            CoverageGap(
+                "queue_table",
+                "information_schema.COLUMNS",
+                f"the queue-table catalog read stopped at {MY_CATALOG_ROWS} column rows: "
+                "queue tables beyond it were not found; scope the target to one database",
+            )
+        )
+    reused: list[dict[str, Any]] = []
+    for t in _schedule(found, state if cache is not None else None):
+        if len(probed) < MAX_TABLES and time.monotonic() < deadline:
+            probed.append(probe_table(conn, engine, t))
+            continue
+        why = (
+            f"past the cap of {MAX_TABLES} queue tables per cycle"
+            if len(probed) >= MAX_TABLES
+            else f"past the {BUDGET:g} s time budget for queue tables"
+        )
+        last = state["results"].get(_key(t))
+        if last is not None:  # the daemon examined it in an earlier cycle of the rotation
+            reused.append(dict(last, reused=True))
+            continue
+        gaps.append(
+            CoverageGap(
+                "queue_table",
+                _key(t),
+                f"{t['library']} table not examined this run: {why}; "
+                + (
+                    "the daemon covers it in a later cycle"
+                    if cache is not None
+                    else "audit with a narrower scope (a URL naming one database) or run "
+                    "the daemon, which rotates through every queue table"
+                ),
+            )
+        )
+    if cache is not None:
+        results = {_key(t): t for t in probed if not t["error"]}
+        keep = {_key(t) for t in found}
+        results |= {k: v for k, v in state["results"].items() if k in keep and k not in results}
+        cursor = (int(state.get("cursor", 0)) + len(probed)) % max(len(found), 1)
+        cache.put(ROTATION, {"cursor": cursor, "results": results})
     data = {
-        "tables": probed,
+        "tables": probed + reused,
         "discovered": len(found),
         "probed": len(probed),
         "max_tables": MAX_TABLES,
-        "skipped": [f"{t['schema']}.{t['table']}" for t in found[MAX_TABLES:]][:100],
+        "scope": getattr(conn.spec, "scoped_database", None) if engine != "postgresql" else None,
+        "skipped": [g.name for g in gaps][:100],
         "retry_after": getattr(conn.spec, "retry_after", None),
         "libraries": sorted({s.library for s in SHAPES}),
     }
     failed = [t for t in probed if t["error"]]
     if not failed:
-        return data
-    template = PG_GRANT if engine == "postgresql" else MY_GRANT
+        return Covered(data, tuple(gaps)) if gaps else data
     denied = [t for t in failed if t["privilege"]]
-    grant = " ".join(template.format(schema=t["schema"], table=t["table"]) for t in denied[:5])
+    grant = " ".join(_grant(engine, t) for t in denied[:5])
     message = "; ".join(t["error"] for t in failed[:3])
     if len(failed) > 3:
         message += f" (and {len(failed) - 3} more tables)"
-    return PartialResult(data, message, grant or None)
+    partial = PartialResult(data, message, grant or None)
+    return Covered(partial, tuple(gaps)) if gaps else partial
 
 
-@probe("pg.queues", "postgresql", grant="GRANT SELECT ON <queue tables> TO <monitor_user>;")
-def pg_queues(conn: Connection) -> Any:
-    return collect(conn)
+def _grant(engine: str, t: dict[str, Any]) -> str:
+    name = qualified(engine, t["schema"], t["table"])
+    if engine == "postgresql":
+        return f"GRANT SELECT ON {name} TO <monitor_user>;"
+    return f"GRANT SELECT ON {name} TO '<monitor>'@'%';"
 
 
-@probe("my.queues", "mysql", grant="GRANT SELECT ON <db>.* TO '<monitor>'@'%';")
-def my_queues(conn: Connection) -> Any:
-    return collect(conn)
+@probe(
+    "pg.queues",
+    "postgresql",
+    grant="GRANT SELECT ON <queue tables> TO <monitor_user>;",
+    with_cache=True,
+)
+def pg_queues(conn: Connection, cache: ProbeCache | None = None) -> Any:
+    return collect(conn, cache)
+
+
+@probe("my.queues", "mysql", grant="GRANT SELECT ON <db>.* TO '<monitor>'@'%';", with_cache=True)
+def my_queues(conn: Connection, cache: ProbeCache | None = None) -> Any:
+    return collect(conn, cache)

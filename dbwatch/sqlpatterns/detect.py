@@ -10,25 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.findings import Finding
+from dbwatch.queues import QUEUE_TABLE_NAMES
 from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
 from dbwatch.targets.version import SKIP_LOCKED_SINCE
 
 EXAMPLE_CHARS = 300
-QUEUE_TABLES = frozenset(
-    {
-        "jobs",
-        "que_jobs",
-        "good_jobs",
-        "delayed_jobs",
-        "oban_jobs",
-        "river_job",
-        "queue_jobs",
-        "job_queue",
-        "queue",
-        "jobs_queue",
-    }
-)
+# The registry's library table names (dbwatch/queues), plus generic queue names seen in apps.
+QUEUE_TABLES = QUEUE_TABLE_NAMES | frozenset({"queue_jobs", "job_queue", "queue", "jobs_queue"})
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
 # Statement kinds whose text the detector reads; it needs only the kind of the others.
 RELEVANT_KINDS = frozenset({"select", "delete"})

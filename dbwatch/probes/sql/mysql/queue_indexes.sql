@@ -1,14 +1,8 @@
--- Laravel-shaped jobs tables (by columns, any name or prefix) and their indexes' columns.
-SELECT s.TABLE_SCHEMA AS `schema`, s.TABLE_NAME AS table_name, s.INDEX_NAME AS index_name,
-       GROUP_CONCAT(s.COLUMN_NAME ORDER BY s.SEQ_IN_INDEX SEPARATOR ',') AS columns
-FROM information_schema.STATISTICS s
-JOIN (SELECT c.TABLE_SCHEMA, c.TABLE_NAME
-      FROM information_schema.COLUMNS c
-      WHERE c.COLUMN_NAME IN ('reserved_at', 'queue', 'payload')
-        AND c.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
-      GROUP BY c.TABLE_SCHEMA, c.TABLE_NAME
-      HAVING COUNT(DISTINCT c.COLUMN_NAME) = 3) j
-  ON j.TABLE_SCHEMA = s.TABLE_SCHEMA AND j.TABLE_NAME = s.TABLE_NAME
-GROUP BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME
-ORDER BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME
-LIMIT 1000
+-- Laravel-shaped jobs tables (reserved_at, queue and payload columns, any name or prefix):
+-- the matching column rows, grouped by dbwatch (no GROUP BY on information_schema: see
+-- queue_tables.sql). Every schema; queue_indexes_scoped.sql reads the target's database only.
+SELECT c.TABLE_SCHEMA AS `schema`, c.TABLE_NAME AS table_name, LOWER(c.COLUMN_NAME) AS column_name
+FROM information_schema.COLUMNS c
+WHERE c.COLUMN_NAME IN ('reserved_at', 'queue', 'payload')
+  AND c.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+LIMIT 30000

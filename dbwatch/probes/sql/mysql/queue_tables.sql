@@ -1,17 +1,14 @@
--- Queue-table candidates in one catalog query: each table with several marker columns (types
--- only for the attempt counters), the connected database first. No join to TABLES here:
--- on MariaDB that opens every table for its statistics (7 s at 5,000 tables, measured);
--- the row estimate is read per probed table by queue_estimate.sql instead.
-SELECT c.TABLE_SCHEMA AS `schema`, c.TABLE_NAME AS table_name,
-       GROUP_CONCAT(CONCAT(LOWER(c.COLUMN_NAME), ' ',
-                           IF(c.COLUMN_NAME IN ('attempts', 'attempt', 'error_count', 'executions_count'),
-                              c.COLUMN_TYPE, ''))
-                    ORDER BY c.COLUMN_NAME SEPARATOR ',') AS columns,
-       MAX(c.TABLE_SCHEMA = DATABASE()) AS current_db
+-- Queue-table candidates: the marker columns of every table (types only for the attempt
+-- counters), grouped by dbwatch. No GROUP BY / GROUP_CONCAT / ORDER BY here: a grouped
+-- information_schema read needs a second (Aria) temporary table, and MariaDB 10.11.19 was seen
+-- to crash freeing one when such a statement was interrupted (signal 11 in
+-- ha_maria::drop_table from free_tmp_table). No join to TABLES either: on MariaDB that opens
+-- every table for its statistics (7 s at 5,000 tables, measured); the row estimate is read per
+-- probed table by queue_estimate.sql. Every schema: queue_tables_scoped.sql reads one.
+SELECT c.TABLE_SCHEMA AS `schema`, c.TABLE_NAME AS table_name, LOWER(c.COLUMN_NAME) AS column_name,
+       IF(c.COLUMN_NAME IN ('attempts', 'attempt', 'error_count', 'executions_count'),
+          c.COLUMN_TYPE, '') AS column_type
 FROM information_schema.COLUMNS c
 WHERE c.COLUMN_NAME IN %(markers)s
   AND c.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
-GROUP BY c.TABLE_SCHEMA, c.TABLE_NAME
-HAVING COUNT(*) >= 6
-ORDER BY current_db DESC, c.TABLE_SCHEMA, c.TABLE_NAME
-LIMIT 2000
+LIMIT 50000

@@ -1,0 +1,31 @@
+-- procrastinate 3.x: 'todo' and 'doing' jobs per queue, the oldest %(window)s by id (its partial
+-- index procrastinate_jobs_id_lock_idx_v1 holds exactly these). A job has no creation time
+-- column: the oldest available job's age is its scheduled_at, else its 'deferred' event.
+-- A 'todo' job whose lock a 'doing' job holds cannot run (blocked; the stalled finding names
+-- the holder): read through procrastinate_jobs_lock_idx_v1.
+WITH w AS (
+  SELECT j.id, j.queue_name, j.status, j.scheduled_at, j.attempts,
+         (j.status = 'todo' AND j.lock IS NOT NULL
+          AND EXISTS (SELECT 1 FROM {table} d WHERE d.lock = j.lock AND d.status = 'doing'))
+           AS blocked
+  FROM {table} j WHERE j.status IN ('todo', 'doing') ORDER BY j.id LIMIT %(window)s
+), ready AS (
+  SELECT * FROM w WHERE status = 'todo' AND NOT blocked
+                    AND (scheduled_at IS NULL OR scheduled_at <= now())
+), firsts AS (
+  SELECT DISTINCT ON (queue_name) queue_name, id, scheduled_at FROM ready ORDER BY queue_name, id
+)
+SELECT w.queue_name AS queue, count(*) AS total,
+       count(*) FILTER (WHERE w.status = 'todo' AND NOT w.blocked
+                          AND (w.scheduled_at IS NULL OR w.scheduled_at <= now())) AS available,
+       count(*) FILTER (WHERE w.blocked) AS blocked,
+       (SELECT extract(epoch FROM now() - coalesce(f.scheduled_at,
+                 (SELECT min(e.at) FROM {events} e WHERE e.job_id = f.id AND e.type = 'deferred')))::bigint
+        FROM firsts f WHERE f.queue_name = w.queue_name) AS oldest_available_seconds,
+       count(*) FILTER (WHERE w.status = 'doing') AS reserved,
+       NULL::bigint AS oldest_reserved_seconds,
+       count(*) FILTER (WHERE w.attempts > 0) AS repeated, max(w.attempts) + 1 AS max_attempts
+FROM w
+GROUP BY w.queue_name
+ORDER BY 1
+LIMIT %(groups)s

@@ -1,0 +1,44 @@
+"""What a queue library is to dbwatch: its table shapes, states, "stuck", failures and fixes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One table of a library, recognised by the columns it always has (lower-case names)."""
+
+    kind: str  # selects the probe's SQL files: queue_<kind>_<aspect>.sql
+    library: str  # the library's name as findings carry it (SPEC §6: laravel, pg-boss, ...)
+    columns: frozenset[str]
+    engines: tuple[str, ...] = ("postgresql", "mysql")
+    name_suffix: str = ""  # also recognised by name (Solid Queue, graphile-worker)
+    # Sibling tables read with this one, named by replacing name_suffix (solid_queue_jobs ->
+    # solid_queue_ready_executions; graphile _private_jobs -> _private_tasks).
+    siblings: tuple[str, ...] = ()
+    excludes: frozenset[str] = frozenset()  # a column that makes it another table (an archive)
+    scale_depth: bool = True  # the table's row estimate is the queue (finished rows leave it)
+    typed: tuple[str, ...] = ()  # columns whose SQL type the probe reads (expiry variants)
+
+
+@dataclass(frozen=True)
+class Library:
+    """A queue library: how dbwatch reads it and the words its users know."""
+
+    name: str  # SPEC §6 name, carried as evidence.library
+    title: str  # as its users write it
+    versions: str  # the schema versions recognised
+    shapes: tuple[Shape, ...]
+    table_names: frozenset[str]  # its default table names (is_queue_table by name)
+    states: dict[str, str]  # available/claimed/retrying/failed/done -> how the table says so
+    stuck: str  # what "stuck" means for it
+    backlog_fix: str  # QU001 in its own words
+    expired_fix: str  # QU002
+    expired_note: tuple[str, str] | None = None  # QU002 summary: "<n> <what> <limit>"; "<then>"
+    attempts_fix: str = ""  # QU003
+    failure_fix: dict[str, str] = field(default_factory=dict)  # QU004 by failure kind
+    failure_meaning: dict[str, str] = field(default_factory=dict)
+    # its own failure texts: (substring of the message, kind)
+    failure_texts: tuple[tuple[str, str], ...] = ()
+    expiry_source: str = "library default"  # QU002 evidence when no per-job expiry is read

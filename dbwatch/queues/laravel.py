@@ -1,0 +1,118 @@
+"""Laravel's database queue (5.x–13.x): `jobs`, `failed_jobs`, `job_batches`, both engines.
+
+Stuck: a job reserved longer than the connection's `retry_after` is handed to another worker.
+"""
+
+from __future__ import annotations
+
+from .base import Library, Shape
+
+JOBS = Shape(
+    "laravel_jobs",
+    "laravel",
+    frozenset({"id", "queue", "payload", "attempts", "reserved_at", "available_at", "created_at"}),
+)
+FAILED = Shape(
+    "laravel_failed",
+    "laravel",
+    frozenset({"id", "connection", "queue", "payload", "exception", "failed_at"}),
+)
+BATCHES = Shape(
+    "laravel_batches",
+    "laravel",
+    frozenset(
+        {
+            "id",
+            "name",
+            "total_jobs",
+            "pending_jobs",
+            "failed_jobs",
+            "failed_job_ids",
+            "cancelled_at",
+            "created_at",
+            "finished_at",
+        }
+    ),
+    scale_depth=False,
+)
+
+LIBRARY = Library(
+    name="laravel",
+    title="Laravel",
+    versions="5.1–13.x (database driver)",
+    shapes=(JOBS, FAILED, BATCHES),
+    table_names=frozenset({"jobs", "failed_jobs", "job_batches"}),
+    states={
+        "available": "reserved_at IS NULL AND available_at <= now",
+        "claimed": "reserved_at IS NOT NULL",
+        "retrying": "attempts > 1 (released or expired, waiting again)",
+        "failed": "a row in failed_jobs",
+        "done": "deleted",
+    },
+    stuck="reserved longer than the connection's retry_after: another worker runs it again",
+    backlog_fix=(
+        "Check the workers (supervisor/systemd: php artisan queue:work); "
+        "php artisan queue:monitor database:default --max=1000 alerts from the app; add "
+        "workers for the lagging queue only when the database is healthy (QU402, MY101)."
+    ),
+    expired_fix="",  # computed with the real retry_after and table (checks.queue_health)
+    attempts_fix=(
+        "Set the worker --timeout (or the job's $timeout) several seconds below retry_after; "
+        "look for killed workers (dmesg | grep -i oom; deploys without php artisan "
+        "queue:restart); make jobs idempotent."
+    ),
+    expiry_source="target retry_after",
+    failure_meaning={
+        "max_attempts": (
+            "the job was handed to workers more times than its tries allow without "
+            "finishing: usually killed by the worker --timeout (before Laravel 10.10 "
+            "timeouts show up here as 'run too long'), a --timeout not shorter than "
+            "retry_after so a second worker took it, OOM-killed or deploy-killed workers, "
+            "a delete rolled back by a deadlock, or (SQS) the approximate receive count"
+        ),
+        "timeout": (
+            "the job ran longer than its $timeout / the worker --timeout and was killed "
+            "(Laravel 10.10+ records this separately from MaxAttemptsExceeded)"
+        ),
+        "deadlock": (
+            "the queue's own statements deadlocked (SQLSTATE 40001 / 1213 on MySQL, 40P01 "
+            "on PostgreSQL); since Laravel 12.54 a deadlock while reserving fails the job"
+        ),
+        "batch": (
+            "jobs of this Laravel batch failed: without allowFailures() the batch is "
+            "cancelled at the first failure and then() never runs; its pending_jobs stay"
+        ),
+    },
+    failure_fix={
+        "max_attempts": (
+            "Set the worker --timeout (or the job's $timeout) several seconds below "
+            "retry_after and retry_after above the slowest job; look for OOM kills "
+            "(dmesg | grep -i oom) and --memory; stop workers gracefully in deploys "
+            "(queue:restart); fix claim/delete deadlocks (SKIP LOCKED claims, the (queue) "
+            "index); make jobs idempotent; then php artisan queue:retry <uuid>."
+        ),
+        "timeout": (
+            "Raise the job's $timeout (keeping it below retry_after) or split the work; "
+            "keep jobs idempotent, since a killed job may have done part of its work; "
+            "then php artisan queue:retry <uuid>."
+        ),
+        "deadlock": (
+            "Claim with FOR UPDATE SKIP LOCKED (MySQL 8.0.1+, MariaDB 10.6+), keep only "
+            "the (queue) index on the jobs table, keep job transactions short; then "
+            "php artisan queue:retry all."
+        ),
+        "lock_wait_timeout": (
+            "Find the long lock holder (MY001/MY101, PG001/PG101) and shorten its "
+            "transaction; claim with SKIP LOCKED; then php artisan queue:retry all."
+        ),
+        "batch": (
+            "Read the batch's failures in failed_jobs (failed_job_ids holds their uuids), "
+            "fix them, then php artisan queue:retry-batch <batch id>; use allowFailures() "
+            "where a partial batch is acceptable."
+        ),
+        "other": (
+            "Read the exception in failed_jobs (php artisan queue:failed) and fix the job; "
+            "then php artisan queue:retry <uuid>."
+        ),
+    },
+)

@@ -1,0 +1,111 @@
+"""pg-boss 10–12 (`<schema>.job`, `name` is the queue; the `archive` table is not read).
+
+Stuck: an active job past its own expiration (expire_in / expire_seconds, per job) — and in 12,
+a job whose heartbeat (heartbeat_on + heartbeat_seconds) went stale: its worker is gone and
+pg-boss's supervisor fails it ("job heartbeat timeout") and retries it while retries are left.
+"""
+
+from __future__ import annotations
+
+from .base import Library, Shape
+
+JOB = Shape(
+    "pg_boss",
+    "pg-boss",
+    frozenset(
+        {
+            "id",
+            "name",
+            "state",
+            "retry_limit",
+            "retry_count",
+            "start_after",
+            "started_on",
+            "completed_on",
+            "keep_until",
+            "output",
+        }
+    ),
+    ("postgresql",),
+    excludes=frozenset({"archived_on"}),
+    scale_depth=False,
+    typed=("expire_in", "expire_seconds", "heartbeat_seconds"),
+)
+
+# QU002 when the expired claims are pg-boss 12 heartbeats: the worker is gone, not slow.
+HEARTBEAT_FIX = (
+    "The worker that fetched these jobs stopped heartbeating: it died (OOM: dmesg | grep -i "
+    "oom; a deploy that SIGKILLs) or hangs. pg-boss's supervisor fails them as 'job heartbeat "
+    "timeout' and retries them while retryLimit allows; stop workers with "
+    "boss.stop({ graceful: true }), make handlers idempotent, then boss.retry(name, ids) for "
+    "what failed for good."
+)
+
+LIBRARY = Library(
+    name="pg-boss",
+    title="pg-boss",
+    versions="10.x (expire_in), 11.x (expire_seconds), 12.x (heartbeat_on/heartbeat_seconds)",
+    shapes=(JOB,),
+    table_names=frozenset({"job"}),
+    states={
+        "available": "state IN ('created', 'retry') AND start_after <= now()",
+        "claimed": "state = 'active' (started_on; 12: heartbeat_on)",
+        "retrying": "state = 'retry', retry_count > 0",
+        "failed": "state = 'failed' (output holds the error)",
+        "done": "state = 'completed' / 'cancelled' (kept until deletion, then archived)",
+    },
+    stuck=(
+        "active past the job's expiration (expireInSeconds); 12: heartbeat_on older than "
+        "heartbeatSeconds (the worker died: the supervisor fails it with 'job heartbeat timeout')"
+    ),
+    backlog_fix=(
+        "Check that a worker is subscribed to the queue (boss.work(name, …)) and running; "
+        "boss.getQueueStats(name) (11+: getQueue) shows queued/active counts; raise the "
+        "worker's batchSize / localConcurrency only when the database is healthy (PG201/PG202)."
+    ),
+    expired_fix=(
+        "Raise expireInSeconds (queue or send options) for jobs that legitimately run longer, "
+        "or find the worker that died mid-job (OOM, deploy); in 12 give long jobs "
+        "heartbeatSeconds so a dead worker is noticed in seconds; make handlers idempotent, "
+        "since pg-boss retries failed jobs while retryLimit allows (boss.retry(name, id))."
+    ),
+    expired_note=(
+        "active jobs past their expiration of",
+        "pg-boss will fail them as timed out and retry them while retries are left",
+    ),
+    attempts_fix=(
+        "Read the failures in output (boss.getJobById(name, id)); set retryLimit / "
+        "retryDelay / retryBackoff on the queue (boss.updateQueue) to what the handler needs."
+    ),
+    expiry_source="job expire_seconds / expire_in",
+    failure_texts=(
+        ("job heartbeat timeout", "worker_lost"),
+        ("job timed out", "timeout"),
+        ("job failed by timeout in active state", "timeout"),
+        ("handler execution exceeded", "timeout"),
+    ),
+    failure_meaning={
+        "worker_lost": (
+            "pg-boss failed the job itself: its heartbeat went stale (heartbeatSeconds), "
+            "so the worker running it died or hung"
+        ),
+        "timeout": (
+            "pg-boss failed the job itself: it stayed active past expireInSeconds (the "
+            "worker died, hung or the handler is slower than its expiry)"
+        ),
+    },
+    failure_fix={
+        "worker_lost": (
+            "Find why the worker died (OOM: dmesg | grep -i oom, deploys that SIGKILL); "
+            "stop workers with boss.stop({ graceful: true }); then boss.retry(name, ids)."
+        ),
+        "timeout": (
+            "Raise expireInSeconds for this queue (boss.updateQueue(name, { expireInSeconds "
+            "})) or split the work; make the handler idempotent; then boss.retry(name, ids)."
+        ),
+        "other": (
+            "Read the error in output (boss.getJobById(name, id)), fix the handler, then "
+            "boss.retry(name, ids)."
+        ),
+    },
+)
