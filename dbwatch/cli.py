@@ -16,7 +16,25 @@ from .targets.secrets import install_log_filter, scrub
 
 log = logging.getLogger("dbwatch")
 # Every command lives in dbwatch/commands/<name>.py with HELP, add_arguments(parser) and run(args).
-COMMANDS = ("audit", "deadlocks", "terminate", "watch", "status", "rules", "config")
+COMMANDS = (
+    "audit",
+    "deadlocks",
+    "terminate",
+    "watch",
+    "status",
+    "history",
+    "rules",
+    "config",
+    "completion",
+)
+DESCRIPTION = """\
+diagnostics and watchdog for databases used as job queues (PostgreSQL, MySQL, MariaDB):
+InnoDB deadlocks, the xmin horizon, dead tuples, idle transactions, lock waits, queue tables;
+every finding names the cause and the fix. Probes are read-only with short timeouts."""
+EPILOG = """\
+exit status (Nagios): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (unreachable, refused, bad input)
+environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (table width), NO_COLOR
+'dbwatch COMMAND --help' for each command; the man page: python -m dbwatch.manpage | man -l -"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,7 +47,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dbwatch", description=__doc__)
+    parser = _Parser(
+        prog="dbwatch",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"dbwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

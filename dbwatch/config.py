@@ -76,6 +76,8 @@ class DaemonConfig:
     metrics_address: str | None = None
     log_format: str = "text"
     retention: float = 7 * 86400.0
+    cycle_timeout: float = 30.0  # a cycle past this is abandoned, the target "not answering"
+    missed_cycles: int = 3  # DW001 "target not answering" fires after this many missed cycles
     # sessions kept between cycles, never more than this many to one server (0: a new one
     # per cycle, the one-shot way)
     max_connections_per_server: int = 10
@@ -91,6 +93,14 @@ class StateConfig:
 
 
 @dataclass(frozen=True)
+class HttpConfig:
+    """[http]: the dashboard of `dbwatch watch --http`."""
+
+    address: str | None = None  # HOST:PORT; --http overrides it
+    token: str | None = None  # every page but /metrics needs it (Bearer or ?token=)
+
+
+@dataclass(frozen=True)
 class Config:
     path: str | None = None
     targets: tuple[TargetConfig, ...] = ()
@@ -99,6 +109,7 @@ class Config:
     alerts: tuple[AlertConfig, ...] = ()
     daemon: DaemonConfig = DaemonConfig()
     state: StateConfig = StateConfig()
+    http: HttpConfig = HttpConfig()
 
 
 class _Collector:
@@ -414,8 +425,22 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
     col.known(
         raw,
         "daemon",
-        {"state", "metrics_address", "log_format", "retention", "max_connections_per_server"},
+        {
+            "state",
+            "metrics_address",
+            "log_format",
+            "retention",
+            "max_connections_per_server",
+            "cycle_timeout",
+            "missed_cycles",
+        },
     )
+    timeout = col.get(raw, "daemon", "cycle_timeout", "duration", 30.0)
+    if timeout < 1.0:
+        col.err("daemon.cycle_timeout", "must be at least 1s")
+    missed = col.get(raw, "daemon", "missed_cycles", "int", 3)
+    if missed < 1:
+        col.err("daemon.missed_cycles", "must be at least 1")
     fmt = col.get(raw, "daemon", "log_format", "str", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
@@ -425,14 +450,27 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
         log_format=fmt,
         retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
         max_connections_per_server=col.get(raw, "daemon", "max_connections_per_server", "int", 10),
+        cycle_timeout=max(1.0, timeout),
+        missed_cycles=max(1, missed),
     )
+
+
+def _http(raw: Any, col: _Collector) -> HttpConfig:
+    if not isinstance(raw, dict):
+        col.err("http", "must be a table")
+        return HttpConfig()
+    col.known(raw, "http", {"address", "token"})
+    token = col.get(raw, "http", "token", "str", None)
+    if token is not None and len(token) < 8:
+        col.err("http.token", "too short: use at least 8 characters (e.g. from ${VAR})")
+    return HttpConfig(address=col.get(raw, "http", "address", "str", None), token=token)
 
 
 def parse_config(
     data: dict[str, Any], file: str, catalogue: dict[str, Rule] | None = None
 ) -> Config:
     col = _Collector(file)
-    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon", "state"})
+    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon", "state", "http"})
     data = expand_vars(data, "", col)
     cfg = Config(
         path=file,
@@ -442,6 +480,7 @@ def parse_config(
         alerts=_alerts(data.get("alerts", []), col),
         daemon=_daemon(data.get("daemon", {}), col),
         state=_state(data.get("state", {}), col),
+        http=_http(data.get("http", {}), col),
     )
     if cfg.terminate.enabled:
         for rid in cfg.terminate.rules:

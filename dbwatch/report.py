@@ -7,13 +7,10 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
-from tabulate import tabulate
-
 from .findings import Finding
 from .pipeline import AuditResult, TargetResult
 from .targets.secrets import scrub, scrub_tree
-
-WIDTH = 100
+from .termout import column_width, paint, table, term_width, use_colour, wrap
 
 
 def iso(ts: float) -> str:
@@ -33,14 +30,7 @@ def as_json(result: AuditResult) -> str:
 
 
 def _wrap(text: str, width: int) -> str:
-    return (
-        "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or "-"
-    )
-
-
-def _cut(text: str, n: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+    return "\n".join(wrap(text, width)) or "-"
 
 
 def _target_line(t: TargetResult) -> str:
@@ -61,40 +51,91 @@ def _subject(f: Finding) -> str:
     return f.subject
 
 
-def _finding_rows(findings: list[Finding]) -> str:
-    rows = []
+FIX_IN_COLUMN = 3  # a fix longer than this many lines in the column gets its own lines
+NARROW = 80  # below this a four-column table cuts too much: one block per finding instead
+
+
+def _finding_blocks(findings: list[Finding], width: int, colour: bool) -> str:
+    out = []
     for f in findings:
-        text = _wrap(_cut(f.summary, 300), 54) + "\n" + _wrap("fix: " + _cut(f.fix, 220), 54)
-        if len(f.fix) > 220:
-            text += f"\n(full fix: --format json; dbwatch explain {f.rule})"
-        rows.append([f.severity.upper(), f.rule, _wrap(_subject(f), 24), text])
-    return str(
-        tabulate(rows, headers=["SEVERITY", "RULE", "SUBJECT", "FINDING / FIX"], tablefmt="simple")
+        head = f"{paint(f.severity.upper(), f.severity, colour)} {f.rule} "
+        out += [
+            head + ln if i == 0 else "  " + ln for i, ln in enumerate(wrap(_subject(f), width - 16))
+        ]
+        out += ["  " + ln for ln in wrap(f.summary, width - 2)]
+        out += [
+            "  fix: " + ln if i == 0 else "       " + ln
+            for i, ln in enumerate(wrap(f.fix, width - 7))
+        ]
+    return "\n".join(out)
+
+
+def _finding_rows(findings: list[Finding], width: int, colour: bool) -> str:
+    """SEVERITY RULE SUBJECT FINDING sized to `width`; the whole fix, under the row when long."""
+    if width < NARROW:
+        return _finding_blocks(findings, width, colour)
+    sev_w, rule_w = 8, 5
+    # one name part wider than the column widens it rather than being cut
+    subj_w = column_width([_subject(f) for f in findings], 12, max(16, width // 3), width // 2)
+    text_w = max(30, width - sev_w - rule_w - subj_w - 6)
+    rows, after = [], []
+    for f in findings:
+        cell = wrap(f.summary, text_w)
+        fix = wrap("fix: " + f.fix, text_w) if f.fix else []
+        below: list[str] = []
+        if len(fix) <= FIX_IN_COLUMN:
+            cell += fix
+        elif f.fix:
+            below = ["    fix:"] + ["      " + ln for ln in wrap(f.fix, max(30, width - 6))]
+        sev = f.severity.upper()
+        rows.append(
+            [
+                [paint(sev, f.severity, colour) + " " * (sev_w - len(sev))],
+                [f.rule],
+                wrap(_subject(f), subj_w),
+                cell,
+            ]
+        )
+        after.append(below)
+    return table(
+        ["SEVERITY", "RULE", "SUBJECT".ljust(subj_w), "FINDING / FIX"],
+        rows,
+        [sev_w, rule_w, subj_w, text_w],
+        after,
     )
 
 
-def as_table(result: AuditResult) -> str:
-    """Findings grouped by target, in 100 columns."""
+def as_table(result: AuditResult, width: int | None = None, colour: bool | None = None) -> str:
+    """Findings grouped by target, sized to the terminal (COLUMNS); colour only on a TTY."""
+    width = width or term_width()
+    colour = use_colour() if colour is None else colour
     findings = result.findings
     lines: list[str] = []
     names = [t.spec.name for t in result.targets]
     names += sorted({f.target for f in findings} - set(names))
     for t in result.targets:
-        lines.append(_wrap(_target_line(t), WIDTH))
+        lines.append(_wrap(_target_line(t), width))
         lines += [
             "\n".join(
                 textwrap.wrap(
-                    f"not available: {note}", WIDTH, initial_indent="   ", subsequent_indent="     "
+                    f"not available: {note}",
+                    width,
+                    initial_indent="   ",
+                    subsequent_indent="     ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
                 )
             )
             for note in t.snapshot.unavailable()
         ]
         mine = [f for f in findings if f.target == t.spec.name]
-        lines.append(_finding_rows(mine) + "\n" if mine else "   no findings\n")
+        lines.append(_finding_rows(mine, width, colour) + "\n" if mine else "   no findings\n")
     for name in names[len(result.targets) :]:
         lines.append(f"== {name}")
-        lines.append(_finding_rows([f for f in findings if f.target == name]) + "\n")
-    lines.append(result.status_line())
+        lines.append(_finding_rows([f for f in findings if f.target == name], width, colour) + "\n")
+    last = result.status_line()
+    status = result.status.upper()
+    lines.append(last[: last.rindex(status)] + paint(status, result.status, colour))
     return "\n".join(lines)
 
 

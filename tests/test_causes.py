@@ -195,13 +195,14 @@ def test_pg201_holders_of_other_databases_are_not_ranked_together() -> None:
 
 
 def test_daemon_terminate_never_acts_on_a_waiter() -> None:
-    from dbwatch.actions.guards import identity_of
+    def usable(f: Any) -> bool:  # the SessionIdentity terminate and the daemon act on
+        return f.session is not None and f.session.usable
     rows = [trx(40, 900, "Sleep"), trx(42, 600, state="LOCK WAIT")]
     found = {f.subject: f for f in run("MY001", "mariadb", 101100,
                                        **{"my.trx": rows, "my.lock_waits": WAITS})}
-    assert not identity_of(found["thread 42"]).usable
-    assert identity_of(found["thread 40"]).usable
+    assert not usable(found["thread 42"])
+    assert usable(found["thread 40"])
     sessions = [pg(1, "idle in transaction", 1000, 990, user="etl"),
                 pg(2, "active", 900, 899, blocked_by=[1], wait_event_type="Lock")]
     pgf = {f.subject: f for f in run("PG001", "postgresql", 150000, **{"pg.sessions": sessions})}
-    assert not identity_of(pgf["pid 2"]).usable and identity_of(pgf["pid 1"]).usable
+    assert not usable(pgf["pid 2"]) and usable(pgf["pid 1"])

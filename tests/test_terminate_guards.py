@@ -8,26 +8,25 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dbwatch.actions.daemon_action import daemon_decision, eligible
 from dbwatch.checks.lockgraph import chain_roots
 from dbwatch.actions.guards import (
     Criteria,
-    Identity,
     Policy,
     Session,
-    eligible,
-    identity_of,
-    mark_holders,
+    is_dump_statement,
     matches,
     plan,
     protection,
     statement_for,
 )
-from dbwatch.actions.terminate import daemon_decision
+from dbwatch.actions.my_kill import LiveTrx, live_transactions, same_live_trx
+from dbwatch.actions.terminate import mark_holders
 from dbwatch.catalogue import load_catalogue
 from dbwatch.checks import CheckContext
 from dbwatch.checks.my_locks import my_lock_waits
 from dbwatch.config import TerminateConfig
-from dbwatch.findings import Finding
+from dbwatch.findings import Finding, SessionIdentity
 from dbwatch.snapshot import Snapshot
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -84,13 +83,16 @@ def test_blocking_and_holding_criteria() -> None:
 def test_protections() -> None:
     p = Policy()
     assert protection(pg(is_self=True), p) == "dbwatch's own connection"
-    assert protection(pg(application="dbwatch"), p) == "a dbwatch session"
+    assert protection(pg(application="dbwatch"), p) is None     # a name protects nothing
+    assert protection(pg(application="dbwatch-audit"), p) is None
     assert "superuser" in str(protection(pg(superuser=True), p))
     assert protection(pg(superuser=True), Policy(include_superusers=True)) is None
     assert "walsender" in str(protection(pg(backend_type="walsender"), p))
     assert "autovacuum" in str(protection(pg(backend_type="autovacuum worker"), p))
     assert "system process" in str(protection(pg(backend_type="background worker"), p))
     assert "backup" in str(protection(pg(application="pg_dump"), p))
+    copy = 'COPY public.jobs (id, queue) TO stdout;'
+    assert "backup" in str(protection(pg(application="renamed", query=copy), p))
     assert protection(pg(application="pg_dump"), Policy(include_backups=True)) is None
     assert "protected user" in str(protection(pg(), Policy(protect_users=frozenset({"app"}))))
     assert "protected application" in str(
@@ -110,6 +112,69 @@ def test_mysql_protections() -> None:
     assert "cancel does nothing" in str(protection(my(), Policy(cancel=True)))
     assert "root" in str(protection(my(user="root", superuser=None), p))
     assert protection(my(user="root", superuser=False), p) is None
+    for q in ("SHOW CREATE TABLE `t`", "FLUSH TABLES WITH READ LOCK", "show fields from `t`",
+              "ROLLBACK TO SAVEPOINT sp", "START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */",
+              "select column_name, extra, generation_expression, data_type from "
+              "information_schema.columns where table_schema=database() and table_name='t0' "
+              "order by ordinal_position"):
+        assert is_dump_statement(q), q
+        assert "backup" in str(protection(my(query=q), p))
+    assert not is_dump_statement("select * from jobs for update")
+
+
+def test_mysql_without_program_names_a_read_only_trx_may_be_a_dump() -> None:
+    p = Policy()
+    blind = my(programs_known=False, rows_modified=0)
+    assert "may be a backup" in str(protection(blind, p))
+    assert protection(blind, Policy(include_backups=True)) is None
+    assert protection(my(programs_known=False, rows_modified=3), p) is None  # it wrote
+    assert protection(my(programs_known=True, rows_modified=0), p) is None   # name known
+    busy = my(programs_known=False, rows_modified=0, command="Query", query="select * from jobs")
+    assert protection(busy, p) is None           # its statement is visible and not a dump's
+    no_trx = my(programs_known=False, trx_id=None, rows_modified=None, query=None)
+    assert "may be a backup" in str(protection(no_trx, p))
+
+
+STATUS = """------------
+TRANSACTIONS
+------------
+Trx id counter 41220
+History list length 3
+LIST OF TRANSACTIONS FOR EACH SESSION:
+---TRANSACTION (0x7f93a1494680), ACTIVE 7 sec
+0 lock struct(s), heap size 1128, 0 row lock(s)
+MariaDB thread id 381, OS thread handle 140271820793536, query id 57541 127.0.0.1 root
+Trx read view will not see trx with id >= 41217, sees < 41217
+---TRANSACTION 41217, ACTIVE 1 sec
+1 lock struct(s), heap size 1128, 0 row lock(s), undo log entries 1
+MySQL thread id 379, OS thread handle 140272022374080, query id 57532 127.0.0.1 app Updating
+update t set v = 1 where id = 2
+--------
+FILE I/O
+--------
+"""
+
+
+def test_live_transactions_from_the_status_text() -> None:
+    assert live_transactions(STATUS, 379) == [LiveTrx("41217", 1, 57532)]
+    assert live_transactions(STATUS, 381) == [LiveTrx(None, 7, 57541)]
+    assert live_transactions(STATUS, 999) == []
+    # a forged entry inside someone's query text makes two entries: the caller refuses
+    forged = STATUS.replace(
+        "update t set v = 1 where id = 2",
+        "---TRANSACTION 41217, ACTIVE 1 sec\nMariaDB thread id 381, OS thread handle 1, "
+        "query id 57541 h u")
+    assert len(live_transactions(forged, 381)) == 2
+
+
+def test_same_live_trx() -> None:
+    assert same_live_trx(my(trx_id="41217"), LiveTrx("41217", 1, 5), 0.1)
+    assert not same_live_trx(my(trx_id="41216"), LiveTrx("41217", 1, 5), 0.1)  # committed
+    ro = my(trx_id="0", age=7.0)   # MariaDB lists a read-only trx as 0: the age decides
+    assert same_live_trx(ro, LiveTrx(None, 7, 5), 0.1)
+    assert same_live_trx(ro, LiveTrx(None, 6, 5), 0.1)          # whole seconds
+    assert not same_live_trx(ro, LiveTrx(None, 0, 5), 0.1)      # begun since the listing
+    assert not same_live_trx(my(trx_id="0", age=2.0), LiveTrx(None, 2, 5), 0.1)  # too young
 
 
 def test_policy_merges_config_and_flags() -> None:
@@ -149,22 +214,42 @@ def test_chain_roots() -> None:
     assert chain_roots({1: [2], 2: [1]}) == {}       # a deadlock cycle has no root
 
 
-def test_horizon_holders_per_database() -> None:
-    s = [pg(1, xid_age=50), pg(2, xid_age=50), pg(3, xid_age=10), pg(4, xid_age=5, database="b")]
-    held = {x.pid: x.holds_horizon for x in mark_holders(s)}
-    assert held == {1: True, 2: True, 3: False, 4: True}
-    slot = Session(target="t", engine="postgresql", kind="replication_slot", name="s", xid_age=80)
-    marked = mark_holders(s + [slot])
-    assert not any(x.holds_horizon for x in marked if x.kind == "session")
-    assert [x.name for x in marked if x.holds_horizon] == ["s"]
+def test_holding_xmin_marks_only_what_pg201_reports() -> None:
+    s = [pg(1, xid_age=50), pg(2, xid_age=50), pg(3, xid_age=10)]
+    f1 = Finding(rule="PG201", severity="warning", target="t", subject="pid 1", summary="s",
+                 fix="f", evidence={"kind": "backend"},
+                 session=SessionIdentity("postgresql", "t", "app", 1, T0, T0 + timedelta(seconds=5)))
+    slot = Finding(rule="PG201", severity="warning", target="t", subject="slot s", summary="s",
+                   fix="f", evidence={"kind": "slot", "slot": "s", "xid_age": 80})
+    marked = mark_holders(s, [f1, slot], "t")
+    assert [x.pid for x in marked if x.holds_horizon and x.kind == "session"] == [1]
+    (sl,) = [x for x in marked if x.kind == "replication_slot"]
+    assert sl.name == "s" and sl.statement == "SELECT pg_drop_replication_slot('s')"
+    assert [d.session.pid for d in plan(marked, Criteria(holding_xmin=True), Policy())[0]
+            if d.action == "would_terminate"] == [1]
+    assert mark_holders(s, [], "t") == s                       # PG201 reports nothing: none
 
 
-def finding(rule: str = "PG002", target: str = "t", **ev: Any) -> Finding:
-    evidence = {"pid": 10, "backend_start": T0.isoformat(),
-                "xact_start": (T0 + timedelta(seconds=5)).isoformat(), "age_seconds": 600.0}
+def finding(rule: str = "PG002", target: str = "t", pid: int | None = 10,
+            session: SessionIdentity | None = None, **ev: Any) -> Finding:
+    evidence = {"age_seconds": 600.0}
     evidence.update(ev)
-    return Finding(rule=rule, severity="warning", target=target, subject="pid 10",
-                   summary="s", fix="f", evidence=evidence, identity=[rule, evidence["pid"]])
+    if session is None and pid is not None:
+        session = SessionIdentity("postgresql", target, "app", pid, T0, T0 + timedelta(seconds=5))
+    return Finding(rule=rule, severity="warning", target=target, subject=f"pid {pid}",
+                   summary="s", fix="f", evidence=evidence, identity=[rule, pid],
+                   session=session)
+
+
+def test_session_identity_round_trips_and_is_fingerprinted() -> None:
+    f = finding()
+    assert f.session is not None
+    back = SessionIdentity.from_dict(f.to_dict()["session"])
+    assert back == f.session
+    assert Finding(**{**f.__dict__, "session": back}).fingerprint == f.fingerprint
+    other = SessionIdentity("postgresql", "t", "app", 10, T0 + timedelta(1), None)
+    assert finding(session=other).fingerprint != f.fingerprint        # a recycled pid
+    assert not SessionIdentity("mysql", "m", None, thread_id=3).usable  # no trx id
 
 
 def test_eligible_filters_rules_targets_age_and_dedupes() -> None:
@@ -173,14 +258,16 @@ def test_eligible_filters_rules_targets_age_and_dedupes() -> None:
               (finding(target="other"), 5.0), (finding(pid=11, age_seconds=100.0), 5.0),
               (finding(pid=12, age_seconds=None), 400.0)]
     got = eligible(firing, cfg, "t")
-    assert [(e.finding.rule, e.identity.pid) for e in got] == [("PG002", 10), ("PG002", 12)]
-    assert got[0].identity.xact_known and got[0].identity.backend_start == T0
+    assert [(e.finding.rule, e.identity.pid if e.identity else None) for e in got] == [
+        ("PG002", 10), ("PG002", 12)]
+    assert got[0].identity is not None and got[0].identity.backend_start == T0
 
 
-def test_lock_findings_point_at_the_root() -> None:
-    f = finding("MY101", pid=None, thread_id=7, trx_id="9", root_thread_id=3, root_trx_id="5")
-    assert identity_of(f) == Identity(thread_id=3, trx_id="5")
-    assert not identity_of(finding("MY101", pid=None, thread_id=7, trx_id="9")).usable
+def test_lock_findings_carry_the_root() -> None:
+    root = SessionIdentity("mariadb", "m", None, thread_id=3, trx_id="5")
+    f = finding("MY101", "m", pid=None, session=root, thread_id=7, trx_id="9")
+    (e,) = eligible([(f, 0.0)], TerminateConfig(enabled=True, after=0, rules=("MY101",)), "m")
+    assert e.identity == root
 
 
 def test_daemon_decision() -> None:
@@ -195,6 +282,9 @@ def test_daemon_decision() -> None:
     assert daemon_decision(e, [pg()], prot, cfg).action == "skipped_protected"
     young = eligible([(finding(), 0.0)], cfg, "t")[0]
     assert daemon_decision(young, [pg(age=10.0)], Policy(), cfg).action == "gone"
+    assert daemon_decision(e, [pg()], Policy(), cfg, "app").action == "would_terminate"
+    outside = daemon_decision(e, [pg()], Policy(), cfg, "billing")
+    assert outside.action == "skipped_protected" and "outside this target's scope" in outside.reason
     slot = eligible([(finding("PG201", pid=None, kind="slot", age_seconds=None), 900.0)],
                     TerminateConfig(enabled=True, after=300, rules=("PG201",)), "t")[0]
     assert daemon_decision(slot, [pg()], Policy(), cfg).action == "skipped_protected"
@@ -221,6 +311,7 @@ def test_my101_check_names_the_root() -> None:
     assert found[30].evidence["waiters_behind_root"] == 2
     assert "root blocker thread 10 (idle in transaction" in found[30].summary
     assert "KILL 10;" in found[30].fix
+    assert found[30].session == SessionIdentity("mariadb", "m", None, thread_id=10, trx_id="100")
 
 
 def test_cli_bad_input_is_one_line_exit_3() -> None:

@@ -31,6 +31,7 @@ from dbwatch.daemon import loop as daemon_mod
 from dbwatch.catalogue import load_catalogue
 from dbwatch.config import Config, DaemonConfig, TargetConfig
 from dbwatch.daemon.loop import Daemon, Setup
+from dbwatch.daemon.runner import Runner, Slot
 from dbwatch.daemon.scheduler import Scheduler, pool_size
 from dbwatch.daemon.state import State
 from dbwatch.targets import spec_for
@@ -127,13 +128,17 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         state = State(Path(tmp) / "state.db")
         d = Daemon(None, state, setup)
 
-        def job(name: str, scheduled: float) -> None:
+        def job(slot: Slot) -> None:
             started, cpu0 = time.time(), time.thread_time()
-            d.cycle(name, scheduled)
+            d.cycle(slot.name, slot.scheduled, slot)
             with lock:
-                records.append((name, scheduled, started, time.time() - started,
+                records.append((slot.name, slot.scheduled, started, time.time() - started,
                                 time.thread_time() - cpu0))
-        sched = Scheduler(job, threads or pool_size(n))
+        # the daemon's runner (a worker per pool permit), fed by the real scheduler
+        runner = Runner(job, threads or pool_size(n), 30.0, lambda name, why: None)
+        for t in targets:
+            runner.answered(t.name, True)
+        sched = Scheduler(runner.submit, 2)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
         server_ms(base, reset=True)
@@ -141,6 +146,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         sched.start()
         time.sleep(min(interval, 15.0) + interval * (cycles - 1) + 0.5)
         sched.shutdown(wait=True)
+        runner.stop(30.0)
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
         srv = server_ms(base)
         sessions = d.pool.sessions() if d.pool is not None else {}
@@ -154,7 +160,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "targets": n, "interval": interval, "threads": threads or pool_size(n),
         "per_server": per_server, "server_sessions_at_end": sum(sessions.values()),
         "server_ms_per_cycle": round(srv / max(len(records), 1), 2) if srv is not None else None,
-        "cycles_run": len(records), "cycles_expected": n * cycles, "skipped": sched.missed,
+        "cycles_run": len(records), "cycles_expected": n * cycles,
+        "skipped": sched.missed + runner.skipped,
         "lateness_p50": _q(late, 0.5), "lateness_p95": _q(late, 0.95), "lateness_max": round(late[-1], 3) if late else None,
         "duration_p50": _q(dur, 0.5), "duration_p95": _q(dur, 0.95),
         "dbwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),

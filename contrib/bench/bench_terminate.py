@@ -58,7 +58,7 @@ def daemon_mode(url: str, interval: float, after: float, tmp: Path) -> subproces
 def loop_mode(url: str, interval: float, after: float, stop: threading.Event) -> None:
     import tomllib
 
-    from dbwatch.actions.terminate import daemon_terminate
+    from dbwatch.actions.daemon_action import daemon_terminate
     from dbwatch.catalogue import load_catalogue
     from dbwatch.config import parse_config
     from dbwatch.evaluate import Selection

@@ -100,6 +100,15 @@ def _terminate(doc: Any) -> Rows:
              f"(bound {doc['bound']} s: {'met' if doc['within_bound'] else 'NOT met'})"))]
 
 
+def _dashboard(doc: Any) -> Rows:
+    p = doc["pages"]
+    pick = [k for k in p if k in ("/", "/deadlocks", "/history?since=6h", "/actions")
+            or k.startswith("/deadlocks?table=")]
+    return [(f"dashboard, {doc['findings']:,} findings / {doc['deadlocks']:,} deadlocks",
+             "; ".join(f"{k} {p[k]['cpu_ms_per_request']} ms CPU, {p[k]['bytes'] / 1000:.0f} kB"
+                       for k in pick if k in p))]
+
+
 BENCHES = (
     Bench("audit", "bench_audit.py", "audit cost, 5,000 tables / 300 sessions",
           ("--tables", "1000", "--sessions", "60"), 1200, _audit),
@@ -114,6 +123,8 @@ BENCHES = (
           ("--sizes", "50", "--cycles", "2"), 2400, _daemon),
     Bench("terminate", "bench_terminate.py", "time to terminate, 5 s interval",
           ("--runs", "3"), 600, _terminate),
+    Bench("dashboard", "bench_dashboard.py", "dashboard CPU per request and page size",
+          ("--findings", "300", "--deadlocks", "2000", "--requests", "5"), 600, _dashboard),
 )
 
 

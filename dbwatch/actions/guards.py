@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import TerminateConfig
 from ..durations import format_duration
-from ..findings import Finding
 
-OWN_APP = "dbwatch"
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_BACKUP_APPS = ("pg_dump", "pg_dumpall", "pg_basebackup")
 MY_BACKUP_APPS = (
@@ -29,6 +26,42 @@ MY_BACKUP_APPS = (
     "xtrabackup",
 )
 MYSQLDUMP_MARK = "/*!40001 SQL_NO_CACHE */"  # every mysqldump table read carries it
+# What dump and backup tools send, as the processlist shows it (upper-cased, spaces squeezed):
+# mysqldump/mariadb-dump/mydumper statements, mariabackup/xtrabackup locks.
+MY_DUMP_MARKS = (
+    "/*!40001 SQL_NO_CACHE */",
+    "/*!40100 WITH CONSISTENT SNAPSHOT */",
+    "FLUSH TABLES WITH READ LOCK",
+    "FLUSH /*!40101 LOCAL */ TABLES",
+    "BACKUP STAGE",
+    "LOCK TABLES FOR BACKUP",
+    "LOCK INSTANCE FOR BACKUP",
+    "SAVEPOINT SP",
+    "ROLLBACK TO SAVEPOINT SP",
+    "RELEASE SAVEPOINT SP",
+    "/*!40100 SET @@SQL_MODE",
+    "/*!40103 SET TIME_ZONE",
+    "SQL_QUOTE_SHOW_CREATE",
+    "SET SESSION CHARACTER_SET_RESULTS = 'BINARY'",
+    "SELECT LOGFILE_GROUP_NAME",
+    "SHOW VARIABLES LIKE 'NDBINFO",
+    # mariadb-dump's catalog reads (as its binary spells them)
+    "FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = DATABASE()",
+    "FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA=DATABASE()",
+    "FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA=DATABASE()",
+    "FROM INFORMATION_SCHEMA.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = DATABASE()",
+    "FROM INFORMATION_SCHEMA.VIEWS WHERE TABLE_NAME=",
+    "SHOW STATUS LIKE 'BINLOG_SNAPSHOT_",
+)
+MY_DUMP_PREFIXES = (
+    "SHOW CREATE ",
+    "SHOW FIELDS FROM ",
+    "SHOW COLUMNS FROM ",
+    "SHOW TABLE STATUS ",
+    "SHOW TABLES LIKE ",
+    "SHOW FULL TABLES",
+    "SHOW TRIGGERS ",
+)
 MY_SYSTEM_USERS = (
     "system user",
     "event_scheduler",
@@ -48,7 +81,6 @@ MY_SYSTEM_COMMANDS = (
     "Register Slave",
     "Killed",
 )
-LOCK_RULES = ("PG101", "MY101")  # their findings name a waiter; the action is on the root
 ACTIONS = (
     "would_terminate",
     "would_cancel",
@@ -93,6 +125,9 @@ class Session:
     name: str | None = None  # gid / slot name of a non-session holder
     statement: str | None = None  # what ends a non-session holder, for a person to run
     standby: bool = False  # the target is in recovery
+    rows_modified: int | None = None  # InnoDB trx_rows_modified (MySQL/MariaDB)
+    programs_known: bool = True  # MySQL: client program names readable (performance_schema)
+    seen_at: float | None = None  # time.monotonic() of the listing that read it
 
     @property
     def is_mysql(self) -> bool:
@@ -232,10 +267,8 @@ def protection(s: Session, p: Policy) -> str | None:
     """Why this session must not be touched, or None. Checked before every action."""
     if s.kind != "session":
         return _holder_reason(s)
-    if s.is_self:
+    if s.is_self:  # by connection id, never by a name a session can choose
         return "dbwatch's own connection"
-    if (s.application or "").startswith(OWN_APP):
-        return "a dbwatch session"
     system = _system_reason(s)
     if system:
         return system
@@ -244,8 +277,12 @@ def protection(s: Session, p: Policy) -> str | None:
             return "superuser (use --include-superusers)"
         if s.superuser is None and s.is_mysql and s.user == "root":
             return "root (superuser status not readable: grant SELECT on mysql.user)"
-    if not p.include_backups and _is_backup(s):
-        return f"backup ({s.application or 'mysqldump'}; use --include-backups)"
+    if not p.include_backups:
+        if _is_backup(s):
+            return f"backup ({s.application or 'dump statement'}; use --include-backups)"
+        maybe = _possible_backup(s)
+        if maybe:
+            return maybe
     if s.user in p.protect_users:
         return f"protected user {s.user}"
     if s.application and s.application in p.protect_apps:
@@ -292,8 +329,36 @@ def _system_reason(s: Session) -> str | None:
 def _is_backup(s: Session) -> bool:
     app = (s.application or "").lower()
     if s.is_mysql:
-        return app in MY_BACKUP_APPS or MYSQLDUMP_MARK in (s.query or "")
-    return app in PG_BACKUP_APPS
+        return app in MY_BACKUP_APPS or is_dump_statement(s.query)
+    return app in PG_BACKUP_APPS or _is_pg_dump_statement(s.query)
+
+
+def is_dump_statement(query: str | None) -> bool:
+    """A statement only dump/backup tools send (the processlist shows it while it runs)."""
+    q = " ".join((query or "")[:4096].upper().split())
+    return any(m in q for m in MY_DUMP_MARKS) or q.startswith(MY_DUMP_PREFIXES)
+
+
+def _is_pg_dump_statement(query: str | None) -> bool:
+    """pg_dump's data phase: COPY ... TO stdout (pg_stat_activity keeps the last query)."""
+    q = " ".join((query or "")[:4096].split()).lower()
+    return q.startswith("copy ") and q.endswith("to stdout;")
+
+
+def _possible_backup(s: Session) -> str | None:
+    """Without client program names (MariaDB's performance_schema is OFF by default) a dump
+    between two statements looks like any idle session: a transaction that has written
+    nothing may be one, so it is left alone (dumps never write rows); so is one with no
+    transaction whose statement is not visible. A running statement is visible: a dump's
+    carries its marks (is_dump_statement)."""
+    if not s.is_mysql or s.programs_known or (s.rows_modified or 0) > 0:
+        return None
+    if s.command not in ("Sleep", None) and s.query:
+        return None
+    return (
+        "may be a backup: its transaction has written nothing and client program names are "
+        "not readable (performance_schema is OFF); use --include-backups to allow"
+    )
 
 
 def describe(s: Session) -> str:
@@ -338,135 +403,3 @@ def intended_action(s: Session, policy: Policy) -> str:
     if policy.cancel or (s.standby and not s.idle_now):
         return "would_cancel"
     return "would_terminate"
-
-
-def mark_holders(sessions: list[Session]) -> list[Session]:
-    """Flag who holds each database's xmin horizon: the oldest pin there (ties included).
-
-    Backends and prepared transactions pin their own database; slots and standby feedback
-    pin every database.
-    """
-    global_pins = [
-        s.xid_age
-        for s in sessions
-        if s.kind in ("replication_slot", "standby_feedback") and s.xid_age
-    ]
-    oldest_global = max(global_pins, default=0)
-    per_db: dict[Any, int] = {}
-    for s in sessions:
-        if s.kind in ("session", "prepared_xact") and s.xid_age and not s.is_self:
-            per_db[s.database] = max(per_db.get(s.database, 0), s.xid_age)
-    out = []
-    for s in sessions:
-        if not s.xid_age or s.is_self:  # our own listing query pins only while it runs
-            out.append(s)
-            continue
-        if s.kind in ("session", "prepared_xact"):
-            holds = s.xid_age >= max(per_db.get(s.database, 0), oldest_global)
-        else:
-            holds = any(s.xid_age >= v for v in per_db.values()) or s.xid_age >= oldest_global
-        out.append(replace(s, holds_horizon=holds))
-    return out
-
-
-# --- the daemon: which firing findings are eligible, and whose session they name ---------
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The session a finding is about, as the finding saw it (pids and thread ids recycle)."""
-
-    pid: int | None = None
-    backend_start: datetime | None = None
-    xact_start: datetime | None = None
-    xact_known: bool = False  # the finding recorded xact_start (possibly NULL)
-    thread_id: int | None = None
-    trx_id: str | None = None
-
-    @property
-    def usable(self) -> bool:
-        return (self.pid is not None and self.backend_start is not None) or (
-            self.thread_id is not None and self.trx_id is not None
-        )
-
-    def same_session(self, s: Session) -> bool:
-        if s.kind != "session":
-            return False
-        if self.pid is not None:
-            return s.pid == self.pid and as_datetime(s.backend_start) == self.backend_start
-        return s.thread_id == self.thread_id and s.trx_id == self.trx_id
-
-
-@dataclass(frozen=True)
-class Eligible:
-    finding: Finding
-    age: float
-    identity: Identity
-
-
-def as_datetime(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
-def identity_of(f: Finding) -> Identity:
-    """A lock finding points at its chain's root; the others at their own session."""
-    ev = f.evidence
-    prefix = "root_" if f.rule in LOCK_RULES else ""
-    if not prefix and ev.get("waiting_for_lock"):
-        return (
-            Identity()
-        )  # a transaction waiting for a lock is not the cause: its fix names the root
-    pid, thread = ev.get(f"{prefix}pid"), ev.get(f"{prefix}thread_id")
-    if pid is not None:
-        xkey = f"{prefix}xact_start"
-        return Identity(
-            pid=int(pid),
-            backend_start=as_datetime(ev.get(f"{prefix}backend_start")),
-            xact_start=as_datetime(ev.get(xkey)),
-            xact_known=xkey in ev,
-        )
-    if thread is not None:
-        trx = ev.get(f"{prefix}trx_id")
-        return Identity(thread_id=int(thread), trx_id=None if trx is None else str(trx))
-    return Identity()
-
-
-def finding_age(f: Finding, firing_for: float) -> float:
-    """The offender's age from the evidence; how long it has fired if the evidence has none."""
-    raw = f.evidence.get("age_seconds")
-    try:
-        return float(raw) if raw is not None else float(firing_for)
-    except (TypeError, ValueError):
-        return float(firing_for)
-
-
-def eligible(
-    firing: Iterable[tuple[Finding, float]], cfg: TerminateConfig, target: str
-) -> list[Eligible]:
-    """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
-    out: list[Eligible] = []
-    seen: set[Any] = set()
-    rows = [
-        (f, finding_age(f, secs))
-        for f, secs in firing
-        if f.rule in cfg.rules and f.target == target
-    ]
-    for f, age in sorted(rows, key=lambda r: -r[1]):
-        if age < cfg.after:
-            continue
-        ident = identity_of(f)
-        key = (
-            (ident.pid, ident.backend_start, ident.thread_id, ident.trx_id)
-            if ident.usable
-            else f.fingerprint
-        )
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(Eligible(f, age, ident))
-    return out

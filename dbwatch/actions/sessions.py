@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+from dataclasses import replace
 from typing import Any
 
 from ..checks.lockgraph import LockGraph
@@ -13,7 +15,8 @@ from ..errors import ProbeError
 from ..probes import sql
 from ..probes.my_locks import lock_waits
 from ..targets import Connection
-from .guards import IDLE_STATES, Session, mark_holders
+from ..targets.own import OWN_SESSIONS
+from .guards import IDLE_STATES, Session
 
 log = logging.getLogger(__name__)
 SESSION_LIMIT = 5000
@@ -25,19 +28,24 @@ def quote_literal(text: str) -> str:
 
 
 def read_sessions(
-    conn: Connection, target: str, holders: bool = False, blocking: bool = False
+    conn: Connection, target: str, blocking: bool = False, database: str | None = None
 ) -> list[Session]:
+    """Live candidates. PostgreSQL: only sessions of `database` when one is given (the
+    target's scope); MySQL/MariaDB: every thread."""
     if conn.engine == "postgresql":
-        return pg_sessions(conn, target, holders)
+        return pg_sessions(conn, target, database)
     return my_sessions(conn, target, blocking)
 
 
-def pg_sessions(conn: Connection, target: str, holders: bool = False) -> list[Session]:
+def pg_sessions(conn: Connection, target: str, database: str | None = None) -> list[Session]:
     rows = conn.rows(
-        sql("postgresql", "terminate_sessions", conn.version_num), {"limit": SESSION_LIMIT}
+        sql("postgresql", "terminate_sessions", conn.version_num),
+        {"limit": SESSION_LIMIT, "database": database},
     )
+    seen = time.monotonic()
+    own = OWN_SESSIONS.ids(conn.server_key)
     roots = LockGraph.from_blocked_by({r["pid"]: r["blocked_by"] for r in rows}).roots()
-    out = [
+    return [
         Session(
             target=target,
             engine="postgresql",
@@ -55,19 +63,14 @@ def pg_sessions(conn: Connection, target: str, holders: bool = False) -> list[Se
             idle_in_transaction=r["state"] in IDLE_STATES,
             query=r["query"],
             superuser=r["superuser"],
-            is_self=bool(r["is_self"]),
+            is_self=bool(r["is_self"]) or r["pid"] in own,
             xid_age=None if r["xid_age"] is None else int(r["xid_age"]),
             blocks=roots.get(r["pid"], 0),
             standby=bool(r["standby"]),
+            seen_at=seen,
         )
         for r in rows
     ]
-    if holders:
-        out += [
-            holder_session(h, target)
-            for h in conn.rows(sql("postgresql", "terminate_holders", conn.version_num))
-        ]
-    return mark_holders(out)
 
 
 def holder_session(h: dict[str, Any], target: str) -> Session:
@@ -119,9 +122,10 @@ def my_sql(conn: Connection, name: str) -> str:
 
 def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[Session]:
     rows = conn.rows(sql("mysql", my_sql(conn, "terminate_threads"), 0), {"limit": SESSION_LIMIT})
-    programs = {
-        int(r["thread_id"]): str(r["program"]) for r in _optional(conn, "terminate_programs") or []
-    }
+    seen = time.monotonic()
+    own = OWN_SESSIONS.ids(conn.server_key)
+    read = _optional(conn, "terminate_programs")
+    programs = {int(r["thread_id"]): str(r["program"]) for r in read or []}
     supers = my_superusers(conn)
     roots: dict[Any, int] = {}
     if blocking:
@@ -130,7 +134,11 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
             (w["waiting_thread_id"], w["blocking_thread_id"]) for w in waits
         )
         roots = graph.roots()
-    return [_my_session(r, conn.flavour, target, programs, supers, roots) for r in rows]
+    out = [_my_session(r, conn.flavour, target, programs, supers, roots) for r in rows]
+    return [
+        replace(s, is_self=s.is_self or s.thread_id in own, programs_known=bool(read), seen_at=seen)
+        for s in out
+    ]
 
 
 def _my_session(
@@ -167,4 +175,5 @@ def _my_session(
         superuser=None if supers is None else r.get("user") in supers,
         is_self=bool(r.get("is_self")),
         blocks=roots.get(tid, 0),
+        rows_modified=None if r.get("rows_modified") is None else int(r["rows_modified"]),
     )

@@ -1,43 +1,32 @@
 """Cancel or terminate sessions with identity re-checks at the moment of the kill.
 
-Shared by `dbwatch terminate` (run_target) and the daemon (daemon_terminate). PostgreSQL:
-one statement re-checks pid, backend_start and xact_start and signals. MySQL/MariaDB: the
-thread and its InnoDB trx are re-read immediately before KILL (mysql.rds_kill* on RDS).
+Shared by `dbwatch terminate` (run_target) and the daemon (actions.daemon_action).
+PostgreSQL: one statement re-checks pid, backend_start and xact_start and signals.
+MySQL/MariaDB: actions.my_kill re-establishes the identity from live sources first.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-import threading
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
-from ..config import TerminateConfig
-from ..errors import ProbeError, TargetError
+from ..errors import ProbeError
+from ..findings import Finding, SessionIdentity, as_datetime
 from ..probes import sql
 from ..targets import Connection, TargetSpec, open_target
-from .guards import (
-    Criteria,
-    Decision,
-    Eligible,
-    Policy,
-    Session,
-    as_datetime,
-    describe,
-    eligible,
-    intended_action,
-    plan,
-    protection,
-)
-from .sessions import holder_session, my_sql, quote_literal, read_sessions
+from .guards import Criteria, Decision, Policy, Session, plan
+from .my_kill import GONE, my_kill
+from .sessions import holder_session, quote_literal, read_sessions
 
 log = logging.getLogger(__name__)
 WAIT_MS = 3000  # PG 14+: wait this long for a terminated backend to exit
-GONE = "no longer the same session or transaction at the moment of the kill; nothing signalled"
-_MY_UNKNOWN_THREAD, _MY_REFUSED = 1094, (1095, 1227)
+# PG201's holder kinds that are not sessions: listed with their statement, never ended here
+_HOLDER_KINDS = {
+    "prepared": "prepared_xact",
+    "slot": "replication_slot",
+    "standby_feedback": "standby_feedback",
+}
 
 
 @dataclass(frozen=True)
@@ -52,32 +41,89 @@ class Request:
     drop_slots: tuple[str, ...] = ()
 
 
-def run_target(spec: TargetSpec, req: Request) -> tuple[list[Decision], int]:
+def run_target(
+    spec: TargetSpec, req: Request, horizon: Iterable[Finding] | None = None
+) -> tuple[list[Decision], int]:
     """Plan (and with execute, carry out) one target's actions; returns them and the number
-    --limit left out. TargetError propagates: the caller reports the target."""
+    --limit left out. `horizon`: PG201's findings on this target (--holding-xmin selects
+    what PG201 reports, nothing else). TargetError propagates: the caller reports it."""
     conn = open_target(spec)
     try:
         decisions: list[Decision] = []
         left_out = 0
         if req.criteria.given:
-            sessions = read_sessions(
-                conn, spec.name, holders=req.criteria.holding_xmin, blocking=req.criteria.blocking
-            )
+            database = spec.scoped_database if conn.engine == "postgresql" else None
+            sessions = read_sessions(conn, spec.name, req.criteria.blocking, database)
+            if req.criteria.holding_xmin:
+                sessions = mark_holders(sessions, list(horizon or ()), spec.name)
             decisions, left_out = plan(sessions, req.criteria, req.policy, req.limit)
             if req.execute:
-                decisions = [execute(conn, d) for d in decisions]
+                decisions = [execute(conn, d, req.policy) for d in decisions]
         decisions += explicit_actions(conn, spec, req)
         return decisions, left_out
     finally:
         conn.close()
 
 
-def execute(conn: Connection, d: Decision) -> Decision:
+def same_session(ident: SessionIdentity, s: Session) -> bool:
+    """The live session is the one the identity names (the transaction is checked apart)."""
+    if s.kind != "session":
+        return False
+    if ident.is_mysql:
+        return s.thread_id == ident.thread_id and s.trx_id == ident.trx_id
+    return s.pid == ident.pid and as_datetime(s.backend_start) == ident.backend_start
+
+
+def mark_holders(sessions: list[Session], pg201: list[Finding], target: str) -> list[Session]:
+    """Flag the sessions PG201 reports as horizon holders (its model, its thresholds) and
+    add the holders that are not sessions, with the statement that ends them."""
+    idents = [f.session for f in pg201 if f.rule == "PG201" and f.session is not None]
+    out = [
+        replace(s, holds_horizon=True) if any(same_session(i, s) for i in idents) else s
+        for s in sessions
+    ]
+    for f in pg201:
+        kind = _HOLDER_KINDS.get(str(f.evidence.get("kind")))
+        if f.rule != "PG201" or f.session is not None or kind is None:
+            continue
+        ev = f.evidence
+        name = ev.get("gid") or ev.get("slot") or ev.get("application") or f.subject
+        age = ev.get("age_seconds")
+        out.append(
+            Session(
+                target=target,
+                engine="postgresql",
+                kind=kind,
+                name=str(name),
+                database=ev.get("database"),
+                user=ev.get("user"),
+                xid_age=int(ev.get("xid_age") or 0) or None,
+                age=None if age is None else float(age),
+                holds_horizon=True,
+                statement=_holder_statement(kind, str(name), f.fix),
+            )
+        )
+    return out
+
+
+def _holder_statement(kind: str, name: str, fix: str) -> str:
+    if kind == "prepared_xact":
+        return f"ROLLBACK PREPARED {quote_literal(name)}"
+    if kind == "replication_slot":
+        return f"SELECT pg_drop_replication_slot({quote_literal(name)})"
+    return fix
+
+
+def execute(conn: Connection, d: Decision, policy: Policy | None = None) -> Decision:
     """Carry out a would_* decision; anything else is returned unchanged."""
     if d.action not in ("would_terminate", "would_cancel"):
         return d
     cancel = d.action == "would_cancel"
-    done = _my_kill(conn, d, cancel) if d.session.is_mysql else _pg_kill(conn, d, cancel)
+    if d.session.is_mysql:
+        backups = policy is not None and policy.include_backups
+        done = my_kill(conn, d, cancel, backups)
+    else:
+        done = _pg_kill(conn, d, cancel)
     level = (
         logging.WARNING if done.action in ("terminated", "cancelled", "failed") else logging.INFO
     )
@@ -85,7 +131,7 @@ def execute(conn: Connection, d: Decision) -> Decision:
         level,
         "%s %s on %s: %s%s",
         done.action,
-        _who(done.session),
+        who(done.session),
         done.session.target,
         done.reason,
         f" ({done.error})" if done.error else "",
@@ -93,7 +139,7 @@ def execute(conn: Connection, d: Decision) -> Decision:
     return done
 
 
-def _who(s: Session) -> str:
+def who(s: Session) -> str:
     ident = f"pid {s.pid}" if s.pid is not None else f"thread {s.thread_id}"
     return f"{ident} ({s.user}@{s.application or s.host or '-'})"
 
@@ -117,60 +163,6 @@ def _pg_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
         what = "cancel" if cancel else f"terminate (waited {WAIT_MS} ms for the exit)"
         return replace(d, action="failed", error=f"{what} not confirmed by the server")
     return replace(d, action="cancelled" if cancel else "terminated")
-
-
-def _my_code(detail: str) -> int:
-    m = re.match(r"\((\d+)\)", detail)
-    return int(m.group(1)) if m else 0
-
-
-def _my_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
-    s = d.session
-    tid = int(s.thread_id or 0)  # an int, bound: never text from the server spliced in
-    rows = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
-    if not rows or not same_thread(s, rows[0]):
-        return replace(d, action="gone", reason=GONE)
-    try:
-        conn.execute("KILL QUERY %s" if cancel else "KILL %s", (tid,))
-    except ProbeError as exc:
-        code = _my_code(exc.detail)
-        if code == _MY_UNKNOWN_THREAD:
-            return replace(d, action="gone", reason=GONE)
-        if code not in _MY_REFUSED or not _rds_kill(conn, tid, cancel):
-            return replace(d, action="failed", error=exc.detail)
-    return replace(d, action="cancelled" if cancel else "terminated")
-
-
-def same_thread(s: Session, now: dict[str, Any]) -> bool:
-    """Same user and trx, and no statement since the listing: INNODB_TRX is a cache up to
-    0.1 s old, so the live PROCESSLIST (QUERY_ID on MariaDB, else TIME) must agree."""
-    trx = None if now.get("trx_id") is None else str(now["trx_id"])
-    if now.get("user") != s.user or trx != s.trx_id:
-        return False
-    if s.query_id is not None and now.get("query_id") is not None:
-        return int(now["query_id"]) == s.query_id
-    if s.command_seconds is None:
-        return True
-    return (
-        now.get("command") == s.command and float(now["command_seconds"] or 0) >= s.command_seconds
-    )
-
-
-def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
-    """RDS-style servers refuse KILL of other users' threads; their procedures do it."""
-    try:
-        names = {r["name"] for r in conn.rows(sql("mysql", "terminate_rds_routines", 0))}
-    except ProbeError:
-        return False
-    proc = "rds_kill_query" if cancel else "rds_kill"
-    if proc not in names:
-        return False
-    try:
-        conn.execute(f"CALL mysql.{proc}(%s)", (tid,))
-    except ProbeError as exc:
-        log.warning("mysql.%s(%s) on %s failed: %s", proc, tid, conn.spec.name, exc.detail)
-        return False
-    return True
 
 
 # --- explicit-only actions: prepared transactions and replication slots ------------------
@@ -214,124 +206,3 @@ def _run_explicit(spec: TargetSpec, conn: Connection, d: Decision) -> Decision:
         return replace(d, action="failed", error=exc.detail)
     log.warning("ran %s on %s", s.statement, spec.name)
     return replace(d, action="terminated")
-
-
-# --- the daemon -----------------------------------------------------------------------
-
-_announced: dict[tuple[str, str], str] = {}
-_announced_lock = threading.Lock()
-Notify = Callable[[dict[str, Any]], None]
-
-
-def daemon_terminate(
-    spec: TargetSpec,
-    cfg: TerminateConfig,
-    firing: list[tuple[Any, float]],
-    state: Any,
-    notify: Notify,
-) -> list[dict[str, Any]]:
-    """The daemon's [terminate] action for one target and cycle; returns the new actions.
-
-    Only when cfg.enabled; only findings of cfg.rules past cfg.after; at most
-    cfg.max_per_cycle sessions; a dry run unless cfg.dry_run is false. Every action is
-    recorded in the state, logged and announced; a would-have is announced once per process.
-    """
-    if not cfg.enabled:
-        return []
-    wanted = eligible(firing, cfg, spec.name)
-    if not wanted:
-        return []
-    try:
-        conn = open_target(spec)
-    except TargetError as exc:
-        log.warning("terminate on %s skipped: %s", spec.name, exc.detail)
-        return []
-    try:
-        live = read_sessions(conn, spec.name)
-        policy = Policy.from_config(cfg)
-        out, acted = [], 0
-        for e in wanted:
-            d = daemon_decision(e, live, policy, cfg)
-            if d.action.startswith("would_"):
-                if acted >= cfg.max_per_cycle:
-                    continue  # next cycle
-                acted += 1
-                if not cfg.dry_run:
-                    d = execute(conn, d)
-            reported = _report(spec, e, d, cfg, state, notify)
-            if reported is not None:
-                out.append(reported)
-        return out
-    finally:
-        conn.close()
-
-
-def daemon_decision(
-    e: Eligible, live: list[Session], policy: Policy, cfg: TerminateConfig
-) -> Decision:
-    """Pure: what to do about one eligible finding, given the sessions read just now."""
-    f, ident = e.finding, e.identity
-    kind = f.evidence.get("kind")
-    if kind not in (None, "backend", "session") or not ident.usable:
-        stub = Session(
-            target=f.target,
-            engine="postgresql" if ident.pid else "mysql",
-            kind=str(kind or "finding"),
-            name=f.subject,
-            statement=f.fix,
-        )
-        return Decision(
-            stub,
-            "skipped_protected",
-            f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}",
-        )
-    s = next((s for s in live if ident.same_session(s)), None)
-    if s is None or (ident.xact_known and as_datetime(s.xact_start) != ident.xact_start):
-        stub = s or Session(
-            target=f.target,
-            engine="mysql" if ident.thread_id else "postgresql",
-            pid=ident.pid,
-            thread_id=ident.thread_id,
-            trx_id=ident.trx_id,
-            backend_start=ident.backend_start,
-        )
-        return Decision(stub, "gone", "the session or transaction of the finding has ended")
-    why = protection(s, policy)
-    if why:
-        return Decision(s, "skipped_protected", why)
-    if s.age is None or s.age < cfg.after:
-        return Decision(s, "gone", "its transaction is now younger than terminate.after")
-    return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
-
-
-def _report(
-    spec: TargetSpec, e: Eligible, d: Decision, cfg: TerminateConfig, state: Any, notify: Notify
-) -> dict[str, Any] | None:
-    f = e.finding
-    key = (spec.name, f.fingerprint)
-    with _announced_lock:
-        if _announced.get(key) == d.action and d.action not in ("terminated", "cancelled"):
-            return None
-        _announced[key] = d.action
-    doc = d.to_dict() | {
-        "rule": f.rule,
-        "fingerprint": f.fingerprint,
-        "subject": f.subject,
-        "severity": f.severity,
-        "finding": f.summary,
-        "dry_run": cfg.dry_run,
-        "summary": f"dbwatch {d.action} {_who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
-    }
-    if state is not None:
-        state.record_action(
-            spec.name, f.rule, f.fingerprint, f.subject, d.action, json.dumps(doc, default=str)
-        )
-    level = logging.WARNING if d.action in ("terminated", "cancelled", "failed") else logging.INFO
-    log.log(
-        level, "terminate on %s: %s %s (%s): %s", spec.name, d.action, f.subject, f.rule, d.reason
-    )
-    try:
-        notify(doc)
-    except Exception:  # an alert receiver must never undo or block an action
-        log.exception("announcing the %s of %s on %s failed", d.action, f.subject, spec.name)
-    return doc

@@ -1,7 +1,11 @@
 """HTTP delivery of the outbox: one worker thread per receiver, timeouts, exponential backoff.
 
 A message leaves the outbox only once the receiver accepted it (2xx) or rejected its content
-for good (400/413/422); everything else is retried, in order, across restarts.
+for good (400/413/422); everything else is retried, in order, across restarts. Delivery is
+at least once: every message carries an idempotency key (fingerprint + revision, the
+`Idempotency-Key` header and a field of the body) that is the same for every copy of one
+content, so a receiver can drop the copies. One receiver is only ever sent to by one worker
+at a time (a per-receiver lock that outlives config reloads), so a reload never sends twice.
 """
 
 from __future__ import annotations
@@ -41,6 +45,11 @@ class Outcome:
     ok: bool
     permanent: bool = False
     error: str = ""
+
+
+def idempotency_key(msg: dict[str, Any]) -> str:
+    """The same for every copy of one message content: fingerprint + revision."""
+    return f"{msg['fingerprint']}-{int(msg.get('rev') or 0)}"
 
 
 def send(cfg: AlertConfig, payload: dict[str, Any], now: float | None = None) -> Outcome:
@@ -92,10 +101,12 @@ class Worker(threading.Thread):
         cap: float = 60.0,
         stats: dict[str, dict[str, int]] | None = None,
         gate: Callable[[str], bool] | None = None,
+        lock: threading.Lock | None = None,
     ) -> None:
         super().__init__(name=f"dbwatch-alerts-{cfg.name}", daemon=True)
         self.gate = gate  # a fleet: deliver only while this daemon holds the receiver's lease
         self.cfg, self.state, self.base, self.cap = cfg, state, base, cap
+        self.lock = lock if lock is not None else threading.Lock()  # one sender per receiver
         self.stop_event = threading.Event()
         self.wake_event = threading.Event()
         self.stats = stats if stats is not None else {}
@@ -116,25 +127,36 @@ class Worker(threading.Thread):
                 self.wake_event.clear()
 
     def pass_once(self, deadline: float | None = None) -> float:
-        """Send the queue in order until it is empty (0) or a send fails (the backoff)."""
+        """Send the queue in order until it is empty (0) or a send fails (the backoff).
+
+        The head is re-read under the receiver's lock before every send: another worker
+        (the one a reload replaced) may have delivered it meanwhile."""
         while not self.stop_event.is_set():
             if self.gate is not None and not self.gate(self.cfg.name):
                 return 0.0
-            head = self.state.outbox_head(self.cfg.name, limit=20)
-            if not head:
+            if deadline is not None and time.time() >= deadline:
                 return 0.0
-            for msg in head:
-                if deadline is not None and time.time() >= deadline:
+            with self.lock:
+                if self.stop_event.is_set():
                     return 0.0
-                if not self._deliver(msg):
-                    return backoff(msg["attempts"] + 1, self.base, self.cap)
+                head = self.state.outbox_head(self.cfg.name, limit=1)
+                if not head:
+                    return 0.0
+                if not self._deliver(head[0]):
+                    return backoff(head[0]["attempts"] + 1, self.base, self.cap)
         return 0.0
 
     def _deliver(self, msg: dict[str, Any]) -> bool:
-        out = send(self.cfg, msg["payload"])
+        payload = dict(msg["payload"], idempotency_key=idempotency_key(msg))
+        out = send(self.cfg, payload)
         counts = self.stats.setdefault(self.cfg.name, {"sent": 0, "failed": 0, "dropped": 0})
         if out.ok or out.permanent:
-            self.state.outbox_done(msg["id"])
+            if not self.state.outbox_done(msg["id"], msg.get("rev")):
+                log.info(
+                    "alert %s for %s changed while in flight; sending the new content",
+                    msg["fingerprint"],
+                    where(self.cfg),
+                )
             if out.ok:
                 counts["sent"] += 1
                 if self._down:
@@ -172,13 +194,40 @@ class Delivery:
         self.workers: dict[str, Worker] = {}
         self.stats: dict[str, dict[str, int]] = {}
         self.gate: Callable[[str], bool] | None = None
+        self._locks: dict[str, threading.Lock] = {}  # per receiver name, across reloads
+
+    def _lock(self, name: str) -> threading.Lock:
+        return self._locks.setdefault(name, threading.Lock())
 
     def start(self, receivers: Iterable[AlertConfig]) -> None:
-        self.stop(timeout=0.0)
-        for cfg in receivers:
-            w = Worker(cfg, self.state, self.base, self.cap, self.stats, self.gate)
+        """(Re)start the workers; the old ones are stopped first and a send in flight is
+        awaited (bounded by its timeout), so a message is never sent by two workers."""
+        cfgs = list(receivers)
+        self.stop(timeout=max((w.cfg.timeout for w in self.workers.values()), default=0) + 1)
+        for cfg in cfgs:
+            w = Worker(
+                cfg,
+                self.state,
+                self.base,
+                self.cap,
+                self.stats,
+                gate=self.gate,
+                lock=self._lock(cfg.name),
+            )
             self.workers[cfg.name] = w
             w.start()
+
+    def report_orphans(self, receivers: Iterable[AlertConfig]) -> dict[str, int]:
+        """Drop what is queued for receivers no longer configured, saying so (log + status)."""
+        gone = self.state.drop_receivers(c.name for c in receivers)
+        for name, n in sorted(gone.items()):
+            log.warning(
+                "%d alert messages were queued for receiver %r, which is no longer in the "
+                "config: dropped (see `dbwatch status`)",
+                n,
+                name,
+            )
+        return gone
 
     def wake(self) -> None:
         for w in self.workers.values():
@@ -200,7 +249,10 @@ class Delivery:
         """
         cfgs = list(receivers)
         deadline = time.time() + budget
-        workers = [Worker(c, self.state, self.base, self.cap, self.stats) for c in cfgs]
+        workers = [
+            Worker(c, self.state, self.base, self.cap, self.stats, lock=self._lock(c.name))
+            for c in cfgs
+        ]
         threads = [
             threading.Thread(target=_drain, args=(w, deadline), daemon=True) for w in workers
         ]

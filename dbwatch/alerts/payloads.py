@@ -11,6 +11,7 @@ import hmac
 import json
 import socket
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from ..daemon.state import FindingRow
@@ -18,7 +19,10 @@ from ..targets.secrets import scrub_tree
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
-_ICON = {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_question:"}
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+_ICON = MappingProxyType(
+    {"critical": ":red_circle:", "warning": ":warning:", "unknown": ":grey_question:"}
+)
 
 
 def iso(ts: float) -> str:
@@ -99,6 +103,8 @@ def _annotations(a: dict[str, Any]) -> dict[str, str]:
     }
     if a.get("rule") and a.get("kind") == "finding":
         out["runbook"] = f"dbwatch explain {a['rule']}"
+    if a.get("idempotency_key"):
+        out["idempotency_key"] = str(a["idempotency_key"])
     return out
 
 
@@ -130,6 +136,7 @@ def webhook_body(receiver: str, a: dict[str, Any]) -> dict[str, Any]:
         "commonAnnotations": alert["annotations"],
         "externalURL": f"dbwatch://{socket.gethostname()}",
         "alerts": [alert],
+        "idempotencyKey": str(a.get("idempotency_key") or ""),
     }
 
 
@@ -185,6 +192,8 @@ def build(
     doc = scrub_tree(doc)  # secrets never leave: the last step before sending
     body = json.dumps(doc, default=str, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "dbwatch"}
+    if a.get("idempotency_key"):
+        headers[IDEMPOTENCY_HEADER] = str(a["idempotency_key"])
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
     return body, headers

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..catalogue import Rule, Thresholds
 from ..durations import parse_count, parse_duration
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
 
 
@@ -72,6 +72,7 @@ class CheckContext:
         evidence: dict[str, Any] | None = None,
         identity: Any = None,
         confidence: str = "high",
+        session: SessionIdentity | None = None,
     ) -> Finding:
         ev = dict(evidence or {})
         return Finding(
@@ -84,6 +85,7 @@ class CheckContext:
             evidence=ev,
             identity=identity,
             confidence=confidence,
+            session=session,
         )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..durations import format_duration
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from . import CheckContext, check
 from .lockgraph import LockGraph
 
@@ -48,6 +48,14 @@ def _fix(ev: dict[str, Any]) -> str:
         end + "ends the chain; for queue claims use FOR UPDATE SKIP LOCKED, keep "
         "transactions short and innodb_lock_wait_timeout modest."
     )
+
+
+def _root_identity(ctx: CheckContext, ev: dict[str, Any]) -> SessionIdentity | None:
+    """The chain's root: the session a terminate of this finding ends."""
+    if ev.get("root_thread_id") is None or ev.get("root_trx_id") is None:
+        return None
+    snap = ctx.snapshot
+    return SessionIdentity.my(snap.engine, snap.target, ev["root_thread_id"], ev["root_trx_id"])
 
 
 def _schema_of(table: Any) -> str | None:
@@ -98,4 +106,5 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
             evidence=ev,
             fix=_fix(ev),
             identity=[thread, w.get("waiting_trx_id")],
+            session=_root_identity(ctx, ev),
         )

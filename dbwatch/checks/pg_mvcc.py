@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..durations import format_duration
-from ..findings import Finding, severity_rank
+from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, check
@@ -112,6 +112,14 @@ def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
     return f"xmin horizon of {h.scope} held for {ev['age']} ({h.xid_age} XIDs) by {h.holder}"
 
 
+def holder_session(target: str, h: Holder) -> SessionIdentity | None:
+    """A backend holder is a session terminate may end; the other kinds are not sessions."""
+    if h.kind != "backend" or h.pid is None:
+        return None
+    row = {"pid": h.pid, "database": h.database, **h.extra}
+    return SessionIdentity.pg(target, row)
+
+
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
     scope = ctx.snapshot.scope
@@ -162,6 +170,7 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
             fix=fix,
             evidence=ev,
             identity=h.identity,
+            session=holder_session(ctx.snapshot.target, h),
         )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..durations import format_duration
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from . import CheckContext, check
 from .lockgraph import LockGraph
 from .pg_horizon import IDLE
@@ -118,6 +118,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             fix=_root_fix(root, root_pid),
             evidence=ev,
             identity=[root_pid, (root or {}).get("backend_start"), (root or {}).get("xact_start")],
+            session=None if root is None else SessionIdentity.pg(ctx.snapshot.target, root),
         )
 
 

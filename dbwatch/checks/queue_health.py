@@ -192,8 +192,8 @@ def _literal(text: str) -> str:
 def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
     """graphile-worker: a named queue locked by a worker runs none of its jobs until that
     worker unlocks it (or 4 h pass): its own finding, not a backlog to add workers to."""
-    warn = parse_duration(ctx.params.get("queue_lock_warning", "5m"))
-    crit = parse_duration(ctx.params.get("queue_lock_critical", "30m"))
+    warn = ctx.duration("queue_lock_warning")
+    crit = ctx.duration("queue_lock_critical")
     for t in _tables(ctx, "locks"):
         for row in t["locks"]:
             age = float(row.get("locked_seconds") or 0)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..durations import format_duration
-from ..findings import Finding
+from ..findings import Finding, SessionIdentity
 from . import CheckContext, also_reads, check
 from .pg_mvcc_locks import graph_of as pg_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
@@ -60,6 +60,19 @@ def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
     }
 
 
+def _waiting_or(ev: dict[str, Any], ident: SessionIdentity) -> SessionIdentity | None:
+    """The session terminate may end: none for a transaction waiting for a lock (its fix
+    names the root of the chain; ending the waiter frees nothing)."""
+    return None if ev.get("waiting_for_lock") else ident
+
+
+def _my_identity(ctx: CheckContext, t: dict[str, Any]) -> SessionIdentity:
+    snap = ctx.snapshot
+    return SessionIdentity.my(
+        snap.engine, snap.target, t.get("thread_id"), t.get("trx_id"), t.get("db")
+    )
+
+
 def _pg_advice(ctx: CheckContext, s: dict[str, Any], ev: dict[str, Any]) -> tuple[str, str | None]:
     """(fix, summary tail): the root of its lock chain when it waits, else by its state."""
     sessions = ctx.snapshot.section("pg.sessions") or []
@@ -106,6 +119,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     evidence=ev,
                     fix=fix,
                     identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
+                    session=_waiting_or(ev, SessionIdentity.pg(ctx.snapshot.target, s)),
                 )
         return
     for t in ctx.snapshot.section("my.trx"):
@@ -126,6 +140,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 evidence=ev,
                 fix=fix,
                 identity=[t.get("thread_id"), str(t.get("trx_id"))],
+                session=_waiting_or(ev, _my_identity(ctx, t)),
             )
 
 
@@ -147,6 +162,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     evidence=ev,
                     fix=pg_fix(s, ctx.snapshot.version_num),
                     identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
+                    session=_waiting_or(ev, SessionIdentity.pg(ctx.snapshot.target, s)),
                 )
         return
     for t in ctx.snapshot.section("my.trx"):
@@ -170,4 +186,5 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 evidence=ev,
                 fix=fix,
                 identity=[t.get("thread_id"), str(t.get("trx_id"))],
+                session=_waiting_or(ev, _my_identity(ctx, t)),
             )

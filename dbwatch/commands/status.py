@@ -1,4 +1,9 @@
-"""`dbwatch status`: what fires now and the last cycle of each target, from the daemon's state."""
+"""`dbwatch status`: what fires now and each target's last cycle, from the daemon's state.
+
+Finds the state like the daemon does (--state, else [daemon] state of --config, else the
+default path), flags targets whose last cycle is stale (daemon dead or stuck), sorts by
+severity and exits with the Nagios code of what fires.
+"""
 
 from __future__ import annotations
 
@@ -8,131 +13,302 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
-from ..daemon.fleet import holders
+from ..catalogue import load_catalogue
+from ..config import Config, find_config_path, load_config
 from ..daemon.state import State, default_state_path
 from ..daemon.statedb import is_pg_url
 from ..durations import format_duration
 from ..errors import UsageError
 from ..inputs import check_state_path
 from ..report import iso
+from ..targets.secrets import scrub, scrub_tree
+from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
+from ..web.store import Page, StateReader, redact
+from ..web.view import cycle_status, stale_after
 
-HELP = "show what the daemon has firing now and the last cycle of each target"
+HELP = "what the daemon has firing now and each target's last cycle (Nagios exit code)"
+DEFAULT_INTERVAL = 60.0
+_SEVERITY_ORDER = {"critical": 0, "unknown": 1, "warning": 2}
+
+
+def add_state_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", "-c", help="config file: its [daemon] state and target intervals")
+    p.add_argument(
+        "--state",
+        help="state database (default: from --config, else $XDG_STATE_HOME/dbwatch/state.db)",
+    )
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--state", help="state database (default: $XDG_STATE_HOME/dbwatch/state.db)")
-    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
-    p.add_argument("--debug", action="store_true")
+    add_state_arguments(p)
 
 
-def collect(state: State, now: float) -> dict[str, Any]:
-    def finding(r: Any) -> dict[str, Any]:
-        since = r.fired_at or r.first_seen
-        return {
-            "rule": r.rule,
-            "severity": r.severity,
-            "target": r.target,
-            "subject": r.subject,
-            "status": r.status,
-            "since": iso(since),
-            "for_seconds": round(now - since, 1),
-            "summary": r.data.get("summary", ""),
-            "fingerprint": r.fingerprint,
-        }
+class FleetState:
+    """The reads `status` needs, from a PostgreSQL state (`[state] url`) through State."""
 
-    held = holders(state) if state.dialect == "postgresql" else {}
-    cycles = [
-        {
-            "target": c["target"],
-            "daemon": (held.get(c["target"]) or {}).get("holder"),
-            "started": iso(c["started"]),
-            "age_seconds": round(now - c["started"], 1),
-            "duration": c["duration"],
-            "status": c["status"],
-            "error": c["error"],
-            "findings": c["findings"],
-            "lateness": c["lateness"],
-        }
-        for c in state.cycles()
-    ]
-    return {
+    def __init__(self, url: str, schema: str) -> None:
+        self.state = State(url, schema=schema)
+        self.path = self.state.path  # the URL without its password
+
+    def cycles(self) -> list[dict[str, Any]]:
+        return [dict(c) for c in self.state.cycles()]
+
+    def findings(self, status: str = "firing", limit: int = 10000) -> Page:
+        rows = [
+            {
+                "fingerprint": r.fingerprint,
+                "target": r.target,
+                "rule": r.rule,
+                "severity": r.severity,
+                "subject": r.subject,
+                "fired_at": r.fired_at,
+                "first_seen": r.first_seen,
+                "data": r.data,
+            }
+            for r in self.state.firing()
+        ][:limit]
+        return Page(rows, len(rows), 0, limit)
+
+    def outbox_size(self) -> dict[str, int]:
+        return self.state.outbox_size()
+
+    def leases(self) -> dict[str, Any]:
+        from ..daemon.fleet import holders
+
+        return {k: v.get("holder") for k, v in holders(self.state).items()}
+
+
+def open_state(args: argparse.Namespace, fleet_ok: bool = False) -> tuple[Any, Config]:
+    """The reader of the state the daemon with this config writes; a clear error if none."""
+    path = find_config_path(args.config)
+    config = load_config(path, load_catalogue()) if path is not None else Config()
+    url = args.state if args.state and is_pg_url(args.state) else None
+    if url is None and not args.state and config.state.url:
+        url = config.state.url
+    if url is not None:
+        if fleet_ok:
+            return FleetState(url, config.state.schema), config
+        return StateReader.over(State(url, schema=config.state.schema)), config
+    raw = args.state or config.daemon.state
+    state = Path(raw).expanduser() if raw else default_state_path()
+    if state.exists():
+        state = check_state_path(state, must_exist=True)
+    try:
+        return StateReader(state), config
+    except FileNotFoundError:
+        where = f"[daemon] state of {path}" if (not args.state and config.daemon.state) else ""
+        raise UsageError(
+            f"{state}: no state database{' (' + where + ')' if where else ''}: has `dbwatch "
+            "watch` run with this config? (--state F names another one)"
+        ) from None
+
+
+def collect(reader: Any, config: Config, now: float) -> dict[str, Any]:
+    intervals = {t.name: t.interval for t in config.targets}
+    leases = reader.leases() if isinstance(reader, FleetState) else {}
+    targets = []
+    seen = set()
+    for c in reader.cycles():
+        name = str(c["target"])
+        seen.add(name)
+        interval = intervals.get(name, DEFAULT_INTERVAL)
+        targets.append(
+            {
+                "target": name,
+                "status": cycle_status(c, interval, now),
+                "started": iso(c["started"]),
+                "age_seconds": round(now - c["started"], 1),
+                "stale_after_seconds": stale_after(interval),
+                "duration": c["duration"],
+                "error": redact(c["error"]) if c["error"] else None,
+                "findings": c["findings"],
+                **({"daemon": leases.get(name)} if leases else {}),
+            }
+        )
+    for name in sorted(set(intervals) - seen):
+        targets.append(
+            {
+                "target": name,
+                "status": "no cycle yet",
+                "started": None,
+                "age_seconds": None,
+                "stale_after_seconds": stale_after(intervals[name]),
+                "duration": None,
+                "error": None,
+                "findings": None,
+            }
+        )
+    firing = []
+    for r in reader.findings("firing", limit=10000).rows:
+        since = r["fired_at"] or r["first_seen"]
+        data = r["data"] if isinstance(r["data"], dict) else {}
+        firing.append(
+            {
+                "rule": r["rule"],
+                "severity": r["severity"],
+                "target": r["target"],
+                "subject": r["subject"],
+                "since": iso(since),
+                "for_seconds": round(now - since, 1),
+                "summary": data.get("summary", ""),
+                "fix": data.get("fix", ""),
+                "fingerprint": r["fingerprint"],
+            }
+        )
+    firing.sort(key=lambda f: (_SEVERITY_ORDER.get(f["severity"], 3), -f["for_seconds"]))
+    doc: dict[str, Any] = {
         "generated_at": iso(now),
-        "state": state.path,
-        "firing": [finding(r) for r in state.firing()],
-        "pending": [finding(r) for r in state.pending()],
-        "targets": cycles,
-        "outbox": state.outbox_size(),
+        "state": str(reader.path),
+        "targets": targets,
+        "firing": firing,
+        "outbox": reader.outbox_size(),
+        "alerts_dropped": reader.dropped(),  # receivers removed from the config
     }
+    doc["status"], doc["exit_code"] = verdict(doc)
+    return doc
 
 
-def as_table(doc: dict[str, Any]) -> str:
+def verdict(doc: dict[str, Any]) -> tuple[str, int]:
+    """Critical firing 2; else anything unknown (a stale daemon, an unreachable target) 3;
+    else warning 1; else 0."""
+    sev = {f["severity"] for f in doc["firing"]}
+    blind = not doc["targets"] or any(t["status"] not in ("ok", "degraded") for t in doc["targets"])
+    if "critical" in sev:
+        return "critical", 2
+    if "unknown" in sev or blind:
+        return "unknown", 3
+    if "warning" in sev:
+        return "warning", 1
+    return "ok", 0
+
+
+def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
     lines = []
-    fleet = any(c.get("daemon") for c in doc["targets"])
-    rows = [
-        [
-            c["target"],
-            c["status"],
-            f"{format_duration(c['age_seconds'])} ago",
-            f"{(c['duration'] or 0):.2f}s",
-            c["findings"],
-            (c["error"] or "")[:60],
-        ]
-        + ([c.get("daemon") or "-"] if fleet else [])
-        for c in doc["targets"]
-    ]
-    head = ["TARGET", "LAST CYCLE", "WHEN", "TOOK", "FINDINGS", "ERROR"]
-    lines.append(
-        tabulate(rows, headers=head + (["DAEMON (lease)"] if fleet else []))
-        if rows
-        else "No cycle recorded yet."
-    )
-    for key, title in (("firing", "FIRING"), ("pending", "PENDING")):
-        items = doc[key]
-        if not items:
-            continue
-        lines.append(f"\n{title} ({len(items)})")
-        lines.append(
-            tabulate(
+    if doc["targets"]:
+        rows = []
+        for c in doc["targets"]:
+            age = (
+                "never" if c["age_seconds"] is None else f"{format_duration(c['age_seconds'])} ago"
+            )
+            st = c["status"]
+            tint = {"stale": "stale", "ok": "ok", "degraded": "warning"}.get(st, "critical")
+            rows.append(
                 [
-                    [
-                        f["severity"].upper(),
-                        f["rule"],
-                        f["target"],
-                        f["subject"],
-                        format_duration(f["for_seconds"]),
-                        f["summary"][:70],
-                    ]
-                    for f in items
-                ],
-                headers=["SEVERITY", "RULE", "TARGET", "SUBJECT", "FOR", "SUMMARY"],
+                    [c["target"]],
+                    [paint(st, tint, colour) + " " * (12 - len(st))],
+                    [age],
+                    [f"{(c['duration'] or 0):.2f}s"],
+                    wrap(c["error"] or "", max(20, width - 60)),
+                ]
+            )
+        name_w = min(max(6, *(len(c["target"]) for c in doc["targets"])), 30)
+        lines.append(
+            table(
+                ["TARGET".ljust(name_w), "LAST CYCLE", "WHEN", "TOOK", "ERROR"],
+                rows,
+                [name_w, 12, 14, 7, max(20, width - name_w - 41)],
             )
         )
-    if not doc["firing"]:
+        stale = [c for c in doc["targets"] if c["status"] == "stale"]
+        if stale:
+            text = (
+                f"STALE: no cycle of {', '.join(c['target'] for c in stale)} for more than three "
+                "intervals: the daemon is stopped or stuck; what follows is old."
+            )
+            lines.append(
+                "\n"
+                + "\n".join(wrap(text, width)).replace("STALE", paint("STALE", "stale", colour), 1)
+            )
+    else:
+        lines.append("No cycle recorded yet: the daemon has not finished a probe cycle.")
+    firing = doc["firing"]
+    if firing:
+        lines.append(f"\nFIRING ({len(firing)})")
+        tw = max(len(f["target"]) for f in firing)
+        tw = min(max(tw, 6), 24)
+        sw = column_width([f["subject"] for f in firing], 10, max(16, width // 4), width // 3)
+        text_w = width - 8 - 5 - tw - sw - 8 - 10
+        if text_w < 36:  # too narrow for six columns: one block per finding
+            lines.append(_blocks(firing, width, colour))
+        else:
+            lines.append(_firing_table(firing, tw, sw, text_w, colour))
+    else:
         lines.append("\nNothing firing.")
+    return _footer(doc, lines, width, colour)
+
+
+def _blocks(firing: list[dict[str, Any]], width: int, colour: bool) -> str:
+    out = []
+    for f in firing:
+        sev = f["severity"].upper()
+        head = wrap(
+            f"{sev} {f['rule']} {f['target']}: {f['subject']} "
+            f"(for {format_duration(f['for_seconds'])})",
+            width,
+        )
+        head[0] = head[0].replace(sev, paint(sev, f["severity"], colour), 1)
+        out += [head[0]] + ["  " + ln for ln in head[1:]]
+        out += ["  " + ln for ln in wrap(f["summary"], width - 2)]
+    return "\n".join(out)
+
+
+def _firing_table(firing: list[dict[str, Any]], tw: int, sw: int, text_w: int, colour: bool) -> str:
+    rows = [
+        [
+            [paint(f["severity"].upper(), f["severity"], colour) + " " * (8 - len(f["severity"]))],
+            [f["rule"]],
+            wrap(f["target"], tw),
+            wrap(f["subject"], sw),
+            [format_duration(f["for_seconds"])],
+            wrap(f["summary"], text_w),
+        ]
+        for f in firing
+    ]
+    return table(
+        ["SEVERITY", "RULE", "TARGET".ljust(tw), "SUBJECT".ljust(sw), "FOR", "SUMMARY"],
+        rows,
+        [8, 5, tw, sw, 8, text_w],
+    )
+
+
+def _footer(doc: dict[str, Any], lines: list[str], width: int, colour: bool) -> str:
+    firing = doc["firing"]
     queued = sum(doc["outbox"].values())
     if queued:
         lines.append(
-            f"\n{queued} alert messages waiting for delivery: "
+            f"\n{plural(queued, 'alert message')} waiting for delivery: "
             + ", ".join(f"{k} {v}" for k, v in sorted(doc["outbox"].items()))
         )
+    for d in doc.get("alerts_dropped") or []:
+        lines.append(
+            f"\n{d['messages']} alert messages for receiver {d['receiver']!r} were dropped "
+            f"(removed from the config) at {iso(d['ts'])}"
+        )
+    status = paint(doc["status"].upper(), doc["status"], colour)
+    counts = {
+        s: sum(1 for f in firing if f["severity"] == s) for s in ("critical", "unknown", "warning")
+    }
+    parts = [plural(n, s, s) for s, n in counts.items() if n]
+    last = (
+        f"Status: {doc['status'].upper()} — {plural(len(firing), 'finding')} firing"
+        + (f" ({', '.join(parts)})" if parts else "")
+        + ("; the fixes: --format json or the dashboard" if firing else "")
+    )
+    lines.append("\n" + "\n".join(wrap(last, width)).replace(doc["status"].upper(), status, 1))
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.state and is_pg_url(args.state):
-        return _print(State(args.state), args.format)
-    path = Path(args.state).expanduser() if args.state else default_state_path()
-    if not path.exists():
-        raise UsageError(f"{path}: no state database (has `dbwatch watch` run with this --state?)")
-    return _print(State(check_state_path(path, must_exist=True)), args.format)
-
-
-def _print(state: State, fmt: str) -> int:
+    reader, config = open_state(args, fleet_ok=True)
     try:
-        doc = collect(state, time.time())
+        doc = collect(reader, config, time.time())
     finally:
-        state.close()
-    print(json.dumps(doc, indent=2, default=str) if fmt == "json" else as_table(doc))
-    return 0
+        if isinstance(reader, FleetState):
+            reader.state.close()
+    if args.format == "json":
+        print(json.dumps(scrub_tree(doc), indent=2, default=str))
+    else:
+        print(scrub(as_table(doc, term_width(), use_colour())))
+    return int(doc["exit_code"])

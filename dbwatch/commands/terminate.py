@@ -10,8 +10,12 @@ from collections import Counter
 from typing import Any
 
 from ..actions.guards import Criteria, Decision, Policy
+from ..catalogue import Rule
+from ..config import Config
 from ..durations import format_duration, parse_duration
 from ..errors import TargetError, UsageError
+from ..findings import Finding
+from ..targets import TargetSpec
 from .common import add_all_databases
 
 HELP = "find offending sessions and (only with --execute) cancel or terminate them"
@@ -21,22 +25,32 @@ Criteria are ANDed: a session is selected only when every given criterion holds
 --match-*/--ignore-* take Python regexes searched anywhere in the value (anchor with ^…$).
 At least one criterion, --rollback-prepared or --drop-slot is required.
 
-Never touched (listed as skipped_protected with the reason): dbwatch's own sessions,
-superusers (unless --include-superusers), replication/walsender, system processes and
-background workers, autovacuum, pg_dump/mysqldump (unless --include-backups),
---protect-user/--protect-app and the config's [terminate] protect_users/protect_apps.
+Never touched (listed as skipped_protected with the reason): dbwatch's own connections
+(recognised by connection id, not by name: a session calling itself "dbwatch" is not
+protected), superusers (unless --include-superusers), replication/walsender, system
+processes and background workers, autovacuum, pg_dump/mysqldump and other dump/backup
+statements (unless --include-backups), --protect-user/--protect-app and the config's
+[terminate] protect_users/protect_apps. On MySQL/MariaDB without performance_schema
+(MariaDB's default) client program names are unknown, so a session whose transaction has
+written nothing may be a dump between two statements: it is skipped with that reason.
 --ignore-user/--ignore-app drop sessions from the list silently instead.
 Prepared transactions and replication slots are never ended as a side effect: with
 --holding-xmin they are listed with the statement that ends them; only --rollback-prepared
 GID / --drop-slot NAME (with --execute) run it.
 
-PostgreSQL kills re-check pid, backend_start and xact_start in the same statement; MySQL
-re-reads the thread and its InnoDB transaction just before KILL. A session that changed
-in between is reported as gone and left alone.
+Scope: on PostgreSQL only sessions of the URL's database are candidates, unless
+--all-databases or the target key all_databases = true. --holding-xmin selects exactly
+the holders PG201 reports (same model, thresholds and [rules.PG201] overrides as audit).
+
+PostgreSQL kills re-check pid, backend_start and xact_start in the same statement.
+MySQL/MariaDB kills re-establish the identity from live sources (PROCESSLIST and the
+InnoDB transaction list of SHOW ENGINE INNODB STATUS, never the cached INNODB_TRX); on
+MariaDB the KILL runs only if the thread has started no statement since. A session that
+changed in between, or whose identity cannot be established, is reported as gone.
 
 --format json prints a JSON array, one object per candidate: action (would_terminate,
 would_cancel, terminated, cancelled, skipped_protected, gone, failed), target, pid or
-thread_id, user, application, host, age, state, query, reason, statement, error.
+thread_id, database, user, application, host, age, state, query, reason, statement, error.
 Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable or bad input.
 """
 
@@ -142,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             "terminate: give at least one criterion (e.g. --idle-in-transaction "
             "--older-than 5m); see dbwatch terminate --help"
         )
-    _, config = load_all(args.config)
+    catalogue, config = load_all(args.config)
     policy = Policy.from_config(
         config.terminate,
         args.protect_user,
@@ -169,7 +183,13 @@ def run(args: argparse.Namespace) -> int:
         all_databases=args.all_databases,
     ):
         try:
-            found, left_out = run_target(spec, req)
+            horizon = None
+            if criteria.holding_xmin and spec.engine == "postgresql":
+                horizon, why = pg201_findings(spec, catalogue, config)
+                if why:
+                    notes.append(f"{spec.name}: --holding-xmin selects nothing: {why}")
+                    unreachable = True
+            found, left_out = run_target(spec, req, horizon)
         except TargetError as exc:
             print(f"dbwatch: {exc}", file=sys.stderr)
             unreachable = True
@@ -188,6 +208,23 @@ def run(args: argparse.Namespace) -> int:
     if unreachable:
         return 3
     return 1 if any(d.action == "failed" for d in decisions) else 0
+
+
+def pg201_findings(
+    spec: TargetSpec, catalogue: dict[str, Rule], config: Config
+) -> tuple[list[Finding], str | None]:
+    """PG201 on this target, exactly as `audit` evaluates it (its horizon-holder model, its
+    thresholds and the config's overrides): --holding-xmin acts on these holders only."""
+    from ..evaluate import Selection
+    from ..pipeline import probe_target
+
+    res = probe_target(spec, catalogue, config, Selection(("PG201",)))
+    if res.error:
+        raise TargetError(spec.name, res.error)
+    if "PG201" not in res.evaluation.ran:
+        why = res.evaluation.unknown.get("PG201", "PG201 could not be evaluated")
+        return [], f"PG201 could not be evaluated ({why})"
+    return [f for f in res.evaluation.findings if f.rule == "PG201"], None
 
 
 def render(decisions: list[Decision], fmt: str, executed: bool) -> str:
@@ -213,6 +250,7 @@ def table(rows: list[dict[str, Any]], executed: bool) -> str:
             r["action"],
             _cut(r["target"], 24),
             r["pid"] if r["pid"] is not None else (r["thread_id"] or r["name"]),
+            _cut(r["database"], 16) or "-",
             _cut(r["user"], 16),
             _cut(r["application"] or r["host"], 16),
             format_duration(r["age_seconds"]) if r["age_seconds"] is not None else "-",
@@ -232,6 +270,7 @@ def table(rows: list[dict[str, Any]], executed: bool) -> str:
             "ACTION",
             "TARGET",
             "PID/THREAD",
+            "DATABASE",
             "USER",
             "APP/HOST",
             "AGE",

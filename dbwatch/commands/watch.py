@@ -6,7 +6,10 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+from pathlib import Path
+from typing import Any
 
 from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
@@ -27,6 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="one full cycle of every target, deliver alerts, exit with the audit code",
     )
     p.add_argument("--metrics-address", metavar="HOST:PORT", help="serve Prometheus /metrics")
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve the read-only dashboard (/, /deadlocks, /history, /actions) and /metrics; "
+        "a bare PORT binds 127.0.0.1; [http] token guards every page but /metrics",
+    )
     p.add_argument("--log-format", choices=("text", "json"), help="log lines (default: text)")
     p.add_argument(
         "--flush-timeout",
@@ -84,6 +93,10 @@ def _backoff() -> tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # SIGTERM while starting (config, state, metrics): remembered, then a clean exit 0
+    early: list[int] = []
+    if not args.once:
+        signal.signal(signal.SIGTERM, lambda signum, _frame: early.append(signum))
     path = find_config_path(args.config)
     setup = load_setup(path)
     daemon_cfg = setup.config.daemon
@@ -110,6 +123,51 @@ def run(args: argparse.Namespace) -> int:
             return daemon.run_once()
         if state.dialect == "postgresql":
             daemon.join_fleet(fleet_cfg.lease_ttl)
-        return daemon.run_forever()
+        daemon.stop_requested = bool(early)
+        http = args.http or setup.config.http.address
+        server = _start_dashboard(http, state, daemon, fleet_cfg) if http else None
+        try:
+            return daemon.run_forever()
+        finally:
+            if server is not None:
+                server.shutdown()
+                server.server_close()
     finally:
         state.close()
+
+
+def _start_dashboard(address: str, state: State, daemon: Daemon, fleet_cfg: Any) -> Any:
+    """The dashboard reads the state through its own connection: SQLite read-only per request,
+    or one State of its own on a PostgreSQL state (never the daemon's)."""
+    from ..web.store import StateReader
+
+    reader = None
+    if state.dialect != "sqlite":
+        own = StateReader.over(State(fleet_cfg.url, schema=fleet_cfg.schema))
+        reader = lambda: own
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from ..web.server import Dashboard, serve
+    from ..web.view import Site
+
+    registry = CollectorRegistry()
+    registry.register(daemon.collector)
+
+    def site() -> Site:
+        targets = daemon.setup.targets  # re-read per request: SIGHUP swaps the setup
+        return Site(
+            intervals={n: tc.interval for n, (_, tc) in targets.items()},
+            engines={n: spec.engine for n, (spec, _) in targets.items()},
+        )
+
+    dash = Dashboard(
+        Path(state.path).expanduser(),
+        site,
+        token=daemon.setup.config.http.token,
+        metrics=lambda: bytes(generate_latest(registry)),
+        reader=reader,
+    )
+    try:
+        return serve(address, dash)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--http {address}: {exc}") from None

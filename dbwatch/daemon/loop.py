@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +25,21 @@ from ..evaluate import Selection
 from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
-from ..targets import TargetSpec, spec_from_config
+from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec, spec_from_config
 from ..targets.pool import ConnectionPool
 from .fleet import Fleet, default_ttl
+from .health import Misses, not_answering
+from .memory import MemoryKeeper
 from .metrics import DaemonCollector, gauges, serve
+from .runner import Runner, Slot
 from .scheduler import Scheduler, pool_size
 from .state import State, Transitions
 
 log = logging.getLogger(__name__)
+# SIGTERM waits this long for running cycles (one probe's timeout), then shuts them down.
+STOP_GRACE = STATEMENT_TIMEOUT_MS / 1000.0
+# A cycle that fails after about this long got no answer (connect timeout), it was not refused.
+NO_ANSWER_AFTER = 0.8 * CONNECT_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,11 @@ class Daemon:
         self.collector.delivery = self.delivery.stats
         self.stop_requested = False
         self.reload_requested = False
+        self.misses = Misses()
+        self.memory = MemoryKeeper()
+        self._events = threading.Event()  # set by signals: the main thread waits on it
+        self._once = False
+        self._runner: Runner | None = None
         self._terminate_missing_logged = False
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
@@ -96,13 +108,13 @@ class Daemon:
 
     # -- one cycle -----------------------------------------------------------------------
 
-    def cycle(self, name: str, scheduled: float) -> TargetResult | None:
+    def cycle(self, name: str, scheduled: float, slot: Slot | None = None) -> TargetResult | None:
         if self.fleet is None:
-            return self._cycle(name, scheduled)
+            return self._cycle(name, scheduled, slot)
         if not self._holds(name, len(self.setup.targets)):
             return None
         began = time.time()
-        result = self._cycle(name, scheduled)
+        result = self._cycle(name, scheduled, slot)
         log.debug(
             "fleet-cycle target=%s daemon=%s start=%.3f end=%.3f",
             name,
@@ -112,7 +124,7 @@ class Daemon:
         )
         return result
 
-    def _cycle(self, name: str, scheduled: float) -> TargetResult | None:
+    def _cycle(self, name: str, scheduled: float, slot: Slot | None) -> TargetResult | None:
         setup = self.setup
         entry = setup.targets.get(name)
         if entry is None:
@@ -120,18 +132,32 @@ class Daemon:
         spec, tc = entry
         started = time.time()
         lateness = max(0.0, started - scheduled)
+        token = ON_OPEN.set(slot.opened if slot is not None else None)
         try:
-            result = probe_target(
-                spec,
-                setup.catalogue,
-                setup.config,
-                Selection(),
-                self.state,
-                self._probe_caches.setdefault(name, ProbeCache()),
-                self.pool,
-                self.shared,
-            )
-            self._after_probe(setup, spec, tc, result, started, lateness)
+            try:
+                result = probe_target(
+                    spec,
+                    setup.catalogue,
+                    setup.config,
+                    Selection(),
+                    self.state,
+                    self._probe_caches.setdefault(name, ProbeCache()),
+                    self.pool,
+                    self.shared,
+                )
+            finally:
+                ON_OPEN.reset(token)
+                if slot is not None:
+                    slot.release()  # its sessions are back in the pool: not the deadline's
+            if slot is not None and slot.abandoned:
+                log.info("late answer of %s after its deadline: discarded", name)
+                return None
+            answered = not (result.error and time.time() - started >= NO_ANSWER_AFTER)
+            if answered:
+                self.misses.answered(name)
+            else:
+                self.misses.missed(name, f"no answer within {CONNECT_TIMEOUT_S}s ({result.error})")
+            self._after_probe(setup, spec, tc, result, started, lateness, self._silent(name, tc))
             return result
         except Exception as exc:  # patroni style: log, record, carry on with the next cycle
             log.exception("cycle of %s failed", name)
@@ -149,6 +175,42 @@ class Daemon:
                 log.exception("could not record the failed cycle of %s", name)
             return None
 
+    def _silent(self, name: str, tc: TargetConfig) -> list[Finding]:
+        """DW001 "target not answering" once the target missed enough cycles in a row."""
+        miss = self.misses.current(name)
+        threshold = 1 if self._once else self.setup.config.daemon.missed_cycles
+        if miss is None or miss.count < threshold:
+            return []
+        return [not_answering(name, miss, threshold, tc.interval)]
+
+    def _missed(self, name: str, why: str) -> None:
+        """A scheduled cycle that got no answer (abandoned, or the previous one still hangs)."""
+        setup = self.setup
+        entry = setup.targets.get(name)
+        if entry is None:
+            return
+        tc = entry[1]
+        miss = self.misses.missed(name, why)
+        now = time.time()
+        silent = self._silent(name, tc)
+        try:
+            with self.state.transaction():
+                self.state.record_cycle(
+                    name, now, 0.0, "not answering", f"missed cycle {miss.count}: {why}", 0, 0.0
+                )
+                if silent:  # every other finding stays as it was: nothing was read
+                    tr = self.state.update(
+                        name, silent, now, setup.for_seconds, keep_rules=set(setup.catalogue)
+                    )
+                    route(self.state, name, setup.policies, now, tc.interval)
+                    _log_transitions(name, tr)
+        except Exception:
+            log.exception("could not record the missed cycle of %s", name)
+            return
+        if silent:
+            self.delivery.wake()
+        self.collector.observe_missed(name)
+
     def _after_probe(
         self,
         setup: Setup,
@@ -157,9 +219,10 @@ class Daemon:
         result: TargetResult,
         started: float,
         lateness: float,
+        extra: list[Finding] | None = None,
     ) -> None:
         now = time.time()
-        findings = result.evaluation.findings
+        findings = [*(extra or []), *result.evaluation.findings]  # extra wins a tie
         if tc.log_file:  # every deadlock from the server log (dbwatch.deadlocks.live)
             findings = [*findings, *self._tail_log(spec, tc)]
         with self.state.transaction():
@@ -175,6 +238,8 @@ class Daemon:
         status = (
             "unreachable" if result.error else ("degraded" if result.snapshot.failures else "ok")
         )
+        if result.error and self.misses.current(spec.name) is not None:
+            status = "not answering"
         with self.state.transaction():  # one commit (one fsync) for the bookkeeping
             _record_deadlocks(self.state, result)
             if values:
@@ -208,7 +273,7 @@ class Daemon:
         if not cfg.enabled:
             return
         try:
-            from ..actions.terminate import daemon_terminate  # written alongside; may be absent
+            from ..actions.daemon_action import daemon_terminate
         except ImportError as exc:
             if not self._terminate_missing_logged:
                 log.error("[terminate] is enabled but the terminate action is unavailable: %s", exc)
@@ -251,11 +316,33 @@ class Daemon:
 
     # -- --once ----------------------------------------------------------------------------
 
+    def _new_runner(self, job: Callable[[Slot], object]) -> Runner:
+        return Runner(
+            job,
+            pool_size(len(self.setup.targets)),
+            self.setup.config.daemon.cycle_timeout,
+            self._missed,
+            connect_grace=NO_ANSWER_AFTER,
+        )
+
     def run_once(self) -> int:
-        """One full cycle of every target, then deliver (bounded); the audit exit code."""
+        """One full cycle of every target, then deliver (bounded); the audit exit code.
+
+        A target that does not answer within cycle_timeout is abandoned and reported (DW001
+        "target not answering", exit 3) instead of holding the run."""
+        self._once = True
         names = list(self.setup.targets)
-        with ThreadPoolExecutor(max_workers=pool_size(len(names))) as pool:
-            results = list(pool.map(lambda n: self.cycle(n, time.time()), names))
+        results: dict[str, TargetResult | None] = {}
+
+        def job(slot: Slot) -> None:
+            results[slot.name] = self.cycle(slot.name, slot.scheduled, slot)
+
+        runner = self._new_runner(job)
+        for n in names:
+            runner.answered(n, True)  # all at once: the pool bounds the connections
+            runner.submit(n, time.time())
+        runner.wait_settled()
+        runner.stop(0.0)
         left = self.delivery.flush(self.setup.config.alerts, self.flush_budget)
         if left:
             log.warning(
@@ -266,73 +353,103 @@ class Daemon:
             )
         if self.pool is not None:
             self.pool.discard()
-        code = AuditResult([r for r in results if r is not None]).exit_code
+        got = [results.get(n) for n in names]
+        code = AuditResult([r for r in got if r is not None]).exit_code
         # a cycle that failed counts as unreadable: only a critical finding outranks it
-        return code if code == 2 or all(r is not None for r in results) else 3
+        return code if code == 2 or all(r is not None for r in got) else 3
 
     # -- the daemon loop ---------------------------------------------------------------------
 
     def run_forever(self) -> int:
+        """Waits on signals (no polling); SIGTERM exits within STOP_GRACE whatever runs."""
         self._install_signals()
+        self.memory.start()
+        self.collector.outbox_source = self.state.outbox_size
         if self.metrics_address:
             try:
                 serve(self.metrics_address, self.collector)
             except (OSError, ValueError) as exc:
                 raise UsageError(f"--metrics-address {self.metrics_address}: {exc}") from None
         self.delivery.start(self.setup.config.alerts)
-        sched = self._new_scheduler()
+        self.delivery.report_orphans(self.setup.config.alerts)
+        runner = self._new_runner(self._slot_job)
+        sched = self._new_scheduler(runner)
         log.info("watching %d targets; state in %s", len(self.setup.targets), self.state.path)
         while not self.stop_requested:
-            time.sleep(0.2)
-            if self.reload_requested:
+            self._events.wait()
+            self._events.clear()
+            if self.reload_requested and not self.stop_requested:
                 self.reload_requested = False
-                sched = self.reload(sched)
-            self.collector.outbox = self.state.outbox_size()
-        log.info("stopping: letting running cycles finish")
-        sched.shutdown(wait=True)
+                sched, runner = self.reload(sched, runner)
+        log.info("stopping: letting running cycles finish (at most %.0fs)", STOP_GRACE)
+        sched.shutdown(wait=False)
+        left = runner.stop(STOP_GRACE)
+        if left:
+            log.warning(
+                "stopped while %d cycles still ran (%s): their connections were shut down",
+                len(left),
+                ", ".join(left[:5]),
+            )
         self.delivery.stop(timeout=2.0)
         if self.fleet is not None:
             self.fleet.stop(release=True)
         if self.pool is not None:
             self.pool.discard()
+        self.memory.stop()
         log.info("stopped")
         return 0
 
-    def _new_scheduler(self) -> Scheduler:
-        sched = Scheduler(self.cycle, pool_size(len(self.setup.targets)))
+    def _slot_job(self, slot: Slot) -> None:
+        result = self.cycle(slot.name, slot.scheduled, slot)
+        if not slot.abandoned and self._runner is not None:
+            self._runner.answered(slot.name, result is not None and not result.error)
+
+    def _new_scheduler(self, runner: Runner) -> Scheduler:
+        self._runner = runner
+        sched = Scheduler(runner.submit, 2)
         sched.set_targets((n, tc.interval) for n, (_, tc) in self.setup.targets.items())
         sched.start()
         return sched
 
-    def reload(self, sched: Scheduler) -> Scheduler:
+    def reload(self, sched: Scheduler, runner: Runner) -> tuple[Scheduler, Runner]:
         try:
             new = load_setup(self.config_path)
         except ConfigError as exc:
             for problem in exc.problems:
                 log.error("config reload failed, keeping the running config: %s", problem)
-            return sched
+            return sched, runner
         old, self.setup = self.setup, new
-        self.collector.forget(set(new.targets))
+        keep = set(new.targets)
+        self.collector.forget(keep)
+        self.misses.forget(keep)
+        runner.forget(keep)
+        for name in [n for n in self._probe_caches if n not in keep]:
+            del self._probe_caches[name]
         if self.pool is not None:  # URLs or credentials may have changed: fresh sessions
             self.pool.discard()
         self.shared = SharedProbes(_share_ttl(new))
         if new.config.alerts != old.config.alerts:
-            self.delivery.start(new.config.alerts)
+            self.delivery.start(new.config.alerts)  # stops (joins) the old workers first
+        self.delivery.report_orphans(new.config.alerts)
         log.warning(
             "config reloaded: %d targets, %d receivers", len(new.targets), len(new.config.alerts)
         )
-        if pool_size(len(new.targets)) > sched.threads:
-            sched.shutdown(wait=True)
-            return self._new_scheduler()
+        if (
+            pool_size(len(new.targets)) != runner.pool
+            or new.config.daemon.cycle_timeout != runner.timeout
+        ):
+            runner.resize(pool_size(len(new.targets)), new.config.daemon.cycle_timeout)
         sched.set_targets((n, tc.interval) for n, (_, tc) in new.targets.items())
-        return sched
+        return sched, runner
 
     def _install_signals(self) -> None:
         def stop(signum: int, _frame: Any) -> None:
             self.stop_requested = True
+            self._events.set()
 
         def hup(signum: int, _frame: Any) -> None:
             self.reload_requested = True
+            self._events.set()
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)

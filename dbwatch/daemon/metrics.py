@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,7 @@ class TargetStats:
     lateness: float = 0.0
     cycles: int = 0
     errors: int = 0
+    missed: int = 0
     findings: dict[tuple[str, str], int] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
     deadlocks: int = 0
@@ -118,6 +119,7 @@ class DaemonCollector(Collector):
         self.lock = threading.Lock()
         self.targets: dict[str, TargetStats] = {}
         self.outbox: dict[str, int] = {}
+        self.outbox_source: Callable[[], dict[str, int]] | None = None  # read at scrape time
         self.delivery: dict[str, dict[str, int]] = {}
 
     def observe(
@@ -141,6 +143,13 @@ class DaemonCollector(Collector):
             st.cycles += 1
             st.errors += int(error)
             st.findings, st.gauges, st.deadlocks = counts, values, deadlocks
+
+    def observe_missed(self, target: str) -> None:
+        """A scheduled cycle that got no answer (the target hangs)."""
+        with self.lock:
+            st = self.targets.setdefault(target, TargetStats())
+            st.up = False
+            st.missed += 1
 
     def forget(self, keep: set[str]) -> None:
         with self.lock:
@@ -211,8 +220,21 @@ class DaemonCollector(Collector):
                 for prefix, family in prefixed.items():
                     if key.startswith(prefix):
                         family.add_metric([name, key[len(prefix) :]], value)
+        missed = CounterMetricFamily(
+            "dbwatch_cycles_missed",
+            "Scheduled cycles the target did not answer (deadline, still hanging)",
+            labels=["target"],
+        )
+        for name, st in sorted(self.targets.items()):
+            missed.add_metric([name], st.missed)
         queued = g("dbwatch_alerts_queued", "Messages waiting in the outbox", labels=["receiver"])
-        for recv, n in sorted(self.outbox.items()):
+        outbox = self.outbox
+        if self.outbox_source is not None:
+            try:
+                outbox = self.outbox_source()
+            except Exception:
+                log.debug("outbox size unavailable", exc_info=True)
+        for recv, n in sorted(outbox.items()):
             queued.add_metric([recv], n)
         sent = CounterMetricFamily("dbwatch_alerts_sent", "Messages delivered", labels=["receiver"])
         fail = CounterMetricFamily(
@@ -228,6 +250,7 @@ class DaemonCollector(Collector):
             late,
             cyc,
             err,
+            missed,
             xact,
             hor,
             horx,

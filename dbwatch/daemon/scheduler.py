@@ -1,8 +1,8 @@
 """The only module that knows APScheduler (3.x): one interval job per target.
 
-max_instances=1 and coalesce=True: probes never overlap on one target, and a late target
-runs once, not in a burst. The thread pool has a thread per target up to a cap, so a slow or
-dead target (connect timeout) holds only its own thread; first runs are staggered.
+The job only hands the cycle to the runner (dbwatch.daemon.runner), which gives each target
+its own slot and deadline, so APScheduler's two threads are never held by a probe. coalesce
+and max_instances=1 keep a late tick from bursting; first runs are staggered.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 log = logging.getLogger(__name__)
 # Measured (contrib/bench/bench_daemon.py, 500 targets): 16 threads skip cycles, 64 crowd the
-# server (more skips, and 64 connections near max_connections); 32 ran every cycle.
+# server (more skips, and 64 connections near max_connections); 32 ran every cycle. Now the
+# runner's pool of permits for answering targets.
 MAX_THREADS = 32
 
 

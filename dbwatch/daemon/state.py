@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..findings import Finding, severity_rank
+from ..findings import Finding, SessionIdentity, severity_rank
 from ..targets.secrets import scrub_opt, scrub_tree
 from .statedb import SCHEMA_VERSION, StateConn, is_pg_url, migrate, open_conn
 
@@ -72,6 +72,7 @@ class FindingRow:
             evidence=d.get("evidence", {}),
             identity=d.get("identity"),
             confidence=d.get("confidence", "high"),
+            session=SessionIdentity.from_dict(d.get("session")),
         )
 
 
@@ -323,24 +324,40 @@ class State:
         payload: dict[str, Any],
         now: float | None = None,
     ) -> int:
-        """Queue a message; a repeat of the newest queued message for the same alert replaces it."""
+        """Queue a message; a repeat of the newest queued message for the same alert replaces
+        its content. Every content gets a new revision: a worker that sent the old content
+        (in flight meanwhile) removes the row only if the revision it sent is still the
+        row's, so the newer content goes out next (outbox_done)."""
         now = time.time() if now is None else now
         body = json.dumps(scrub_tree(payload), default=str, sort_keys=True)
         with self.transaction() as db:
+            rev = self._next_rev(db)
             last = db.execute(
                 "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"
                 " ORDER BY id DESC LIMIT 1",
                 (receiver, fingerprint),
             ).fetchone()
             if last is not None and last["event"] == event and event != "action":
-                db.execute("UPDATE outbox SET payload = ? WHERE id = ?", (body, last["id"]))
+                db.execute(
+                    "UPDATE outbox SET payload = ?, rev = ? WHERE id = ?", (body, rev, last["id"])
+                )
                 return int(last["id"])
             row = db.execute(
-                "INSERT INTO outbox(receiver, fingerprint, event, payload, created) "
-                "VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (receiver, fingerprint, event, body, now),
+                "INSERT INTO outbox(receiver, fingerprint, event, payload, created, rev) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (receiver, fingerprint, event, body, now, rev),
             ).fetchone()
             return int(row["id"])
+
+    def _next_rev(self, db: StateConn) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key = 'outbox_rev'").fetchone()
+        rev = int(row["value"]) + 1 if row is not None else 1
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('outbox_rev', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(rev),),
+        )
+        return rev
 
     def outbox_head(self, receiver: str, limit: int = 20) -> list[dict[str, Any]]:
         """The oldest queued messages of one receiver, in order."""
@@ -349,9 +366,14 @@ class State:
         )
         return [dict(r) | {"payload": json.loads(r["payload"])} for r in rows]
 
-    def outbox_done(self, msg_id: int) -> None:
+    def outbox_done(self, msg_id: int, rev: int | None = None) -> bool:
+        """Remove a delivered message — unless its content changed since (rev); True if gone."""
         with self.transaction() as db:
-            db.execute("DELETE FROM outbox WHERE id = ?", (msg_id,))
+            if rev is None:
+                cur = db.execute("DELETE FROM outbox WHERE id = ?", (msg_id,))
+            else:
+                cur = db.execute("DELETE FROM outbox WHERE id = ? AND rev = ?", (msg_id, rev))
+            return cur.rowcount == 1
 
     def outbox_failed(self, msg_id: int, error: str, next_attempt: float) -> None:
         with self.transaction() as db:
@@ -360,6 +382,39 @@ class State:
                 "last_error = ? WHERE id = ?",
                 (next_attempt, error[:300], msg_id),
             )
+
+    def drop_receivers(self, keep: Iterable[str], now: float | None = None) -> dict[str, int]:
+        """Queued messages and sent-records of receivers no longer configured: removed, and
+        counted in `dropped` (for `status`). Returns {receiver: messages dropped}."""
+        now = time.time() if now is None else now
+        names = set(keep)
+        with self.transaction() as db:
+            sizes = {
+                r["receiver"]: int(r["n"])
+                for r in db.execute(
+                    "SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver"
+                ).fetchall()
+            }
+            out = {r: n for r, n in sizes.items() if r not in names}
+            for receiver, n in out.items():
+                db.execute("DELETE FROM outbox WHERE receiver = ?", (receiver,))
+                db.execute(
+                    "INSERT INTO dropped(receiver, messages, ts) VALUES (?, ?, ?) "
+                    "ON CONFLICT(receiver) DO UPDATE SET"
+                    " messages = dropped.messages + excluded.messages, ts = excluded.ts",
+                    (receiver, n, now),
+                )
+            sent = {
+                r["receiver"]
+                for r in db.execute("SELECT DISTINCT receiver FROM alerts_sent").fetchall()
+            }
+            for receiver in sent - names:
+                db.execute("DELETE FROM alerts_sent WHERE receiver = ?", (receiver,))
+        return out
+
+    def dropped(self) -> list[dict[str, Any]]:
+        """Receivers whose queued alerts were dropped because they left the config."""
+        return [dict(r) for r in self._rows("SELECT * FROM dropped ORDER BY ts DESC")]
 
     def outbox_size(self) -> dict[str, int]:
         rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver")

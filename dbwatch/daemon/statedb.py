@@ -115,6 +115,12 @@ CREATE TABLE IF NOT EXISTS daemons(
   heartbeat {ts} NOT NULL);
 """
 
+_V3 = """
+ALTER TABLE outbox ADD COLUMN {if_not_exists}rev INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS dropped(
+  receiver TEXT PRIMARY KEY, messages INTEGER NOT NULL, ts {ts} NOT NULL);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1, "findings, alerts, outbox, deadlocks, actions, series, cycles", _V1_SQLITE, _V1_PG
@@ -124,6 +130,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "fleet: leases (targets and alert receivers) and live daemons",
         _V2.format(ts="REAL"),
         _V2.format(ts="double precision"),
+    ),
+    Migration(
+        3,
+        "alerts: outbox revisions (idempotency keys), receivers dropped from the config",
+        _V3.format(if_not_exists="", ts="REAL"),
+        _V3.format(if_not_exists="IF NOT EXISTS ", ts="double precision"),
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -162,6 +164,7 @@ class Connection(Protocol):
     version_num: int  # the flavour's own number: compare only within one flavour
     version: ServerVersion
     spec: TargetSpec
+    server_key: str  # which server, for dbwatch's own connection ids (targets.own)
 
     def rows(
         self, sql: str, params: Any = None, limit: int | None = None
@@ -170,15 +173,31 @@ class Connection(Protocol):
     def close(self) -> None: ...
 
 
+# The daemon's cycle deadline (dbwatch.daemon.runner): told of every connection opened in
+# this context -- the cycle's thread -- so it can shut them down when the cycle hangs.
+ON_OPEN: ContextVar[Callable[[Connection], None] | None] = ContextVar("on_open", default=None)
+
+
 def open_target(spec: TargetSpec, database: str | None = None) -> Connection:
     """A labelled, read-only, autocommit session with short timeouts."""
+    conn: Connection
     if spec.engine == "postgresql":
         from .postgres import PgConnection
 
-        return PgConnection.open(spec, database)
-    from .mysql import MyConnection
+        conn = PgConnection.open(spec, database)
+    else:
+        from .mysql import MyConnection
 
-    return MyConnection.open(spec, database)
+        conn = MyConnection.open(spec, database)
+    in_use(conn)
+    return conn
+
+
+def in_use(conn: Connection) -> None:
+    """Tell the daemon's deadline (ON_OPEN) that this context now uses `conn`."""
+    hook = ON_OPEN.get()
+    if hook is not None:
+        hook(conn)
 
 
 def scrub(message: object, spec: TargetSpec | None = None) -> str:

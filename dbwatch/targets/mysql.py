@@ -19,6 +19,7 @@ from . import (
     scrub,
     url_parts,
 )
+from .own import OWN_SESSIONS, server_key
 from .version import ServerVersion
 
 # 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
@@ -41,6 +42,9 @@ class MyConnection:
         row = self.rows("SELECT VERSION() AS v, CONNECTION_ID() AS id")[0]
         self.server_version = str(row["v"])
         self.thread_id = int(row["id"])
+        where = getattr(conn, "unix_socket", None) or getattr(conn, "host", None)
+        self.server_key = server_key("mysql", where, getattr(conn, "port", None))
+        OWN_SESSIONS.add(self.server_key, self.thread_id)
         self.flavour = "mariadb" if "mariadb" in self.server_version.lower() else "mysql"
         self.version = ServerVersion.from_mysql_text(self.server_version)
         self.version_num = self.version.num
@@ -137,6 +141,7 @@ class MyConnection:
             ) from None
 
     def close(self) -> None:
+        OWN_SESSIONS.discard(self.server_key, self.thread_id)
         try:
             self.conn.close()
         except pymysql.MySQLError:

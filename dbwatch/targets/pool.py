@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..errors import TargetError
-from . import Connection, TargetSpec, open_target
+from . import Connection, TargetSpec, in_use, open_target
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,7 @@ class ConnectionPool:
                             continue
                         self.reused += 1
                         self._close_all(evicted)
+                        in_use(conn)  # a kept session: the cycle's deadline may shut it
                         return conn, True
                 if srv.open < self.per_server:
                     break

@@ -18,6 +18,7 @@ from . import (
     password_of,
     scrub,
 )
+from .own import OWN_SESSIONS, server_key
 from .urls import parse_url
 from .version import ServerVersion
 
@@ -47,6 +48,8 @@ class PgConnection:
         self.server_version = str(conn.info.parameter_status("server_version") or self.version_num)
         self.database = conn.info.dbname
         self.backend_pid = conn.info.backend_pid
+        self.server_key = server_key("postgresql", conn.info.host, conn.info.port)
+        OWN_SESSIONS.add(self.server_key, self.backend_pid)
 
     @classmethod
     def open(cls, spec: TargetSpec, database: str | None = None) -> PgConnection:
@@ -108,6 +111,7 @@ class PgConnection:
             ) from None
 
     def close(self) -> None:
+        OWN_SESSIONS.discard(self.server_key, self.backend_pid)
         try:
             self.conn.close()
         except psycopg.Error:

@@ -19,7 +19,9 @@ import pytest
 
 from dbwatch.actions.guards import Criteria, Policy, plan, protection
 from dbwatch.actions.sessions import read_sessions
-from dbwatch.actions.terminate import Request, daemon_terminate, execute, run_target
+from dbwatch.actions.daemon_action import daemon_terminate
+from dbwatch.actions.terminate import Request, execute, run_target
+from dbwatch.commands.terminate import pg201_findings
 from dbwatch.catalogue import Thresholds, load_catalogue
 from dbwatch.config import Config, RuleOverride, TerminateConfig
 from dbwatch.evaluate import Selection
@@ -30,7 +32,7 @@ from dbwatch.targets import TargetSpec, open_target, spec_for
 PG = "postgresql://postgres@127.0.0.1:5432/test"
 MY = "mysql://root@127.0.0.1:3306/test"
 OLD = 2.5          # seconds an "old" session has been open before dbwatch looks
-CLI_OLD = 6.5      # the same for the CLI tests, where each dbwatch run takes ~2 s to start
+CLI_OLD = 10.0     # the same for the CLI tests: a dbwatch run takes 2 s to start, 5+ s under load
 
 
 def _up(fn: Callable[[], Any]) -> bool:
@@ -55,6 +57,24 @@ def wait_until(cond: Callable[[], bool], timeout: float = 8.0, every: float = 0.
             return True
         time.sleep(every)
     return cond()
+
+
+class KeepYoung:
+    """Restarts a session's transaction every 0.3 s in a thread, so it stays younger than any
+    threshold however slowly a loaded machine starts the CLI (the pid/thread is unchanged)."""
+
+    def __init__(self, renew: Callable[[], Any]) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(renew,), daemon=True)
+        self.thread.start()
+
+    def _run(self, renew: Callable[[], Any]) -> None:
+        while not self.stop.wait(0.3):
+            renew()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
 
 
 def state_store() -> Any:
@@ -151,6 +171,7 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     own = pgw.offender(pgw.app, app="dbwatch")
     time.sleep(CLI_OLD)
     young = pgw.offender(pgw.app)
+    keep = KeepYoung(lambda: (young.commit(), young.execute("SELECT txid_current()")))
     pids = {n: c.info.backend_pid for n, c in
             (("offender", offender), ("protected", protected), ("own", own), ("young", young))}
     base = [PG, "--idle-in-transaction", "--older-than", f"{CLI_OLD - 0.5}s",
@@ -160,7 +181,8 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     assert rc == 0, err
     acts = {r["pid"]: r["action"] for r in dry}
     assert acts == {pids["offender"]: "would_terminate", pids["protected"]: "would_terminate",
-                    pids["own"]: "skipped_protected"}
+                    pids["own"]: "would_terminate"}     # calling itself dbwatch protects nothing
+    assert {r["database"] for r in dry} == {"test"}
     assert all(pgw.alive(p) for p in pids.values())                 # the dry run ended nothing
 
     rc, done, err = cli(*base, "--execute", "--protect-user", pgw.prot)
@@ -170,10 +192,11 @@ def test_pg_acceptance_via_cli(pgw: PgWorld) -> None:
     assert rows[pids["offender"]]["statement"] == f"SELECT pg_terminate_backend({pids['offender']})"
     assert rows[pids["protected"]]["action"] == "skipped_protected"
     assert rows[pids["protected"]]["reason"] == f"protected user {pgw.prot}"
-    assert rows[pids["own"]]["reason"] == "a dbwatch session"
+    assert rows[pids["own"]]["action"] == "terminated"
     assert pids["young"] not in rows
-    assert not pgw.alive(pids["offender"])
-    assert all(pgw.alive(pids[n]) for n in ("protected", "own", "young"))
+    assert not pgw.alive(pids["offender"]) and not pgw.alive(pids["own"])
+    assert all(pgw.alive(pids[n]) for n in ("protected", "young"))
+    keep.close()
     with pytest.raises(psycopg.OperationalError):
         offender.execute("SELECT 1")
 
@@ -359,6 +382,12 @@ def test_my_offender_ended_protected_young_own_survive(myw: MyWorld) -> None:
     protected = myw.offender(myw.prot, 2)
     time.sleep(CLI_OLD)
     young = myw.offender(myw.app, 3)
+
+    def renew() -> None:
+        young.commit()
+        with young.cursor() as cur:
+            cur.execute(f"UPDATE {myw.table} SET v = v + 1 WHERE id = 3")
+    keep = KeepYoung(renew)
     base = [MY, "--idle-in-transaction", "--older-than", f"{CLI_OLD - 0.5}s",
             "--match-user", f"^({myw.app}|{myw.prot})$"]
     rc, dry, err = cli(*base)
@@ -375,6 +404,7 @@ def test_my_offender_ended_protected_young_own_survive(myw: MyWorld) -> None:
     assert rows[protected.thread_id()]["action"] == "skipped_protected"
     assert wait_until(lambda: not myw.alive(offender))
     assert myw.alive(protected) and myw.alive(young)
+    keep.close()
     assert wait_until(lambda: myw.value(1) == 0)        # the offender's update rolled back
 
     conn = open_target(spec_for(MY))                     # dbwatch's own connection
@@ -477,6 +507,14 @@ from pgcluster import PgCluster, available
 needs_initdb = pytest.mark.skipif(not available(), reason="no PostgreSQL binaries for initdb")
 
 
+def pg201(spec: TargetSpec) -> list[Finding]:
+    """PG201's findings as `terminate --holding-xmin` reads them, its threshold at 1s."""
+    config = Config(rules={"PG201": RuleOverride(thresholds=Thresholds("duration", 1.0, None))})
+    found, why = pg201_findings(spec, load_catalogue(), config)
+    assert why is None
+    return found
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PgCluster]:
     with PgCluster.create({"max_prepared_transactions": "5"}) as pri:
@@ -495,10 +533,12 @@ def test_pg_holding_xmin_selects_the_holder_only(cluster: PgCluster) -> None:
         holder.execute("SELECT count(*) FROM t")            # a snapshot: backend_xmin
         with psycopg.connect(cluster.url(), autocommit=True) as other:
             other.execute("SELECT txid_current()")          # move the XID counter on
-        writer.execute("SELECT txid_current()")             # younger: not the holder
+        time.sleep(1.2)
+        writer.execute("SELECT txid_current()")             # too young for PG201 (1s)
         req = Request(Criteria(holding_xmin=True, match_user=re.compile("^dbw_app$")),
                       Policy(), execute=True)
-        decisions, _ = run_target(spec_for(cluster.url()), req)
+        spec = spec_for(cluster.url())
+        decisions, _ = run_target(spec, req, pg201(spec))
         assert [(d.session.pid, d.action) for d in decisions] == [
             (holder.info.backend_pid, "terminated")]
         assert decisions[0].session.xid_age is not None and decisions[0].session.xid_age >= 2
@@ -516,7 +556,8 @@ def test_pg_prepared_xact_only_explicitly_and_standby_query_cancelled(cluster: P
         x.execute("PREPARE TRANSACTION 'dbw''s gid'")
     gid, url = "dbw's gid", pri.url()
     everyone = Request(Criteria(holding_xmin=True), Policy(), execute=True)
-    listed = [d for d in run_target(spec_for(url), everyone)[0]
+    time.sleep(1.2)
+    listed = [d for d in run_target(spec_for(url), everyone, pg201(spec_for(url)))[0]
               if d.session.kind == "prepared_xact"]
     assert [(d.action, d.session.name) for d in listed] == [("skipped_protected", gid)]
     assert listed[0].to_dict()["statement"] == "ROLLBACK PREPARED 'dbw''s gid'"

@@ -1,7 +1,6 @@
--- MariaDB: as terminate_recheck.sql plus QUERY_ID (a new statement since the listing = a
--- different session state: the kill is skipped).
+-- MariaDB: as terminate_recheck.sql plus QUERY_ID, which moves with every statement the
+-- thread starts (the kill itself is conditional on it: terminate_kill_mariadb.sql).
 SELECT p.ID AS thread_id, p.USER AS user, p.COMMAND AS command, p.TIME AS command_seconds,
-       p.QUERY_ID AS query_id, t.trx_id
+       LEFT(p.INFO, 2048) AS info, p.QUERY_ID AS query_id
 FROM information_schema.PROCESSLIST p
-LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
 WHERE p.ID = %(thread_id)s

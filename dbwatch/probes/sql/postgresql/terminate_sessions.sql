@@ -1,5 +1,6 @@
 -- Sessions for `dbwatch terminate`: every backend with its identity (pid, backend_start,
--- xact_start), age, horizon pin and lock waits; guards decide who may be touched.
+-- xact_start), age, horizon pin and lock waits; guards decide who may be touched. Scoped to
+-- one database unless the database parameter is NULL (--all-databases).
 SELECT a.pid,
        a.backend_start,
        a.xact_start,
@@ -19,5 +20,6 @@ SELECT a.pid,
        pg_is_in_recovery() AS standby
 FROM pg_stat_activity a
 LEFT JOIN pg_roles r ON r.oid = a.usesysid
+WHERE %(database)s::text IS NULL OR a.datname = %(database)s::text
 ORDER BY a.xact_start NULLS LAST, a.pid
 LIMIT %(limit)s

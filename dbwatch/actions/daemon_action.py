@@ -1,0 +1,233 @@
+"""The daemon's [terminate] action: which firing findings are eligible, and what to do about
+each, reading the session straight from the finding's SessionIdentity."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import TerminateConfig
+from ..errors import TargetError
+from ..findings import Finding, SessionIdentity, as_datetime
+from ..targets import TargetSpec, open_target
+from .guards import Decision, Policy, Session, describe, intended_action, protection
+from .sessions import read_sessions
+from .terminate import execute, same_session, who
+
+log = logging.getLogger(__name__)
+Notify = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Eligible:
+    finding: Finding
+    age: float
+    identity: SessionIdentity | None
+
+
+def finding_age(f: Finding, firing_for: float) -> float:
+    """The offender's age from the evidence; how long it has fired if the evidence has none."""
+    raw = f.evidence.get("age_seconds")
+    try:
+        return float(raw) if raw is not None else float(firing_for)
+    except (TypeError, ValueError):
+        return float(firing_for)
+
+
+def eligible(
+    firing: Iterable[tuple[Finding, float]], cfg: TerminateConfig, target: str
+) -> list[Eligible]:
+    """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
+    out: list[Eligible] = []
+    seen: set[Any] = set()
+    rows = [
+        (f, finding_age(f, secs))
+        for f, secs in firing
+        if f.rule in cfg.rules and f.target == target
+    ]
+    for f, age in sorted(rows, key=lambda r: -r[1]):
+        if age < cfg.after:
+            continue
+        ident = f.session
+        key: Any = tuple(ident.key()) if ident is not None and ident.usable else f.fingerprint
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Eligible(f, age, ident))
+    return out
+
+
+def daemon_decision(
+    e: Eligible,
+    live: list[Session],
+    policy: Policy,
+    cfg: TerminateConfig,
+    database: str | None = None,
+) -> Decision:
+    """Pure: what to do about one eligible finding, given the sessions read just now.
+    `database`: the target's PostgreSQL scope (None: every database)."""
+    f, ident = e.finding, e.identity
+    if ident is not None and not ident.is_mysql and database and ident.database != database:
+        stub = Session(
+            target=f.target,
+            engine=ident.engine,
+            pid=ident.pid,
+            backend_start=ident.backend_start,
+            database=ident.database,
+        )
+        why = (
+            f"session of database {ident.database}, outside this target's scope ({database}); "
+            "set all_databases = true on the target to act there"
+        )
+        return Decision(stub, "skipped_protected", why)
+    if ident is None or not ident.usable:
+        kind = str(f.evidence.get("kind") or "finding")
+        stub = Session(
+            target=f.target,
+            engine=ident.engine if ident is not None else "postgresql",
+            kind=kind if kind != "backend" else "finding",
+            name=f.subject,
+            statement=f.fix,
+        )
+        return Decision(
+            stub,
+            "skipped_protected",
+            f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}",
+        )
+    s = next((s for s in live if same_session(ident, s)), None)
+    if s is None or (not ident.is_mysql and _xact(s) != ident.xact_start):
+        stub = s or Session(
+            target=f.target,
+            engine=ident.engine,
+            pid=ident.pid,
+            thread_id=ident.thread_id,
+            trx_id=ident.trx_id,
+            backend_start=ident.backend_start,
+            database=ident.database,
+        )
+        return Decision(stub, "gone", "the session or transaction of the finding has ended")
+    guard = protection(s, policy)
+    if guard:
+        return Decision(s, "skipped_protected", guard)
+    if s.age is None or s.age < cfg.after:
+        return Decision(s, "gone", "its transaction is now younger than terminate.after")
+    return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
+
+
+def _xact(s: Session) -> Any:
+    return as_datetime(s.xact_start)
+
+
+class DaemonTerminator:
+    """Remembers what was announced, so a would-have is announced once per process."""
+
+    def __init__(self) -> None:
+        self._announced: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+
+    def run(
+        self,
+        spec: TargetSpec,
+        cfg: TerminateConfig,
+        firing: list[tuple[Any, float]],
+        state: Any,
+        notify: Notify,
+    ) -> list[dict[str, Any]]:
+        """The [terminate] action for one target and cycle; returns the new actions.
+
+        Only when cfg.enabled; only findings of cfg.rules past cfg.after; at most
+        cfg.max_per_cycle sessions; a dry run unless cfg.dry_run is false. Every action is
+        recorded in the state, logged and announced."""
+        if not cfg.enabled:
+            return []
+        wanted = eligible(firing, cfg, spec.name)
+        if not wanted:
+            return []
+        try:
+            conn = open_target(spec)
+        except TargetError as exc:
+            log.warning("terminate on %s skipped: %s", spec.name, exc.detail)
+            return []
+        try:
+            database = spec.scoped_database if conn.engine == "postgresql" else None
+            live = read_sessions(conn, spec.name, database=database)
+            policy = Policy.from_config(cfg)
+            out, acted = [], 0
+            for e in wanted:
+                d = daemon_decision(e, live, policy, cfg, database)
+                if d.action.startswith("would_"):
+                    if acted >= cfg.max_per_cycle:
+                        continue  # next cycle
+                    acted += 1
+                    if not cfg.dry_run:
+                        d = execute(conn, d, policy)
+                reported = self._report(spec, e, d, cfg, state, notify)
+                if reported is not None:
+                    out.append(reported)
+            return out
+        finally:
+            conn.close()
+
+    def _report(
+        self,
+        spec: TargetSpec,
+        e: Eligible,
+        d: Decision,
+        cfg: TerminateConfig,
+        state: Any,
+        notify: Notify,
+    ) -> dict[str, Any] | None:
+        f = e.finding
+        key = (spec.name, f.fingerprint)
+        with self._lock:
+            if self._announced.get(key) == d.action and d.action not in ("terminated", "cancelled"):
+                return None
+            self._announced[key] = d.action
+        doc = d.to_dict() | {
+            "rule": f.rule,
+            "fingerprint": f.fingerprint,
+            "subject": f.subject,
+            "severity": f.severity,
+            "finding": f.summary,
+            "dry_run": cfg.dry_run,
+            "summary": f"dbwatch {d.action} {who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
+        }
+        if state is not None:
+            state.record_action(
+                spec.name, f.rule, f.fingerprint, f.subject, d.action, json.dumps(doc, default=str)
+            )
+        level = (
+            logging.WARNING if d.action in ("terminated", "cancelled", "failed") else logging.INFO
+        )
+        log.log(
+            level,
+            "terminate on %s: %s %s (%s): %s",
+            spec.name,
+            d.action,
+            f.subject,
+            f.rule,
+            d.reason,
+        )
+        try:
+            notify(doc)
+        except Exception:  # an alert receiver must never undo or block an action
+            log.exception("announcing the %s of %s on %s failed", d.action, f.subject, spec.name)
+        return doc
+
+
+_DEFAULT = DaemonTerminator()
+
+
+def daemon_terminate(
+    spec: TargetSpec,
+    cfg: TerminateConfig,
+    firing: list[tuple[Any, float]],
+    state: Any,
+    notify: Notify,
+) -> list[dict[str, Any]]:
+    """The process-wide terminator's run (the daemon loop calls this)."""
+    return _DEFAULT.run(spec, cfg, firing, state, notify)

@@ -1,0 +1,178 @@
+"""MySQL/MariaDB KILL that never hits the wrong transaction.
+
+`INFORMATION_SCHEMA.INNODB_TRX` is served from a cache that InnoDB refreshes only after
+0.1 s without readers, so the listing may show a transaction that has already ended, and a
+re-read of the same table may show the same stale row. The identity is therefore
+re-established from sources that are read live, in this order:
+
+1. the thread in `PROCESSLIST` (user, command, and on MariaDB `QUERY_ID`, which moves with
+   every statement the thread starts; on MariaDB the listing's own live PROCESSLIST row);
+2. its transaction in `SHOW ENGINE INNODB STATUS` (built from InnoDB's own transaction
+   list under its mutex, not from the cache): exactly one entry for the thread, with the
+   selected trx id (read-only transactions, which have no id: an age that only the
+   selected transaction can have) and the query id read in step 1;
+3. the kill itself: on MariaDB one server-side statement kills only if `QUERY_ID`,
+   `COMMAND` and `USER` are still those of step 1 (no statement since, so the same
+   transaction); on MySQL, which has neither `QUERY_ID` nor anonymous blocks, `KILL` follows
+   step 2 at once (a window of one round trip remains: untested live, no MySQL 8 here).
+
+Whenever a step cannot establish the identity, nothing is killed (`gone`, or
+`skipped_protected` when a live read shows a dump statement).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, replace
+
+from ..errors import ProbeError
+from ..probes import sql
+from ..targets import Connection
+from .guards import Decision, Session, is_dump_statement
+from .sessions import my_sql
+
+log = logging.getLogger(__name__)
+GONE = "no longer the same session or transaction at the moment of the kill; nothing signalled"
+_MY_UNKNOWN_THREAD, _MY_REFUSED = 1094, (1095, 1227)
+_HEADER = re.compile(r"---TRANSACTION (\d{1,20}|\(0x[0-9a-fA-F]{1,16}\)), (.{0,200})")
+_ACTIVE = re.compile(r"ACTIVE (?:\(PREPARED\) )?(\d{1,10}) sec")
+_THREAD = re.compile(
+    r"(?:MySQL|MariaDB) thread id (\d{1,20}), OS thread handle \w{1,40}, query id (\d{1,20})"
+)
+_MAX_STATUS_LINES = 2_000_000
+
+
+@dataclass(frozen=True)
+class LiveTrx:
+    """A thread's entry in the live InnoDB transaction list."""
+
+    trx_id: str | None  # None: a read-only transaction (no id assigned)
+    active_seconds: int | None
+    query_id: int
+
+
+def live_transactions(text: str, thread_id: int) -> list[LiveTrx]:
+    """Every entry of SHOW ENGINE INNODB STATUS's transaction list naming this thread.
+
+    Query text sits inside entries and is untrusted: more than one entry for the thread
+    (a forged header in someone's query) makes the caller refuse, never guess."""
+    out: list[LiveTrx] = []
+    header: tuple[str | None, int | None] | None = None
+    in_list = False
+    for n, line in enumerate(text.split("\n")):
+        if n > _MAX_STATUS_LINES:
+            break
+        if not in_list:
+            in_list = line.startswith("LIST OF TRANSACTIONS FOR EACH SESSION")
+            continue
+        if line.startswith("---TRANSACTION "):
+            m = _HEADER.match(line)
+            if m is None:
+                header = None
+                continue
+            raw, rest = m.groups()
+            am = _ACTIVE.search(rest)
+            header = (None if raw.startswith("(") else raw, int(am.group(1)) if am else None)
+            continue
+        if header is None:
+            continue
+        tm = _THREAD.match(line)
+        if tm is not None:
+            if int(tm.group(1)) == thread_id:
+                out.append(LiveTrx(header[0], header[1], int(tm.group(2))))
+            header = None  # one thread line per entry; later lines are its query text
+    return out
+
+
+def same_live_trx(s: Session, live: LiveTrx, elapsed: float) -> bool:
+    """The live entry is the listed transaction. With a trx id: the same id. Read-only
+    transactions have none (MariaDB lists 0): only an age that a transaction begun since
+    the listing cannot have (both ages are whole seconds)."""
+    listed = s.trx_id
+    if listed not in (None, "0") and live.trx_id is not None:
+        return live.trx_id == listed
+    if s.age is None or live.active_seconds is None:
+        return False
+    return live.active_seconds >= s.age - 1 and s.age - 1 > elapsed + 1
+
+
+def my_kill(conn: Connection, d: Decision, cancel: bool, include_backups: bool) -> Decision:
+    s = d.session
+    tid = int(s.thread_id or 0)  # an int, bound: never text from the server spliced in
+    try:
+        return _kill(conn, d, tid, cancel, include_backups)
+    except ProbeError as exc:
+        code = _my_code(exc.detail)
+        if code == _MY_UNKNOWN_THREAD:
+            return replace(d, action="gone", reason=GONE)
+        if code in _MY_REFUSED and conn.flavour == "mysql" and _rds_kill(conn, tid, cancel):
+            return replace(d, action="cancelled" if cancel else "terminated")
+        return replace(d, action="failed", error=exc.detail)
+
+
+def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups: bool) -> Decision:
+    s = d.session
+    if conn.flavour == "mariadb" and s.query_id is not None:
+        # the listing read PROCESSLIST live: if the InnoDB list shows this same QUERY_ID,
+        # no statement has started since, and what the guards saw still holds
+        now: dict[str, object] = {"user": s.user, "command": s.command, "query_id": s.query_id}
+    else:
+        pre = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
+        if not pre or pre[0].get("user") != s.user:
+            return replace(d, action="gone", reason=GONE)
+        now = pre[0]
+        if not include_backups and is_dump_statement(str(now.get("info") or "")):
+            why = "backup: its statement now is a dump statement (use --include-backups)"
+            return replace(d, action="skipped_protected", reason=why)
+    status = conn.rows("SHOW ENGINE INNODB STATUS")
+    text = str(status[0].get("Status") or status[0].get("status") or "") if status else ""
+    entries = live_transactions(text, tid)
+    if len(entries) != 1:
+        if entries:
+            why = f"{len(entries)} entries for thread {tid} in the InnoDB status: ambiguous"
+            return replace(d, action="gone", reason=f"identity not established ({why})")
+        return replace(d, action="gone", reason=GONE)
+    live = entries[0]
+    elapsed = time.monotonic() - s.seen_at if s.seen_at is not None else 0.0
+    if not same_live_trx(s, live, elapsed):
+        return replace(d, action="gone", reason=GONE)
+    if conn.flavour == "mariadb":
+        if now.get("query_id") is None or int(str(now["query_id"])) != live.query_id:
+            return replace(d, action="gone", reason=GONE)  # a statement in between
+        name = "terminate_kill_query_mariadb" if cancel else "terminate_kill_mariadb"
+        params = {
+            "thread_id": tid,
+            "query_id": live.query_id,
+            "command": str(now.get("command") or ""),
+            "user": str(now.get("user") or ""),
+        }
+        rows = conn.rows(sql("mysql", name, 0), params)
+        if not rows or not int(rows[0].get("matched") or 0):
+            return replace(d, action="gone", reason=GONE)
+    else:
+        conn.execute("KILL QUERY %s" if cancel else "KILL %s", (tid,))
+    return replace(d, action="cancelled" if cancel else "terminated")
+
+
+def _my_code(detail: str) -> int:
+    m = re.match(r"\((\d+)\)", detail)
+    return int(m.group(1)) if m else 0
+
+
+def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
+    """RDS-style servers refuse KILL of other users' threads; their procedures do it."""
+    try:
+        names = {r["name"] for r in conn.rows(sql("mysql", "terminate_rds_routines", 0))}
+    except ProbeError:
+        return False
+    proc = "rds_kill_query" if cancel else "rds_kill"
+    if proc not in names:
+        return False
+    try:
+        conn.execute(f"CALL mysql.{proc}(%s)", (tid,))
+    except ProbeError as exc:
+        log.warning("mysql.%s(%s) on %s failed: %s", proc, tid, conn.spec.name, exc.detail)
+        return False
+    return True

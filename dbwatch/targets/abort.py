@@ -1,0 +1,51 @@
+"""Shut a connection's socket down under a thread blocked in it (the daemon's deadline).
+
+shutdown() acts on the socket itself, so the driver's pending read returns at once with an
+error (psycopg: "server closed the connection"; PyMySQL: "Lost connection"), whatever the
+driver is waiting for. Closing is left to the thread that owns the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _fd(conn: Any) -> int | None:
+    raw = getattr(conn, "conn", None)
+    pgconn = getattr(raw, "pgconn", None)
+    if pgconn is not None:  # psycopg 3
+        try:
+            return int(pgconn.socket)
+        except Exception as exc:  # noqa: BLE001 -- psycopg.OperationalError when closed; never raise
+            log.debug("no socket: %s", exc)
+            return None
+    sock = getattr(raw, "_sock", None)  # PyMySQL
+    if isinstance(sock, socket.socket):
+        try:
+            return sock.fileno()
+        except OSError:
+            return None
+    return None
+
+
+def abort(conn: Any) -> bool:
+    """True if a socket was shut down; never raises."""
+    fd = _fd(conn)
+    if fd is None or fd < 0:
+        return False
+    try:
+        dup = os.dup(fd)
+    except OSError:
+        return False
+    try:
+        with socket.socket(fileno=dup) as s:
+            s.shutdown(socket.SHUT_RDWR)
+        return True
+    except OSError as exc:
+        log.debug("shutting down a connection failed: %s", exc)
+        return False

@@ -1,0 +1,122 @@
+"""Terminal output: width from COLUMNS / the terminal, word wrapping that never breaks an
+identifier mid-name, severity colour only on a TTY without NO_COLOR, and a plain table."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+MIN_WIDTH = 60
+_COLOURS = {"critical": "1;31", "warning": "33", "unknown": "35", "ok": "32", "stale": "1;35"}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# other sessions' query text may carry terminal escapes: never let them reach the terminal
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def term_width(stream: TextIO | None = None) -> int:
+    """COLUMNS if set, else the terminal's width, else 100; never narrower than 60."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(int(env), MIN_WIDTH)
+    return max(shutil.get_terminal_size((100, 24)).columns, MIN_WIDTH)
+
+
+def use_colour(stream: TextIO | None = None) -> bool:
+    """https://no-color.org: NO_COLOR (any non-empty value) wins; else only on a TTY."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("TERM") == "dumb":
+        return False
+    s = stream or sys.stdout
+    try:
+        return bool(s.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def paint(text: str, severity: str, colour: bool) -> str:
+    code = _COLOURS.get(severity.lower())
+    return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
+
+
+def visible_len(text: str) -> int:
+    return len(_ANSI.sub("", text))
+
+
+def _pieces(word: str, width: int) -> list[str]:
+    """A word longer than the width, split only after '.', ',' or '/' (between names)."""
+    if len(word) <= width:
+        return [word]
+    parts = re.findall(r"[^.,/]+[.,/]?|[.,/]", word)
+    out, cur = [], ""
+    for p in parts:
+        if cur and len(cur) + len(p) > width:
+            out.append(cur)
+            cur = ""
+        cur += p
+    if cur:
+        out.append(cur)
+    return out  # a single name longer than the width stays whole and overflows
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Words to lines of at most `width`; own line breaks kept; names never cut mid-name."""
+    width = max(width, 8)
+    text = _CONTROL.sub("\ufffd", str(text))
+    lines: list[str] = []
+    for para in str(text).splitlines() or [""]:
+        cur = ""
+        for word in para.split():
+            for piece in _pieces(word, width):
+                if not cur:
+                    cur = piece
+                elif len(cur) + 1 + len(piece) <= width:
+                    cur += " " + piece
+                else:
+                    lines.append(cur)
+                    cur = piece
+        lines.append(cur)
+    return lines
+
+
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[list[str]]],
+    widths: Sequence[int],
+    after: Sequence[list[str]] | None = None,
+) -> str:
+    """Cells are pre-wrapped line lists; `after[i]` lines are printed under row i, full width."""
+    gap = "  "
+
+    def line(cells: Sequence[str]) -> str:
+        out = ""
+        for i, (cell, w) in enumerate(zip(cells, widths, strict=False)):
+            pad = "" if i == len(cells) - 1 else " " * max(0, w - visible_len(cell))
+            out += cell + pad + (gap if i < len(cells) - 1 else "")
+        return out.rstrip()
+
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    for i, row in enumerate(rows):
+        height = max(len(c) for c in row)
+        for k in range(height):
+            out.append(line([c[k] if k < len(c) else "" for c in row]))
+        if after and after[i]:
+            out.extend(after[i])
+    return "\n".join(out)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def column_width(texts: Sequence[str], low: int, high: int, limit: int) -> int:
+    """Fit the longest word within [low, high]; widen up to `limit` for one long name part."""
+    words = [w for t in texts for w in str(t).split()]
+    longest = max((len(w) for w in words), default=low)
+    name = max((len(p) for w in words for p in re.split(r"(?<=[.,/])", w)), default=low)
+    width = min(max(longest, low), high)
+    return min(name, limit) if name > width else width

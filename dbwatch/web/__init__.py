@@ -1,0 +1,2 @@
+"""The read-only web dashboard of `dbwatch watch --http` and the state queries it shares with
+`dbwatch status` / `dbwatch history`."""

@@ -1,0 +1,144 @@
+"""The daemon's runner without a database: one slot per target, a bounded pool for answering
+targets, own threads for the others, deadlines that free the pool, bounded stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from dbwatch.daemon.runner import Runner, Slot
+
+
+class Jobs:
+    """Cycles that block until released (a hanging target) or return at once."""
+
+    def __init__(self, hang: set[str]) -> None:
+        self.hang = hang
+        self.release = threading.Event()
+        self.started: list[tuple[str, float]] = []
+        self.missed: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+        self.active: dict[str, int] = {}
+        self.overlap = False
+
+    def job(self, slot: Slot) -> None:
+        with self.lock:
+            self.started.append((slot.name, time.time()))
+            self.active[slot.name] = self.active.get(slot.name, 0) + 1
+            self.overlap |= self.active[slot.name] > 1
+        try:
+            if slot.name in self.hang:
+                self.release.wait(30)
+            else:
+                time.sleep(0.01)
+        finally:
+            with self.lock:
+                self.active[slot.name] -= 1
+
+    def on_missed(self, name: str, why: str) -> None:
+        with self.lock:
+            self.missed.append((name, why))
+
+    def count(self, name: str) -> int:
+        with self.lock:
+            return sum(1 for n, _ in self.started if n == name)
+
+
+def until(cond: Any, timeout: float = 5.0) -> bool:
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_hung_pooled_targets_are_abandoned_and_the_pool_keeps_working() -> None:
+    jobs = Jobs(hang={f"h{i}" for i in range(4)})
+    r = Runner(jobs.job, pool=2, timeout=0.3, missed=jobs.on_missed)
+    names = [f"h{i}" for i in range(4)] + ["ok"]
+    for n in names:
+        r.answered(n, True)  # all were answering: all in the 2-worker pool
+    try:
+        for n in names:
+            r.submit(n, time.time())
+        # two hung cycles take both workers; at 0.3 s they are abandoned, two new workers
+        # take the next two, and then the healthy one runs
+        assert until(lambda: jobs.count("ok") == 1), jobs.started
+        assert until(lambda: {n for n, _ in jobs.missed} == {f"h{i}" for i in range(4)})
+        assert all("no answer within" in why for _, why in jobs.missed)
+        assert until(lambda: "ok" not in r.running())
+        r.submit("ok", time.time())
+        assert until(lambda: jobs.count("ok") == 2)
+        assert not r.submit("h0", time.time())  # still hanging: no second cycle on it
+        assert until(lambda: ("h0", "the previous cycle still hangs past its deadline")
+                     in jobs.missed)
+        assert not jobs.overlap
+    finally:
+        jobs.release.set()
+        assert r.stop(2.0) == []
+
+
+def test_unanswering_targets_run_beside_the_pool() -> None:
+    jobs = Jobs(hang={f"h{i}" for i in range(10)})
+    r = Runner(jobs.job, pool=1, timeout=30.0, missed=jobs.on_missed)
+    try:
+        for i in range(10):
+            # never answered: own-lane threads
+            r.submit(f"h{i}", time.time())
+        assert until(lambda: len(jobs.started) == 10)
+        t0 = time.time()
+        r.submit("ok", t0)
+        assert until(lambda: jobs.count("ok") == 1, 2.0)
+        started = next(t for n, t in jobs.started if n == "ok")
+        assert started - t0 < 0.5
+        assert r.threads() >= 11
+    finally:
+        jobs.release.set()
+        r.stop(2.0)
+
+
+def test_a_queued_tick_of_a_healthy_target_is_not_a_miss() -> None:
+    """Overload (all workers busy) delays healthy targets; it never calls them not answering."""
+    jobs = Jobs(hang={"busy"})
+    r = Runner(jobs.job, pool=1, timeout=30.0, missed=jobs.on_missed)
+    r.answered("busy", True)
+    r.answered("ok", True)
+    try:
+        r.submit("busy", time.time())
+        assert until(lambda: jobs.count("busy") == 1)
+        assert r.submit("ok", time.time())  # queued behind the busy worker
+        assert not r.submit("ok", time.time())  # the tick is skipped ...
+        time.sleep(0.1)
+        assert jobs.missed == []  # ... and not reported as a missed cycle
+        assert r.skipped == 1
+    finally:
+        jobs.release.set()
+        r.stop(2.0)
+
+
+def test_stop_is_bounded_whatever_runs() -> None:
+    jobs = Jobs(hang={"h"})
+    r = Runner(jobs.job, pool=2, timeout=60.0, missed=jobs.on_missed)
+    r.submit("h", time.time())
+    assert until(lambda: jobs.count("h") == 1)
+    t0 = time.time()
+    left = r.stop(0.5)
+    assert left == ["h"]
+    assert time.time() - t0 < 1.5
+    assert not r.submit("x", time.time())
+    jobs.release.set()
+
+
+def test_wait_settled_waits_for_queued_and_reported_cycles() -> None:
+    jobs = Jobs(hang={"h"})
+    r = Runner(jobs.job, pool=1, timeout=0.3, missed=jobs.on_missed)
+    for n in ("h", "a", "b"):
+        r.answered(n, True)
+        r.submit(n, time.time())
+    assert r.wait_settled(5.0)
+    assert jobs.count("a") == 1 and jobs.count("b") == 1
+    assert [n for n, _ in jobs.missed] == ["h"]
+    jobs.release.set()
+    r.stop(1.0)
