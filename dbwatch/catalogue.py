@@ -14,6 +14,8 @@ ENGINES = ("postgresql", "mysql", "any")
 CATEGORIES = ("sessions", "locks", "mvcc", "schema", "statements", "settings", "queue", "dbwatch")
 UNITS = ("duration", "count", "ratio")
 DOC_SECTIONS = ("what", "why", "fix", "references")
+# A parameter's type is its default's in the rule file (the only default there is).
+PARAM_TYPES = (str, int, float, bool, list)
 _KEYS = {
     "id",
     "name",
@@ -57,10 +59,10 @@ class Rule:
     summary: str
     severity: str
     thresholds: Thresholds | None
-    params: dict[str, Any]
+    params: dict[str, Any]  # typed by validation: str, number, bool or string list
     doc: dict[str, Any]
     path: str = ""
-    raw_thresholds: dict[str, Any] = field(default_factory=dict)
+    raw_thresholds: dict[str, object] = field(default_factory=dict)
 
     @property
     def planned(self) -> bool:
@@ -107,7 +109,17 @@ def build_thresholds(data: dict[str, Any], where: str, problems: list[str]) -> T
     return Thresholds(unit, values["warning"], values["critical"])
 
 
-def _rule_from(data: dict[str, Any], path: Path, problems: list[str]) -> Rule | None:
+def _table(value: object) -> dict[str, object]:
+    """A TOML table as a str-keyed dict (anything else: empty)."""
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _text(data: dict[str, object], key: str, default: str = "") -> str:
+    value = data.get(key, default)
+    return value if isinstance(value, str) else default
+
+
+def _rule_from(data: dict[str, object], path: Path, problems: list[str]) -> Rule | None:
     where = path.name
     before = len(problems)
     for key in data:
@@ -116,38 +128,46 @@ def _rule_from(data: dict[str, Any], path: Path, problems: list[str]) -> Rule | 
     for key in ("id", "name", "engine", "category", "status", "check", "summary", "doc"):
         if key not in data:
             problems.append(f"{where}: {key}: missing")
-    if data.get("id") and data["id"] != path.stem:
-        problems.append(f"{where}: id: {data['id']!r} does not match the file name")
+    rule_id = _text(data, "id")
+    if rule_id and rule_id != path.stem:
+        problems.append(f"{where}: id: {rule_id!r} does not match the file name")
     if data.get("engine") not in ENGINES:
         problems.append(f"{where}: engine: must be one of {', '.join(ENGINES)}")
     if data.get("category") not in CATEGORIES:
         problems.append(f"{where}: category: must be one of {', '.join(CATEGORIES)}")
     if data.get("status") not in ("active", "planned"):
         problems.append(f"{where}: status: must be active or planned")
-    doc = data.get("doc", {})
+    doc = _table(data.get("doc"))
     for sec in DOC_SECTIONS:
         if not doc.get(sec):
             problems.append(f"{where}: doc.{sec}: missing or empty")
-    thr = build_thresholds(dict(data.get("thresholds", {})), f"{where}: thresholds", problems)
-    severity = data.get("severity", "warning")
+    raw_thresholds = _table(data.get("thresholds"))
+    thr = build_thresholds(dict(raw_thresholds), f"{where}: thresholds", problems)
+    severity = _text(data, "severity", "warning")
     if thr is None and severity not in ("warning", "critical"):
         problems.append(f"{where}: severity: must be warning or critical")
+    params = _table(data.get("params"))
+    for key, value in params.items():
+        if not isinstance(value, PARAM_TYPES) or (
+            isinstance(value, list) and not all(isinstance(v, str) for v in value)
+        ):
+            problems.append(f"{where}: params.{key}: a string, number, boolean or string list")
     if len(problems) != before:
         return None
     return Rule(
-        id=data["id"],
-        name=data["name"],
-        engine=data["engine"],
-        category=data["category"],
-        status=data["status"],
-        check=data["check"],
-        summary=data["summary"],
+        id=rule_id,
+        name=_text(data, "name"),
+        engine=_text(data, "engine"),
+        category=_text(data, "category"),
+        status=_text(data, "status"),
+        check=_text(data, "check"),
+        summary=_text(data, "summary"),
         severity=severity,
         thresholds=thr,
-        params=dict(data.get("params", {})),
-        doc=dict(doc),
+        params=params,
+        doc=doc,
         path=str(path),
-        raw_thresholds=dict(data.get("thresholds", {})),
+        raw_thresholds=raw_thresholds,
     )
 
 

@@ -69,7 +69,7 @@ def my(hist: Any, dig: Any = None, **kw: Any) -> Snapshot:
 
 def test_history_explicit_transactions_fetch_before_delete_and_plain_claim() -> None:
     found, ev = run(my(history(laravel(1) + laravel(2), laravel(3))))
-    assert sorted(ev.ran) == ["QU401", "QU402"] and ev.unknown == {}
+    assert sorted(r for r in ev.ran if r.startswith("QU")) == ["QU401", "QU402"] and ev.unknown == {}
     (qu401,) = by_rule(found, "QU401")
     assert qu401.confidence == "high" and qu401.severity == "warning"
     assert qu401.subject == "table jobs" and qu401.evidence["key_columns"] == ["id"]
@@ -99,7 +99,7 @@ def test_a_thread_boundary_is_a_transaction_boundary() -> None:
 
 def test_single_delete_and_skip_locked_are_clean() -> None:
     found, ev = run(my(history(laravel(1, skip=" skip locked", fetch=False))))
-    assert found == [] and sorted(ev.ran) == ["QU401", "QU402"]
+    assert found == [] and sorted(r for r in ev.ran if r.startswith("QU")) == ["QU401", "QU402"]
 
 
 def test_no_qu402_on_a_server_without_skip_locked() -> None:
@@ -117,7 +117,8 @@ def test_digests_alone_are_a_probable_qu401_and_a_qu402() -> None:
     (qu401,) = by_rule(found, "QU401")
     assert qu401.confidence == "probable"
     assert qu401.evidence["select_calls"] == 120 and qu401.evidence["delete_calls"] == 118
-    assert qu401.summary.startswith("`SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE "
+    assert qu401.summary.startswith("probable redundant fetch-before-delete on jobs: "
+                                    "`SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE "
                                     "id = ?` on `jobs` are called about equally often")
     assert qu401.evidence["scope"] == "app" and qu401.evidence["source"] == DIG
     (qu402,) = by_rule(found, "QU402")
@@ -146,7 +147,7 @@ def test_history_and_digests_of_one_table_make_one_finding() -> None:
 def test_sources_switched_off_are_a_note_not_a_failure() -> None:
     s = my(OFF, OFF)
     found, ev = run(s)
-    assert found == [] and sorted(ev.ran) == ["QU401", "QU402"] and ev.unknown == {}
+    assert found == [] and sorted(r for r in ev.ran if r.startswith("QU")) == ["QU401", "QU402"] and ev.unknown == {}
     (note,) = s.unavailable()         # the same reason twice is said once
     assert note.startswith("performance_schema is OFF") and "to enable: under [mysqld]" in note
 

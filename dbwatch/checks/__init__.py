@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalogue import Rule, Thresholds
+from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
 
@@ -28,6 +29,35 @@ class CheckContext:
         if self.thresholds is None:
             return self.rule.severity if value else None
         return self.thresholds.grade(value)
+
+    def param(self, name: str) -> Any:
+        """A rule parameter: the config's override, else the rule file's default — the only
+        default there is (a check never writes its own)."""
+        try:
+            return self.params[name]
+        except KeyError:
+            raise KeyError(f"{self.rule.id}: parameter {name!r} is not declared in its rule file")
+
+    def duration(self, name: str) -> float:
+        """A duration parameter in seconds; an unparsable override falls back to the default."""
+        try:
+            return parse_duration(self.param(name))
+        except (ValueError, TypeError):
+            return parse_duration(self.rule.params[name])
+
+    def count(self, name: str) -> float:
+        """A count parameter ('10000', '10k', 500)."""
+        try:
+            return parse_count(self.param(name))
+        except (ValueError, TypeError):
+            return parse_count(self.rule.params[name])
+
+    def number(self, name: str) -> float:
+        """A plain number parameter (a ratio, seconds as a number)."""
+        try:
+            return float(self.param(name))
+        except (ValueError, TypeError):
+            return float(self.rule.params[name])
 
     def summary(self, **fields: Any) -> str:
         return render(self.rule.summary, fields)

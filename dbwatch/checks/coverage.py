@@ -16,7 +16,7 @@ def incomplete_coverage(ctx: CheckContext) -> Iterator[Finding]:
     gaps = ctx.snapshot.gaps
     if not gaps:
         return
-    listed = int(ctx.params.get("max_listed", 20))
+    listed = int(ctx.count("max_listed"))
     by_reason: dict[str, list[str]] = {}
     for g in gaps[:listed]:
         by_reason.setdefault(g.reason, []).append(g.name)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ..durations import format_duration, parse_duration
+from ..durations import format_duration
 from ..findings import Finding
 from ..scope import deadlock_in_scope
 from . import CheckContext, check
@@ -47,7 +47,7 @@ def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
 def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Finding]:
     """MySQL 8.0.22+: one MY102 per deadlock in performance_schema.error_log (recent ones)."""
     src = status.get("error_log") or {}
-    max_age = parse_duration(ctx.params.get("max_age", "24h"))
+    max_age = ctx.duration("max_age")
     out = []
     for rec in (src.get("deadlocks") or [])[-50:]:
         if not deadlock_in_scope(rec, ctx.snapshot.scope):
@@ -91,7 +91,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     if dl and not deadlock_in_scope(dl, scope):
         return  # none of its tables is in the target's scope
     age = _age(status, dl) if dl else None
-    max_age = parse_duration(ctx.params.get("max_age", "24h"))
+    max_age = ctx.duration("max_age")
     if not dl or (age is not None and age > max_age):
         if since and since > 0:  # the counter moved but the status text shows none of them
             yield _unseen(ctx, since, counter, scope)

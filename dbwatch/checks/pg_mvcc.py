@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..durations import format_duration, parse_count, parse_duration
+from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..targets.quoting import pg_ident_text
@@ -23,26 +23,16 @@ def _worst(*sevs: str | None) -> str | None:
     return max(found, key=severity_rank) if found else None
 
 
-def _count(ctx: CheckContext, key: str, default: float) -> float:
-    try:
-        return parse_count(ctx.params.get(key, default))
-    except ValueError:
-        return default
-
-
 def _xid_grade(ctx: CheckContext, xid_age: int) -> str | None:
-    if xid_age >= _count(ctx, "xid_critical", 20_000_000):
+    if xid_age >= ctx.count("xid_critical"):
         return "critical"
-    if xid_age >= _count(ctx, "xid_warning", 1_000_000):
+    if xid_age >= ctx.count("xid_warning"):
         return "warning"
     return None
 
 
 def _min_age(ctx: CheckContext) -> float:
-    try:
-        return parse_duration(ctx.params.get("cause_min_age", "2s"))
-    except ValueError:
-        return 2.0
+    return ctx.duration("cause_min_age")
 
 
 def history(
@@ -105,14 +95,10 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[st
     dead = ctx.snapshot.section("pg.dead_tuples") or {}
     out: dict[int, list[tuple[dict[str, Any], Cause]]] = {}
     for t in dead.get("tables") or []:
-        limit = _count(
-            ctx,
-            "harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples",
-            500 if t.get("queue") else 10000,
-        )
+        limit = ctx.count("harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples")
         if (t.get("n_dead_tup") or 0) < limit:
             continue
-        c = attribute(t, hs, _min_age(ctx), int(_count(ctx, "cause_min_xids", 1000)))
+        c = attribute(t, hs, _min_age(ctx), int(ctx.count("cause_min_xids")))
         if c is not None:
             out.setdefault(id(c.holder), []).append((t, c))
     return out
@@ -208,9 +194,9 @@ def _growth(ctx: CheckContext, t: dict[str, Any]) -> tuple[float | None, bool]:
 def _dead_grade(ctx: CheckContext, t: dict[str, Any]) -> str | None:
     n = float(t.get("n_dead_tup") or 0)
     if t.get("queue"):
-        if n >= _count(ctx, "queue_critical", 10000):
+        if n >= ctx.count("queue_critical"):
             return "critical"
-        return "warning" if n >= _count(ctx, "queue_warning", 500) else None
+        return "warning" if n >= ctx.count("queue_warning") else None
     return ctx.grade(n)
 
 
@@ -274,7 +260,7 @@ def _no_holder_cause(off: str | None) -> str:
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
 def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
     hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
-    ratio_min = float(ctx.params.get("min_dead_ratio", 0.2))
+    ratio_min = ctx.number("min_dead_ratio")
     for t in ctx.snapshot.section("pg.dead_tuples").get("tables") or []:
         dead, live = int(t.get("n_dead_tup") or 0), int(t.get("n_live_tup") or 0)
         ratio = dead / (dead + live) if dead + live else 0.0
@@ -282,7 +268,7 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         if not sev or ratio < ratio_min:
             continue
         rate, rising = _growth(ctx, t)
-        min_xids = int(_count(ctx, "cause_min_xids", 1000))
+        min_xids = int(ctx.count("cause_min_xids"))
         cause = attribute(t, hs, _min_age(ctx), min_xids, rising)
         if t.get("queue") and cause is None and dead < QUEUE_DEAD_WITHOUT_HOLDER:
             # The queue tightening (dbwatch/queues registry) is for a held horizon: a healthy

@@ -143,7 +143,7 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
     target = _section(ctx).get("retry_after")
     if target:
         return float(target), "target retry_after"
-    return parse_duration(ctx.params.get("retry_after", "90s")), "rule parameter retry_after"
+    return ctx.duration("retry_after"), "rule parameter retry_after"
 
 
 def _lib_text(t: dict[str, Any], attr: str) -> str | None:
@@ -192,8 +192,8 @@ def _literal(text: str) -> str:
 def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
     """graphile-worker: a named queue locked by a worker runs none of its jobs until that
     worker unlocks it (or 4 h pass): its own finding, not a backlog to add workers to."""
-    warn = parse_duration(ctx.params.get("queue_lock_warning", "5m"))
-    crit = parse_duration(ctx.params.get("queue_lock_critical", "30m"))
+    warn = ctx.duration("queue_lock_warning")
+    crit = ctx.duration("queue_lock_critical")
     for t in _tables(ctx, "locks"):
         for row in t["locks"]:
             age = float(row.get("locked_seconds") or 0)
@@ -313,13 +313,13 @@ def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, st
 
 
 def _near_limit(t: dict[str, Any], ctx: CheckContext) -> int:
-    limit = t.get("attempts_limit") or int(parse_count(ctx.params.get("attempts_limit", 255)))
+    limit = t.get("attempts_limit") or int(ctx.count("attempts_limit"))
     return int(limit)
 
 
 @check("queue_attempts", **SECTIONS)
 def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
-    min_attempts = int(ctx.params.get("min_attempts", 2))
+    min_attempts = int(ctx.count("min_attempts"))
     retry_after, _ = _retry_after(ctx)
     for t in _tables(ctx, "repeated"):
         groups = _repeated_groups(t, min_attempts)
@@ -449,7 +449,7 @@ def _short(name: str) -> str:
 
 @check("queue_failed", **SECTIONS)
 def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
-    window, key = _bucket(parse_duration(ctx.params.get("window", "24h")))
+    window, key = _bucket(ctx.duration("window"))
     for t in _tables(ctx, "failed"):
         groups = _failure_groups(t, key)
         capped = len(t["failed"]) >= int(t.get("groups") or 0)

@@ -91,7 +91,7 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
             },
             identity="innodb_print_all_deadlocks",
         )
-    limit = float(ctx.params.get("max_lock_wait_timeout", 120))
+    limit = ctx.number("max_lock_wait_timeout")
     try:
         lwt = float(s.get("innodb_lock_wait_timeout", 50))
     except (TypeError, ValueError):

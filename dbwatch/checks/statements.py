@@ -5,11 +5,11 @@ QU401 probable; a claim's shape alone is enough for QU402). Same detectors as `a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from ..durations import parse_duration
 from ..findings import Finding
 from ..snapshot import Snapshot
 from ..sqlpatterns.detect import (
@@ -22,11 +22,12 @@ from ..sqlpatterns.detect import (
     qu402_finding,
 )
 from ..sqlpatterns.detect import _Pattern as Pattern
-from ..sqlpatterns.fingerprint import Classifier
+from ..sqlpatterns.fingerprint import MAX_STATEMENT, Classifier
 from ..sqlpatterns.transactions import TransactionGrouper
 from . import CheckContext, check
 
 HISTORY = "my.statement_history"
+HISTORY_BUDGET_S = 2.0  # parse time for one cycle's statement history (10,000 statements)
 DIGESTS = {"mysql": "my.statement_digests", "postgresql": "pg.statement_digests"}
 
 
@@ -34,8 +35,22 @@ def _family(snap: Snapshot) -> str:
     return "postgresql" if snap.engine == "postgresql" else "mysql"
 
 
-def _available(section: Any) -> bool:
-    return isinstance(section, dict) and bool(section.get("available"))
+Section = dict[str, object]
+
+
+def _available(section: object) -> Section | None:
+    """The section when its source was available, typed for reading; else None."""
+    if isinstance(section, dict) and section.get("available"):
+        return cast(Section, section)
+    return None
+
+
+def _list(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _num(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 @dataclass
@@ -46,9 +61,11 @@ class HistoryAnalysis:
     threads: int
     transactions: int = 0
     unparsable: int = 0
+    not_examined: int = 0  # statements past the time budget
 
     def evidence(self) -> dict[str, Any]:
         return {
+            "not_examined": self.not_examined,
             "source": self.source,
             "statements_read": self.statements,
             "threads": self.threads,
@@ -59,32 +76,41 @@ class HistoryAnalysis:
 
 # Both checks read the same history: the last analysis is kept with its section (held, so
 # `is` cannot match a new object at a recycled address) and reused, never mutated.
-_last: list[tuple[Any, HistoryAnalysis]] = []
+_last: list[tuple[object, HistoryAnalysis]] = []
 
 
-def analyse_history(section: Any) -> HistoryAnalysis | None:
+def analyse_history(raw: object) -> HistoryAnalysis | None:
     """Statements ordered by (thread, event) → transactions → the pattern detector."""
-    if not _available(section):
+    section = _available(raw)
+    if section is None:
         return None
     last = list(_last)
-    if last and last[0][0] is section:
+    if last and last[0][0] is raw:
         return last[0][1]
     result = _analyse(section)
-    _last[:] = [(section, result)]
+    _last[:] = [(raw, result)]
     return result
 
 
-def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
+def _analyse(section: Section) -> HistoryAnalysis:
     det = PatternDetector(Classifier("mysql"))
     grouper = TransactionGrouper(det.feed, "mysql")
-    current: Any = None
+    current: object = None
     threads = 0
-    for thread, _event, text in section.get("statements") or []:
+    rows = [r for r in _list(section.get("statements")) if isinstance(r, list) and len(r) == 3]
+    deadline = time.monotonic() + HISTORY_BUDGET_S
+    skipped = 0
+    for i, (thread, _event, text) in enumerate(rows):
+        # Other sessions' text is untrusted: a time budget bounds the whole analysis, and
+        # what it did not reach is counted, never silently dropped.
+        if i % 256 == 255 and time.monotonic() > deadline:
+            skipped = len(rows) - i
+            break
         if thread != current:
             if current is not None:
                 grouper.disconnect(current)  # its window ends here; ids are never reused
             current, threads = thread, threads + 1
-        grouper.feed(thread, None, str(text))
+        grouper.feed(thread, None, str(text)[:MAX_STATEMENT])
     grouper.flush()
     return HistoryAnalysis(
         det,
@@ -93,6 +119,7 @@ def _analyse(section: dict[str, Any]) -> HistoryAnalysis:
         threads,
         det.transactions,
         det.classifier.stats.unparsable,
+        skipped,
     )
 
 
@@ -103,29 +130,33 @@ def server_of(snap: Snapshot) -> ServerVersion | None:
     return parse_server_version(snap.server_version, _family(snap))
 
 
-def _digest_rows(section: Any, max_idle: float) -> dict[str, list[tuple[str, int]]]:
+def _digest_rows(raw: object, max_idle: float) -> dict[str, list[tuple[str, int]]]:
     """Digest rows by scope (MySQL: default schema; PostgreSQL: database), stale ones dropped."""
     out: dict[str, list[tuple[str, int]]] = {}
-    if not _available(section):
+    section = _available(raw)
+    if section is None:
         return out
-    for d in section.get("digests") or []:
+    for row in _list(section.get("digests")):
+        if not isinstance(row, dict):
+            continue
+        d = cast(Section, row)
         idle = d.get("idle_seconds")
-        if idle is not None and idle > max_idle:
+        if idle is not None and _num(idle) > max_idle:
             continue
         scope = str(d.get("schema") or d.get("database") or "")
-        out.setdefault(scope, []).append((str(d.get("text") or ""), int(d.get("calls") or 0)))
+        out.setdefault(scope, []).append((str(d.get("text") or ""), int(_num(d.get("calls")))))
     return out
 
 
 def _max_idle(ctx: CheckContext) -> float:
-    return parse_duration(ctx.params.get("digest_max_idle", "1d"))
+    return ctx.duration("digest_max_idle")
 
 
 def _key(f: Finding) -> str:
     return repr(f.identity)
 
 
-def _from_history(ctx: CheckContext, rule: str, server: Any) -> dict[str, Finding]:
+def _from_history(ctx: CheckContext, rule: str, server: ServerVersion | None) -> dict[str, Finding]:
     """The rule's findings from the performance_schema statement history (MySQL family)."""
     snap = ctx.snapshot
     history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
@@ -142,10 +173,10 @@ def _digest_summary(f: Finding) -> str:
     ev = f.evidence
     key = ", ".join(ev["key_columns"])
     return (
+        f"probable redundant fetch-before-delete on {ev['table']}: "
         f"`SELECT … WHERE {key} = ? FOR UPDATE` and `DELETE … WHERE {key} = ?` on "
         f"`{ev['table']}` are called about equally often ({ev['select_calls']:,} and "
-        f"{ev['delete_calls']:,} calls): probably a fetch-before-delete (statement digests "
-        "do not show transactions)"
+        f"{ev['delete_calls']:,} calls; statement digests do not show transactions)"
     )
 
 
@@ -183,7 +214,7 @@ def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     yield from out.values()
 
 
-def _digest_claims(section: Any, max_idle: float, dialect: str) -> dict[str, Pattern]:
+def _digest_claims(section: object, max_idle: float, dialect: str) -> dict[str, Pattern]:
     """Claim-shaped digests without SKIP LOCKED, by table, with their calls."""
     clf = Classifier(dialect)
     claims: dict[str, Pattern] = {}

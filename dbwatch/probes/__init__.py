@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import ProbeError, TargetError
 from ..snapshot import CoverageGap, ProbeFailure, Snapshot
 from ..targets import Connection, scrub
+from ..targets.version import FLAVOURS, ServerVersion
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).with_name("sql")
@@ -120,25 +121,46 @@ class ProbeCache:
 
 
 @cache
-def _sql_variants(engine: str, name: str) -> list[tuple[int, str]]:
-    out = []
+def _sql_variants(engine: str, name: str) -> list[tuple[str | None, int, str]]:
+    """(flavour or None for any, minimum version number, text) of every file for `name`:
+    <name>.sql, <name>_post_<num>.sql, <name>_<flavour>.sql, <name>_<flavour>_post_<num>.sql."""
+    out: list[tuple[str | None, int, str]] = []
     for path in (SQL_DIR / engine).glob(f"{name}*.sql"):
         stem = path.stem
         if stem == name:
-            out.append((0, path.read_text()))
-        elif stem.startswith(f"{name}_post_"):
-            out.append((int(stem.rsplit("_", 1)[1]), path.read_text()))
-    return sorted(out)
+            out.append((None, 0, path.read_text()))
+            continue
+        if not stem.startswith(f"{name}_"):
+            continue
+        rest = stem[len(name) + 1 :]
+        flavour: str | None = None
+        for f in FLAVOURS:
+            if rest == f or rest.startswith(f"{f}_"):
+                flavour, rest = f, rest[len(f) + 1 :]
+                break
+        if rest == "":
+            out.append((flavour, 0, path.read_text()))
+        elif rest.startswith("post_") and rest[5:].isdigit():
+            out.append((flavour, int(rest[5:]), path.read_text()))
+    return sorted(out, key=lambda v: (v[0] is not None, v[1]))
 
 
-def sql(engine: str, name: str, version_num: int) -> str:
-    """The SQL text for this server version."""
+def sql(engine: str, name: str, version: ServerVersion | int) -> str:
+    """The SQL text for this server. With a ServerVersion, files tagged with its flavour win
+    over untagged ones and `_post_<num>` compares numbers of that flavour only (MariaDB
+    10.11 never gets a MySQL 8.0 file). A bare int (the action side, for now) sees only
+    untagged files."""
+    flavour, num = (
+        (version.flavour, version.num) if isinstance(version, ServerVersion) else (None, version)
+    )
     chosen = None
-    for min_version, text in _sql_variants(engine, name):
-        if version_num >= min_version:
+    for tag, min_version, text in _sql_variants(engine, name):
+        if tag is not None and tag != flavour:
+            continue
+        if num >= min_version:
             chosen = text
     if chosen is None:
-        raise ProbeError(name, f"no SQL for {engine} {version_num}")
+        raise ProbeError(name, f"no SQL for {flavour or engine} {num}")
     return chosen
 
 
@@ -295,13 +317,8 @@ class PartialResult:
 
 
 def _features(conn: Connection) -> set[str]:
-    v, flavour = conn.version_num, conn.flavour
     out = set()
-    if (
-        (flavour == "postgresql" and v >= 90500)
-        or (flavour == "mysql" and v >= 80001)
-        or (flavour == "mariadb" and v >= 100600)
-    ):
+    if conn.version.supports_skip_locked():
         out.add("skip_locked")
     return out
 

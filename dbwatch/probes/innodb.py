@@ -67,10 +67,10 @@ def error_log_deadlocks(conn: Connection) -> dict[str, Any]:
     Untested live: no MySQL 8 server here; the row shape follows the manual."""
     from ..deadlocks.perfschema import deadlocks_from_rows
 
-    if conn.flavour != "mysql" or conn.version_num < 80022:
+    if not conn.version.at_least("mysql", 8, 0, 22):
         return {"available": False, "deadlocks": []}
     try:
-        rows = conn.rows(sql("mysql", "error_log_deadlocks", conn.version_num), (ERROR_LOG_WINDOW,))
+        rows = conn.rows(sql("mysql", "error_log_deadlocks", conn.version), (ERROR_LOG_WINDOW,))
     except Exception as exc:  # noqa: BLE001 - optional source: say why, keep the status probe
         return {
             "available": False,
@@ -83,7 +83,7 @@ def error_log_deadlocks(conn: Connection) -> dict[str, Any]:
 
 @probe("my.innodb_status", "mysql", grant=PROCESS_GRANT, server_wide=True)
 def innodb_status(conn: Connection) -> Any:
-    rows = conn.rows(sql("mysql", "innodb_status", 0))
+    rows = conn.rows(sql("mysql", "innodb_status", conn.version))
     text = ""
     if rows:
         row = {k.lower(): v for k, v in rows[0].items()}
@@ -96,9 +96,8 @@ def innodb_status(conn: Connection) -> Any:
 
 @probe("my.innodb_counters", "mysql", server_wide=True)
 def innodb_counters(conn: Connection) -> Any:
-    version = conn.version_num if conn.flavour == "mysql" else 0
     out: dict[str, Any] = {}
-    for r in conn.rows(sql("mysql", "innodb_counters", version)):
+    for r in conn.rows(sql("mysql", "innodb_counters", conn.version)):
         try:
             out[str(r["name"]).lower()] = int(r["value"])
         except (TypeError, ValueError):

@@ -24,7 +24,8 @@ SOURCES = (  # preference order: (schema, table) -> SQL file
 def lock_wait_source(conn: Connection) -> str | None:
     """The SQL file name for this server's lock-wait tables, or None when it has none."""
     found = {
-        (r["table_schema"], r["table_name"]) for r in conn.rows(sql("mysql", "lock_wait_tables", 0))
+        (r["table_schema"], r["table_name"])
+        for r in conn.rows(sql("mysql", "lock_wait_tables", conn.version))
     }
     for table, name in SOURCES:
         if table in found:
@@ -42,7 +43,9 @@ def lock_waits(conn: Connection) -> Any:
     source = lock_wait_source(conn)
     if source is None:
         return {"source": None, "waits": []}
-    rows = [jsonable(r) for r in conn.rows(sql("mysql", source, 0), {"limit": WAIT_LIMIT})]
+    rows = [
+        jsonable(r) for r in conn.rows(sql("mysql", source, conn.version), {"limit": WAIT_LIMIT})
+    ]
     for r in rows:
         r["locked_table"] = _table(r.get("locked_table"))
         for key in ("waiting_trx_id", "blocking_trx_id"):

@@ -13,20 +13,14 @@ PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 
 @probe("my.trx", "mysql", grant=PROCESS_GRANT, server_wide=True)
 def trx(conn: Connection) -> Any:
-    return [
-        jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version_num), {"limit": TRX_LIMIT})
-    ]
+    return [jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version), {"limit": TRX_LIMIT})]
 
 
 @probe("my.settings", "mysql", ttl=60.0)
 def settings(conn: Connection) -> Any:
-    rows = conn.rows(sql("mysql", "settings", _settings_version(conn)))
+    # MariaDB keeps information_schema.GLOBAL_VARIABLES; MySQL 8 moved it (settings_mysql_post_80000).
+    rows = conn.rows(sql("mysql", "settings", conn.version))
     return {str(r["name"]).lower(): r["value"] for r in rows}
-
-
-def _settings_version(conn: Connection) -> int:
-    # MariaDB keeps information_schema.GLOBAL_VARIABLES; MySQL 8 moved it.
-    return conn.version_num if conn.flavour == "mysql" else 0
 
 
 @probe("my.queue_indexes", "mysql", ttl=300.0)
@@ -36,12 +30,12 @@ def queue_indexes(conn: Connection) -> Any:
     schema = getattr(conn.spec, "scoped_database", None)
     name = "queue_indexes_scoped" if schema else "queue_indexes"
     hits: dict[tuple[str, str], set[str]] = {}
-    for r in map(jsonable, conn.rows(sql("mysql", name, conn.version_num), {"schema": schema})):
+    for r in map(jsonable, conn.rows(sql("mysql", name, conn.version), {"schema": schema})):
         hits.setdefault((str(r["schema"]), str(r["table_name"])), set()).add(r["column_name"])
     rows: list[dict[str, Any]] = []
     for sch, table in sorted(k for k, cols in hits.items() if len(cols) == 3)[:1000]:
         found: dict[str, list[tuple[int, str]]] = {}
-        text = sql("mysql", "queue_index_columns", conn.version_num)
+        text = sql("mysql", "queue_index_columns", conn.version)
         for r in map(jsonable, conn.rows(text, {"schema": sch, "table": table})):
             found.setdefault(str(r["index_name"]), []).append((int(r["seq"]), r["column_name"]))
         for index, cols in sorted(found.items()):

@@ -33,7 +33,7 @@ QUEUE_PATTERN = QUEUE_NAME_PATTERN
 def _rows(
     conn: Connection, name: str, params: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    return [jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version_num), params)]
+    return [jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version), params)]
 
 
 def _target_config(config: Any, name: str) -> Any:

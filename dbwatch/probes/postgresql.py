@@ -27,7 +27,7 @@ def sessions(conn: Connection) -> Any:
     rows = [
         jsonable(r)
         for r in conn.rows(
-            sql("postgresql", "sessions", conn.version_num),
+            sql("postgresql", "sessions", conn.version),
             {"limit": SESSION_LIMIT, "database": conn.spec.scoped_database},
         )
     ]
@@ -52,7 +52,7 @@ def sessions(conn: Connection) -> Any:
 def _sees_all_sessions(conn: Connection) -> bool:
     """Superuser or pg_read_all_stats (which pg_monitor includes): else other sessions are
     shown with NULL state, timings and xids — a silent OK unless we say so."""
-    row = conn.rows(sql("postgresql", "visibility", conn.version_num))
+    row = conn.rows(sql("postgresql", "visibility", conn.version))
     return bool(row and row[0].get("sees_all"))
 
 
@@ -60,12 +60,10 @@ def _sees_all_sessions(conn: Connection) -> bool:
 def settings(conn: Connection) -> Any:
     return [
         jsonable(r)
-        for r in conn.rows(
-            sql("postgresql", "settings", conn.version_num), {"names": SAFETY_SETTINGS}
-        )
+        for r in conn.rows(sql("postgresql", "settings", conn.version), {"names": SAFETY_SETTINGS})
     ]
 
 
 @probe("pg.queue_indexes", "postgresql", ttl=300.0)
 def queue_indexes(conn: Connection) -> Any:
-    return [jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version_num))]
+    return [jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version))]

@@ -112,10 +112,10 @@ def account_literal(account: str) -> str:
 
 @probe("my.privileges", "mysql", ttl=60.0)
 def my_privileges(conn: Connection) -> Any:
-    account = str(jsonable(conn.rows(sql("mysql", "privileges_user", 0))[0])["account"])
+    account = str(jsonable(conn.rows(sql("mysql", "privileges_user", conn.version))[0])["account"])
     lines = [
         str(next(iter(jsonable(r).values())))
-        for r in conn.rows(sql("mysql", "privileges_grants", 0))
+        for r in conn.rows(sql("mysql", "privileges_grants", conn.version))
     ]
     g = parse_grants(lines)
     who = account_literal(account)
@@ -158,13 +158,13 @@ def my_privileges(conn: Connection) -> Any:
 
 @probe("pg.privileges", "postgresql", ttl=60.0)
 def pg_privileges(conn: Connection) -> Any:
-    rows = [jsonable(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version_num))]
+    rows = [jsonable(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version))]
     role = rows[0] if rows else {"user": "?", "superuser": False}
     user = pg_ident_text(str(role["user"]))
     hidden = [
         jsonable(r)
         for r in conn.rows(
-            sql("postgresql", "privileges_queue_tables", conn.version_num),
+            sql("postgresql", "privileges_queue_tables", conn.version),
             {"markers": list(MARKER_COLUMNS), "limit": PG_LIMIT},
         )
     ]

@@ -117,7 +117,7 @@ def discover_all(conn: Connection, engine: str) -> tuple[list[dict[str, Any]], b
     capped = False
     if engine == "postgresql":
         rows = conn.rows(
-            sql(engine, "queue_tables", conn.version_num), {"markers": list(MARKER_COLUMNS)}
+            sql(engine, "queue_tables", conn.version), {"markers": list(MARKER_COLUMNS)}
         )
     else:
         rows, capped = _my_candidates(conn)
@@ -163,7 +163,7 @@ def _my_candidates(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
         params["schema"] = schema
     current = schema or getattr(conn.spec, "database", None)
     tables: dict[tuple[str, str], list[str]] = {}
-    raw = conn.rows(sql("mysql", name, conn.version_num), params)
+    raw = conn.rows(sql("mysql", name, conn.version), params)
     for r in map(jsonable, raw):
         key = (str(r["schema"]), str(r["table_name"]))
         tables.setdefault(key, []).append(f"{r['column_name']} {r.get('column_type') or ''}")
@@ -207,7 +207,7 @@ def _render(text: str, engine: str, t: dict[str, Any]) -> str:
 def _bounds(conn: Connection, t: dict[str, Any]) -> dict[str, Any]:
     """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
     most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
-    text = _render(sql("mysql", "queue_bounds", conn.version_num), "mysql", t)
+    text = _render(sql("mysql", "queue_bounds", conn.version), "mysql", t)
     row = conn.rows(text, {"window": WINDOW})[0]
     lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
     return {
@@ -243,7 +243,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
                 params |= _bounds(conn, t)
                 out["window_capped_ids"] = params.pop("beyond_window")
             est = conn.rows(
-                sql("mysql", "queue_estimate", conn.version_num),
+                sql("mysql", "queue_estimate", conn.version),
                 {"schema": t["schema"], "table": t["table"]},
             )
             out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
@@ -253,7 +253,7 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
         name = f"queue_{t['kind']}_{aspect}"
         if not _has_sql(engine, name):
             continue
-        text = _render(sql(engine, name, conn.version_num), engine, t)
+        text = _render(sql(engine, name, conn.version), engine, t)
         params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
         try:
             out[aspect] = [jsonable(r) for r in conn.rows(text, params)]
@@ -276,7 +276,7 @@ def _schedule(found: list[dict[str, Any]], state: dict[str, Any] | None) -> list
 
 def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
     engine = conn.engine
-    if engine == "postgresql" and conn.version_num >= 110000:
+    if conn.version.at_least("postgresql", 11):
         # With cold statistics a 1 M-row table's estimates pass jit_above_cost and JIT
         # compilation alone took seconds (measured: 3.5 s for a query reading no row).
         conn.rows("SET jit = off")

@@ -8,10 +8,13 @@ A source that is switched off by configuration is not a failure: its section is
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+
+from psycopg import sql as psql
 
 from ..errors import ProbeError
 from ..targets import Connection
+from ..targets.quoting import pg_ident
 from . import PartialResult, probe, sql
 
 log = logging.getLogger(__name__)
@@ -44,7 +47,7 @@ PGSS_FIX = (
 _logged: set[tuple[str, str]] = set()
 
 
-def unavailable(conn: Connection, reason: str, fix: str, **extra: Any) -> dict[str, Any]:
+def unavailable(conn: Connection, reason: str, fix: str, **extra: object) -> dict[str, object]:
     """The section of a source switched off by configuration; logged once per target."""
     key = (conn.spec.name, reason)
     if key not in _logged:
@@ -53,23 +56,61 @@ def unavailable(conn: Connection, reason: str, fix: str, **extra: Any) -> dict[s
     return {"available": False, "reason": reason, "fix": fix, **extra}
 
 
-def _rows(
-    conn: Connection, name: str, params: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
+Row = dict[str, object]
+
+
+def _rows(conn: Connection, name: str, params: dict[str, object] | None = None) -> list[Row]:
     """Query; a refusal names the performance_schema grant rather than a generic one."""
     try:
-        return conn.rows(sql("mysql", name, conn.version_num), params)
+        return list(conn.rows(sql("mysql", name, conn.version), params))
     except ProbeError as exc:
         if exc.privilege:
             raise ProbeError(name, exc.detail, PFS_GRANT, privilege=True) from None
         raise
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
 
 
-def consumers(conn: Connection) -> dict[str, Any]:
+def _int(value: object) -> int:
+    """A counter from the driver (int, Decimal or digits as text); 0 when it is none of those."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    text = _text(value).strip()
+    return int(text) if text.lstrip("-").isdigit() else 0
+
+
+@dataclass(frozen=True)
+class Consumers:
+    """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
+
+    performance_schema: bool
+    enabled: dict[str, bool]
+    history_long_size: int
+    history_size: int
+    max_sql_text_length: int
+
+    def on(self, name: str) -> bool:
+        return self.enabled.get(name, False)
+
+    def history_table(self) -> str | None:
+        if not (
+            self.on("global_instrumentation")
+            and self.on("thread_instrumentation")
+            and self.on("events_statements_current")
+        ):
+            return None
+        if self.on("events_statements_history_long") and self.history_long_size > 0:
+            return "events_statements_history_long"
+        if self.on("events_statements_history") and self.history_size > 0:
+            return "events_statements_history"
+        return None
+
+
+def consumers(conn: Connection) -> Consumers:
     """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
     var = {
         _text(r["Variable_name"]).lower(): _text(r["Value"])
@@ -82,40 +123,24 @@ def consumers(conn: Connection) -> dict[str, Any]:
     }
 
     def size(name: str) -> int:
-        value = var.get(f"performance_schema_{name}", "0")
-        return int(value) if value.lstrip("-").isdigit() else 0
+        return max(_int(var.get(f"performance_schema_{name}", "0")), 0)
 
-    return {
-        "performance_schema": on,
-        "consumers": enabled,
-        "history_long_size": size("events_statements_history_long_size"),
-        "history_size": size("events_statements_history_size"),
-        "max_sql_text_length": size("max_sql_text_length"),
-    }
-
-
-def _history_table(c: dict[str, Any]) -> str | None:
-    on = c["consumers"]
-    if not (
-        on.get("global_instrumentation")
-        and on.get("thread_instrumentation")
-        and on.get("events_statements_current")
-    ):
-        return None
-    if on.get("events_statements_history_long") and c["history_long_size"] > 0:
-        return "events_statements_history_long"
-    if on.get("events_statements_history") and c["history_size"] > 0:
-        return "events_statements_history"
-    return None
+    return Consumers(
+        on,
+        enabled,
+        size("events_statements_history_long_size"),
+        size("events_statements_history_size"),
+        size("max_sql_text_length"),
+    )
 
 
 @probe("my.statement_history", "mysql", grant=PFS_GRANT)
-def statement_history(conn: Connection) -> Any:
+def statement_history(conn: Connection) -> dict[str, object]:
     """Recent statements of other sessions, ordered by (thread, event), for transaction grouping."""
     c = consumers(conn)
-    if not c["performance_schema"]:
+    if not c.performance_schema:
         return unavailable(conn, PFS_OFF, PFS_ON_FIX)
-    table = _history_table(c)
+    table = c.history_table()
     if table is None:
         off = [
             n
@@ -124,17 +149,17 @@ def statement_history(conn: Connection) -> Any:
                 "events_statements_history",
                 "events_statements_history_long",
             )
-            if not c["consumers"].get(n)
+            if not c.on(n)
         ]
         return unavailable(
             conn,
             "statement history: performance_schema consumers "
             f"{', '.join(off) or 'global/thread instrumentation'} disabled",
             CONSUMERS_FIX,
-            consumers=c["consumers"],
+            consumers=c.enabled,
         )
     if table.endswith("_long"):
-        big = c["history_long_size"] > HISTORY_LIMIT
+        big = c.history_long_size > HISTORY_LIMIT
         name = "statement_history_newest" if big else "statement_history_long"
     else:
         name = "statement_history_recent"
@@ -143,27 +168,25 @@ def statement_history(conn: Connection) -> Any:
         "available": True,
         "source": f"performance_schema.{table}",
         "limit": HISTORY_LIMIT,
-        "buffer_size": c["history_long_size"] if table.endswith("_long") else c["history_size"],
-        "max_sql_text_length": c["max_sql_text_length"],
+        "buffer_size": c.history_long_size if table.endswith("_long") else c.history_size,
+        "max_sql_text_length": c.max_sql_text_length,
         "statements": [
-            [int(r["thread_id"]), int(r["event_id"]), _text(r["sql_text"])] for r in rows
+            [_int(r["thread_id"]), _int(r["event_id"]), _text(r["sql_text"])] for r in rows
         ],
     }
 
 
 @probe("my.statement_digests", "mysql", grant=PFS_GRANT)
-def statement_digests(conn: Connection) -> Any:
+def statement_digests(conn: Connection) -> dict[str, object]:
     """Digests of locking reads and deletes, most called first."""
     c = consumers(conn)
-    if not c["performance_schema"]:
+    if not c.performance_schema:
         return unavailable(conn, PFS_OFF, PFS_ON_FIX)
-    if not (
-        c["consumers"].get("global_instrumentation") and c["consumers"].get("statements_digest")
-    ):
+    if not (c.on("global_instrumentation") and c.on("statements_digest")):
         return unavailable(
             conn, "statement digests: statements_digest consumer disabled", DIGEST_FIX
         )
-    params = {
+    params: dict[str, object] = {
         "for_update": "%FOR UPDATE%",
         "for_share": "%FOR SHARE%",
         "share_mode": "%LOCK IN SHARE MODE%",
@@ -180,50 +203,53 @@ def statement_digests(conn: Connection) -> Any:
             {
                 "schema": _text(r["schema_name"]) or None,
                 "text": _text(r["digest_text"]),
-                "calls": int(r["calls"] or 0),
-                "idle_seconds": None if r["idle_seconds"] is None else int(r["idle_seconds"]),
+                "calls": _int(r["calls"]),
+                "idle_seconds": None if r["idle_seconds"] is None else _int(r["idle_seconds"]),
             }
             for r in rows
         ],
     }
 
 
-def _quote(name: str) -> str:
-    """An identifier from pg_extension, quoted, with % doubled for the driver's paramstyle."""
-    return ('"' + name.replace('"', '""') + '"').replace("%", "%%")
+def _digests_sql(conn: Connection, schema: str) -> str:
+    """The digest query on the extension's view, composed by psycopg (the schema name from
+    pg_extension is an identifier, never template text); '%' doubled for the paramstyle."""
+    view = pg_ident(schema.replace("%", "%%"), "pg_stat_statements")
+    text = sql("postgresql", "statement_digests", conn.version)
+    return psql.SQL(text).format(view=view).as_string(None)
 
 
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
-def pg_statement_digests(conn: Connection) -> Any:
+def pg_statement_digests(conn: Connection) -> dict[str, object] | PartialResult:
     """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
-    ext = conn.rows(sql("postgresql", "statement_digests_extension", conn.version_num))
+    ext: list[Row] = list(conn.rows(sql("postgresql", "statement_digests_extension", conn.version)))
     if not ext:
         return unavailable(
             conn,
             "statement digests: pg_stat_statements is not installed in this database",
             PGSS_FIX,
         )
-    view = f"{_quote(str(ext[0]['schema']))}.pg_stat_statements"
-    text = sql("postgresql", "statement_digests", conn.version_num).replace("{view}", view)
+    schema = _text(ext[0]["schema"])
+    text = _digests_sql(conn, schema)
     patterns = ["%for update%", "%for no key update%", "%for share%", "%for key share%", "%delete%"]
     try:
-        rows = conn.rows(text, {"patterns": patterns, "limit": DIGEST_LIMIT})
+        rows: list[Row] = list(conn.rows(text, {"patterns": patterns, "limit": DIGEST_LIMIT}))
     except ProbeError as exc:
         if "shared_preload_libraries" not in exc.detail:
             raise
         return unavailable(
             conn, "statement digests: pg_stat_statements is installed but not loaded", PGSS_FIX
         )
-    data = {
+    data: dict[str, object] = {
         "available": True,
-        "source": f"{ext[0]['schema']}.pg_stat_statements",
+        "source": f"{schema}.pg_stat_statements",
         "limit": DIGEST_LIMIT,
-        "version": ext[0]["version"],
+        "version": _text(ext[0]["version"]),
         "digests": [
             {
-                "database": r["database"],
-                "text": str(r["query"] or ""),
-                "calls": int(r["calls"] or 0),
+                "database": None if r["database"] is None else _text(r["database"]),
+                "text": _text(r["query"]),
+                "calls": _int(r["calls"]),
                 "idle_seconds": None,
             }
             for r in rows

@@ -11,8 +11,9 @@ from typing import Any
 
 from dbwatch.findings import Finding
 from dbwatch.queues import QUEUE_TABLE_NAMES
-from dbwatch.sqlpatterns.fingerprint import Classifier, Shape
+from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
+from dbwatch.targets.version import SKIP_LOCKED_SINCE
 
 EXAMPLE_CHARS = 300
 # The registry's library table names (dbwatch/queues), plus generic queue names seen in apps.
@@ -20,7 +21,11 @@ QUEUE_TABLES = QUEUE_TABLE_NAMES | frozenset({"queue_jobs", "job_queue", "queue"
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
 # Statement kinds whose text the detector reads; it needs only the kind of the others.
 RELEVANT_KINDS = frozenset({"select", "delete"})
-SKIP_LOCKED_SINCE = {"mysql": (8, 0, 1), "mariadb": (10, 6), "postgresql": (9, 5)}
+VERSION_CHARS = 200
+# Anchored on a digit that follows no digit, so a long digit run is scanned once, not once
+# per position.
+_VERSION_NUMBER = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?")
+_BARE_NUMBER = re.compile(r"(?<!\d)(\d{1,6})()()")
 
 
 @dataclass(frozen=True)
@@ -30,14 +35,16 @@ class ServerVersion:
     text: str
 
     def supports_skip_locked(self) -> bool:
-        return self.version >= SKIP_LOCKED_SINCE[self.engine]
+        padded = (*self.version, 0, 0, 0)[: max(3, len(self.version))]
+        return padded >= SKIP_LOCKED_SINCE[self.engine]
 
 
 def parse_server_version(text: str, default_engine: str | None = None) -> ServerVersion | None:
     """'10.11.19-MariaDB-0+deb12u1', '8.0.36', 'mariadb 10.5', 'postgresql 15.2' → ServerVersion."""
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    text = text[:VERSION_CHARS]  # untrusted (a log header): bounded before any search
+    m = _VERSION_NUMBER.search(text)
     if m is None:
-        m = re.search(r"(\d+)()()", text)
+        m = _BARE_NUMBER.search(text)
         if m is None:
             return None
     version = tuple(int(g) for g in m.groups() if g)
@@ -61,7 +68,7 @@ def _base(table: str | None) -> str:
     return (table or "").rsplit(".", 1)[-1]
 
 
-def _value(raw: Any, params: dict[str, str] | None) -> str | None:
+def _value(raw: Value, params: dict[str, str] | None) -> str | None:
     """A comparable key value, or None when the log does not show it (a placeholder)."""
     if not isinstance(raw, str):
         return None
@@ -135,7 +142,7 @@ class PatternDetector:
         self._claims: dict[int, tuple[Shape, str | None]] = {}
         self._pairs: dict[tuple[int, int, int, int], tuple[Shape, Shape, _Plan | None]] = {}
 
-    def _classify(self, s: Statement) -> tuple[Shape, tuple[Any, ...]] | None:
+    def _classify(self, s: Statement) -> tuple[Shape, Values] | None:
         return self.classifier.classify(s.text)
 
     def feed(self, txn: Transaction) -> None:
@@ -189,7 +196,7 @@ class PatternDetector:
         return table
 
     def _match_delete(
-        self, shape: Shape, values: tuple[Any, ...], s: Statement, stmts: list[Statement], i: int
+        self, shape: Shape, values: Values, s: Statement, stmts: list[Statement], i: int
     ) -> tuple[str, tuple[str, ...]] | None:
         """The next data statement deletes the same row by the same key: record it."""
         j = i + 1
@@ -221,9 +228,8 @@ class PatternDetector:
             v, w = values[k], dvalues[dk]
             if no_params and v == w:
                 continue  # the same literal: the same value, whatever it is
-            v = _value(v, s.params)
-            w = _value(w, d.params)
-            if v is not None and w is not None and v != w:
+            sv, dv = _value(v, s.params), _value(w, d.params)
+            if sv is not None and dv is not None and sv != dv:
                 return None
         p = self.qu401.get(key)
         if p is None:
@@ -366,6 +372,13 @@ def detect_transactions(
     return det.findings(server, target)
 
 
+@dataclass(slots=True)
+class _Digest:
+    calls: int
+    example: str
+    fingerprint: str
+
+
 def detect_digests(
     rows: Iterable[tuple[str, int]],
     target: str,
@@ -376,8 +389,8 @@ def detect_digests(
     """Weak signal: `SELECT … WHERE id = ? FOR UPDATE` and `DELETE … WHERE id = ?` on one
     table called about equally often (performance_schema digests / pg_stat_statements)."""
     clf = Classifier(dialect)
-    sel: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
-    dele: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+    sel: dict[tuple[str, tuple[str, ...]], _Digest] = {}
+    dele: dict[tuple[str, tuple[str, ...]], _Digest] = {}
     for text, calls in rows:
         c = clf.classify(text or "")
         if c is None or c[0].key_eq is None or not c[0].table:
@@ -390,15 +403,20 @@ def detect_digests(
             bucket = dele
         else:
             continue
-        slot = bucket.setdefault(key, [0, text[:EXAMPLE_CHARS], shape.fingerprint])
-        slot[0] += int(calls)
+        slot = bucket.setdefault(key, _Digest(0, text[:EXAMPLE_CHARS], shape.fingerprint))
+        slot.calls += int(calls)
     out = []
     for key in sorted(sel.keys() & dele.keys()):
         s, d = sel[key], dele[key]
-        lo, hi = sorted((s[0], d[0]))
+        lo, hi = sorted((s.calls, d.calls))
         if lo < min_calls or hi == 0 or lo / hi < 1 - tolerance:
             continue
-        p = _Pattern(count=lo, transactions=lo, example=[s[1], d[1]], fingerprints=[s[2], d[2]])
+        p = _Pattern(
+            count=lo,
+            transactions=lo,
+            example=[s.example, d.example],
+            fingerprints=[s.fingerprint, d.fingerprint],
+        )
         out.append(
             qu401_finding(
                 key[0],
@@ -406,7 +424,7 @@ def detect_digests(
                 p,
                 target,
                 confidence="probable",
-                extra={"select_calls": s[0], "delete_calls": d[0], "source": "digest"},
+                extra={"select_calls": s.calls, "delete_calls": d.calls, "source": "digest"},
             )
         )
     return out

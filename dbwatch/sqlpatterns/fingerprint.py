@@ -1,16 +1,19 @@
-"""Statement fingerprints and a cheap classifier (sqlparse, once per statement shape).
+"""Statement fingerprints and a cheap classifier (tokenized once per statement shape).
 
-Untrusted text: truncated before parsing, sqlparse's grouping limits kept, failures counted.
+Untrusted text: truncated before parsing, linear-time scanners only (no backtracking
+regex), token and nesting budgets; whatever is over them is counted as unparsable.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
-import sqlparse
-from sqlparse import tokens as T
+from dbwatch.sqlpatterns.tokens import Token, tokenize
+
+# The text of the i-th '?' of a shape: a literal as written, or an IN list's literals.
+Value = str | tuple[str, ...]
+Values = tuple[Value, ...]
 
 MAX_STATEMENT = 16 * 1024  # bytes of a statement we look at; the rest is never parsed
 CACHE_SIZE = 20_000  # distinct shapes kept; cleared when full (cheap, rare)
@@ -27,32 +30,33 @@ _LIT = {
     # with one character class (and dispatch on it by look-behinds), which lets the regex
     # engine skip to candidate positions instead of trying every one.
     "mysql": re.compile(
-        r"""[-+'"\d?$%](?:(?<=')(?:[^'\\]++|\\.|'')*+'|(?<=")(?:[^"\\]++|\\.|"")*+"""
-        '"'
+        r"""[-+'"\d?$%](?:(?<=')(?:[^'\\]++|\\.?|'')*+(?:'|\Z)|(?<=")(?:[^"\\]++|\\.?|"")*+"""
+        '(?:"|\\Z)'
         r"""|(?<=[-+])(?<![\w$.].)(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"""
         r"""|(?<=\d)(?<![\w$.]\d)(?:(?<=0)x[0-9a-fA-F]+|\d*(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w$])"""
         r"""|(?<=\?)|(?<=\$)\d+|(?<=%)s)""",
         re.DOTALL,
     ),
     "postgresql": re.compile(
-        r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.|'')*+'"""
-        r"""|'(?:[^']++|'')*+'|\$\$.*?\$\$|""" + _NUM + "|" + _PH + ")",
+        r"""(?=['\d?$%+eE-])(?:(?<![\w$])[eE]'(?:[^'\\]++|\\.?|'')*+(?:'|\Z)"""
+        r"""|'(?:[^']++|'')*+(?:'|\Z)|\$\$.*?(?:\$\$|\Z)|""" + _NUM + "|" + _PH + ")",
         re.DOTALL,
     ),
 }
 _COMMENTS = {
     # Strings are matched (and kept) so a '--' inside a literal is not taken for a comment.
     "mysql": re.compile(
-        r"""('(?:[^'\\]++|\\.|'')*+'|"(?:[^"\\]++|\\.|"")*+")"""
-        r"""|/\*.*?(?:\*/|$)|(?:--\s|#)[^\n]*""",
+        r"""('(?:[^'\\]++|\\.?|'')*+(?:'|\Z)|"(?:[^"\\]++|\\.?|"")*+(?:"|\Z))"""
+        r"""|/\*.*?(?:\*/|\Z)|(?:--\s|#)[^\n]*""",
         re.DOTALL,
     ),
-    "postgresql": re.compile(r"""([eE]?'(?:[^']++|'')*+')|/\*.*?(?:\*/|$)|--[^\n]*""", re.DOTALL),
+    "postgresql": re.compile(
+        r"""([eE]?'(?:[^']++|'')*+(?:'|\Z))|/\*.*?(?:\*/|\Z)|--[^\n]*""", re.DOTALL
+    ),
 }
 # The same scan as a split: [text, literal, text, literal, …, text].
 _LIT_SPLIT = {d: re.compile("(" + p.pattern + ")", p.flags) for d, p in _LIT.items()}
 _IN_LIST = re.compile(r"\(\s*\?(?:\s*,\s*\?)+\s*\)")
-_FIRST_WORD = re.compile(r"\s*(?:(?:/\*.*?\*/|--[^\n]*\n|#[^\n]*\n)\s*)*([A-Za-z_]+)", re.DOTALL)
 _AUTOCOMMIT = re.compile(
     r"\s*set\s+(?:session\s+|local\s+|@@session\.|@@local\.|@@)?autocommit\s*(?:=|to)\s*'?(\w+)",
     re.IGNORECASE,
@@ -93,15 +97,47 @@ _FAST_KIND = {w: _WORD_KIND[w] for w in ("select", "delete", "update", "insert",
 _FAST_KIND.update({w.upper(): k for w, k in _FAST_KIND.items()})
 
 
+FIRST_WORD_WINDOW = 512  # characters of leading comments and space looked through
+
+
+def first_word(text: str, limit: int = FIRST_WORD_WINDOW) -> str | None:
+    """The first word after leading whitespace and comments (a scanner: linear, no regex).
+
+    A regex for "comments, then a word" backtracked exponentially on `/**/` repeated
+    (issue 18): each comment could also be read as part of a longer one."""
+    end = min(len(text), limit)
+    i = 0
+    while i < end:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2, end)
+            if close < 0:
+                return None
+            i = close + 2
+        elif c == "#" or text.startswith("--", i):
+            nl = text.find("\n", i, end)
+            if nl < 0:
+                return None
+            i = nl + 1
+        else:
+            break
+    j = i
+    while j < end and (text[j] == "_" or ("a" <= text[j].lower() <= "z")):
+        j += 1
+    return text[i:j] if j > i else None
+
+
 def quick_kind(text: str) -> str:
     """Statement kind from its first words only: enough to group transactions, no parsing."""
     kind = _FAST_KIND.get(text[:6])
     if kind is not None and not text[6:7].isalnum() and text[6:7] != "_":
         return kind
-    m = _FIRST_WORD.match(text, 0, 512)
-    if m is None:
+    word = first_word(text)
+    if word is None:
         return "empty" if not text.strip() else "other"
-    kind = _WORD_KIND.get(m.group(1).lower(), "other")
+    kind = _WORD_KIND.get(word.lower(), "other")
     if kind == "set":
         a = _AUTOCOMMIT.match(text, 0, 256)
         if a is not None:
@@ -140,10 +176,10 @@ EXACT_KIND = {
 }
 
 
-def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, tuple[Any, ...]]:
+def prenormalise(text: str, dialect: str = "mysql") -> tuple[str, Values]:
     """(shape, values): literals and placeholders become '?', comments and case go.
 
-    The shape is the cache key for the sqlparse classification; values[i] is the text of
+    The shape is the cache key for the classification; values[i] is the text of
     the i-th '?' (a literal as written, or '?'/'$1' for a placeholder; an IN list is a tuple).
     """
     t, shape, flat = _shape(text, dialect)
@@ -161,14 +197,14 @@ def _shape(text: str, dialect: str) -> tuple[str, str, str]:
     return t, flat, flat
 
 
-def _values(t: str, shape: str, flat: str, dialect: str) -> tuple[Any, ...]:
+def _values(t: str, shape: str, flat: str, dialect: str) -> Values:
     values = tuple(_LIT[dialect].findall(t))
     return values if shape is flat else _collapse_in_lists(flat, values)
 
 
-def _collapse_in_lists(flat: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+def _collapse_in_lists(flat: str, values: Values) -> Values:
     """Values to go with `IN (?, ?, ?)` → `IN (?)`: each list becomes one tuple."""
-    out: list[Any] = []
+    out: list[Value] = []
     pos = 0
     i = 0
     for m in _IN_LIST.finditer(flat):
@@ -176,7 +212,7 @@ def _collapse_in_lists(flat: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
         out.extend(values[i : i + before])
         i += before
         n = m.group(0).count("?")
-        out.append(tuple(values[i : i + n]))
+        out.append(tuple(v for v in values[i : i + n] if isinstance(v, str)))
         i += n
         pos = m.end()
     out.extend(values[i:])
@@ -205,7 +241,7 @@ class Shape:
 @dataclass(slots=True)
 class ClassifierStats:
     classified: int = 0
-    parsed: int = 0  # sqlparse runs (cache misses)
+    parsed: int = 0  # shapes tokenized (cache misses)
     unparsable: int = 0
     truncated: int = 0
     cache_clears: int = 0
@@ -213,15 +249,15 @@ class ClassifierStats:
 
 @dataclass
 class Classifier:
-    """Classifies statements; each distinct shape goes through sqlparse once (bounded cache)."""
+    """Classifies statements; each distinct shape is tokenized once (bounded cache)."""
 
     dialect: str = "mysql"
     stats: ClassifierStats = field(default_factory=ClassifierStats)
     _cache: dict[str, Shape | None] = field(default_factory=dict)
-    _recent: dict[str, tuple[Shape, tuple[Any, ...]]] = field(default_factory=dict)
+    _recent: dict[str, tuple[Shape, Values]] = field(default_factory=dict)
     _templates: dict[str, tuple[str, str]] = field(default_factory=dict)
 
-    def classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
+    def classify(self, text: str) -> tuple[Shape, Values] | None:
         """(shape, values), or None when the statement cannot be parsed (counted)."""
         self.stats.classified += 1
         # Busy workers repeat the exact same text (a claim's `available_at <= now` changes
@@ -236,7 +272,7 @@ class Classifier:
             self._recent[text] = result
         return result
 
-    def _classify(self, text: str) -> tuple[Shape, tuple[Any, ...]] | None:
+    def _classify(self, text: str) -> tuple[Shape, Values] | None:
         if len(text) > MAX_STATEMENT:
             self.stats.truncated += 1
         try:
@@ -254,9 +290,7 @@ class Classifier:
             self.stats.unparsable += 1
             return None
         key, flat = norm
-        shape = self._cache.get(key, _MISSING)
-        if shape is _MISSING:
-            shape = self._parse(key)
+        shape = self._cache[key] if key in self._cache else self._parse(key)
         if shape is None:
             self.stats.unparsable += 1
             return None
@@ -282,13 +316,10 @@ class Classifier:
         self.stats.parsed += 1
         try:
             shape: Shape | None = parse_shape(key)
-        except Exception:  # noqa: BLE001 - sqlparse limits (SQLParseError), lexer surprises
+        except Exception:  # noqa: BLE001 - over the token/depth budget, surprises
             shape = None
         self._cache[key] = shape
         return shape
-
-
-_MISSING: Any = object()
 
 
 def fingerprint(text: str, dialect: str = "mysql") -> str:
@@ -299,35 +330,15 @@ def fingerprint(text: str, dialect: str = "mysql") -> str:
         return ""
 
 
-def _unquote(name: str) -> str:
-    if len(name) >= 2 and name[0] in '`"[' and name[-1] in '`"]':
-        name = name[1:-1]
-    return name.lower()
-
-
-def _is_name(tok: Any) -> bool:
-    return (
-        tok.ttype in T.Name
-        and tok.ttype is not T.Name.Placeholder
-        or tok.ttype is T.Literal.String.Symbol
-    )
-
-
 def parse_shape(shape: str) -> Shape:
-    """Classify one pre-normalised statement with sqlparse (grouping limits left on)."""
-    stmts = sqlparse.parse(shape)
-    if not stmts:
-        raise ValueError("empty statement")
-    toks = [
-        t
-        for t in stmts[0].flatten()  # type: ignore[no-untyped-call]
-        if not t.is_whitespace and t.ttype not in T.Comment
-    ]
+    """Classify one pre-normalised statement (linear tokenizer, token and depth budgets)."""
+    toks = tokenize(shape)
+    if ";" in shape:
+        cut = next((i for i, t in enumerate(toks) if t.word == ";"), len(toks))
+        toks = toks[:cut] if cut else toks[1:]
     if not toks:
         raise ValueError("empty statement")
-    words = [_unquote(t.value) if _is_name(t) else t.value.lower() for t in toks]
-    kind = quick_kind(shape)
-    return _ShapeBuilder(toks, words, kind).build()
+    return _ShapeBuilder(toks, [t.word for t in toks], quick_kind(shape)).build()
 
 
 _WHERE_END = frozenset(
@@ -350,7 +361,7 @@ _WHERE_END = frozenset(
 class _ShapeBuilder:
     """Walks the flat token list once; keeps only what the detectors ask for."""
 
-    def __init__(self, toks: list[Any], words: list[str], kind: str) -> None:
+    def __init__(self, toks: list[Token], words: list[str], kind: str) -> None:
         self.toks, self.words, self.kind = toks, words, kind
 
     def build(self) -> Shape:
@@ -363,7 +374,7 @@ class _ShapeBuilder:
             table=self._table(),
             key_eq=key_eq,
             where_cols=frozenset(where_cols),
-            columns=frozenset(w for t, w in zip(self.toks, words) if _is_name(t)),
+            columns=frozenset(w for t, w in zip(self.toks, words) if t.name),
             lock=self._lock(joined),
             skip_locked="skip locked" in joined,
             nowait=" nowait" in joined,
@@ -383,11 +394,11 @@ class _ShapeBuilder:
     def _name_at(self, i: int) -> tuple[str | None, int]:
         """A possibly dotted name starting at token i: (name, next index)."""
         toks, words = self.toks, self.words
-        if i >= len(toks) or not _is_name(toks[i]):
+        if i >= len(toks) or not toks[i].name:
             return None, i
         parts = [words[i]]
         i += 1
-        while i + 1 < len(toks) and words[i] == "." and _is_name(toks[i + 1]):
+        while i + 1 < len(toks) and words[i] == "." and toks[i + 1].name:
             parts.append(words[i + 1])
             i += 2
         return ".".join(parts), i
@@ -418,7 +429,7 @@ class _ShapeBuilder:
             i = words.index("where") + 1
         except ValueError:
             return None, set()
-        ph_index = sum(1 for t in toks[:i] if t.ttype is T.Name.Placeholder)
+        ph_index = sum(1 for t in toks[:i] if t.placeholder)
         eqs: list[tuple[str, int]] = []
         cols: set[str] = set()
         pure = True
@@ -427,11 +438,7 @@ class _ShapeBuilder:
             if name is not None:
                 col = name.rsplit(".", 1)[-1]
                 cols.add(col)
-                if (
-                    j + 1 < len(toks)
-                    and words[j] == "="
-                    and toks[j + 1].ttype is T.Name.Placeholder
-                ):
+                if j + 1 < len(toks) and words[j] == "=" and toks[j + 1].placeholder:
                     eqs.append((col, ph_index))
                     ph_index += 1
                     i = j + 2
@@ -439,7 +446,7 @@ class _ShapeBuilder:
                 pure = False
                 i = j
                 continue
-            if toks[i].ttype is T.Name.Placeholder:
+            if toks[i].placeholder:
                 ph_index += 1
                 pure = False
             elif words[i] != "and":

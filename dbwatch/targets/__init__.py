@@ -12,6 +12,7 @@ from ..errors import TargetError
 from .secrets import register_secret
 from .secrets import scrub as scrub_text
 from .urls import parse_url, redact_url
+from .version import ServerVersion
 
 __all__ = ["parse_url", "redact_url", "scrub", "scrub_text", "spec_for", "spec_from_config"]
 
@@ -160,7 +161,8 @@ class Connection(Protocol):
     engine: str
     flavour: str
     server_version: str
-    version_num: int
+    version_num: int  # the flavour's own number: compare only within one flavour
+    version: ServerVersion
     spec: TargetSpec
     server_key: str  # which server, for dbwatch's own connection ids (targets.own)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import pymysql
@@ -21,18 +20,10 @@ from . import (
     url_parts,
 )
 from .own import OWN_SESSIONS, server_key
+from .version import ServerVersion
 
 # 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
 _PRIV_ERRORS = {1227, 1142, 1143, 1044, 1045}
-
-
-def version_num(version: str) -> int:
-    """'8.0.36' -> 80036, '10.11.19-MariaDB' -> 101119 (compare within one flavour only)."""
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    if not m:
-        return 0
-    major, minor, patch = (int(x) for x in m.groups())
-    return major * 10000 + minor * 100 + patch
 
 
 def _connect(kwargs: dict[str, Any], spec: TargetSpec) -> Any:
@@ -55,7 +46,8 @@ class MyConnection:
         self.server_key = server_key("mysql", where, getattr(conn, "port", None))
         OWN_SESSIONS.add(self.server_key, self.thread_id)
         self.flavour = "mariadb" if "mariadb" in self.server_version.lower() else "mysql"
-        self.version_num = version_num(self.server_version)
+        self.version = ServerVersion.from_mysql_text(self.server_version)
+        self.version_num = self.version.num
         self._limit_session()
 
     def _limit_session(self) -> None:

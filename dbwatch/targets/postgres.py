@@ -20,6 +20,7 @@ from . import (
 )
 from .own import OWN_SESSIONS, server_key
 from .urls import parse_url
+from .version import ServerVersion
 
 _OPTIONS = (
     f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
@@ -43,6 +44,7 @@ class PgConnection:
         self.spec = spec
         self.conn = conn
         self.version_num = int(conn.info.server_version)
+        self.version = ServerVersion.from_pg_num(self.version_num)
         self.server_version = str(conn.info.parameter_status("server_version") or self.version_num)
         self.database = conn.info.dbname
         self.backend_pid = conn.info.backend_pid

@@ -128,6 +128,31 @@ def test_history_reports_fetch_before_delete_and_plain_claim(pfs: Any, begin: st
     assert rc == 1
 
 
+FREEZER = "/**/" * 40 + "(SELECT 1)"  # issue 18: 170 bytes that froze the daemon
+
+
+def test_the_freezing_statement_in_the_history_is_read_in_time(pfs: Any) -> None:
+    """The 170-byte statement that sent a regex into exponential backtracking, run for real
+    so it sits in performance_schema's history beside a worker: the audit answers at once
+    and still finds the worker's pattern."""
+    reset(pfs)
+    with pfs.connect() as conn, conn.cursor() as cur:
+        for _ in range(50):
+            cur.execute(FREEZER)
+            try:  # a syntax error is recorded in the history all the same
+                cur.execute("/*" + "*/" * 50 + "select 1")
+            except pymysql.err.ProgrammingError:
+                pass
+    t = run_worker(pfs, "start transaction", fetch=True)
+    start = time.monotonic()
+    _rc, doc = audit(pfs.url())
+    took = time.monotonic() - start
+    assert took < 30, f"audit took {took:.1f} s"
+    (qu401,) = of(doc, "QU401", t)
+    assert qu401["evidence"]["count"] == N_JOBS and qu401["evidence"]["not_examined"] == 0
+    assert qu401["evidence"]["statements_read"] > 100  # the freezers were read, not skipped
+
+
 def test_single_delete_with_skip_locked_is_clean(pfs: Any) -> None:
     reset(pfs)
     t = run_worker(pfs, "start transaction", fetch=False, skip=" skip locked")

@@ -23,7 +23,7 @@ from dbwatch.sqlpatterns.fingerprint import Classifier
 from dbwatch.sqlpatterns.logs.lines import LineStats, iter_lines, open_log
 from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, read_general, read_slow
 from dbwatch.sqlpatterns.logs.postgres import SEVERITIES, read_csvlog, read_jsonlog, read_stderr
-from dbwatch.sqlpatterns.logs.transcript import has_several, read_transcript, split_statements
+from dbwatch.sqlpatterns.logs.transcript import Split, has_several, read_transcript
 from dbwatch.sqlpatterns.transactions import TransactionGrouper
 
 __all__ = ["FORMATS", "LogAnalysis", "LogStats", "analyse_logs", "detect_format"]
@@ -110,8 +110,11 @@ class _Analysis:
         self, conn: Hashable, ts: str | None, text: str, params: dict[str, str] | None = None
     ) -> None:
         if ";" in text and has_several(text):  # multi-statement string: each on its own
-            for piece in split_statements(text):
+            split = Split(text)
+            for piece in split.pieces:
                 self._feed(conn, ts, piece, params)
+            if split.capped:  # the rest of a hostile string: counted, not examined
+                self.lstats.unreadable += 1
             return
         self._feed(conn, ts, text, params)
 

@@ -61,12 +61,13 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
             elif cur_cmd in _NEW_SESSION:
                 sink.connect(cur_conn)
             continue
-        m = match(line)
+        # An entry starts with a timestamp digit or a tab: other lines skip the regex.
+        m = match(line) if line[:1] == "\t" or line[:1].isdigit() else None
         if m is None:
             if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
                 if size < MAX_ENTRY:  # continuation of a multi-line statement
                     parts.append(line)
-                    size += len(line)
+                    size += len(line) + 1  # newlines count: empty lines are bounded too
                 continue
             if _header(line, sink) or not line:
                 continue
@@ -124,7 +125,7 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
             elif line.startswith("# administrator command: Quit"):
                 if conn is not None:
                     sink.disconnect(conn)
-            else:
+            elif "Thread_id:" in line or "User@Host:" in line:  # the regex only where it can match
                 m = SLOW_THREAD.match(line)
                 if m is not None:
                     conn = m.group(1) or m.group(2)
@@ -143,7 +144,7 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
             continue
         if size < MAX_ENTRY:
             parts.append(line)
-            size += len(line)
+            size += len(line) + 1  # newlines count: empty lines are bounded too
     if parts:
         _slow_flush(sink, conn, ts, parts)
 

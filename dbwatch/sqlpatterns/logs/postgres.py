@@ -9,6 +9,7 @@ import csv
 import json
 import re
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
@@ -37,7 +38,7 @@ SEVERITIES = frozenset(
 )
 _SESSION = re.compile(r"(?<![\w.])([0-9a-f]{6,8}\.[0-9a-f]{1,8})(?![\w.])")
 _PID = re.compile(r"\[(\d+)\]|\bpid[=:]\s*(\d+)")
-_PARAM = re.compile(r"\$(\d+) = (NULL|'(?:[^']|'')*')")
+_PARAM = re.compile(r"\$(\d+) = (NULL|'(?:[^']++|'')*+(?:'|\Z))")
 _VERSION = re.compile(r"starting (PostgreSQL \d+(?:\.\d+)*)")
 _CSV_SEVERITY, _CSV_MESSAGE, _CSV_DETAIL, _CSV_PID, _CSV_SESSION = 11, 13, 14, 3, 5
 
@@ -122,7 +123,7 @@ def read_stderr(lines: Iterable[str], sink: Sink) -> None:
         if line.startswith("\t"):
             if parts and size < MAX_ENTRY:
                 parts.append(line[1:])
-                size += len(line)
+                size += len(line) + 1  # newlines count: empty lines are bounded too
             continue
         i = line.find(":  ")
         j = line.rfind(" ", 0, i) + 1 if i > 0 else -1
@@ -173,13 +174,17 @@ def read_jsonlog(lines: Iterable[str], sink: Sink) -> None:
         if not line:
             continue
         try:
-            rec = json.loads(line)
-            key = str(rec.get("session_id") or rec.get("pid"))
-            sev, msg = rec.get("error_severity", ""), rec.get("message", "")
-            detail = rec.get("detail")
-        except (ValueError, AttributeError, TypeError):
+            parsed: object = json.loads(line)
+        except ValueError:
             sink.unreadable()
             continue
+        if not isinstance(parsed, dict):
+            sink.unreadable()
+            continue
+        rec = cast("dict[str, object]", parsed)
+        key = str(rec.get("session_id") or rec.get("pid"))
+        sev, msg = rec.get("error_severity", ""), rec.get("message", "")
+        detail = rec.get("detail")
         if not isinstance(msg, str) or not isinstance(sev, str):
             sink.unreadable()
             continue
