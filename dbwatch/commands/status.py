@@ -74,6 +74,9 @@ class FleetState:
     def outbox_size(self) -> dict[str, int]:
         return self.state.outbox_size()
 
+    def dropped(self) -> list[dict[str, Any]]:
+        return self.state.dropped()
+
     def leases(self) -> dict[str, Any]:
         from ..daemon.fleet import holders
 

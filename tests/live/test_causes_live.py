@@ -121,7 +121,8 @@ def test_pg202_names_autovacuum_disabled_on_the_table(uniq: str, tmp_path: Path,
         server_off = admin.execute("SELECT current_setting('autovacuum')").fetchone()[0] == "off"
         admin.execute(f"CREATE TABLE {table} (id int) WITH (autovacuum_enabled = false)")
         try:
-            admin.execute(f"INSERT INTO {table} SELECT generate_series(1, 3000)")
+            # a queue-named table needs 5,000 dead tuples before PG202 speaks without a holder
+            admin.execute(f"INSERT INTO {table} SELECT generate_series(1, 6000)")
             admin.execute(f"DELETE FROM {table}")
             _flush_stats(admin)
             time.sleep(1.2)
