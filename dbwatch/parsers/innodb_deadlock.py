@@ -299,23 +299,7 @@ def _build_locks(st: _State, by_id: dict[Any, int]) -> tuple[DeadlockLock, ...]:
         if owner is None:
             owner = 0 if lk["role"] == "conflicting" else lk["owner_n"]
         waiting = lk["waiting"] or lk["role"] == "waiting"
-        out.append(
-            DeadlockLock(
-                n=owner,
-                waiting=waiting,
-                mode=lk["mode"],
-                db=lk["db"],
-                table=lk["table"],
-                index=lk["index"],
-                special=lk["special"],
-                insert_intention=lk["insert_intention"],
-                lock_type=lk["lock_type"],
-                trx_id=lk["trx_id"],
-                space_id=lk["space_id"],
-                page_no=lk["page_no"],
-                heap_nos=tuple(lk["heap_nos"]),
-            )
-        )
+        out.append(lock_from(lk, owner, waiting, tuple(lk["heap_nos"])))
     return tuple(dict.fromkeys(out))
 
 
@@ -353,3 +337,25 @@ def _pick_victim(st: _State, live: frozenset[str] | None) -> tuple[int | None, s
         return gone[0].n, "transactions-list"
     pool = gone or st.trxs
     return min(pool, key=_weight).n, "weight"
+
+
+def lock_from(
+    lk: dict[str, Any], n: int, waiting: bool, heap_nos: tuple[int, ...] = ()
+) -> DeadlockLock:
+    """A DeadlockLock from a parsed lock line's fields (deadlock sections and the
+    TRANSACTIONS list share the line format)."""
+    return DeadlockLock(
+        n=n,
+        waiting=waiting,
+        mode=lk["mode"],
+        db=lk["db"],
+        table=lk["table"],
+        index=lk["index"],
+        special=lk["special"],
+        insert_intention=lk["insert_intention"],
+        lock_type=lk["lock_type"],
+        trx_id=lk["trx_id"],
+        space_id=lk["space_id"],
+        page_no=lk["page_no"],
+        heap_nos=heap_nos,
+    )

@@ -22,7 +22,7 @@ from dbwatch.parsers.innodb_common import (
     parse_thread,
     parse_trx_state,
 )
-from dbwatch.parsers.innodb_deadlock import DeadlockLock
+from dbwatch.parsers.innodb_deadlock import DeadlockLock, lock_from
 
 MAX_TRX_LIST = 100_000
 _WAITING = re.compile(r"^------- TRX HAS BEEN WAITING (\d+) (us|SEC|sec) FOR THIS LOCK")
@@ -68,20 +68,7 @@ class TrxInfo:
         lk = parse_lock_line(self.waiting_lock_line) if self.waiting_lock_line else None
         if lk is None:
             return None
-        return DeadlockLock(
-            n=0,
-            waiting=True,
-            mode=lk["mode"],
-            db=lk["db"],
-            table=lk["table"],
-            index=lk["index"],
-            special=lk["special"],
-            insert_intention=lk["insert_intention"],
-            lock_type=lk["lock_type"],
-            trx_id=lk["trx_id"],
-            space_id=lk["space_id"],
-            page_no=lk["page_no"],
-        )
+        return lock_from(lk, 0, True)
 
     def __getattr__(self, name: str) -> Any:
         # Reached only for a field missing from __dict__: the details of a list entry
