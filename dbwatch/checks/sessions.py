@@ -127,20 +127,14 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
         sev = ctx.grade(age)
         if sev and not _ignored(ctx, t.get("user"), None):
             ev = _my_evidence(t, age)
-            fix, tail = _my_advice(ctx, t, ev)
-            summary = (
+            yield _my_finding(
+                ctx,
+                t,
+                sev,
+                ev,
                 f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) has had InnoDB "
                 f"transaction {ev['trx_id']} open for {ev['age']} "
-                f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)"
-            ) + (tail or "")
-            yield ctx.finding(
-                severity=sev,
-                subject=f"thread {t.get('thread_id')}",
-                summary=summary,
-                evidence=ev,
-                fix=fix,
-                identity=[t.get("thread_id"), str(t.get("trx_id"))],
-                session=_waiting_or(ev, _my_identity(ctx, t)),
+                f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)",
             )
 
 
@@ -173,18 +167,28 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
         if sev and not _ignored(ctx, t.get("user"), None):
             ev = _my_evidence(t, float(t.get("trx_seconds") or 0))
             ev["idle"] = format_duration(idle)
-            fix, tail = _my_advice(ctx, t, ev)
-            summary = (
+            yield _my_finding(
+                ctx,
+                t,
+                sev,
+                ev,
                 f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) sleeps for "
                 f"{ev['idle']} with InnoDB transaction {ev['trx_id']} open for "
-                f"{ev['age']} ({ev['rows_locked']} rows locked)"
-            ) + (tail or "")
-            yield ctx.finding(
-                severity=sev,
-                subject=f"thread {t.get('thread_id')}",
-                summary=summary,
-                evidence=ev,
-                fix=fix,
-                identity=[t.get("thread_id"), str(t.get("trx_id"))],
-                session=_waiting_or(ev, _my_identity(ctx, t)),
+                f"{ev['age']} ({ev['rows_locked']} rows locked)",
             )
+
+
+def _my_finding(
+    ctx: CheckContext, t: dict[str, Any], sev: str, ev: dict[str, Any], head: str
+) -> Finding:
+    """MY001/MY002: the summary head plus the blocker's tail, the fix, the thread identity."""
+    fix, tail = _my_advice(ctx, t, ev)
+    return ctx.finding(
+        severity=sev,
+        subject=f"thread {t.get('thread_id')}",
+        summary=head + (tail or ""),
+        evidence=ev,
+        fix=fix,
+        identity=[t.get("thread_id"), str(t.get("trx_id"))],
+        session=_waiting_or(ev, _my_identity(ctx, t)),
+    )
