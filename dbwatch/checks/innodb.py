@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from ..deadlocks.text import deadlock_fields, victim_text
 from ..durations import format_duration
 from ..findings import Finding
 from ..scope import deadlock_in_scope
@@ -25,14 +26,6 @@ def _age(status: dict[str, Any], dl: dict[str, Any]) -> float | None:
     if now is None or then is None:
         return None
     return max((now - then).total_seconds(), 0.0)
-
-
-def _victim_text(dl: dict[str, Any]) -> str:
-    for t in dl.get("transactions", []):
-        if t.get("victim"):
-            q = " ".join(str(t.get("query") or "").split())[:120]
-            return f"thread {t.get('thread_id')} ({t.get('user')}) was rolled back: {q}"
-    return "victim unknown"
 
 
 def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
@@ -55,24 +48,11 @@ def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Fin
         age = _age(status, rec)
         if age is not None and age > max_age:
             continue
-        diag = rec.get("diagnosis") or {}
-        out.append(
-            ctx.finding(
-                severity=ctx.rule.severity,
-                subject=f"deadlock {rec.get('at')}",
-                summary=f"deadlock at {rec.get('at')} (performance_schema.error_log) — "
-                f"{diag.get('pattern', 'generic')}: {_victim_text(rec)}",
-                fix=str(diag.get("fix") or ""),
-                evidence={
-                    "deadlock": rec,
-                    "diagnosis": diag,
-                    "rules": diag.get("rules", []),
-                    "source": "performance_schema.error_log",
-                    "age_seconds": age,
-                },
-                identity=rec.get("key"),
-            )
+        fields = deadlock_fields(
+            rec, "performance_schema.error_log", "performance_schema.error_log"
         )
+        fields["evidence"]["age_seconds"] = age
+        out.append(ctx.finding(severity=ctx.rule.severity, **fields))
     return out
 
 
@@ -105,7 +85,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     )
     summary = (
         f"deadlock at {dl.get('at')} ({format_duration(age)} ago) — "
-        f"{diag.get('pattern', 'generic')}: {_victim_text(dl)}{extra}"
+        f"{diag.get('pattern', 'generic')}: {victim_text(dl)}{extra}"
     )
     yield ctx.finding(
         severity=ctx.rule.severity,

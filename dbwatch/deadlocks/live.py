@@ -11,37 +11,19 @@ from typing import Any
 from ..findings import Finding
 from ..probes.innodb import deadlock_record
 from .tailer import load_position, poll, save_position
+from .text import deadlock_fields, victim_text
 
 log = logging.getLogger(__name__)
 
 MAX_SEPARATE = 5  # more new deadlocks than this in one look: one summary finding
 
 
-def _victim_text(rec: dict[str, Any]) -> str:
-    for t in rec.get("transactions", []):
-        if t.get("victim"):
-            q = " ".join(str(t.get("query") or "").split())[:120]
-            return f"thread {t.get('thread_id')} rolled back: {q}"
-    return "victim not known"
-
-
 def _finding(rule: str, target: str, rec: dict[str, Any], severity: str) -> Finding:
-    diag = rec.get("diagnosis") or {}
     return Finding(
         rule=rule,
         severity=severity,
         target=target,
-        subject=f"deadlock {rec.get('at')}",
-        summary=f"deadlock at {rec.get('at')} (from the server log) — "
-        f"{diag.get('pattern', 'generic')}: {_victim_text(rec)}",
-        fix=str(diag.get("fix") or ""),
-        evidence={
-            "deadlock": rec,
-            "diagnosis": diag,
-            "rules": diag.get("rules", []),
-            "source": "log_file",
-        },
-        identity=rec.get("key"),
+        **deadlock_fields(rec, "from the server log", "log_file"),
     )
 
 
@@ -55,7 +37,7 @@ def _burst(rule: str, target: str, recs: list[dict[str, Any]], severity: str) ->
         target=target,
         subject=f"deadlocks {recs[0].get('at')} … {latest.get('at')}",
         summary=f"{len(recs)} deadlocks in the server log since the last look ({top}); "
-        f"latest: {_victim_text(latest)}",
+        f"latest: {victim_text(latest)}",
         fix=str((latest.get("diagnosis") or {}).get("fix") or ""),
         evidence={
             "count": len(recs),
