@@ -155,24 +155,17 @@ def probe_target(
 
 
 def contained_probe_target(
-    spec: TargetSpec,
-    catalogue: dict[str, Rule],
-    config: Config,
-    selection: Selection,
-    state: Any = None,
-    cache: ProbeCache | None = None,
-    pool: ConnectionPool | None = None,
-    shared: SharedProbes | None = None,
+    spec: TargetSpec, catalogue: dict[str, Rule], config: Config, selection: Selection
 ) -> TargetResult:
-    """probe_target, with a bug anywhere in it reported against this target only."""
+    """probe_target for `audit`, with a bug anywhere in it reported against this target only
+    (the daemon contains each cycle itself)."""
+    started = time.perf_counter()
     try:
-        return probe_target(spec, catalogue, config, selection, state, cache, pool, shared)
+        return probe_target(spec, catalogue, config, selection)
     except Exception as exc:  # one target's bug must not lose the others
         log.exception("audit of %s failed", spec.name)
         err = TargetError(spec.name, scrub(f"internal error: {type(exc).__name__}: {exc}", spec))
-        snap = unreachable_snapshot(spec.name, spec.engine, err)
-        ev = evaluate(snap, catalogue, config, Selection(), state)
-        return TargetResult(spec, snap, ev, error=err.detail)
+        return _unreachable(spec, catalogue, config, None, err, started)
 
 
 def share_key(spec: TargetSpec) -> str:
