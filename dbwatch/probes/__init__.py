@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import ProbeError, TargetError
 from ..snapshot import CoverageGap, ProbeFailure, Snapshot
+from ..snapshot.sections import build as build_section
 from ..targets import Connection, scrub
 from ..targets.version import FLAVOURS, ServerVersion
 
@@ -256,15 +257,16 @@ def run_probes(
             stats.seconds += time.perf_counter() - t0
             stats.per_probe[name] = round(time.perf_counter() - t0, 4)
             stats.queries += 1
-            stats.rows += len(data) if isinstance(data, list) else 1
+            stats.rows += len(data) if isinstance(data, (list, tuple)) else 1
         complete = True  # only complete results are cached: gaps and refusals must repeat
         if isinstance(data, Covered):
             gaps += data.gaps
             data, complete = data.data, False
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
-            data = data.data
-        elif cache is not None and p.ttl and complete:
+            data, complete = data.data, False
+        data = build_section(name, data)  # typed rows, once, at the probe boundary
+        if cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)

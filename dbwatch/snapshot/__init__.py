@@ -6,8 +6,13 @@ unknown (DW001), never a silent OK.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, TypeVar
+
+from .sections import SectionKey, build
+from .values import JSON, as_json
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,18 @@ class Snapshot:
     gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
     scope: str | None = None  # the database per-database rules are limited to; None = all
 
+    def __post_init__(self) -> None:
+        # every section typed once, whoever built the snapshot (probes, tests, the daemon)
+        typed = {name: build(name, data) for name, data in self.sections.items()}
+        object.__setattr__(self, "sections", typed)
+
+    def get(self, key: SectionKey[T]) -> T | None:
+        """The section's typed data, or None if the probe failed or was not run."""
+        data = self.sections.get(key.name)
+        return None if data is None else key.build(data)
+
     def section(self, name: str) -> Any:
-        """The section's data, or None if the probe failed or was not run."""
+        """Untyped access, for sections not yet in the registry; prefer get(KEY)."""
         return self.sections.get(name)
 
     def has(self, name: str) -> bool:
@@ -57,16 +72,24 @@ class Snapshot:
                 out[f"{data.get('reason')}; to enable: {data.get('fix')}"] = None
         return list(out)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         return {
             "target": self.target,
             "engine": self.engine,
             "server_version": self.server_version,
             "version_num": self.version_num,
             "taken_at": self.taken_at,
-            "sections": self.sections,
-            "failures": [f.__dict__ for f in self.failures],
-            "features": sorted(self.features),
-            "gaps": [g.__dict__ for g in self.gaps],
+            "sections": {n: _jsonable(d) for n, d in self.sections.items()},
+            "failures": as_json([asdict(f) for f in self.failures]),
+            "features": as_json(sorted(self.features)),
+            "gaps": as_json([asdict(g) for g in self.gaps]),
             "scope": self.scope,
         }
+
+
+def _jsonable(data: object) -> JSON:
+    if is_dataclass(data) and not isinstance(data, type):
+        return as_json(asdict(data))
+    if isinstance(data, tuple):
+        return [_jsonable(r) for r in data]
+    return as_json(data)

@@ -1,0 +1,64 @@
+"""The section registry: each snapshot section's name, the type of its data, and the one
+function that builds that data from the driver's rows (or a test's YAML).
+
+A probe returns driver rows; `build()` turns them into frozen rows once, at the probe
+boundary; checks read `snapshot.get(KEY)` and see typed data only. Builders are
+idempotent: data already built passes through unchanged (the daemon's probe cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, Self, TypeVar
+
+from .values import Row, as_rows
+
+T = TypeVar("T")
+R = TypeVar("R", bound="FromRow")
+
+
+class FromRow(Protocol):
+    @classmethod
+    def from_row(cls, row: Row) -> Self: ...
+
+
+@dataclass(frozen=True)
+class SectionKey(Generic[T]):
+    """A section's name and its builder; `snapshot.get(key)` is typed by it."""
+
+    name: str
+    build: Callable[[object], T]
+
+
+SECTIONS: dict[str, SectionKey[object]] = {}
+
+
+def section(name: str, build: Callable[[object], T]) -> SectionKey[T]:
+    key = SectionKey(name, build)
+    SECTIONS[name] = key  # type: ignore[assignment]  # registry of heterogeneous keys
+    return key
+
+
+def rows_of(cls: type[R]) -> Callable[[object], tuple[R, ...]]:
+    """A builder for a section that is a list of rows of one type."""
+
+    def build(data: object) -> tuple[R, ...]:
+        if isinstance(data, tuple) and all(isinstance(r, cls) for r in data):
+            return data
+        return tuple(cls.from_row(r) for r in as_rows(data))
+
+    return build
+
+
+def _load() -> None:
+    from . import my, pg, queues  # noqa: F401  (registers their sections)
+
+
+def build(name: str, data: object) -> object:
+    """The section's typed data (None stays None); an unregistered section is kept as is."""
+    if data is None:
+        return None
+    _load()
+    key = SECTIONS.get(name)
+    return data if key is None else key.build(data)

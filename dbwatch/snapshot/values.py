@@ -1,0 +1,155 @@
+"""Narrowing driver values to Python types at the probe boundary.
+
+A driver row is a mapping of column name to `object`: nothing downstream sees `Any`.
+These helpers turn one value into the type a row's field declares, tolerating what
+drivers and JSON give (Decimal, bytes, text numbers, datetimes); a value of the wrong
+kind becomes None rather than a wrong number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import TypeAlias
+
+# JSON as it leaves dbwatch (evidence, state, webhooks): recursive, never Any.
+JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
+JSONObject: TypeAlias = "dict[str, JSON]"
+Row: TypeAlias = Mapping[str, object]
+
+
+def opt_int(v: object) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, int):  # bool included: True is 1
+        return v
+    if isinstance(v, (float, Decimal)):
+        return int(v)
+    if isinstance(v, (str, bytes)):
+        try:
+            return int(float(v))
+        except ValueError:
+            return None
+    return None
+
+
+def opt_float(v: object) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (str, bytes)):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def opt_str(v: object) -> str | None:
+    """Text: bytes decoded (replacing what is not UTF-8), timestamps as ISO 8601."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return str(int(v)) if v == int(v) else str(v)
+    return str(v)
+
+
+def to_str(v: object, default: str = "") -> str:
+    s = opt_str(v)
+    return default if s is None else s
+
+
+def to_int(v: object, default: int = 0) -> int:
+    i = opt_int(v)
+    return default if i is None else i
+
+
+def to_float(v: object, default: float = 0.0) -> float:
+    f = opt_float(v)
+    return default if f is None else f
+
+
+def opt_bool(v: object) -> bool | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float, Decimal)):
+        return bool(v)
+    if isinstance(v, (str, bytes)):
+        t = opt_str(v)
+        return (t or "").strip().lower() in ("1", "t", "true", "on", "yes", "y")
+    return bool(v)
+
+
+def to_bool(v: object) -> bool:
+    return bool(opt_bool(v))
+
+
+def int_list(v: object) -> tuple[int, ...]:
+    """An int[] column (pg_blocking_pids) or its text form '{1,2}'."""
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        v = [p for p in v.strip("{}").split(",") if p.strip()]
+    if isinstance(v, Sequence) and not isinstance(v, (bytes, bytearray)):
+        return tuple(i for i in (opt_int(x) for x in v) if i is not None)
+    return ()
+
+
+def str_list(v: object) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, Sequence) and not isinstance(v, (bytes, bytearray)):
+        return tuple(to_str(x) for x in v)
+    return ()
+
+
+def lower_keys(row: Mapping[object, object]) -> dict[str, object]:
+    """MySQL's information_schema answers in upper case: one spelling for the builders."""
+    return {str(k).lower(): v for k, v in row.items()}
+
+
+def as_row(v: object) -> Row:
+    """A mapping from a driver or a test's YAML; anything else is an empty row."""
+    if isinstance(v, Mapping):
+        return lower_keys(v)
+    return {}
+
+
+def as_rows(v: object) -> list[Row]:
+    if v is None or isinstance(v, (str, bytes, Mapping)):
+        return []
+    if isinstance(v, Sequence):
+        return [as_row(r) for r in v]
+    return []
+
+
+def as_json(v: object) -> JSON:
+    """A value made JSON-safe (evidence): datetimes and bytes as text, Decimals as numbers,
+    tuples as lists, dataclass rows by their to_json()."""
+    if v is None or isinstance(v, (str, bool, int, float)):
+        return v
+    if isinstance(v, Decimal):
+        return int(v) if v == int(v) else float(v)
+    if isinstance(v, (bytes, bytearray, datetime)):
+        return opt_str(v)
+    if isinstance(v, Mapping):
+        return {str(k): as_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [as_json(x) for x in v]
+    to_json = getattr(v, "to_json", None)
+    if callable(to_json):
+        out: JSON = to_json()
+        return out
+    return str(v)
