@@ -28,10 +28,9 @@ import time
 from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
-from ..probes import sql
 from ..targets import Connection
 from .guards import Decision, Session, is_dump_statement
-from .sessions import my_sql
+from .statements import action_sql
 
 log = logging.getLogger(__name__)
 GONE = "no longer the same session or transaction at the moment of the kill; nothing signalled"
@@ -119,7 +118,7 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
         # no statement has started since, and what the guards saw still holds
         now: dict[str, object] = {"user": s.user, "command": s.command, "query_id": s.query_id}
     else:
-        pre = conn.rows(sql("mysql", my_sql(conn, "terminate_recheck"), 0), {"thread_id": tid})
+        pre = conn.rows(action_sql(conn, "terminate_recheck"), {"thread_id": tid})
         if not pre or pre[0].get("user") != s.user:
             return replace(d, action="gone", reason=GONE)
         now = pre[0]
@@ -141,14 +140,14 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
     if conn.flavour == "mariadb":
         if now.get("query_id") is None or int(str(now["query_id"])) != live.query_id:
             return replace(d, action="gone", reason=GONE)  # a statement in between
-        name = "terminate_kill_query_mariadb" if cancel else "terminate_kill_mariadb"
+        name = "terminate_kill_query" if cancel else "terminate_kill"
         params = {
             "thread_id": tid,
             "query_id": live.query_id,
             "command": str(now.get("command") or ""),
             "user": str(now.get("user") or ""),
         }
-        rows = conn.rows(sql("mysql", name, 0), params)
+        rows = conn.rows(action_sql(conn, name), params)
         if not rows or not int(rows[0].get("matched") or 0):
             return replace(d, action="gone", reason=GONE)
     else:
@@ -164,7 +163,7 @@ def _my_code(detail: str) -> int:
 def _rds_kill(conn: Connection, tid: int, cancel: bool) -> bool:
     """RDS-style servers refuse KILL of other users' threads; their procedures do it."""
     try:
-        names = {r["name"] for r in conn.rows(sql("mysql", "terminate_rds_routines", 0))}
+        names = {r["name"] for r in conn.rows(action_sql(conn, "terminate_rds_routines"))}
     except ProbeError:
         return False
     proc = "rds_kill_query" if cancel else "rds_kill"

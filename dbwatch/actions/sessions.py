@@ -12,11 +12,11 @@ from typing import Any
 
 from ..checks.lockgraph import LockGraph
 from ..errors import ProbeError
-from ..probes import sql
 from ..probes.my_locks import lock_waits
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
 from .guards import IDLE_STATES, Session
+from .statements import action_sql
 
 log = logging.getLogger(__name__)
 SESSION_LIMIT = 5000
@@ -39,7 +39,7 @@ def read_sessions(
 
 def pg_sessions(conn: Connection, target: str, database: str | None = None) -> list[Session]:
     rows = conn.rows(
-        sql("postgresql", "terminate_sessions", conn.version_num),
+        action_sql(conn, "terminate_sessions"),
         {"limit": SESSION_LIMIT, "database": database},
     )
     seen = time.monotonic()
@@ -97,7 +97,7 @@ def holder_session(h: dict[str, Any], target: str) -> Session:
 def _optional(conn: Connection, name: str) -> list[dict[str, Any]] | None:
     """A query that privileges or a disabled performance_schema may refuse: None then."""
     try:
-        return conn.rows(sql("mysql", name, 0))
+        return conn.rows(action_sql(conn, name))
     except ProbeError as exc:
         log.debug("%s unavailable on %s: %s", name, conn.spec.name, exc.detail)
         return None
@@ -115,13 +115,8 @@ def my_superusers(conn: Connection) -> set[str] | None:
     return names or None
 
 
-def my_sql(conn: Connection, name: str) -> str:
-    """MariaDB's PROCESSLIST has QUERY_ID (MySQL's has not): its own SQL file."""
-    return f"{name}_mariadb" if conn.flavour == "mariadb" else name
-
-
 def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[Session]:
-    rows = conn.rows(sql("mysql", my_sql(conn, "terminate_threads"), 0), {"limit": SESSION_LIMIT})
+    rows = conn.rows(action_sql(conn, "terminate_threads"), {"limit": SESSION_LIMIT})
     seen = time.monotonic()
     own = OWN_SESSIONS.ids(conn.server_key)
     read = _optional(conn, "terminate_programs")

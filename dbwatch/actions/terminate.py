@@ -13,11 +13,11 @@ from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
 from ..findings import Finding, SessionIdentity, as_datetime
-from ..probes import sql
 from ..targets import Connection, TargetSpec, open_target
 from .guards import Criteria, Decision, Policy, Session, plan
 from .my_kill import GONE, my_kill
 from .sessions import holder_session, quote_literal, read_sessions
+from .statements import action_sql
 
 log = logging.getLogger(__name__)
 WAIT_MS = 3000  # PG 14+: wait this long for a terminated backend to exit
@@ -154,7 +154,7 @@ def _pg_kill(conn: Connection, d: Decision, cancel: bool) -> Decision:
         "wait_ms": WAIT_MS,
     }
     try:
-        rows = conn.rows(sql("postgresql", "terminate_backend", conn.version_num), params)
+        rows = conn.rows(action_sql(conn, "terminate_backend"), params)
     except ProbeError as exc:
         return replace(d, action="failed", error=exc.detail)
     if not rows:
@@ -178,9 +178,7 @@ def explicit_actions(conn: Connection, spec: TargetSpec, req: Request) -> list[D
         ("replication_slot", req.drop_slots),
     ):
         for name in names:
-            rows = conn.rows(
-                sql("postgresql", "terminate_named", conn.version_num), {"kind": kind, "name": name}
-            )
+            rows = conn.rows(action_sql(conn, "terminate_named"), {"kind": kind, "name": name})
             if not rows:
                 s = Session(target=spec.name, engine="postgresql", kind=kind, name=name)
                 out.append(Decision(s, "gone", f"no {kind.replace('_', ' ')} named {name!r}"))

@@ -122,11 +122,11 @@ class ProbeCache:
 
 
 @cache
-def _sql_variants(engine: str, name: str) -> list[tuple[str | None, int, str]]:
+def _sql_variants(engine: str, name: str, base: Path) -> list[tuple[str | None, int, str]]:
     """(flavour or None for any, minimum version number, text) of every file for `name`:
     <name>.sql, <name>_post_<num>.sql, <name>_<flavour>.sql, <name>_<flavour>_post_<num>.sql."""
     out: list[tuple[str | None, int, str]] = []
-    for path in (SQL_DIR / engine).glob(f"{name}*.sql"):
+    for path in (base / engine).glob(f"{name}*.sql"):
         stem = path.stem
         if stem == name:
             out.append((None, 0, path.read_text()))
@@ -146,22 +146,18 @@ def _sql_variants(engine: str, name: str) -> list[tuple[str | None, int, str]]:
     return sorted(out, key=lambda v: (v[0] is not None, v[1]))
 
 
-def sql(engine: str, name: str, version: ServerVersion | int) -> str:
-    """The SQL text for this server. With a ServerVersion, files tagged with its flavour win
-    over untagged ones and `_post_<num>` compares numbers of that flavour only (MariaDB
-    10.11 never gets a MySQL 8.0 file). A bare int (the action side, for now) sees only
-    untagged files."""
-    flavour, num = (
-        (version.flavour, version.num) if isinstance(version, ServerVersion) else (None, version)
-    )
+def sql(engine: str, name: str, version: ServerVersion, base: Path = SQL_DIR) -> str:
+    """The SQL text for this server, from `base` (probes/sql; actions keep theirs apart).
+    Files tagged with the server's flavour win over untagged ones and `_post_<num>` compares
+    numbers of that flavour only (MariaDB 10.11 never gets a MySQL 8.0 file)."""
     chosen = None
-    for tag, min_version, text in _sql_variants(engine, name):
-        if tag is not None and tag != flavour:
+    for tag, min_version, text in _sql_variants(engine, name, base):
+        if tag is not None and tag != version.flavour:
             continue
-        if num >= min_version:
+        if version.num >= min_version:
             chosen = text
     if chosen is None:
-        raise ProbeError(name, f"no SQL for {flavour or engine} {num}")
+        raise ProbeError(name, f"no SQL for {version.flavour} {version.num}")
     return chosen
 
 
