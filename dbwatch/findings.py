@@ -140,8 +140,8 @@ class Finding:
     subject: str  # what it is about: "pid 1234", "table test.jobs"
     summary: str  # one line, for people
     fix: str  # the concrete fix
-    evidence: dict[str, Any] = field(default_factory=dict)
-    identity: Any = None  # what makes it "the same" finding on the next cycle
+    evidence: dict[str, object] = field(default_factory=dict)
+    identity: object = None  # what makes it "the same" finding on the next cycle
     confidence: str = "high"  # high | probable
     # the session a terminate action would end (lock rules: the chain's root)
     session: SessionIdentity | None = None

@@ -13,6 +13,7 @@ from typing import Any
 from ..config import TerminateConfig
 from ..errors import TargetError
 from ..findings import Finding, SessionIdentity, as_datetime
+from ..snapshot.values import opt_float
 from ..targets import TargetSpec, open_target
 from .guards import Decision, Policy, Session, describe, intended_action, protection
 from .sessions import read_sessions
@@ -31,11 +32,8 @@ class Eligible:
 
 def finding_age(f: Finding, firing_for: float) -> float:
     """The offender's age from the evidence; how long it has fired if the evidence has none."""
-    raw = f.evidence.get("age_seconds")
-    try:
-        return float(raw) if raw is not None else float(firing_for)
-    except (TypeError, ValueError):
-        return float(firing_for)
+    age = opt_float(f.evidence.get("age_seconds"))
+    return float(firing_for) if age is None else age
 
 
 def eligible(

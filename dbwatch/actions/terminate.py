@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
 from ..findings import Finding, SessionIdentity, as_datetime
+from ..snapshot.values import opt_float, opt_int, opt_str
 from ..targets import Connection, TargetSpec, open_target
 from .guards import Criteria, Decision, Policy, Session, plan
 from .my_kill import GONE, my_kill
@@ -95,10 +96,10 @@ def mark_holders(sessions: list[Session], pg201: list[Finding], target: str) -> 
                 engine="postgresql",
                 kind=kind,
                 name=str(name),
-                database=ev.get("database"),
-                user=ev.get("user"),
-                xid_age=int(ev.get("xid_age") or 0) or None,
-                age=None if age is None else float(age),
+                database=opt_str(ev.get("database")),
+                user=opt_str(ev.get("user")),
+                xid_age=opt_int(ev.get("xid_age")) or None,
+                age=opt_float(age),
                 holds_horizon=True,
                 statement=_holder_statement(kind, str(name), f.fix),
             )

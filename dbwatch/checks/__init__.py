@@ -59,7 +59,7 @@ class CheckContext:
         except (ValueError, TypeError):
             return float(self.rule.params[name])
 
-    def summary(self, **fields: Any) -> str:
+    def summary(self, **fields: object) -> str:
         return render(self.rule.summary, fields)
 
     def finding(
@@ -69,8 +69,8 @@ class CheckContext:
         subject: str,
         summary: str | None = None,
         fix: str | None = None,
-        evidence: dict[str, Any] | None = None,
-        identity: Any = None,
+        evidence: dict[str, object] | None = None,
+        identity: object = None,
         confidence: str = "high",
         session: SessionIdentity | None = None,
     ) -> Finding:
@@ -89,12 +89,12 @@ class CheckContext:
         )
 
 
-class _Blank(dict[str, Any]):
+class _Blank(dict[str, object]):
     def __missing__(self, key: str) -> str:
         return "?"
 
 
-def render(template: str, fields: dict[str, Any]) -> str:
+def render(template: str, fields: dict[str, object]) -> str:
     """str.format_map that never raises on a missing or malformed field."""
     try:
         return string.Formatter().vformat(template, (), _Blank(fields))

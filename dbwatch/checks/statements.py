@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from ..findings import Finding
 from ..snapshot import Snapshot
+from ..snapshot.values import str_list
 from ..sqlpatterns.detect import (
     EXAMPLE_CHARS,
     PatternDetector,
@@ -171,7 +172,7 @@ def _from_history(ctx: CheckContext, rule: str, server: ServerVersion | None) ->
 
 def _digest_summary(f: Finding) -> str:
     ev = f.evidence
-    key = ", ".join(ev["key_columns"])
+    key = ", ".join(str_list(ev["key_columns"]))
     return (
         f"probable redundant fetch-before-delete on {ev['table']}: "
         f"`SELECT … WHERE {key} = ? FOR UPDATE` and `DELETE … WHERE {key} = ?` on "
@@ -207,7 +208,9 @@ def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
             }
             prior = out.get(_key(f))
             if prior is not None:  # seen in transactions: the digest only adds the rate
-                prior.evidence.setdefault("digests", []).append(digest)
+                digests = prior.evidence.setdefault("digests", [])
+                if isinstance(digests, list):
+                    digests.append(digest)
                 continue
             ev = f.evidence | {"source": section["source"], "scope": scope or None}
             out[_key(f)] = _emit(ctx, f, _digest_summary(f), ev)
