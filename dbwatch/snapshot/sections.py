@@ -52,7 +52,7 @@ def rows_of(cls: type[R]) -> Callable[[object], tuple[R, ...]]:
 
 
 def _load() -> None:
-    from . import my, pg, queues  # noqa: F401  (registers their sections)
+    from . import my, pg, pg_mvcc, queues, settings, statements  # noqa: F401  (registration)
 
 
 def build(name: str, data: object) -> object:
