@@ -11,8 +11,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..checks.lockgraph import LockGraph
+from ..checks.my_locks import graph_of
 from ..errors import ProbeError
-from ..probes.my_locks import lock_waits
+from ..probes.my_locks import read_lock_waits
+from ..snapshot.my import MyThread
+from ..snapshot.values import as_row, to_int, to_str
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
 from .guards import IDLE_STATES, Session
@@ -94,7 +97,7 @@ def holder_session(h: dict[str, Any], target: str) -> Session:
     )
 
 
-def _optional(conn: Connection, name: str) -> list[dict[str, Any]] | None:
+def _optional(conn: Connection, name: str) -> list[dict[str, object]] | None:
     """A query that privileges or a disabled performance_schema may refuse: None then."""
     try:
         return conn.rows(action_sql(conn, name))
@@ -107,29 +110,27 @@ def my_superusers(conn: Connection) -> set[str] | None:
     """User names with SUPER; None when this account cannot see other accounts' grants."""
     rows = _optional(conn, "terminate_superusers")
     if rows is not None:
-        return {str(r["user"]) for r in rows}
+        return {to_str(as_row(r).get("user")) for r in rows}
     rows = _optional(conn, "terminate_superusers_grantees")
     if not rows:
         return None
-    names = {m.group(1) for r in rows if (m := re.match(r"'([^']*)'@", str(r["grantee"])))}
+    grantees = (to_str(as_row(r).get("grantee")) for r in rows)
+    names = {m.group(1) for g in grantees if (m := re.match(r"'([^']*)'@", g))}
     return names or None
 
 
 def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[Session]:
     rows = conn.rows(action_sql(conn, "terminate_threads"), {"limit": SESSION_LIMIT})
+    threads = [MyThread.from_row(as_row(r)) for r in rows]
     seen = time.monotonic()
     own = OWN_SESSIONS.ids(conn.server_key)
     read = _optional(conn, "terminate_programs")
-    programs = {int(r["thread_id"]): str(r["program"]) for r in read or []}
+    programs = {
+        to_int(p.get("thread_id")): to_str(p.get("program")) for p in map(as_row, read or [])
+    }
     supers = my_superusers(conn)
-    roots: dict[Any, int] = {}
-    if blocking:
-        waits = lock_waits(conn)["waits"]
-        graph = LockGraph.from_pairs(
-            (w["waiting_thread_id"], w["blocking_thread_id"]) for w in waits
-        )
-        roots = graph.roots()
-    out = [_my_session(r, conn.flavour, target, programs, supers, roots) for r in rows]
+    roots: dict[int, int] = graph_of(read_lock_waits(conn)).roots() if blocking else {}
+    out = [_my_session(t, conn.flavour, target, programs, supers, roots) for t in threads]
     return [
         replace(s, is_self=s.is_self or s.thread_id in own, programs_known=bool(read), seen_at=seen)
         for s in out
@@ -137,38 +138,37 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
 
 
 def _my_session(
-    r: dict[str, Any],
+    t: MyThread,
     flavour: str,
     target: str,
     programs: dict[int, str],
     supers: set[str] | None,
-    roots: dict[Any, int],
+    roots: dict[int, int],
 ) -> Session:
-    tid, trx, command = int(r["thread_id"]), r.get("trx_id"), r.get("command")
+    tid, trx = t.thread_id, t.trx_id
     if trx is not None:
-        age: float | None = float(r["trx_seconds"] or 0)
+        age: float | None = float(t.trx_seconds or 0)
     else:  # a statement outside InnoDB is its own transaction
-        age = float(r["command_seconds"] or 0) if command == "Query" else None
-    sleeping = command == "Sleep"
+        age = float(t.command_seconds or 0) if t.command == "Query" else None
     return Session(
         target=target,
         engine=flavour,
         thread_id=tid,
-        trx_id=None if trx is None else str(trx),
-        user=r.get("user"),
+        trx_id=trx,
+        user=t.user,
         application=programs.get(tid),
-        host=r.get("host"),
-        database=r.get("db"),
-        state=r.get("trx_state") or r.get("state"),
-        command=command,
-        command_seconds=float(r["command_seconds"] or 0),
-        query_id=None if r.get("query_id") is None else int(r["query_id"]),
+        host=t.host,
+        database=t.db,
+        state=t.trx_state or t.state,
+        command=t.command,
+        command_seconds=float(t.command_seconds or 0),
+        query_id=t.query_id,
         age=age,
-        idle=float(r["command_seconds"] or 0) if sleeping else None,
-        idle_in_transaction=sleeping and trx is not None,
-        query=r.get("trx_query") or r.get("info"),
-        superuser=None if supers is None else r.get("user") in supers,
-        is_self=bool(r.get("is_self")),
+        idle=float(t.command_seconds or 0) if t.sleeping else None,
+        idle_in_transaction=t.sleeping and trx is not None,
+        query=t.query,
+        superuser=None if supers is None else t.user in supers,
+        is_self=t.is_self,
         blocks=roots.get(tid, 0),
-        rows_modified=None if r.get("rows_modified") is None else int(r["rows_modified"]),
+        rows_modified=t.trx_rows_modified,
     )

@@ -10,6 +10,7 @@ from ..deadlocks.text import deadlock_fields, victim_text
 from ..durations import format_duration
 from ..findings import Finding
 from ..scope import deadlock_in_scope
+from ..snapshot.my import MY_TRX, MyThread
 from . import CheckContext, check
 
 
@@ -131,9 +132,9 @@ def _unseen(ctx: CheckContext, since: int, counter: int | None, scope: str | Non
     )
 
 
-def _oldest(ctx: CheckContext) -> dict[str, Any] | None:
-    trx = ctx.snapshot.section("my.trx") or []
-    return max(trx, key=lambda t: float(t.get("trx_seconds") or 0), default=None)
+def _oldest(ctx: CheckContext) -> MyThread | None:
+    trx = ctx.snapshot.get(MY_TRX) or ()
+    return max(trx, key=lambda t: float(t.trx_seconds or 0), default=None)
 
 
 @check("history_list", mysql=["my.innodb_counters", "my.trx"])
@@ -149,12 +150,12 @@ def history_list(ctx: CheckContext) -> Iterator[Finding]:
     oldest = _oldest(ctx)
     if oldest:
         who = (
-            f"the oldest open transaction is thread {oldest.get('thread_id')} "
-            f"({oldest.get('user')}@{oldest.get('host')}, {oldest.get('command')}) open for "
-            f"{format_duration(oldest.get('trx_seconds'))}: it holds back purge"
+            f"the oldest open transaction is thread {oldest.thread_id} "
+            f"({oldest.user}@{oldest.host}, {oldest.command}) open for "
+            f"{format_duration(oldest.trx_seconds)}: it holds back purge"
         )
         fix = (
-            f"End it: commit/rollback in the application, or KILL {oldest.get('thread_id')}; "
+            f"End it: commit/rollback in the application, or KILL {oldest.thread_id}; "
             "then purge catches up (watch the history list length fall)."
         )
     else:
@@ -165,6 +166,6 @@ def history_list(ctx: CheckContext) -> Iterator[Finding]:
         subject="history list length",
         summary=f"InnoDB history list length {hll:,} (purge lag); {who}",
         fix=fix,
-        evidence={"history_list_length": hll, "oldest": oldest},
+        evidence={"history_list_length": hll, "oldest": oldest.to_json() if oldest else None},
         identity="history_list_length",
     )

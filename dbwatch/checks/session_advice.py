@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..durations import format_duration
+from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
 from ..targets.quoting import pg_ident_text
 from .lockgraph import LockGraph
+from .my_locks import graph_of
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_TRANSACTION_TIMEOUT = 170000  # transaction_timeout exists from PostgreSQL 17
@@ -102,27 +104,25 @@ def pg_fix(s: dict[str, Any], version_num: int, idle_after: float | None = None)
     )
 
 
-def my_graph(lock_waits: dict[str, Any] | None) -> tuple[LockGraph, dict[Any, dict[str, Any]]]:
+def my_graph(lock_waits: MyLockWaits | None) -> tuple[LockGraph, dict[int | None, MyLockWait]]:
     """The lock graph of my.lock_waits and, per blocking thread, what the server says of it."""
-    waits = (lock_waits or {}).get("waits") or []
-    graph = LockGraph.from_pairs(
-        (w.get("waiting_thread_id"), w.get("blocking_thread_id")) for w in waits
-    )
-    blockers: dict[Any, dict[str, Any]] = {}
+    waits = lock_waits.waits if lock_waits is not None else ()
+    graph = graph_of(lock_waits)
+    blockers: dict[int | None, MyLockWait] = {}
     for w in waits:
-        blockers.setdefault(w.get("blocking_thread_id"), w)
+        blockers.setdefault(w.blocking_thread_id, w)
     return graph, blockers
 
 
 def my_blocked(
-    t: dict[str, Any], lock_waits: dict[str, Any] | None
-) -> tuple[dict[str, Any], str, str] | None:
+    t: MyThread, lock_waits: MyLockWaits | None
+) -> tuple[dict[str, object], str, str] | None:
     """For a waiting InnoDB transaction: (evidence, summary tail, fix) naming its blocker and
     the root of its chain; None when it is not waiting."""
-    thread = t.get("thread_id")
+    thread = t.thread_id
     graph, rows = my_graph(lock_waits)
     if lock_waits is None or not graph.waiting(thread):
-        if str(t.get("trx_state") or "").upper() != "LOCK WAIT":
+        if (t.trx_state or "").upper() != "LOCK WAIT":
             return None
         return (
             {"waiting_for_lock": True, "blocking_thread_id": None},
@@ -132,13 +132,13 @@ def my_blocked(
                 "blocker: SELECT * FROM sys.innodb_lock_waits; (or MY101) and end that one."
             ),
         )
-    blocker = graph.blockers(thread)[0]
-    root = graph.root_of(thread)
-    ev: dict[str, Any] = {
+    blocker: int = graph.blockers(thread)[0]
+    root: int | None = graph.root_of(thread)
+    ev: dict[str, object] = {
         "waiting_for_lock": True,
         "blocking_thread_id": blocker,
         "root_thread_id": root,
-        "chain": graph.chain(thread),
+        "chain": list(graph.chain(thread)),
     }
     if root is None:
         return (
@@ -146,33 +146,34 @@ def my_blocked(
             f"; it waits for thread {blocker} in a lock cycle",
             "A lock cycle: InnoDB's deadlock detector rolls one back (MY102); nothing to kill.",
         )
-    r = rows.get(root, {})
+    r = rows.get(root, MyLockWait())
+    root_trx_age = format_duration(r.blocking_trx_seconds)
     ev |= {
-        "root_trx_id": r.get("blocking_trx_id"),
-        "root_user": r.get("blocking_user"),
-        "root_host": r.get("blocking_host"),
-        "root_command": r.get("blocking_command"),
-        "root_trx_age": format_duration(r.get("blocking_trx_seconds")),
-        "root_query": r.get("blocking_query"),
+        "root_trx_id": r.blocking_trx_id,
+        "root_user": r.blocking_user,
+        "root_host": r.blocking_host,
+        "root_command": r.blocking_command,
+        "root_trx_age": root_trx_age,
+        "root_query": r.blocking_query,
     }
-    idle = " idle (Sleep)" if r.get("blocking_command") == "Sleep" else ""
-    who = f"thread {root} ({r.get('blocking_user') or '?'}@{r.get('blocking_host') or '?'}{idle})"
+    idle = " idle (Sleep)" if r.blocking_command == "Sleep" else ""
+    who = f"thread {root} ({r.blocking_user or '?'}@{r.blocking_host or '?'}{idle})"
     via = f" through thread {blocker}" if blocker != root else ""
     return (
         ev,
         f"; it is blocked by {who}{via}",
         (
             f"Thread {thread} waits for a lock held by {who}{via}: killing {thread} frees "
-            f"nothing. End the blocker: KILL {root}; (rolls back its {ev['root_trx_age']} old "
+            f"nothing. End the blocker: KILL {root}; (rolls back its {root_trx_age} old "
             "transaction)"
         ),
     )
 
 
-def my_fix(t: dict[str, Any], flavour: str) -> str:
+def my_fix(t: MyThread, flavour: str) -> str:
     """KILL it, and the guard that matches what it is doing."""
-    thread, who = t.get("thread_id"), f"{t.get('user') or '?'}@{t.get('host') or '?'}"
-    if t.get("command") == "Sleep":
+    thread, who = t.thread_id, f"{t.user or '?'}@{t.host or '?'}"
+    if t.sleeping:
         prevent = (
             "SET GLOBAL idle_transaction_timeout = 300; (and under [mariadb] in my.cnf)"
             if flavour == "mariadb"

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
+from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from . import CheckContext, also_reads, check
 from .pg_mvcc_locks import graph_of as pg_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
@@ -40,23 +41,23 @@ def _pg_evidence(s: dict[str, Any], age: float) -> dict[str, Any]:
     }
 
 
-def _my_evidence(t: dict[str, Any], age: float) -> dict[str, Any]:
+def _my_evidence(t: MyThread, age: float) -> dict[str, object]:
     return {
-        "thread_id": t.get("thread_id"),
-        "trx_id": str(t.get("trx_id")),
-        "user": t.get("user"),
-        "host": t.get("host"),
-        "db": t.get("db"),
-        "database": t.get("db"),  # the thread's default schema (SPEC: evidence.database)
-        "command": t.get("command"),
+        "thread_id": t.thread_id,
+        "trx_id": str(t.trx_id),
+        "user": t.user,
+        "host": t.host,
+        "db": t.db,
+        "database": t.db,  # the thread's default schema (SPEC: evidence.database)
+        "command": t.command,
         "age": format_duration(age),
         "age_seconds": age,
-        "idle_seconds": t.get("command_seconds"),
-        "rows_locked": t.get("trx_rows_locked"),
-        "rows_modified": t.get("trx_rows_modified"),
-        "isolation": t.get("trx_isolation_level"),
-        "query": t.get("trx_query") or t.get("info"),
-        "application": t.get("user"),
+        "idle_seconds": t.command_seconds,
+        "rows_locked": t.trx_rows_locked,
+        "rows_modified": t.trx_rows_modified,
+        "isolation": t.trx_isolation_level,
+        "query": t.query,
+        "application": t.user,
     }
 
 
@@ -66,11 +67,9 @@ def _waiting_or(ev: dict[str, Any], ident: SessionIdentity) -> SessionIdentity |
     return None if ev.get("waiting_for_lock") else ident
 
 
-def _my_identity(ctx: CheckContext, t: dict[str, Any]) -> SessionIdentity:
+def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
     snap = ctx.snapshot
-    return SessionIdentity.my(
-        snap.engine, snap.target, t.get("thread_id"), t.get("trx_id"), t.get("db")
-    )
+    return SessionIdentity.my(snap.engine, snap.target, t.thread_id, t.trx_id, t.db)
 
 
 def _pg_advice(ctx: CheckContext, s: dict[str, Any], ev: dict[str, Any]) -> tuple[str, str | None]:
@@ -91,8 +90,8 @@ def _pg_advice(ctx: CheckContext, s: dict[str, Any], ev: dict[str, Any]) -> tupl
     return blocked, (f"; it is waiting for a lock held by pid {root}" if root is not None else None)
 
 
-def _my_advice(ctx: CheckContext, t: dict[str, Any], ev: dict[str, Any]) -> tuple[str, str | None]:
-    blocked = my_blocked(t, ctx.snapshot.section("my.lock_waits"))
+def _my_advice(ctx: CheckContext, t: MyThread, ev: dict[str, object]) -> tuple[str, str | None]:
+    blocked = my_blocked(t, ctx.snapshot.get(MY_LOCK_WAITS))
     if blocked is None:
         return my_fix(t, ctx.snapshot.engine), None
     extra, tail, fix = blocked
@@ -122,10 +121,10 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     session=_waiting_or(ev, SessionIdentity.pg(ctx.snapshot.target, s)),
                 )
         return
-    for t in ctx.snapshot.section("my.trx"):
-        age = float(t.get("trx_seconds") or 0)
+    for t in ctx.snapshot.get(MY_TRX) or ():
+        age = float(t.trx_seconds or 0)
         sev = ctx.grade(age)
-        if sev and not _ignored(ctx, t.get("user"), None):
+        if sev and not _ignored(ctx, t.user, None):
             ev = _my_evidence(t, age)
             yield _my_finding(
                 ctx,
@@ -159,13 +158,13 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     session=_waiting_or(ev, SessionIdentity.pg(ctx.snapshot.target, s)),
                 )
         return
-    for t in ctx.snapshot.section("my.trx"):
-        if t.get("command") != "Sleep":
+    for t in ctx.snapshot.get(MY_TRX) or ():
+        if not t.sleeping:
             continue
-        idle = float(t.get("command_seconds") or 0)
+        idle = float(t.command_seconds or 0)
         sev = ctx.grade(idle)
-        if sev and not _ignored(ctx, t.get("user"), None):
-            ev = _my_evidence(t, float(t.get("trx_seconds") or 0))
+        if sev and not _ignored(ctx, t.user, None):
+            ev = _my_evidence(t, float(t.trx_seconds or 0))
             ev["idle"] = format_duration(idle)
             yield _my_finding(
                 ctx,
@@ -179,16 +178,16 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _my_finding(
-    ctx: CheckContext, t: dict[str, Any], sev: str, ev: dict[str, Any], head: str
+    ctx: CheckContext, t: MyThread, sev: str, ev: dict[str, object], head: str
 ) -> Finding:
     """MY001/MY002: the summary head plus the blocker's tail, the fix, the thread identity."""
     fix, tail = _my_advice(ctx, t, ev)
     return ctx.finding(
         severity=sev,
-        subject=f"thread {t.get('thread_id')}",
+        subject=f"thread {t.thread_id}",
         summary=head + (tail or ""),
         evidence=ev,
         fix=fix,
-        identity=[t.get("thread_id"), str(t.get("trx_id"))],
+        identity=[t.thread_id, str(t.trx_id)],
         session=_waiting_or(ev, _my_identity(ctx, t)),
     )

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from ..findings import Finding
 from ..snapshot import Snapshot
+from ..snapshot.my import MY_TRX
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
         for r in snap.section("pg.sessions") or []
         if r.get("backend_type") in (None, "client backend")
     ]
-    ages += [_num(r.get("trx_seconds")) for r in snap.section("my.trx") or []]
+    ages += [_num(t.trx_seconds) for t in snap.get(MY_TRX) or ()]
     if snap.has("pg.sessions") or snap.has("my.trx"):
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)
     try:

@@ -7,10 +7,12 @@ performance_schema.data_lock_waits (MySQL 8), information_schema.INNODB_LOCK_WAI
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
+from ..snapshot.my import MyLockWait, MyLockWaits
+from ..snapshot.values import as_row
 from ..targets import Connection
-from . import jsonable, probe, sql
+from . import probe, sql
 from .mysql import PROCESS_GRANT
 
 WAIT_LIMIT = 1000
@@ -33,21 +35,23 @@ def lock_wait_source(conn: Connection) -> str | None:
     return None
 
 
-def _table(raw: Any) -> str | None:
+def _table(raw: str | None) -> str | None:
     """`test`.`jobs` (MariaDB's lock_table) -> test.jobs."""
-    return None if raw is None else str(raw).replace("`", "")
+    return None if raw is None else raw.replace("`", "")
+
+
+def read_lock_waits(conn: Connection) -> MyLockWaits:
+    """The server's lock waits (also what `terminate --blocking` builds its graph from)."""
+    source = lock_wait_source(conn)
+    if source is None:
+        return MyLockWaits(None, ())
+    rows = conn.rows(sql("mysql", source, conn.version), {"limit": WAIT_LIMIT})
+    waits = (MyLockWait.from_row(as_row(r)) for r in rows)
+    return MyLockWaits(
+        source, tuple(replace(w, locked_table=_table(w.locked_table)) for w in waits)
+    )
 
 
 @probe("my.lock_waits", "mysql", grant=PROCESS_GRANT, server_wide=True)
-def lock_waits(conn: Connection) -> Any:
-    source = lock_wait_source(conn)
-    if source is None:
-        return {"source": None, "waits": []}
-    rows = [
-        jsonable(r) for r in conn.rows(sql("mysql", source, conn.version), {"limit": WAIT_LIMIT})
-    ]
-    for r in rows:
-        r["locked_table"] = _table(r.get("locked_table"))
-        for key in ("waiting_trx_id", "blocking_trx_id"):
-            r[key] = None if r.get(key) is None else str(r[key])
-    return {"source": source, "waits": rows}
+def lock_waits(conn: Connection) -> MyLockWaits:
+    return read_lock_waits(conn)

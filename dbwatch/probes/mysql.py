@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapshot.my import MyThread
+from ..snapshot.values import as_row
 from ..targets import Connection
 from . import jsonable, probe, sql
 
@@ -12,8 +14,9 @@ PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 
 
 @probe("my.trx", "mysql", grant=PROCESS_GRANT, server_wide=True)
-def trx(conn: Connection) -> Any:
-    return [jsonable(r) for r in conn.rows(sql("mysql", "trx", conn.version), {"limit": TRX_LIMIT})]
+def trx(conn: Connection) -> tuple[MyThread, ...]:
+    rows = conn.rows(sql("mysql", "trx", conn.version), {"limit": TRX_LIMIT})
+    return tuple(MyThread.from_row(as_row(r)) for r in rows)
 
 
 @probe("my.settings", "mysql", ttl=60.0)

@@ -1,3 +1,318 @@
-"""Typed rows of the my snapshot sections (see sections.py)."""
+"""Typed rows of the my snapshot sections (see sections.py): MySQL/MariaDB threads with
+their InnoDB transactions, lock waits, the InnoDB monitor status and counters."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ..parsers.innodb_trx import TrxInfo
+from .sections import rows_of, section
+from .values import (
+    JSONObject,
+    Row,
+    as_json,
+    as_row,
+    as_rows,
+    opt_int,
+    opt_str,
+    to_bool,
+    to_int,
+)
+
+Number = int | float
+
+
+def opt_num(v: object) -> Number | None:
+    """A count or a number of seconds as the server gave it: ints stay ints (TIME,
+    TIMESTAMPDIFF), fractions stay floats; Decimals and text become either."""
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):  # bool included: True is 1
+        return int(v) if isinstance(v, bool) else v
+    if isinstance(v, Decimal):
+        return int(v) if v == int(v) else float(v)
+    if isinstance(v, (str, bytes)):
+        text = opt_str(v) or ""
+        for parse in (int, float):
+            try:
+                return parse(text)
+            except ValueError:
+                continue
+    return None
+
+
+# the columns of trx.sql: MY201's evidence "oldest" shows them, and only them
+TRX_COLUMNS = (
+    "trx_id",
+    "trx_state",
+    "trx_started",
+    "trx_seconds",
+    "thread_id",
+    "trx_query",
+    "trx_operation_state",
+    "trx_tables_locked",
+    "trx_lock_structs",
+    "trx_rows_locked",
+    "trx_rows_modified",
+    "trx_isolation_level",
+    "user",
+    "host",
+    "db",
+    "command",
+    "command_seconds",
+    "state",
+    "info",
+)
+
+
+@dataclass(frozen=True)
+class MyThread:
+    """One MySQL/MariaDB thread with its InnoDB transaction, if it has one: a my.trx row
+    (trx.sql: transactions only) and a row of terminate's listing (terminate_threads.sql:
+    every thread). What MY001/MY002/MY201 read and what terminate builds its Session from;
+    with trx_id, thread_id is the session's identity."""
+
+    thread_id: int
+    trx_id: str | None = None  # None: no InnoDB transaction
+    trx_state: str | None = None  # RUNNING | LOCK WAIT | ...
+    trx_started: str | None = None  # ISO 8601
+    trx_seconds: Number | None = None
+    trx_query: str | None = None
+    trx_operation_state: str | None = None
+    trx_tables_locked: int | None = None
+    trx_lock_structs: int | None = None
+    trx_rows_locked: int | None = None
+    trx_rows_modified: int | None = None
+    trx_isolation_level: str | None = None
+    user: str | None = None
+    host: str | None = None
+    db: str | None = None  # the thread's default schema
+    command: str | None = None  # PROCESSLIST COMMAND: Sleep, Query, ...
+    command_seconds: Number | None = None  # PROCESSLIST TIME
+    state: str | None = None  # PROCESSLIST STATE
+    info: str | None = None  # PROCESSLIST INFO: the statement now
+    query_id: int | None = None  # MariaDB QUERY_ID (terminate's listing)
+    is_self: bool = False
+
+    @classmethod
+    def from_row(cls, row: Row) -> MyThread:
+        g = row.get
+        return cls(
+            thread_id=to_int(g("thread_id")),
+            trx_id=opt_str(g("trx_id")),
+            trx_state=opt_str(g("trx_state")),
+            trx_started=opt_str(g("trx_started")),
+            trx_seconds=opt_num(g("trx_seconds")),
+            trx_query=opt_str(g("trx_query")),
+            trx_operation_state=opt_str(g("trx_operation_state")),
+            trx_tables_locked=opt_int(g("trx_tables_locked")),
+            trx_lock_structs=opt_int(g("trx_lock_structs")),
+            trx_rows_locked=opt_int(g("trx_rows_locked")),
+            trx_rows_modified=opt_int(g("trx_rows_modified")),
+            trx_isolation_level=opt_str(g("trx_isolation_level")),
+            user=opt_str(g("user")),
+            host=opt_str(g("host")),
+            db=opt_str(g("db")),
+            command=opt_str(g("command")),
+            command_seconds=opt_num(g("command_seconds")),
+            state=opt_str(g("state")),
+            info=opt_str(g("info")),
+            query_id=opt_int(g("query_id")),
+            is_self=to_bool(g("is_self")),
+        )
+
+    @property
+    def sleeping(self) -> bool:
+        return self.command == "Sleep"
+
+    @property
+    def query(self) -> str | None:
+        """The transaction's statement, else the thread's."""
+        return self.trx_query or self.info
+
+    def to_json(self) -> JSONObject:
+        """The trx.sql columns (MY201's evidence "oldest")."""
+        return {name: as_json(getattr(self, name)) for name in TRX_COLUMNS}
+
+
+@dataclass(frozen=True)
+class MyLockWait:
+    """One InnoDB lock wait (lock_waits_*.sql): the waiter, the lock, the blocker."""
+
+    waiting_thread_id: int | None = None
+    waiting_trx_id: str | None = None
+    wait_seconds: Number | None = None
+    waiting_trx_seconds: Number | None = None
+    waiting_query: str | None = None
+    waiting_user: str | None = None
+    waiting_host: str | None = None
+    locked_table: str | None = None  # schema.table
+    locked_index: str | None = None
+    lock_mode: str | None = None
+    lock_type: str | None = None
+    blocking_thread_id: int | None = None
+    blocking_trx_id: str | None = None
+    blocking_trx_seconds: Number | None = None
+    blocking_query: str | None = None
+    blocking_trx_state: str | None = None
+    blocking_user: str | None = None
+    blocking_host: str | None = None
+    blocking_command: str | None = None
+    blocking_command_seconds: Number | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> MyLockWait:
+        g = row.get
+        return cls(
+            waiting_thread_id=opt_int(g("waiting_thread_id")),
+            waiting_trx_id=opt_str(g("waiting_trx_id")),
+            wait_seconds=opt_num(g("wait_seconds")),
+            waiting_trx_seconds=opt_num(g("waiting_trx_seconds")),
+            waiting_query=opt_str(g("waiting_query")),
+            waiting_user=opt_str(g("waiting_user")),
+            waiting_host=opt_str(g("waiting_host")),
+            locked_table=opt_str(g("locked_table")),
+            locked_index=opt_str(g("locked_index")),
+            lock_mode=opt_str(g("lock_mode")),
+            lock_type=opt_str(g("lock_type")),
+            blocking_thread_id=opt_int(g("blocking_thread_id")),
+            blocking_trx_id=opt_str(g("blocking_trx_id")),
+            blocking_trx_seconds=opt_num(g("blocking_trx_seconds")),
+            blocking_query=opt_str(g("blocking_query")),
+            blocking_trx_state=opt_str(g("blocking_trx_state")),
+            blocking_user=opt_str(g("blocking_user")),
+            blocking_host=opt_str(g("blocking_host")),
+            blocking_command=opt_str(g("blocking_command")),
+            blocking_command_seconds=opt_num(g("blocking_command_seconds")),
+        )
+
+
+@dataclass(frozen=True)
+class MyLockWaits:
+    """The my.lock_waits section: the SQL file that read them (None: the server has no
+    lock-wait table) and the waits."""
+
+    source: str | None = None
+    waits: tuple[MyLockWait, ...] = ()
+
+    @classmethod
+    def build(cls, data: object) -> MyLockWaits:
+        if isinstance(data, MyLockWaits):
+            return data
+        row = as_row(data)
+        waits = row.get("waits")
+        if isinstance(waits, tuple) and all(isinstance(w, MyLockWait) for w in waits):
+            return cls(opt_str(row.get("source")), waits)
+        return cls(
+            opt_str(row.get("source")), tuple(MyLockWait.from_row(w) for w in as_rows(waits))
+        )
+
+
+@dataclass(frozen=True)
+class InnodbCounters:
+    """The my.innodb_counters section: Innodb_deadlocks and the history list length
+    (status variables on MariaDB, INNODB_METRICS on MySQL 8); None when not read."""
+
+    deadlocks: int | None = None
+    history_list_length: int | None = None
+
+    @classmethod
+    def build(cls, data: object) -> InnodbCounters:
+        if isinstance(data, InnodbCounters):
+            return data
+        row = as_row(data)
+        return cls(
+            deadlocks=opt_int(row.get("innodb_deadlocks")),
+            history_list_length=opt_int(row.get("innodb_history_list_length")),
+        )
+
+
+@dataclass(frozen=True)
+class ErrorLogDeadlocks:
+    """MySQL 8.0.22+: the deadlocks in performance_schema.error_log, as deadlock records
+    (probes.innodb.deadlock_record); `available` False with why when it cannot be read."""
+
+    available: bool = False
+    deadlocks: tuple[JSONObject, ...] = ()
+    error: str | None = None
+    grant: str | None = None
+
+    @classmethod
+    def build(cls, data: object) -> ErrorLogDeadlocks:
+        if isinstance(data, ErrorLogDeadlocks):
+            return data
+        row = as_row(data)
+        return cls(
+            available=to_bool(row.get("available")),
+            deadlocks=tuple(r for r in (json_object(d) for d in _seq(row.get("deadlocks"))) if r),
+            error=opt_str(row.get("error")),
+            grant=opt_str(row.get("grant")),
+        )
+
+
+@dataclass(frozen=True)
+class InnodbStatus:
+    """The my.innodb_status section: what SHOW ENGINE INNODB STATUS says, parsed once
+    (parsers.innodb_status) at the probe. `deadlock` is the latest deadlock's record (the
+    SPEC §6 object with its diagnosis and key: the shape the deadlock summary, the daemon's
+    deadlock history and `dbwatch deadlocks` share); `oldest_transactions` the parser's
+    own TrxInfo entries, longest-active first."""
+
+    at: str | None = None  # the monitor output's timestamp (server time)
+    truncated: bool = False
+    history_list_length: int | None = None
+    deadlock: JSONObject | None = None
+    oldest_transactions: tuple[TrxInfo, ...] = ()
+    error_log: ErrorLogDeadlocks = ErrorLogDeadlocks()
+
+    @classmethod
+    def build(cls, data: object) -> InnodbStatus:
+        if isinstance(data, InnodbStatus):
+            return data
+        row = as_row(data)
+        return cls(
+            at=opt_str(row.get("at")),
+            truncated=to_bool(row.get("truncated")),
+            history_list_length=opt_int(row.get("history_list_length")),
+            deadlock=json_object(row.get("deadlock")),
+            oldest_transactions=tuple(
+                t if isinstance(t, TrxInfo) else trx_info(as_row(t))
+                for t in _seq(row.get("oldest_transactions"))
+            ),
+            error_log=ErrorLogDeadlocks.build(row.get("error_log")),
+        )
+
+
+def trx_info(row: Row) -> TrxInfo:
+    g = row.get
+    return TrxInfo(
+        trx_id=opt_str(g("trx_id")),
+        state=opt_str(g("state")),
+        active_seconds=opt_int(g("active_seconds")),
+        thread_id=opt_int(g("thread_id")),
+        user=opt_str(g("user")),
+        host=opt_str(g("host")),
+        query=opt_str(g("query")),
+    )
+
+
+def json_object(v: object) -> JSONObject | None:
+    """A JSON object (a deadlock record from a probe, a test's YAML or the daemon's
+    history); anything else is None."""
+    out = as_json(v) if isinstance(v, Mapping) else None
+    return out if isinstance(out, dict) else None
+
+
+def _seq(v: object) -> Sequence[object]:
+    if isinstance(v, Sequence) and not isinstance(v, (str, bytes, bytearray)):
+        return v
+    return ()
+
+
+MY_TRX = section("my.trx", rows_of(MyThread))
+# registered as their consumers migrate:
+MY_LOCK_WAITS = section("my.lock_waits", MyLockWaits.build)
+# MY_INNODB_STATUS = section("my.innodb_status", InnodbStatus.build)
+# MY_INNODB_COUNTERS = section("my.innodb_counters", InnodbCounters.build)
