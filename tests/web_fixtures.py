@@ -25,7 +25,7 @@ def sample_deadlocks() -> list[dict[str, Any]]:
     out = []
     for name in ("mariadb-laravel-queue-index.txt", "mariadb-opposite-order.txt",
                  "mariadb-laravel-legacy-index.txt", "mysql8-manual-example-status.txt"):
-        dl = status_section((FIXTURES / name).read_text())["deadlock"]
+        dl = status_section((FIXTURES / name).read_text()).deadlock
         if dl:
             out.append(dl)
     return out

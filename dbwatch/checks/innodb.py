@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 from ..deadlocks.text import deadlock_fields, victim_text
 from ..durations import format_duration
 from ..findings import Finding
 from ..scope import deadlock_in_scope
-from ..snapshot.my import MY_TRX, MyThread
+from ..snapshot.my import (
+    MY_INNODB_COUNTERS,
+    MY_INNODB_STATUS,
+    MY_TRX,
+    InnodbCounters,
+    InnodbStatusSection,
+    MyThread,
+    json_object,
+)
+from ..snapshot.values import JSONObject, opt_str
 from . import CheckContext, check
 
 
@@ -21,9 +29,9 @@ def _ts(text: str | None) -> datetime | None:
         return None
 
 
-def _age(status: dict[str, Any], dl: dict[str, Any]) -> float | None:
+def _age(status: InnodbStatusSection, dl: JSONObject) -> float | None:
     """Seconds between the deadlock and the monitor output (both in server time)."""
-    now, then = _ts(status.get("at")), _ts(dl.get("at"))
+    now, then = _ts(status.at), _ts(opt_str(dl.get("at")))
     if now is None or then is None:
         return None
     return max((now - then).total_seconds(), 0.0)
@@ -38,12 +46,11 @@ def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
     return counter - int(past[-1][1]) if past else None
 
 
-def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Finding]:
+def _from_error_log_table(ctx: CheckContext, status: InnodbStatusSection) -> list[Finding]:
     """MySQL 8.0.22+: one MY102 per deadlock in performance_schema.error_log (recent ones)."""
-    src = status.get("error_log") or {}
     max_age = ctx.duration("max_age")
     out = []
-    for rec in (src.get("deadlocks") or [])[-50:]:
+    for rec in status.error_log.deadlocks[-50:]:
         if not deadlock_in_scope(rec, ctx.snapshot.scope):
             continue
         age = _age(status, rec)
@@ -59,15 +66,15 @@ def _from_error_log_table(ctx: CheckContext, status: dict[str, Any]) -> list[Fin
 
 @check("innodb_deadlock", mysql=["my.innodb_status", "my.innodb_counters"])
 def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
-    status = ctx.snapshot.section("my.innodb_status")
-    counters = ctx.snapshot.section("my.innodb_counters")
-    counter = counters.get("innodb_deadlocks")
+    status = ctx.snapshot.get(MY_INNODB_STATUS) or InnodbStatusSection()
+    counters = ctx.snapshot.get(MY_INNODB_COUNTERS) or InnodbCounters()
+    counter = counters.deadlocks
     scope = ctx.snapshot.scope
     from_table = _from_error_log_table(ctx, status)
     if from_table:  # every deadlock, not only the latest: the status text adds nothing
         yield from from_table
         return
-    dl = status.get("deadlock")
+    dl = status.deadlock
     since = _recent_deadlocks(ctx, counter)
     if dl and not deadlock_in_scope(dl, scope):
         return  # none of its tables is in the target's scope
@@ -77,7 +84,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
         if since and since > 0:  # the counter moved but the status text shows none of them
             yield _unseen(ctx, since, counter, scope)
         return
-    diag = dl.get("diagnosis") or {}
+    diag = json_object(dl.get("diagnosis")) or {}
     extra = (
         f"; {since} deadlocks since the last probe, {since - 1} of them not shown "
         f"(SHOW ENGINE INNODB STATUS keeps only the latest): {SEE_ALL}"
@@ -139,11 +146,11 @@ def _oldest(ctx: CheckContext) -> MyThread | None:
 
 @check("history_list", mysql=["my.innodb_counters", "my.trx"])
 def history_list(ctx: CheckContext) -> Iterator[Finding]:
-    counters = ctx.snapshot.section("my.innodb_counters")
-    hll = counters.get("innodb_history_list_length")
+    counters = ctx.snapshot.get(MY_INNODB_COUNTERS) or InnodbCounters()
+    hll = counters.history_list_length
     if hll is None:
-        status = ctx.snapshot.section("my.innodb_status") or {}
-        hll = status.get("history_list_length")
+        status = ctx.snapshot.get(MY_INNODB_STATUS)
+        hll = status.history_list_length if status is not None else None
     sev = ctx.grade(hll)
     if not sev:
         return

@@ -15,6 +15,7 @@ from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_r
 from ..deadlocks.summary import summarize
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
+from ..snapshot.my import MY_INNODB_STATUS
 from .common import add_all_databases
 
 HELP = "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, --summary)"
@@ -70,13 +71,14 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
         snap = run_probes(conn, specs[0].name, ["my.innodb_status"])
     finally:
         conn.close()
-    if snap.section("my.innodb_status") is None:
+    status = snap.get(MY_INNODB_STATUS)
+    if status is None:
         f = snap.failures[0]
         raise UsageError(
             f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
             + (f" — {f.grant}" if f.grant else "")
         )
-    dl = snap.section("my.innodb_status")["deadlock"]
+    dl = status.deadlock
     scope = specs[0].scoped_database
     if dl and not deadlock_in_scope(dl, scope):
         print(

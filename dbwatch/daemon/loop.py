@@ -25,6 +25,7 @@ from ..evaluate import Selection
 from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
+from ..snapshot.my import MY_INNODB_STATUS
 from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec, spec_from_config
 from ..targets.pool import ConnectionPool
 from .fleet import Fleet, default_ttl
@@ -458,10 +459,10 @@ class Daemon:
 
 def _record_deadlocks(state: State, result: TargetResult) -> None:
     """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
-    status = result.snapshot.section("my.innodb_status")
-    dl = status.get("deadlock") if isinstance(status, dict) else None
+    status = result.snapshot.get(MY_INNODB_STATUS)
+    dl = status.deadlock if status is not None else None
     if (
-        isinstance(dl, dict)
+        dl is not None
         and dl.get("key")
         and state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl)
     ):

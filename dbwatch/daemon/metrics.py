@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from ..findings import Finding
 from ..snapshot import Snapshot
-from ..snapshot.my import MY_TRX
+from ..snapshot.my import MY_INNODB_COUNTERS, MY_TRX
 
 log = logging.getLogger(__name__)
 
@@ -72,12 +72,14 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
         out.update(_pg_values(snap))
     except Exception:
         log.debug("history values of %s failed", snap.target, exc_info=True)
-    counters = snap.section("my.innodb_counters")
-    if isinstance(counters, dict):
-        for key in ("innodb_deadlocks", "innodb_history_list_length"):
-            v = _num(counters.get(key))
-            if v is not None:
-                out[key] = v
+    counters = snap.get(MY_INNODB_COUNTERS)
+    if counters is not None:
+        for key, n in (
+            ("innodb_deadlocks", counters.deadlocks),
+            ("innodb_history_list_length", counters.history_list_length),
+        ):
+            if n is not None:
+                out[key] = float(n)
     for name in ("pg.queues", "my.queues"):
         for t in _tables(snap.section(name)):
             for q in t.get("summary") or []:

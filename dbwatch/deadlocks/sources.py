@@ -149,7 +149,7 @@ def read_status_file(path: str, stats: ReadStats) -> list[dict[str, Any]]:
     st = parse_status(text)
     if st.sections:
         stats.kind, stats.recognised = "status text", len(st.sections)
-        dl = status_section(text)["deadlock"]
+        dl = status_section(text).deadlock
         if dl is not None or "LATEST DETECTED DEADLOCK" in st.sections:
             return [dl] if dl else []
     sc = Scanner()

@@ -253,7 +253,7 @@ class ErrorLogDeadlocks:
 
 
 @dataclass(frozen=True)
-class InnodbStatus:
+class InnodbStatusSection:
     """The my.innodb_status section: what SHOW ENGINE INNODB STATUS says, parsed once
     (parsers.innodb_status) at the probe. `deadlock` is the latest deadlock's record (the
     SPEC §6 object with its diagnosis and key: the shape the deadlock summary, the daemon's
@@ -268,8 +268,8 @@ class InnodbStatus:
     error_log: ErrorLogDeadlocks = ErrorLogDeadlocks()
 
     @classmethod
-    def build(cls, data: object) -> InnodbStatus:
-        if isinstance(data, InnodbStatus):
+    def build(cls, data: object) -> InnodbStatusSection:
+        if isinstance(data, InnodbStatusSection):
             return data
         row = as_row(data)
         return cls(
@@ -312,7 +312,6 @@ def _seq(v: object) -> Sequence[object]:
 
 
 MY_TRX = section("my.trx", rows_of(MyThread))
-# registered as their consumers migrate:
 MY_LOCK_WAITS = section("my.lock_waits", MyLockWaits.build)
-# MY_INNODB_STATUS = section("my.innodb_status", InnodbStatus.build)
-# MY_INNODB_COUNTERS = section("my.innodb_counters", InnodbCounters.build)
+MY_INNODB_STATUS = section("my.innodb_status", InnodbStatusSection.build)
+MY_INNODB_COUNTERS = section("my.innodb_counters", InnodbCounters.build)
