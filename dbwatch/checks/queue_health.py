@@ -93,9 +93,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 shown = max(depth, round(depth / note["window_rows"] * t["rows_estimate"]))
             sev = _worse(
                 _grade_age(ctx, t, float(age)),
-                _grade_count(
-                    shown, ctx.params.get("depth_warning"), ctx.params.get("depth_critical")
-                ),
+                _grade_count(shown, ctx.count("depth_warning"), ctx.count("depth_critical")),
             )
             if sev is None:
                 continue

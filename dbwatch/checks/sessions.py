@@ -16,8 +16,8 @@ IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 
 
 def _ignored(ctx: CheckContext, user: Any, app: Any) -> bool:
-    users = ctx.params.get("ignore_users") or []
-    apps = ctx.params.get("ignore_applications") or []
+    users = ctx.strings("ignore_users")
+    apps = ctx.strings("ignore_applications") if "ignore_applications" in ctx.params else []
     return (user in users) or any(re.fullmatch(a, str(app or "")) for a in apps)
 
 

@@ -32,7 +32,7 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
             who = r.get("role") or "all roles"
             where = f" in {r['database']}" if r.get("database") else ""
             overrides.setdefault(r["name"], []).append(f"{who}{where}")
-    for name in ctx.params.get("required", []):
+    for name in ctx.strings("required"):
         if name not in server:
             continue  # not on this version (transaction_timeout is 17+)
         if not _is_off(server[name]) or overrides.get(name):

@@ -77,6 +77,6 @@ def run_explain(args: argparse.Namespace) -> int:
     for sec in ("what", "why", "fix"):
         print(f"\n{sec.upper()}\n{str(rule.doc[sec]).strip()}")
     print("\nREFERENCES")
-    for ref in rule.doc.get("references", []):
+    for ref in rule.references:
         print(f"  {ref}")
     return 0
