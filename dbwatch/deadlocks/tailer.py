@@ -19,10 +19,10 @@ import hashlib
 import json
 import logging
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ..parsers.errorlog import Scanner, open_block_start, slim
