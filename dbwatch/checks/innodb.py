@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 
 from ..deadlocks.text import deadlock_fields, victim_text
@@ -16,9 +16,8 @@ from ..snapshot.my import (
     InnodbCounters,
     InnodbStatusSection,
     MyThread,
-    json_object,
 )
-from ..snapshot.values import JSONObject, opt_str
+from ..snapshot.values import as_row, opt_str
 from . import CheckContext, check
 
 
@@ -29,7 +28,7 @@ def _ts(text: str | None) -> datetime | None:
         return None
 
 
-def _age(status: InnodbStatusSection, dl: JSONObject) -> float | None:
+def _age(status: InnodbStatusSection, dl: Mapping[str, object]) -> float | None:
     """Seconds between the deadlock and the monitor output (both in server time)."""
     now, then = _ts(status.at), _ts(opt_str(dl.get("at")))
     if now is None or then is None:
@@ -84,7 +83,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
         if since and since > 0:  # the counter moved but the status text shows none of them
             yield _unseen(ctx, since, counter, scope)
         return
-    diag = json_object(dl.get("diagnosis")) or {}
+    diag = as_row(dl.get("diagnosis"))
     extra = (
         f"; {since} deadlocks since the last probe, {since - 1} of them not shown "
         f"(SHOW ENGINE INNODB STATUS keeps only the latest): {SEE_ALL}"
@@ -171,7 +170,7 @@ def history_list(ctx: CheckContext) -> Iterator[Finding]:
     yield ctx.finding(
         severity=sev,
         subject="history list length",
-        summary=f"InnoDB history list length {hll:,} (purge lag); {who}",
+        summary=ctx.summary(history_list_length=f"{hll:,}") + f"; {who}",
         fix=fix,
         evidence={"history_list_length": hll, "oldest": oldest.to_json() if oldest else None},
         identity="history_list_length",

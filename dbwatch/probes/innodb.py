@@ -7,8 +7,8 @@ from dataclasses import replace
 from ..deadlocks.diagnosis import diagnose
 from ..parsers.innodb_deadlock import Deadlock
 from ..parsers.innodb_status import parse_status
-from ..snapshot.my import ErrorLogDeadlocks, InnodbCounters, InnodbStatusSection, json_object
-from ..snapshot.values import JSONObject, as_row, opt_int, to_str
+from ..snapshot.my import DeadlockRecord, ErrorLogDeadlocks, InnodbCounters, InnodbStatusSection
+from ..snapshot.values import as_row, opt_int, to_str
 from ..targets import Connection
 from . import probe, sql
 
@@ -16,10 +16,10 @@ PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 OLDEST_KEPT = 20
 
 
-def deadlock_record(dl: Deadlock) -> JSONObject:
+def deadlock_record(dl: Deadlock) -> DeadlockRecord:
     """The SPEC §6 deadlock object with its diagnosis and a dedupe key."""
-    out = json_object(dl.to_dict()) or {}
-    out["diagnosis"] = json_object(diagnose(dl).to_dict())
+    out: DeadlockRecord = dict(dl.to_dict())
+    out["diagnosis"] = diagnose(dl).to_dict()
     out["key"] = deadlock_key(dl)
     out["too_deep"] = dl.too_deep
     return out

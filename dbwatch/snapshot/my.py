@@ -22,6 +22,9 @@ from .values import (
 )
 
 Number = int | float
+# The SPEC §6 deadlock object with its diagnosis and key (probes.innodb.deadlock_record):
+# one shape for the status text, the error log, the daemon's history and `dbwatch deadlocks`.
+DeadlockRecord = dict[str, object]
 
 
 def opt_num(v: object) -> Number | None:
@@ -235,7 +238,7 @@ class ErrorLogDeadlocks:
     (probes.innodb.deadlock_record); `available` False with why when it cannot be read."""
 
     available: bool = False
-    deadlocks: tuple[JSONObject, ...] = ()
+    deadlocks: tuple[DeadlockRecord, ...] = ()
     error: str | None = None
     grant: str | None = None
 
@@ -246,7 +249,7 @@ class ErrorLogDeadlocks:
         row = as_row(data)
         return cls(
             available=to_bool(row.get("available")),
-            deadlocks=tuple(r for r in (json_object(d) for d in _seq(row.get("deadlocks"))) if r),
+            deadlocks=tuple(r for r in map(record, _seq(row.get("deadlocks"))) if r is not None),
             error=opt_str(row.get("error")),
             grant=opt_str(row.get("grant")),
         )
@@ -263,7 +266,7 @@ class InnodbStatusSection:
     at: str | None = None  # the monitor output's timestamp (server time)
     truncated: bool = False
     history_list_length: int | None = None
-    deadlock: JSONObject | None = None
+    deadlock: DeadlockRecord | None = None
     oldest_transactions: tuple[TrxInfo, ...] = ()
     error_log: ErrorLogDeadlocks = ErrorLogDeadlocks()
 
@@ -276,7 +279,7 @@ class InnodbStatusSection:
             at=opt_str(row.get("at")),
             truncated=to_bool(row.get("truncated")),
             history_list_length=opt_int(row.get("history_list_length")),
-            deadlock=json_object(row.get("deadlock")),
+            deadlock=record(row.get("deadlock")),
             oldest_transactions=tuple(
                 t if isinstance(t, TrxInfo) else trx_info(as_row(t))
                 for t in _seq(row.get("oldest_transactions"))
@@ -298,11 +301,10 @@ def trx_info(row: Row) -> TrxInfo:
     )
 
 
-def json_object(v: object) -> JSONObject | None:
-    """A JSON object (a deadlock record from a probe, a test's YAML or the daemon's
-    history); anything else is None."""
-    out = as_json(v) if isinstance(v, Mapping) else None
-    return out if isinstance(out, dict) else None
+def record(v: object) -> DeadlockRecord | None:
+    """A deadlock record (from the probe, a test's YAML or the daemon's history) as the
+    deadlock readers take it (deadlocks.text, scope); anything not a mapping is None."""
+    return {str(k): x for k, x in v.items()} if isinstance(v, Mapping) else None
 
 
 def _seq(v: object) -> Sequence[object]:
