@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
+from ..snapshot.values import to_int
 from ..targets import Connection
 from .guards import Decision, Session, is_dump_statement
 from .statements import action_sql
@@ -148,7 +149,7 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
             "user": str(now.get("user") or ""),
         }
         rows = conn.rows(action_sql(conn, name), params)
-        if not rows or not int(rows[0].get("matched") or 0):
+        if not rows or not to_int(rows[0].get("matched")):
             return replace(d, action="gone", reason=GONE)
     else:
         conn.execute("KILL QUERY %s" if cancel else "KILL %s", (tid,))

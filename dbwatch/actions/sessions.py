@@ -41,7 +41,7 @@ def read_sessions(
 
 
 def pg_sessions(conn: Connection, target: str, database: str | None = None) -> list[Session]:
-    rows = conn.rows(
+    rows: list[dict[str, Any]] = conn.rows(
         action_sql(conn, "terminate_sessions"),
         {"limit": SESSION_LIMIT, "database": database},
     )

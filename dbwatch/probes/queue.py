@@ -24,6 +24,7 @@ from ..queues import (
     sibling_names,
 )
 from ..snapshot import CoverageGap
+from ..snapshot.values import to_int
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format, pg_ident_text
 from . import Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
@@ -209,7 +210,7 @@ def _bounds(conn: Connection, t: dict[str, Any]) -> dict[str, Any]:
     most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
     text = _render(sql("mysql", "queue_bounds", conn.version), "mysql", t)
     row = conn.rows(text, {"window": WINDOW})[0]
-    lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
+    lo, hi = to_int(row.get("lo")), to_int(row.get("hi"))
     return {
         "max_id": lo + WINDOW - 1,
         "min_id": max(hi - FAILED_WINDOW + 1, 0),

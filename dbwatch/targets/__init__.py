@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -157,6 +157,12 @@ def password_of(spec: TargetSpec) -> str | None:
     return parse_url(spec.url).password
 
 
+# What a statement is bound with (%(name)s or %s placeholders) and what a row comes back as:
+# column name -> value, narrowed by the snapshot builders (snapshot.values), never Any.
+Params = Mapping[str, object] | Sequence[object] | None
+DriverRow = dict[str, object]
+
+
 class Connection(Protocol):
     engine: str
     flavour: str
@@ -167,9 +173,9 @@ class Connection(Protocol):
     server_key: str  # which server, for dbwatch's own connection ids (targets.own)
 
     def rows(
-        self, sql: str, params: Any = None, limit: int | None = None
-    ) -> list[dict[str, Any]]: ...
-    def execute(self, sql: str, params: Any = None) -> int: ...
+        self, sql: str, params: Params = None, limit: int | None = None
+    ) -> list[DriverRow]: ...
+    def execute(self, sql: str, params: Params = None) -> int: ...
     def close(self) -> None: ...
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol, Self
 
 import pymysql
 import pymysql.cursors
@@ -14,6 +15,8 @@ from . import (
     CONNECT_TIMEOUT_S,
     IO_TIMEOUT_S,
     STATEMENT_TIMEOUT_MS,
+    DriverRow,
+    Params,
     TargetSpec,
     password_of,
     scrub,
@@ -25,23 +28,50 @@ from .version import ServerVersion
 # 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
 _PRIV_ERRORS = {1227, 1142, 1143, 1044, 1045}
 
+# PyMySQL ships no type information: what dbwatch uses of it, declared once here.
+MySQLError: type[Exception] = pymysql.MySQLError
+_LOST: tuple[type[Exception], ...] = (pymysql.err.OperationalError, pymysql.err.InterfaceError)
 
-def _connect(kwargs: dict[str, Any], spec: TargetSpec) -> Any:
+
+class _Cursor(Protocol):
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def execute(self, query: str, args: Params = None) -> int: ...
+    def fetchall(self) -> Sequence[Mapping[str, object]]: ...
+    def fetchmany(self, size: int) -> Sequence[Mapping[str, object]]: ...
+
+
+class _Driver(Protocol):
+    """A pymysql.connections.Connection with a DictCursor."""
+
+    @property
+    def open(self) -> bool: ...
+    def cursor(self) -> _Cursor: ...
+    def close(self) -> None: ...
+
+
+def _connect(kwargs: dict[str, object], spec: TargetSpec) -> _Driver:
     try:
-        return pymysql.connect(**kwargs)
+        conn: _Driver = pymysql.connect(**kwargs)
     except (OSError, ValueError, RuntimeError) as exc:
         raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
+    return conn
+
+
+def _code(exc: BaseException) -> object:
+    """The server's error number (1227, 2013 ...), 0 when the error carries none."""
+    return exc.args[0] if exc.args else 0
 
 
 class MyConnection:
     engine = "mysql"
 
-    def __init__(self, spec: TargetSpec, conn: Any) -> None:
+    def __init__(self, spec: TargetSpec, conn: _Driver) -> None:
         self.spec = spec
         self.conn = conn
         row = self.rows("SELECT VERSION() AS v, CONNECTION_ID() AS id")[0]
-        self.server_version = str(row["v"])
-        self.thread_id = int(row["id"])
+        self.server_version = str(row.get("v"))
+        self.thread_id = int(str(row.get("id")))
         where = getattr(conn, "unix_socket", None) or getattr(conn, "host", None)
         self.server_key = server_key("mysql", where, getattr(conn, "port", None))
         OWN_SESSIONS.add(self.server_key, self.thread_id)
@@ -71,7 +101,7 @@ class MyConnection:
     @classmethod
     def open(cls, spec: TargetSpec, database: str | None = None) -> MyConnection:
         base, query = url_parts(spec.url)
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             "connect_timeout": CONNECT_TIMEOUT_S,
             "read_timeout": IO_TIMEOUT_S,
             "write_timeout": IO_TIMEOUT_S,
@@ -95,26 +125,26 @@ class MyConnection:
             kwargs.setdefault("host", "127.0.0.1")
         try:
             conn = _connect(kwargs, spec)
-        except pymysql.MySQLError as exc:
-            if not (exc.args and exc.args[0] == 1044 and kwargs.pop("database", None)):
+        except MySQLError as exc:
+            if not (_code(exc) == 1044 and kwargs.pop("database", None)):
                 raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
             # 1044: no privilege on the URL's schema. Connect without it (the scope stays the
             # URL's), so the privilege probe reports DW001 with the exact GRANT.
             try:
                 conn = _connect(kwargs, spec)
-            except pymysql.MySQLError as again:
+            except MySQLError as again:
                 msg = f"cannot connect: {scrub(_msg(again), spec)}"
                 raise TargetError(spec.name, msg) from None
         return cls(spec, conn)
 
-    def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, params)
                 data = cur.fetchmany(limit) if limit else cur.fetchall()
                 return [dict(r) for r in data]
-        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
-            code = exc.args[0] if exc.args else 0
+        except _LOST as exc:
+            code = _code(exc)
             if code in _PRIV_ERRORS:
                 raise ProbeError(
                     "query",
@@ -127,15 +157,15 @@ class MyConnection:
                     self.spec.name, f"connection lost: {scrub(_msg(exc), self.spec)}"
                 ) from None
             raise ProbeError("query", scrub(_msg(exc), self.spec)) from None
-        except pymysql.MySQLError as exc:
+        except MySQLError as exc:
             raise ProbeError("query", scrub(_msg(exc), self.spec)) from None
 
-    def execute(self, sql: str, params: Any = None) -> int:
+    def execute(self, sql: str, params: Params = None) -> int:
         try:
             with self.conn.cursor() as cur:
                 return int(cur.execute(sql, params))
-        except pymysql.MySQLError as exc:
-            code = exc.args[0] if exc.args else 0
+        except MySQLError as exc:
+            code = _code(exc)
             raise ProbeError(
                 "execute", scrub(_msg(exc), self.spec), privilege=code in _PRIV_ERRORS
             ) from None
@@ -144,7 +174,7 @@ class MyConnection:
         OWN_SESSIONS.discard(self.server_key, self.thread_id)
         try:
             self.conn.close()
-        except pymysql.MySQLError:
+        except MySQLError:
             pass
 
 

@@ -14,6 +14,8 @@ from . import (
     DEFAULT_PG_URL,
     LOCK_TIMEOUT_MS,
     STATEMENT_TIMEOUT_MS,
+    DriverRow,
+    Params,
     TargetSpec,
     password_of,
     scrub,
@@ -75,7 +77,7 @@ class PgConnection:
             raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
         return cls(spec, conn)
 
-    def rows(self, sql: str, params: Any = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, params)
@@ -96,7 +98,7 @@ class PgConnection:
                 privilege=_grant_hint(exc) is not None,
             ) from None
 
-    def execute(self, sql: str, params: Any = None) -> int:
+    def execute(self, sql: str, params: Params = None) -> int:
         """For actions (terminate): the only write path, used outside probes."""
         try:
             with self.conn.cursor() as cur:
