@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
-from ..snapshot.values import to_int
+from ..snapshot.values import as_row, to_int, to_str
 from ..targets import Connection
 from .guards import Decision, Session, is_dump_statement
 from .statements import action_sql
@@ -127,7 +127,7 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
             why = "backup: its statement now is a dump statement (use --include-backups)"
             return replace(d, action="skipped_protected", reason=why)
     status = conn.rows("SHOW ENGINE INNODB STATUS")
-    text = str(status[0].get("Status") or status[0].get("status") or "") if status else ""
+    text = to_str(as_row(status[0]).get("status")) if status else ""
     entries = live_transactions(text, tid)
     if len(entries) != 1:
         if entries:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import TargetError
 from .secrets import register_secret
@@ -94,14 +94,29 @@ def spec_for(
     )
 
 
-def spec_from_config(target: Any) -> TargetSpec:
+class TargetSettings(Protocol):
+    """What a configured [[targets]] entry (config.TargetConfig) says of its connection."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def retry_after(self) -> float | None: ...
+    @property
+    def all_databases(self) -> bool: ...
+    @property
+    def password_file(self) -> str | None: ...
+
+
+def spec_from_config(target: TargetSettings) -> TargetSpec:
     """The spec of a configured [[targets]] entry, with every per-target setting."""
     return spec_for(
         target.url,
         target.name,
         retry_after=target.retry_after,
         all_databases=bool(target.all_databases),
-        password_file=getattr(target, "password_file", None),
+        password_file=target.password_file,
     )
 
 
@@ -128,10 +143,10 @@ def default_targets() -> list[TargetSpec]:
     return out
 
 
-def url_parts(url: str) -> tuple[dict[str, Any], dict[str, str]]:
+def url_parts(url: str) -> tuple[dict[str, object], dict[str, str]]:
     """host/port/user/password/database plus query parameters, all unquoted."""
     p = parse_url(url)
-    base = {
+    base: dict[str, object] = {
         "host": p.host,
         "port": p.port,
         "user": p.user,

@@ -10,21 +10,21 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from typing import Any
+
+import psycopg
 
 log = logging.getLogger(__name__)
 
 
-def _fd(conn: Any) -> int | None:
-    raw = getattr(conn, "conn", None)
-    pgconn = getattr(raw, "pgconn", None)
-    if pgconn is not None:  # psycopg 3
+def _fd(conn: object) -> int | None:
+    raw: object = getattr(conn, "conn", None)  # the driver's connection
+    if isinstance(raw, psycopg.Connection):
         try:
-            return int(pgconn.socket)
+            return raw.pgconn.socket
         except Exception as exc:  # noqa: BLE001 -- psycopg.OperationalError when closed; never raise
             log.debug("no socket: %s", exc)
             return None
-    sock = getattr(raw, "_sock", None)  # PyMySQL
+    sock: object = getattr(raw, "_sock", None)  # PyMySQL
     if isinstance(sock, socket.socket):
         try:
             return sock.fileno()
@@ -33,7 +33,7 @@ def _fd(conn: Any) -> int | None:
     return None
 
 
-def abort(conn: Any) -> bool:
+def abort(conn: object) -> bool:
     """True if a socket was shut down; never raises."""
     fd = _fd(conn)
     if fd is None or fd < 0:
