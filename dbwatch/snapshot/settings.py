@@ -122,3 +122,5 @@ class PgPrivileges:
 
 PG_SETTINGS = section("pg.settings", rows_of(PgSetting))
 MY_SETTINGS = section("my.settings", MySettings.build)
+PG_PRIVILEGES = section("pg.privileges", PgPrivileges.build)
+MY_PRIVILEGES = section("my.privileges", MyPrivileges.build)
