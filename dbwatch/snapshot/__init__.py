@@ -6,11 +6,12 @@ unknown (DW001), never a silent OK.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .sections import SectionKey, build
-from .values import JSON, as_json
+from .values import JSON, as_json, as_row, opt_str
 
 T = TypeVar("T")
 
@@ -40,7 +41,7 @@ class Snapshot:
     server_version: str  # as the server says it
     version_num: int  # PG: server_version_num; MySQL/MariaDB: 80036 / 101106
     taken_at: float  # unix time of the probe start
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, object] = field(default_factory=dict)
     failures: tuple[ProbeFailure, ...] = ()
     features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
     gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
@@ -68,8 +69,9 @@ class Snapshot:
         "reason", "fix"}. One line each, duplicates merged, for the target line and JSON."""
         out: dict[str, None] = {}
         for data in self.sections.values():
-            if isinstance(data, dict) and data.get("available") is False:
-                out[f"{data.get('reason')}; to enable: {data.get('fix')}"] = None
+            off = _switched_off(data)
+            if off is not None:
+                out[f"{off[0]}; to enable: {off[1]}"] = None
         return list(out)
 
     def to_dict(self) -> dict[str, JSON]:
@@ -87,8 +89,32 @@ class Snapshot:
         }
 
 
+@runtime_checkable
+class Switchable(Protocol):
+    """A typed section that may say its source is switched off on the server."""
+
+    @property
+    def available(self) -> bool | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def fix(self) -> str | None: ...
+
+
+def _switched_off(data: object) -> tuple[str | None, str | None] | None:
+    """(reason, fix) of a section whose source is off; None when it is on or says nothing."""
+    if isinstance(data, Mapping):
+        row = as_row(data)
+        if row.get("available") is False:
+            return opt_str(row.get("reason")), opt_str(row.get("fix"))
+        return None
+    if isinstance(data, Switchable) and data.available is False:
+        return data.reason, data.fix
+    return None
+
+
 def _jsonable(data: object) -> JSON:
-    if is_dataclass(data) and not isinstance(data, type):
+    if is_dataclass(data) and not isinstance(data, type) and not hasattr(data, "to_json"):
         return as_json(asdict(data))
     if isinstance(data, tuple):
         return [_jsonable(r) for r in data]
