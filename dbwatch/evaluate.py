@@ -9,7 +9,6 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .catalogue import Rule
 from .checks import CheckContext, first_paragraph, load_checks
@@ -68,7 +67,9 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
     return needs
 
 
-def _context(rule: Rule, snap: Snapshot, override: RuleOverride | None, state: Any) -> CheckContext:
+def _context(
+    rule: Rule, snap: Snapshot, override: RuleOverride | None, state: object
+) -> CheckContext:
     params = dict(rule.params)
     thresholds = rule.thresholds
     if override is not None:
@@ -82,7 +83,7 @@ def evaluate(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection = Selection(),
-    state: Any = None,
+    state: object = None,
 ) -> Evaluation:
     checks = load_checks()
     result = Evaluation()
@@ -116,7 +117,7 @@ def evaluate(
 
 
 def coverage(
-    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: Any
+    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: object
 ) -> list[Finding]:
     """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
     rule, chk = catalogue.get("DW002"), load_checks().get("incomplete_coverage")
@@ -191,7 +192,7 @@ def _dw001(
     fix: str,
     fails: list[ProbeFailure],
     affected: list[str],
-    identity: Any,
+    identity: object,
 ) -> Finding:
     if affected:
         summary += f" (unknown: {', '.join(affected)})"

@@ -6,7 +6,6 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from .catalogue import Rule
 from .config import Config
@@ -35,7 +34,7 @@ class TargetResult:
     def status(self) -> str:
         return "unreachable" if self.error else "ok"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.spec.name,
             "engine": self.snapshot.engine,
@@ -52,7 +51,7 @@ class TargetResult:
 class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
-    logs: list[dict[str, Any]] = field(default_factory=list)  # `--log` analysis stats
+    logs: list[dict[str, object]] = field(default_factory=list)  # `--log` analysis stats
     input_errors: list[str] = field(default_factory=list)  # files read only in part (exit 3)
     generated_at: float = field(default_factory=time.time)
 
@@ -111,7 +110,7 @@ def probe_target(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection,
-    state: Any = None,
+    state: object = None,
     cache: ProbeCache | None = None,
     pool: ConnectionPool | None = None,
     shared: SharedProbes | None = None,
@@ -182,7 +181,7 @@ def _unreachable(
     spec: TargetSpec,
     catalogue: dict[str, Rule],
     config: Config,
-    state: Any,
+    state: object,
     exc: TargetError,
     started: float,
 ) -> TargetResult:

@@ -4,8 +4,8 @@ with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
@@ -18,6 +18,15 @@ from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .pg_horizon import Cause, Holder, attribute, holders
 
 HISTORY_WINDOW = 3600.0
+
+
+@runtime_checkable
+class History(Protocol):
+    """The daemon state's history (dbwatch.daemon.state); tests give a small stand-in."""
+
+    def history(
+        self, target: str, key: str, since_seconds: float
+    ) -> Iterable[tuple[float, float]]: ...
 
 
 def _worst(*sevs: str | None) -> str | None:
@@ -41,8 +50,8 @@ def history(
     ctx: CheckContext, key: str, since: float = HISTORY_WINDOW
 ) -> list[tuple[float, float]]:
     """The daemon's history for key, oldest first; [] in a one-shot audit or without state."""
-    st = ctx.state
-    if st is None or not hasattr(st, "history"):
+    st: object = ctx.state
+    if not isinstance(st, History):
         return []
     try:
         return [(float(t), float(v)) for t, v in st.history(ctx.snapshot.target, key, since)]
@@ -70,8 +79,8 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
     return out
 
 
-def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, Any]:
-    ev = {
+def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, object]:
+    ev: dict[str, object] = {
         "kind": h.kind,
         "holder": h.holder,
         # "cluster": pins every database (slot, standby feedback); "database": its own only
