@@ -92,7 +92,7 @@ def evaluate(
         if chk is None:
             result.unknown[rule.id] = f"check {rule.check} is not implemented"
             continue
-        missing = [s for s in chk.sections_for(snap.engine) if snap.section(s) is None]
+        missing = [s for s in chk.sections_for(snap.engine) if not snap.has(s)]
         if missing:
             skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
             why = "not run (time budget)" if set(missing) <= skipped else "failed"

@@ -58,7 +58,7 @@ class AuditResult:
     @property
     def findings(self) -> list[Finding]:
         out = [f for t in self.targets for f in t.evaluation.findings] + self.extra_findings
-        return sorted(out, key=lambda f: (-severity_rank(f.severity), f.target, f.rule, f.subject))
+        return sorted(out, key=_finding_order)
 
     def counts(self) -> dict[str, int]:
         """critical / warning findings (DW001 excluded) and unreadable targets or probes."""
@@ -103,6 +103,10 @@ class AuditResult:
             if n
         ]
         return f"{', '.join(parts) or 'no findings'} — Status: {self.status.upper()}"
+
+
+def _finding_order(f: Finding) -> tuple[int, str, str, str]:
+    return -severity_rank(f.severity), f.target, f.rule, f.subject
 
 
 def probe_target(

@@ -149,7 +149,11 @@ def _sql_variants(engine: str, name: str, base: Path) -> list[tuple[str | None, 
             out.append((flavour, 0, path.read_text()))
         elif rest.startswith("post_") and rest[5:].isdigit():
             out.append((flavour, int(rest[5:]), path.read_text()))
-    return sorted(out, key=lambda v: (v[0] is not None, v[1]))
+    return sorted(out, key=_flavour_then_version)
+
+
+def _flavour_then_version(v: tuple[str | None, int, str]) -> tuple[bool, int]:
+    return v[0] is not None, v[1]
 
 
 def sql(engine: str, name: str, version: ServerVersion, base: Path = SQL_DIR) -> str:

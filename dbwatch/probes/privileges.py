@@ -65,7 +65,7 @@ def parse_grants(lines: list[str]) -> Grants:
     for line in lines:
         m = _GRANT.match(line)
         if m:
-            obj = m.group("obj").strip()
+            obj: str = m.group("obj").strip()
             if re.match(r"(PROCEDURE|FUNCTION|PACKAGE)\s", obj, re.IGNORECASE):
                 continue
             db, _, table = obj.partition(".")
