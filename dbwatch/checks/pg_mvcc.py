@@ -114,12 +114,12 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[PgDeadT
     return out
 
 
-def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
+def _pg201_summary(ctx: CheckContext, h: Holder, ev: dict[str, Any]) -> str:
     if h.kind == "standby_query" or ev.get("kind_detail") == "standby_query":
         return (
             f"{h.holder} holds the primary's horizon ({h.scope}) for {ev['age']} ({h.xid_age} XIDs)"
         )
-    return f"xmin horizon of {h.scope} held for {ev['age']} ({h.xid_age} XIDs) by {h.holder}"
+    return ctx.summary(scope=h.scope, age=ev["age"], xid_age=h.xid_age, holder=h.holder)
 
 
 def holder_session(target: str, h: Holder) -> SessionIdentity | None:
@@ -156,7 +156,7 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
                 }
                 for t, c in hurt
             ]
-        summary = _pg201_summary(h, ev)
+        summary = _pg201_summary(ctx, h, ev)
         if hurt:
             worst = max(hurt, key=lambda tc: tc[0].dead)[0]
             summary += f"; keeps {worst.n_dead_tup} dead tuples in {worst.key}"
@@ -321,8 +321,12 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
             tail += f"; autovacuum is off ({off})"
         if rate is not None:
             tail += f"; +{rate:.0f}/min"
-        summary = (
-            f"{t.key}: {dead} dead tuples ({ratio_text} of rows), last vacuum {last_text}; {tail}"
+        summary = ctx.summary(
+            table=t.key,
+            dead=dead,
+            ratio=ratio_text,
+            last_vacuum=last_text,
+            horizon=tail,
         )
         yield ctx.finding(
             severity=sev,
