@@ -6,12 +6,11 @@ unknown (DW001), never a silent OK.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 from .sections import SectionKey, build
-from .values import JSON, as_json, as_row, opt_str
+from .values import JSON, as_json
 
 T = TypeVar("T")
 
@@ -69,9 +68,8 @@ class Snapshot:
         "reason", "fix"}. One line each, duplicates merged, for the target line and JSON."""
         out: dict[str, None] = {}
         for data in self.sections.values():
-            off = _switched_off(data)
-            if off is not None:
-                out[f"{off[0]}; to enable: {off[1]}"] = None
+            if isinstance(data, dict) and data.get("available") is False:
+                out[f"{data.get('reason')}; to enable: {data.get('fix')}"] = None
         return list(out)
 
     def to_dict(self) -> dict[str, JSON]:
@@ -87,30 +85,6 @@ class Snapshot:
             "gaps": as_json([asdict(g) for g in self.gaps]),
             "scope": self.scope,
         }
-
-
-@runtime_checkable
-class Switchable(Protocol):
-    """A typed section that may say its source is switched off on the server."""
-
-    @property
-    def available(self) -> bool | None: ...
-    @property
-    def reason(self) -> str | None: ...
-    @property
-    def fix(self) -> str | None: ...
-
-
-def _switched_off(data: object) -> tuple[str | None, str | None] | None:
-    """(reason, fix) of a section whose source is off; None when it is on or says nothing."""
-    if isinstance(data, Mapping):
-        row = as_row(data)
-        if row.get("available") is False:
-            return opt_str(row.get("reason")), opt_str(row.get("fix"))
-        return None
-    if isinstance(data, Switchable) and data.available is False:
-        return data.reason, data.fix
-    return None
 
 
 def _jsonable(data: object) -> JSON:
