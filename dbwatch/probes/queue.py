@@ -26,7 +26,7 @@ from ..queues import (
 from ..snapshot import CoverageGap
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format, pg_ident_text
-from . import Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
+from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def _estimate(value: Any) -> int | None:
 
 
 def _has_sql(engine: str, name: str) -> bool:
-    return bool(_sql_variants(engine, name))
+    return bool(_sql_variants(engine, name, SQL_DIR))
 
 
 def _render(text: str, engine: str, t: dict[str, Any]) -> str:
