@@ -320,8 +320,8 @@ def _one(cls: type[R]) -> Callable[[object], R]:
 
 PG_QUEUE_INDEXES = section("pg.queue_indexes", rows_of(QueueIndex))
 MY_QUEUE_INDEXES = section("my.queue_indexes", rows_of(QueueIndex))
-PG_QUEUES = SectionKey("pg.queues", _one(QueueStats))  # registered by the pg.queues migration
-MY_QUEUES = SectionKey("my.queues", _one(QueueStats))
+PG_QUEUES = section("pg.queues", _one(QueueStats))
+MY_QUEUES = section("my.queues", _one(QueueStats))
 
 
 def queue_indexes_key(engine: str) -> SectionKey[tuple[QueueIndex, ...]]:
