@@ -2,13 +2,15 @@
 
 Pure and linear (a token scan, no backtracking regex): the text is untrusted, often cut by
 the server (InnoDB prints at most ~3 KB), `?`-parameterised or literal, qualified
-(`laravel.jobs`) or not. Queue tables are recognised by name (a local list, kept in step
-with dbwatch/queues' libraries) or by the shape of a claim on them.
+(`laravel.jobs`) or not. Queue tables are recognised by name (the registry in
+dbwatch/queues) or by the shape of a claim on them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..queues import is_job_table
 
 MAX_TEXT = 8192
 
@@ -24,32 +26,6 @@ CLAIM, RESERVE, DELETE, COMPLETE, FETCH, OTHER, UNKNOWN = (
 CLAIM_SIDE = frozenset({CLAIM, RESERVE})
 DONE_SIDE = frozenset({DELETE, COMPLETE, FETCH})
 
-# Queue tables by name: Laravel, Que, GoodJob, Delayed::Job, Oban, River, Solid Queue,
-# Symfony Messenger, pg-boss, graphile-worker, procrastinate, PgQueuer, and generic names.
-QUEUE_NAMES = frozenset(
-    {
-        "jobs",
-        "job",
-        "queue",
-        "queues",
-        "job_queue",
-        "queue_jobs",
-        "que_jobs",
-        "good_jobs",
-        "delayed_jobs",
-        "oban_jobs",
-        "river_job",
-        "solid_queue_jobs",
-        "solid_queue_ready_executions",
-        "solid_queue_claimed_executions",
-        "solid_queue_scheduled_executions",
-        "messenger_messages",
-        "_private_jobs",
-        "procrastinate_jobs",
-        "pgqueuer",
-    }
-)
-NOT_QUEUE = frozenset({"failed_jobs", "job_batches", "jobs_history", "job_logs"})
 # Columns a claim filters or orders on: a locking "next job" read naming two of these
 # marks its table as a queue even under an unknown name.
 _CLAIM_COLUMNS = (
@@ -70,12 +46,8 @@ _MODIFIERS = frozenset({"low_priority", "quick", "ignore", "only"})
 
 
 def is_queue_name(table: str | None) -> bool:
-    if not table:
-        return False
-    base = table.lower().rsplit(".", 1)[-1]
-    if base in NOT_QUEUE:
-        return False
-    return base in QUEUE_NAMES or base.endswith(("_jobs", "_queue"))
+    """A table jobs are claimed from, by name (the queue registry's one definition)."""
+    return is_job_table(table)
 
 
 def normalize(query: str | None) -> str:
