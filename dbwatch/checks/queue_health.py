@@ -101,7 +101,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 shown = max(depth, round(depth / note.rows * t.rows_estimate))
             sev = _worse(
                 _grade_age(ctx, t, age),
-                _grade_count(shown, _param(ctx, "depth_warning"), _param(ctx, "depth_critical")),
+                _grade_count(shown, ctx.count("depth_warning"), ctx.count("depth_critical")),
             )
             if sev is None:
                 continue
@@ -520,14 +520,16 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding(
                 severity=sev,
                 evidence=ev,
-                summary=_failed_summary(t, g, window, meaning),
+                summary=_failed_summary(ctx, t, g, window, meaning),
                 fix=failure_fix(t.library, g.kind),
                 subject=f"failed {t.name}: {_short(g.exception)} {g.job_class}",
                 identity=[t.schema, t.table, g.exception, g.job_class],
             )
 
 
-def _failed_summary(t: QueueTableStats, g: _Failures, window: int, meaning: str) -> str:
+def _failed_summary(
+    ctx: CheckContext, t: QueueTableStats, g: _Failures, window: int, meaning: str
+) -> str:
     ago = format_duration(g.latest_seconds_ago)
     when = f"in the last {format_duration(window)} (latest {g.latest}, {ago} ago)"
     if g.kind == "batch":
@@ -537,7 +539,14 @@ def _failed_summary(t: QueueTableStats, g: _Failures, window: int, meaning: str)
         )
     # graphile-worker and others keep only the message: show it instead of a class
     cause = f'"{g.message[:80]}"' if g.exception == "(unknown)" else _short(g.exception)
-    text = f"{t.name}: {g.count} {g.job_class} jobs failed with {cause} {when}"
+    text = ctx.summary(
+        table=t.name,
+        count=g.count,
+        job=g.job_class,
+        exception=cause,
+        window=format_duration(window),
+        latest=f"{g.latest}, {ago} ago",
+    )
     if g.kind != "other":
         text += f": {meaning.split(':')[0].split(' (')[0]}"
     return text
