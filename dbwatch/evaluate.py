@@ -9,7 +9,6 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import checks
 from .catalogue import Rule
@@ -69,7 +68,9 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
     return needs
 
 
-def _context(rule: Rule, snap: Snapshot, override: RuleOverride | None, state: Any) -> CheckContext:
+def _context(
+    rule: Rule, snap: Snapshot, override: RuleOverride | None, state: object
+) -> CheckContext:
     params = dict(rule.params)
     thresholds = rule.thresholds
     if override is not None:
@@ -83,7 +84,7 @@ def evaluate(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection = Selection(),
-    state: Any = None,
+    state: object = None,
 ) -> Evaluation:
     checks = load_checks()
     result = Evaluation()
@@ -92,7 +93,7 @@ def evaluate(
         if chk is None:
             result.unknown[rule.id] = f"check {rule.check} is not implemented"
             continue
-        missing = [s for s in chk.sections_for(snap.engine) if snap.section(s) is None]
+        missing = [s for s in chk.sections_for(snap.engine) if not snap.has(s)]
         if missing:
             skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
             why = "not run (time budget)" if set(missing) <= skipped else "failed"
@@ -117,7 +118,7 @@ def evaluate(
 
 
 def coverage(
-    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: Any
+    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: object
 ) -> list[Finding]:
     """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
     rule, chk = catalogue.get("DW002"), load_checks().get("incomplete_coverage")
@@ -192,7 +193,7 @@ def _dw001(
     fix: str,
     fails: list[ProbeFailure],
     affected: list[str],
-    identity: Any,
+    identity: object,
 ) -> Finding:
     if affected:
         summary += f" (unknown: {', '.join(affected)})"
