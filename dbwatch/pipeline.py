@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .catalogue import Rule
+from .checks.history import History
 from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
@@ -111,7 +112,7 @@ def probe_target(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection,
-    state: Any = None,
+    state: History | None = None,
     cache: ProbeCache | None = None,
     pool: ConnectionPool | None = None,
     shared: SharedProbes | None = None,
@@ -182,7 +183,7 @@ def _unreachable(
     spec: TargetSpec,
     catalogue: dict[str, Rule],
     config: Config,
-    state: Any,
+    state: History | None,
     exc: TargetError,
     started: float,
 ) -> TargetResult:

@@ -15,6 +15,7 @@ from ..catalogue import Rule, Thresholds
 from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
+from .history import History
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class CheckContext:
     snapshot: Snapshot
     thresholds: Thresholds | None
     params: dict[str, Any]
-    state: Any = None  # daemon history (dbwatch.daemon.state), None in one-shot audits
+    state: History | None = None  # the daemon's history; None in one-shot audits
 
     def grade(self, value: float | None) -> str | None:
         if self.thresholds is None:

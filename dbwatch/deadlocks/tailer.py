@@ -204,7 +204,7 @@ def load_position(state: Any, target: str) -> Position | None:
         row = db.execute(
             "SELECT value FROM meta WHERE key = ?", (META_KEY.format(target=target),)
         ).fetchone()
-    return Position.from_json(row[0] if row else None)
+    return Position.from_json(row["value"] if row else None)
 
 
 def save_position(db: Any, target: str, pos: Position) -> None:
