@@ -166,7 +166,7 @@ class _PgCursor:
         return list(self._cur.fetchall()) if self._cur.description else []
 
 
-def _dict_row(cur: sqlite3.Cursor, values: tuple[object, ...]) -> dict[str, object]:
+def dict_row(cur: sqlite3.Cursor, values: tuple[object, ...]) -> dict[str, object]:
     """SQLite rows as plain mappings, like psycopg's dict_row."""
     return {str(d[0]): v for d, v in zip(cur.description, values, strict=True)}
 
@@ -256,7 +256,7 @@ def open_conn(location: str, schema: str = "dbwatch") -> tuple[StateConn, str]:
             raise UsageError(f"state {location}: cannot create its directory: {exc.strerror}")
     try:
         db = sqlite3.connect(location, timeout=30, isolation_level=None, check_same_thread=False)
-        db.row_factory = _dict_row
+        db.row_factory = dict_row
         db.execute("PRAGMA journal_mode=WAL")
         # FULL: a committed outbox row survives power loss too, not only a killed process.
         db.execute("PRAGMA synchronous=FULL")
