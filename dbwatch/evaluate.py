@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import checks
 from .catalogue import Rule
 from .checks import CheckContext, first_paragraph, load_checks
 from .checks.history import History
@@ -143,6 +144,7 @@ def probe_failures(
     refused for the same privilege — naming the rules left unknown and what fixes it."""
     rule = catalogue.get("DW001")
     fix_default = first_paragraph(rule.fix) if rule else ""
+    template = rule.summary if rule else "{problem}: {error}"
     out = []
     refused: dict[str, list[ProbeFailure]] = {}
     for f in snap.failures:
@@ -151,13 +153,14 @@ def probe_failures(
             continue
         affected = _affected(unknown, [f.probe])
         if f.probe == "connect":
-            summary = f"target unreachable: {f.message}"
+            summary = checks.render(template, {"problem": "target unreachable", "error": f.message})
             severity, fix = (
                 "critical",
                 "Check the URL, network, credentials and that the server is up.",
             )
         else:
-            summary = f"probe {f.probe} failed: {f.message}"
+            problem = f"probe {f.probe} failed"
+            summary = checks.render(template, {"problem": problem, "error": f.message})
             severity, fix = "warning", f.grant or fix_default
         out.append(
             _dw001(
@@ -167,10 +170,8 @@ def probe_failures(
     for grant, fails in refused.items():
         probes = [f.probe for f in fails]
         affected = _affected(unknown, probes)
-        summary = (
-            f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or "
-            f"partial: {fails[0].message}"
-        )
+        problem = f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or partial"
+        summary = checks.render(template, {"problem": problem, "error": fails[0].message})
         subject = (
             f"probe {probes[0]}" if len(probes) == 1 else f"privilege for {len(probes)} probes"
         )

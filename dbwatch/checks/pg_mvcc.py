@@ -104,12 +104,12 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[st
     return out
 
 
-def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
+def _pg201_summary(ctx: CheckContext, h: Holder, ev: dict[str, Any]) -> str:
     if h.kind == "standby_query" or ev.get("kind_detail") == "standby_query":
         return (
             f"{h.holder} holds the primary's horizon ({h.scope}) for {ev['age']} ({h.xid_age} XIDs)"
         )
-    return f"xmin horizon of {h.scope} held for {ev['age']} ({h.xid_age} XIDs) by {h.holder}"
+    return ctx.summary(scope=h.scope, age=ev["age"], xid_age=h.xid_age, holder=h.holder)
 
 
 def holder_session(target: str, h: Holder) -> SessionIdentity | None:
@@ -146,7 +146,7 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
                 }
                 for t, c in hurt
             ]
-        summary = _pg201_summary(h, ev)
+        summary = _pg201_summary(ctx, h, ev)
         if hurt:
             worst = max(hurt, key=lambda tc: tc[0].get("n_dead_tup") or 0)[0]
             summary += f"; keeps {worst.get('n_dead_tup')} dead tuples in {table_key(worst)}"
@@ -308,9 +308,12 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
             tail += f"; autovacuum is off ({off})"
         if rate is not None:
             tail += f"; +{rate:.0f}/min"
-        summary = (
-            f"{ev['table']}: {dead} dead tuples ({ev['ratio']} of rows), last vacuum "
-            f"{ev['last_vacuum']}; {tail}"
+        summary = ctx.summary(
+            table=ev["table"],
+            dead=dead,
+            ratio=ev["ratio"],
+            last_vacuum=ev["last_vacuum"],
+            horizon=tail,
         )
         yield ctx.finding(
             severity=sev,

@@ -16,8 +16,8 @@ IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 
 
 def _ignored(ctx: CheckContext, user: Any, app: Any) -> bool:
-    users = ctx.params.get("ignore_users") or []
-    apps = ctx.params.get("ignore_applications") or []
+    users = ctx.strings("ignore_users")
+    apps = ctx.strings("ignore_applications") if "ignore_applications" in ctx.params else []
     return (user in users) or any(re.fullmatch(a, str(app or "")) for a in apps)
 
 
@@ -132,9 +132,8 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 t,
                 sev,
                 ev,
-                f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) has had InnoDB "
-                f"transaction {ev['trx_id']} open for {ev['age']} "
-                f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)",
+                ctx.summary(**ev)
+                + f" ({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)",
             )
 
 
@@ -172,9 +171,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 t,
                 sev,
                 ev,
-                f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) sleeps for "
-                f"{ev['idle']} with InnoDB transaction {ev['trx_id']} open for "
-                f"{ev['age']} ({ev['rows_locked']} rows locked)",
+                ctx.summary(**ev) + f" ({ev['rows_locked']} rows locked)",
             )
 
 

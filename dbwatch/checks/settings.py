@@ -32,7 +32,7 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
             who = r.get("role") or "all roles"
             where = f" in {r['database']}" if r.get("database") else ""
             overrides.setdefault(r["name"], []).append(f"{who}{where}")
-    for name in ctx.params.get("required", []):
+    for name in ctx.strings("required"):
         if name not in server:
             continue  # not on this version (transaction_timeout is 17+)
         if not _is_off(server[name]) or overrides.get(name):
@@ -41,8 +41,9 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             severity=ctx.rule.severity,
             subject=f"setting {name}",
-            summary=f"{name} is 0 (off) server-wide and for every role and database: "
-            "nothing ends a forgotten transaction or a runaway query",
+            summary=ctx.summary(
+                setting=name, reason="nothing ends a forgotten transaction or a runaway query"
+            ),
             fix=f"ALTER ROLE <app_role> SET {name} = {value}; (or server-wide: "
             f"ALTER SYSTEM SET {name} = {value}; SELECT pg_reload_conf();)",
             evidence={"setting": name, "value": server[name]},
@@ -66,9 +67,12 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             severity=sev,
             subject="setting innodb_deadlock_detect",
-            summary="innodb_deadlock_detect=OFF: deadlocked transactions wait for the full "
-            f"innodb_lock_wait_timeout ({s.get('innodb_lock_wait_timeout')}s) instead "
-            "of one being rolled back at once",
+            summary=ctx.summary(
+                setting="innodb_deadlock_detect",
+                value="OFF",
+                reason="deadlocked transactions wait for the full innodb_lock_wait_timeout "
+                f"({s.get('innodb_lock_wait_timeout')}s) instead of one being rolled back at once",
+            ),
             fix="SET GLOBAL innodb_deadlock_detect = ON; (and in my.cnf) -- only turn it off "
             "with a short innodb_lock_wait_timeout on very high concurrency",
             evidence={"setting": "innodb_deadlock_detect", "value": "OFF"},
@@ -79,8 +83,12 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             severity=sev,
             subject="setting innodb_print_all_deadlocks",
-            summary="innodb_print_all_deadlocks=OFF: only the latest deadlock is visible in "
-            "SHOW ENGINE INNODB STATUS; every earlier one is lost",
+            summary=ctx.summary(
+                setting="innodb_print_all_deadlocks",
+                value="OFF",
+                reason="only the latest deadlock is visible in SHOW ENGINE INNODB STATUS; "
+                "every earlier one is lost",
+            ),
             fix=f"{persist} innodb_print_all_deadlocks = ON; (MariaDB: also "
             "innodb_print_all_deadlocks=ON under [mysqld] in my.cnf), then "
             f"`dbwatch deadlocks --error-log {_log_path(s.get('log_error'))}` reads them all",
@@ -100,8 +108,12 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             severity=sev,
             subject="setting innodb_lock_wait_timeout",
-            summary=f"innodb_lock_wait_timeout={lwt:g}s: a worker blocked on a row lock hangs "
-            f"that long before failing (over {limit:g}s)",
+            summary=ctx.summary(
+                setting="innodb_lock_wait_timeout",
+                value=f"{lwt:g}s",
+                reason=f"a worker blocked on a row lock hangs that long before failing "
+                f"(over {limit:g}s)",
+            ),
             fix="SET GLOBAL innodb_lock_wait_timeout = 50; (and in my.cnf)",
             evidence={"setting": "innodb_lock_wait_timeout", "value": lwt},
             identity="innodb_lock_wait_timeout",

@@ -122,7 +122,9 @@ class ProbeCache:
 
 
 @cache
-def _sql_variants(engine: str, name: str, base: Path) -> list[tuple[str | None, int, str]]:
+def _sql_variants(
+    engine: str, name: str, base: Path = SQL_DIR
+) -> list[tuple[str | None, int, str]]:
     """(flavour or None for any, minimum version number, text) of every file for `name`:
     <name>.sql, <name>_post_<num>.sql, <name>_<flavour>.sql, <name>_<flavour>_post_<num>.sql."""
     out: list[tuple[str | None, int, str]] = []
