@@ -9,7 +9,6 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import checks
 from .catalogue import Rule
@@ -95,7 +94,7 @@ def evaluate(
         if chk is None:
             result.unknown[rule.id] = f"check {rule.check} is not implemented"
             continue
-        missing = [s for s in chk.sections_for(snap.engine) if snap.section(s) is None]
+        missing = [s for s in chk.sections_for(snap.engine) if not snap.has(s)]
         if missing:
             skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
             why = "not run (time budget)" if set(missing) <= skipped else "failed"
@@ -195,7 +194,7 @@ def _dw001(
     fix: str,
     fails: list[ProbeFailure],
     affected: list[str],
-    identity: Any,
+    identity: object,
 ) -> Finding:
     if affected:
         summary += f" (unknown: {', '.join(affected)})"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from typing import Any
 
 from ..findings import Finding
+from ..snapshot.settings import MY_SETTINGS, PG_SETTINGS, MySettings
+from ..snapshot.values import to_float
 from . import CheckContext, check
 
 _PG_SUGGEST = {
@@ -18,20 +19,20 @@ _PG_SUGGEST = {
 }
 
 
-def _is_off(value: Any) -> bool:
+def _is_off(value: str | None) -> bool:
     return str(value).strip() in ("0", "", "off", "None")
 
 
 @check("pg_settings", postgresql=["pg.settings"])
 def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
-    rows = ctx.snapshot.section("pg.settings")
-    server = {r["name"]: r["setting"] for r in rows if r["scope"] == "server"}
+    rows = ctx.snapshot.get(PG_SETTINGS) or ()
+    server = {r.name: r.setting for r in rows if r.scope == "server"}
     overrides: dict[str, list[str]] = {}
     for r in rows:
-        if r["scope"] == "override" and not _is_off(r["setting"]):
-            who = r.get("role") or "all roles"
-            where = f" in {r['database']}" if r.get("database") else ""
-            overrides.setdefault(r["name"], []).append(f"{who}{where}")
+        if r.scope == "override" and not _is_off(r.setting):
+            who = r.role or "all roles"
+            where = f" in {r.database}" if r.database else ""
+            overrides.setdefault(r.name, []).append(f"{who}{where}")
     for name in ctx.strings("required"):
         if name not in server:
             continue  # not on this version (transaction_timeout is 17+)
@@ -51,7 +52,7 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-def _log_path(value: Any) -> str:
+def _log_path(value: str | None) -> str:
     """The server's error log as a shell argument; a placeholder when it logs to stderr."""
     text = str(value or "").strip()
     if not text or text in ("stderr", "./stderr"):
@@ -61,7 +62,7 @@ def _log_path(value: Any) -> str:
 
 @check("my_settings", mysql=["my.settings"])
 def my_settings(ctx: CheckContext) -> Iterator[Finding]:
-    s = ctx.snapshot.section("my.settings")
+    s = ctx.snapshot.get(MY_SETTINGS) or MySettings()
     sev = ctx.rule.severity
     if str(s.get("innodb_deadlock_detect", "ON")).upper() == "OFF":
         yield ctx.finding(
@@ -100,10 +101,7 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
             identity="innodb_print_all_deadlocks",
         )
     limit = ctx.number("max_lock_wait_timeout")
-    try:
-        lwt = float(s.get("innodb_lock_wait_timeout", 50))
-    except (TypeError, ValueError):
-        lwt = 0.0
+    lwt = to_float(s.get("innodb_lock_wait_timeout", "50"))  # unreadable: 0, no finding
     if lwt > limit:
         yield ctx.finding(
             severity=sev,

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -18,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from ..findings import Finding
 from ..snapshot import Snapshot
+from ..snapshot.queues import MY_QUEUES, PG_QUEUES
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,6 @@ def _num(value: object) -> float | None:
         except ValueError:
             return None
     return None
-
-
-def _tables(section: Any) -> list[dict[str, Any]]:
-    data = section.get("tables") if isinstance(section, dict) else section
-    return [t for t in data or [] if isinstance(t, dict)]
 
 
 def _pg_values(snap: Snapshot) -> dict[str, float]:
@@ -80,17 +75,13 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
             v = _num(counters.get(key))
             if v is not None:
                 out[key] = v
-    for name in ("pg.queues", "my.queues"):
-        for t in _tables(snap.section(name)):
-            for q in t.get("summary") or []:
-                key = f"{t.get('schema')}.{t.get('table')}/{q.get('queue')}"
-                for prefix, field_ in (
-                    ("queue_depth", "available"),
-                    ("queue_age_seconds", "oldest_available_seconds"),
-                ):
-                    v = _num(q.get(field_))
-                    if v is not None:
-                        out[f"{prefix}:{key}"] = v
+    for queues in (PG_QUEUES, MY_QUEUES):
+        for t in stats.tables if (stats := snap.get(queues)) else ():
+            for q in t.summary or ():
+                name = f"{t.schema}.{t.table}/{q.queue}"
+                out[f"queue_depth:{name}"] = float(q.available)
+                if q.oldest_available_seconds is not None:
+                    out[f"queue_age_seconds:{name}"] = q.oldest_available_seconds
     return out
 
 

@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..config import Config
 from ..errors import ProbeError, TargetError
 from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
+from ..snapshot.values import opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from . import Covered, PartialResult, jsonable, probe, sql
 
@@ -121,24 +123,22 @@ def horizon(conn: Connection, config: Any = None) -> Any:
     return data
 
 
-def databases_for(conn: Connection, config: Any) -> tuple[list[str], list[str]]:
+def databases_for(conn: Connection, config: Config | None) -> tuple[list[str], list[str]]:
     """The connected database first, then those the target's config names (or all, with
     all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps)."""
-    current = getattr(conn, "database", None) or ""
+    current = opt_str(getattr(conn, "database", None)) or ""
     tc = _target_config(config, conn.spec.name)
     names: list[str] = []
     if conn.spec.all_databases or (tc is not None and tc.all_databases):
-        names = [
-            r["database"]
-            for r in _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
-        ]
+        rows = _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
+        names = [to_str(r.get("database")) for r in rows]
     elif tc is not None:
         names = list(tc.databases)
     others = [n for n in dict.fromkeys(names) if n != current]
     return [current] + others[:MAX_DATABASES], others[MAX_DATABASES:]
 
 
-def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
+def dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
     return _rows(
         conn,
         "dead_tuples",
@@ -152,12 +152,12 @@ def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
 
 
 @probe("pg.dead_tuples", "postgresql", with_config=True)
-def dead_tuples(conn: Connection, config: Any = None) -> Any:
+def dead_tuples(conn: Connection, config: Config | None = None) -> object:
     """Per database (pg_stat_user_tables is per database): one bounded query each, sequentially."""
     tables = dead_tuple_rows(conn)
     dbs, past = databases_for(conn, config)
     gaps = [_capped(dbs[0], len(tables))]
-    done, errors = [dbs[0]], []
+    done, errors = [dbs[0]], list[str]()
     for name in dbs[1:]:
         try:
             with _session(conn.spec, name) as other:
@@ -176,7 +176,7 @@ def dead_tuples(conn: Connection, config: Any = None) -> Any:
         )
         for name in past
     ]
-    data: Any = {"databases": done, "tables": tables}
+    data: object = {"databases": done, "tables": tables}
     if errors:
         data = PartialResult(
             data,
@@ -200,5 +200,5 @@ def _capped(database: str, rows: int) -> CoverageGap | None:
 
 
 @probe("pg.deadlocks", "postgresql", server_wide=True)
-def deadlocks(conn: Connection) -> Any:
+def deadlocks(conn: Connection) -> list[dict[str, object]]:
     return _rows(conn, "deadlocks", {"limit": 1000, "database": conn.spec.scoped_database})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapshot.queues import QueueIndex
 from ..targets import Connection
 from . import PartialResult, jsonable, probe, sql
 
@@ -57,7 +58,7 @@ def _sees_all_sessions(conn: Connection) -> bool:
 
 
 @probe("pg.settings", "postgresql", ttl=60.0)
-def settings(conn: Connection) -> Any:
+def settings(conn: Connection) -> list[dict[str, object]]:
     return [
         jsonable(r)
         for r in conn.rows(sql("postgresql", "settings", conn.version), {"names": SAFETY_SETTINGS})
@@ -65,5 +66,7 @@ def settings(conn: Connection) -> Any:
 
 
 @probe("pg.queue_indexes", "postgresql", ttl=300.0)
-def queue_indexes(conn: Connection) -> Any:
-    return [jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version))]
+def queue_indexes(conn: Connection) -> tuple[QueueIndex, ...]:
+    return tuple(
+        QueueIndex.from_row(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version))
+    )

@@ -40,7 +40,7 @@ class Snapshot:
     server_version: str  # as the server says it
     version_num: int  # PG: server_version_num; MySQL/MariaDB: 80036 / 101106
     taken_at: float  # unix time of the probe start
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, object] = field(default_factory=dict)
     failures: tuple[ProbeFailure, ...] = ()
     features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
     gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
@@ -64,12 +64,12 @@ class Snapshot:
         return self.sections.get(name) is not None
 
     def unavailable(self) -> list[str]:
-        """Sources switched off on the server (not failures): a section {"available": false,
-        "reason", "fix"}. One line each, duplicates merged, for the target line and JSON."""
-        out: dict[str, None] = {}
-        for data in self.sections.values():
-            if isinstance(data, dict) and data.get("available") is False:
-                out[f"{data.get('reason')}; to enable: {data.get('fix')}"] = None
+        """Sources switched off on the server (not failures): a section that is
+        `Unavailable` (reason, fix). One line each, duplicates merged, for the target line
+        and JSON."""
+        from .statements import Unavailable
+
+        out = {d.note(): None for d in self.sections.values() if isinstance(d, Unavailable)}
         return list(out)
 
     def to_dict(self) -> dict[str, JSON]:
@@ -88,7 +88,7 @@ class Snapshot:
 
 
 def _jsonable(data: object) -> JSON:
-    if is_dataclass(data) and not isinstance(data, type):
+    if is_dataclass(data) and not isinstance(data, type) and not hasattr(data, "to_json"):
         return as_json(asdict(data))
     if isinstance(data, tuple):
         return [_jsonable(r) for r in data]
