@@ -9,10 +9,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from decimal import Decimal
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..findings import Finding
@@ -23,13 +23,15 @@ from ..snapshot.queues import MY_QUEUES, PG_QUEUES
 log = logging.getLogger(__name__)
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+    if isinstance(value, (int, float, str, bytes, Decimal)):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
 
 
 def _pg_values(snap: Snapshot) -> dict[str, float]:
@@ -152,11 +154,11 @@ class DaemonCollector(Collector):
                 if name not in keep:
                     del self.targets[name]
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         with self.lock:
             yield from self._families()
 
-    def _families(self) -> Iterator[Any]:
+    def _families(self) -> Iterator[Metric]:
         g = GaugeMetricFamily
         found = g("dbwatch_findings", "Current findings", labels=["rule", "severity", "target"])
         up = g("dbwatch_target_up", "1 if the last probe reached the target", labels=["target"])
