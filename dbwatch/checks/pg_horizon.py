@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..durations import format_duration
+from ..snapshot.values import opt_str
 from .session_advice import pg_role_setting
 
 IDLE = ("idle in transaction", "idle in transaction (aborted)")
@@ -54,7 +55,12 @@ def _backend_fix(pid: Any, state: Any, where: str = "", r: dict[str, Any] | None
         return (
             f"{on}SELECT pg_terminate_backend({pid}); (cancel does nothing to an idle "
             "session), or end the transaction in the application; prevent it: "
-            + pg_role_setting(r or {}, "idle_in_transaction_session_timeout", "5min")
+            + pg_role_setting(
+                opt_str((r or {}).get("user")),
+                opt_str((r or {}).get("database")),
+                "idle_in_transaction_session_timeout",
+                "5min",
+            )
         )
     return (
         f"{on}SELECT pg_cancel_backend({pid}); or, if it keeps its transaction open, "

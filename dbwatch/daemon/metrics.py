@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from ..findings import Finding
 from ..snapshot import Snapshot
+from ..snapshot.pg import PG_SESSIONS
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,7 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
     pg.horizon_xid_age, pg.horizon_age_seconds.
     """
     out: dict[str, float] = {}
-    ages = [
-        _num(r.get("xact_seconds"))
-        for r in snap.section("pg.sessions") or []
-        if r.get("backend_type") in (None, "client backend")
-    ]
+    ages = [s.xact_seconds for s in snap.get(PG_SESSIONS) or () if s.client]
     ages += [_num(r.get("trx_seconds")) for r in snap.section("my.trx") or []]
     if snap.has("pg.sessions") or snap.has("my.trx"):
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)

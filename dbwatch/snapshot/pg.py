@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .sections import rows_of, section
 from .values import Row, int_list, opt_bool, opt_float, opt_int, opt_str, to_bool, to_int
 
 
@@ -71,6 +72,21 @@ class PgSession:
             standby=to_bool(g("standby")),
         )
 
+    @property
+    def client(self) -> bool:
+        """A client backend (older servers and test rows may not say: client then)."""
+        return self.backend_type in (None, "client backend")
 
-# registered by the pg.sessions migration:
-# PG_SESSIONS = section("pg.sessions", rows_of(PgSession))
+    @property
+    def idle_in_transaction(self) -> bool:
+        return self.state in IDLE_STATES
+
+    @property
+    def horizon_age(self) -> int | None:
+        """XIDs it holds the horizon back by: greatest(age(backend_xid), age(backend_xmin))."""
+        ages = [a for a in (self.xid_age, self.xmin_age) if a is not None]
+        return max(ages) if ages else None
+
+
+IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
+PG_SESSIONS = section("pg.sessions", rows_of(PgSession))
