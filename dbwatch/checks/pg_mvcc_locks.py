@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from ..durations import format_duration
 from ..findings import Finding
-from ..snapshot.pg import PG_SESSIONS, PgSession
+from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from . import CheckContext, check
 from .lockgraph import LockGraph
 from .pg_mvcc import history
@@ -85,7 +85,7 @@ def _root_evidence(root: PgSession | None) -> dict[str, object]:
 
 @check("pg_blocking", postgresql=["pg.sessions"])
 def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
-    sessions = ctx.snapshot.get(PG_SESSIONS) or ()
+    sessions = scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
     by_pid = {s.pid: s for s in sessions}
     for root_pid, chains in _groups(sessions).items():
         waits = sorted(((_wait(by_pid[c[0]]), c) for c in chains), key=lambda w: -w[0])

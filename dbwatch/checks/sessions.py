@@ -8,7 +8,7 @@ from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
-from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession
+from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
 from . import CheckContext, also_reads, check
 from .pg_mvcc_locks import graph_of as pg_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix, pg_identity
@@ -73,7 +73,8 @@ def _my_identity(ctx: CheckContext, t: dict[str, Any]) -> SessionIdentity:
 
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
-    return ctx.snapshot.get(PG_SESSIONS) or ()
+    """The scoped database's sessions (the section is cluster-wide)."""
+    return scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
 
 
 def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[str, str | None]:

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from ..findings import Finding
 from ..snapshot import Snapshot
-from ..snapshot.pg import PG_SESSIONS
+from ..snapshot.pg import PG_SESSIONS, scoped
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
     pg.horizon_xid_age, pg.horizon_age_seconds.
     """
     out: dict[str, float] = {}
-    ages = [s.xact_seconds for s in snap.get(PG_SESSIONS) or () if s.client]
+    pg = scoped(snap.get(PG_SESSIONS) or (), snap.scope)
+    ages = [s.xact_seconds for s in pg if s.client]
     ages += [_num(r.get("trx_seconds")) for r in snap.section("my.trx") or []]
     if snap.has("pg.sessions") or snap.has("my.trx"):
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)

@@ -90,3 +90,10 @@ class PgSession:
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_SESSIONS = section("pg.sessions", rows_of(PgSession))
+
+
+def scoped(rows: tuple[PgSession, ...], scope: str | None) -> tuple[PgSession, ...]:
+    """What a target's rules look at: the sessions of its database (pg.sessions is read
+    cluster-wide: one read per server serves every target of it), never the connection that
+    read them (terminate lists that one, as protected)."""
+    return tuple(r for r in rows if not r.is_self and (scope is None or r.database == scope))
