@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..actions.daemon_action import DaemonTerminator
 from ..alerts.delivery import Delivery
 from ..alerts.router import Policy, announce, route
 from ..catalogue import Rule, load_catalogue
@@ -25,6 +26,7 @@ from ..evaluate import Selection
 from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
+from ..snapshot import Snapshot
 from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec, spec_from_config
 from ..targets.pool import ConnectionPool
 from .fleet import Fleet, default_ttl
@@ -98,7 +100,7 @@ class Daemon:
         self._events = threading.Event()  # set by signals: the main thread waits on it
         self._once = False
         self._runner: Runner | None = None
-        self._terminate_missing_logged = False
+        self.terminator: DaemonTerminator | None = None  # made when [terminate] is enabled
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
         self.pool = ConnectionPool(per_server) if per_server > 0 else None
@@ -232,7 +234,7 @@ class Daemon:
             route(self.state, spec.name, setup.policies, now, tc.interval)
         self.delivery.wake()
         _log_transitions(spec.name, tr)
-        self._actions(setup, spec, now)
+        self._actions(setup, spec, now, result.snapshot)
         values = gauges(result.snapshot, findings)
         duration = time.time() - started
         status = (
@@ -268,17 +270,12 @@ class Daemon:
             log.exception("tailing log_file %s of %s failed", tc.log_file, spec.name)
             return []
 
-    def _actions(self, setup: Setup, spec: TargetSpec, now: float) -> None:
+    def _actions(self, setup: Setup, spec: TargetSpec, now: float, snapshot: Snapshot) -> None:
         cfg = setup.config.terminate
         if not cfg.enabled:
             return
-        try:
-            from ..actions.daemon_action import daemon_terminate
-        except ImportError as exc:
-            if not self._terminate_missing_logged:
-                log.error("[terminate] is enabled but the terminate action is unavailable: %s", exc)
-                self._terminate_missing_logged = True
-            return
+        if self.terminator is None:  # the daemon's own: it remembers what it announced
+            self.terminator = DaemonTerminator()
         firing = [
             (r.finding, now - (r.fired_at or r.first_seen))
             for r in self.state.firing(spec.name)
@@ -292,7 +289,7 @@ class Daemon:
             self.state, setup.policies, action, time.time()
         )
         try:
-            done = daemon_terminate(spec, cfg, firing, self.state, notify)
+            done = self.terminator.run(spec, cfg, firing, self.state, notify, snapshot)
         except Exception:
             log.exception("terminate action on %s failed", spec.name)
             return

@@ -39,14 +39,13 @@ def _tables(section: Any) -> list[dict[str, Any]]:
 def _pg_values(snap: Snapshot) -> dict[str, float]:
     """The keys PG202/PG102/PG201 read back (dbwatch.checks.pg_mvcc), plus the horizon age."""
     try:
-        from ..checks.pg_horizon import holders
-        from ..checks.pg_mvcc import history_values
+        from ..checks.pg_mvcc import history_values, snapshot_holders
     except ImportError:
         return {}
     out = dict(history_values(snap))
-    hz = snap.section("pg.horizon")
-    if hz:
-        ages = [h.age_seconds for h in holders(hz, snap.target) if h.age_seconds is not None]
+    hs = snapshot_holders(snap)
+    if hs is not None:
+        ages = [h.age_seconds for h in hs if h.age_seconds is not None]
         out["pg.horizon_age_seconds"] = max(ages, default=0.0)
     return out
 
