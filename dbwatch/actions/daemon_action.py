@@ -8,7 +8,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Protocol
 
 from ..config import TerminateConfig
 from ..errors import TargetError
@@ -23,7 +24,15 @@ from .sessions import candidates, read_sessions
 from .terminate import execute, same_session, who
 
 log = logging.getLogger(__name__)
-Notify = Callable[[dict[str, Any]], None]
+Notify = Callable[[dict[str, object]], None]
+
+
+class ActionLog(Protocol):
+    """Where the daemon records its actions (daemon.state.State)."""
+
+    def record_action(
+        self, target: str, rule: str, fingerprint: str, subject: str, action: str, detail_json: str
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,7 @@ def eligible(
 ) -> list[Eligible]:
     """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
     out: list[Eligible] = []
-    seen: set[Any] = set()
+    seen: set[object] = set()
     rows = [
         (f, finding_age(f, secs))
         for f, secs in firing
@@ -54,7 +63,7 @@ def eligible(
         if age < cfg.after:
             continue
         ident = f.session
-        key: Any = tuple(ident.key()) if ident is not None and ident.usable else f.fingerprint
+        key: object = tuple(ident.key()) if ident is not None and ident.usable else f.fingerprint
         if key in seen:
             continue
         seen.add(key)
@@ -119,7 +128,7 @@ def daemon_decision(
     return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
 
 
-def _xact(s: Session) -> Any:
+def _xact(s: Session) -> datetime | None:
     return as_datetime(s.xact_start)
 
 
@@ -135,10 +144,10 @@ class DaemonTerminator:
         spec: TargetSpec,
         cfg: TerminateConfig,
         firing: list[tuple[Finding, float]],
-        state: Any,
+        state: ActionLog | None,
         notify: Notify,
         snapshot: Snapshot | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         """The [terminate] action for one target and cycle; returns the new actions.
 
         Only when cfg.enabled; only findings of cfg.rules past cfg.after; at most
@@ -190,9 +199,9 @@ class DaemonTerminator:
         e: Eligible,
         d: Decision,
         cfg: TerminateConfig,
-        state: Any,
+        state: ActionLog | None,
         notify: Notify,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         f = e.finding
         key = (spec.name, f.fingerprint)
         with self._lock:

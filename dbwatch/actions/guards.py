@@ -10,7 +10,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from ..config import TerminateConfig
 from ..durations import format_duration
@@ -197,7 +196,7 @@ class Decision:
     reason: str
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         s = self.session
         return {
             "action": self.action,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +17,7 @@ from ..findings import as_datetime
 from ..probes.my_locks import lock_waits
 from ..probes.postgresql import session_rows
 from ..snapshot.pg import PgSession
+from ..snapshot.values import as_row, opt_float, opt_int, opt_str, to_str
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
 from .guards import Session
@@ -94,8 +95,10 @@ def pg_session(r: PgSession, target: str, own: bool, blocks: int, seen: float) -
     )
 
 
-def holder_session(h: dict[str, Any], target: str) -> Session:
-    kind, name = h["kind"], h["name"]
+def holder_session(row: Mapping[str, object], target: str) -> Session:
+    """A prepared transaction or replication slot named on the command line (terminate_named)."""
+    h = as_row(row)
+    kind, name = to_str(h.get("kind")), to_str(h.get("name"))
     statement = None
     if kind == "prepared_xact":
         statement = f"ROLLBACK PREPARED {quote_literal(name)}"
@@ -106,11 +109,11 @@ def holder_session(h: dict[str, Any], target: str) -> Session:
         engine="postgresql",
         kind=kind,
         name=name,
-        database=h.get("database"),
-        user=h.get("user"),
-        host=h.get("host"),
-        xid_age=None if h.get("xid_age") is None else int(h["xid_age"]),
-        age=h.get("age_seconds"),
+        database=opt_str(h.get("database")),
+        user=opt_str(h.get("user")),
+        host=opt_str(h.get("host")),
+        xid_age=opt_int(h.get("xid_age")),
+        age=opt_float(h.get("age_seconds")),
         statement=statement,
     )
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ..config import Config, TargetConfig
 from ..errors import ProbeError, TargetError
 from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
@@ -51,8 +52,13 @@ def _rows(
     return [jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version), params)]
 
 
-def _target_config(config: Any, name: str) -> Any:
-    for t in getattr(config, "targets", ()) or ():
+def _targets(config: object) -> tuple[TargetConfig, ...]:
+    """The configured targets (the daemon and audit pass a Config; tests may pass None)."""
+    return config.targets if isinstance(config, Config) else ()
+
+
+def _target_config(config: object, name: str) -> TargetConfig | None:
+    for t in _targets(config):
         if t.name == name:
             return t
     return None
@@ -104,7 +110,7 @@ def _primary_view(conn: Connection, target: str) -> PgPeer:
     )
 
 
-def _peer(config: Any, name: str, fetch: Callable[[Connection, str], PgPeer]) -> PgPeer:
+def _peer(config: object, name: str, fetch: Callable[[Connection, str], PgPeer]) -> PgPeer:
     """One configured peer target, read through one short session; errors are data."""
     tc = _target_config(config, name)
     if tc is None:
@@ -117,7 +123,7 @@ def _peer(config: Any, name: str, fetch: Callable[[Connection, str], PgPeer]) ->
 
 
 @probe("pg.horizon", "postgresql", grant=MONITOR_GRANT, with_config=True)
-def horizon(conn: Connection, config: Any = None) -> PgHorizon:
+def horizon(conn: Connection, config: object = None) -> PgHorizon:
     """Every kind of horizon holder but the backends, once per target (the horizon is per
     instance): the backends are the pg.sessions rows, read once per cycle."""
     inst = _instance(conn)
@@ -127,7 +133,7 @@ def horizon(conn: Connection, config: Any = None) -> PgHorizon:
         if me is not None and me.primary:
             primary = _peer(config, me.primary, _primary_view)
     else:
-        for peer in getattr(config, "targets", ()) or ():
+        for peer in _targets(config):
             if peer.primary == conn.spec.name:
                 standbys.append(_peer(config, peer.name, _standby_view))
     return PgHorizon(
