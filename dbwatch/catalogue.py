@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from .durations import parse_count, parse_duration
 from .errors import ConfigError
@@ -14,8 +14,8 @@ ENGINES = ("postgresql", "mysql", "any")
 CATEGORIES = ("sessions", "locks", "mvcc", "schema", "statements", "settings", "queue", "dbwatch")
 UNITS = ("duration", "count", "ratio")
 DOC_SECTIONS = ("what", "why", "fix", "references")
-# A parameter's type is its default's in the rule file (the only default there is).
-PARAM_TYPES = (str, int, float, bool, list)
+# A rule parameter: its type is its default's in the rule file (the only default there is).
+Param: TypeAlias = str | int | float | bool | list[str]
 _KEYS = {
     "id",
     "name",
@@ -59,8 +59,8 @@ class Rule:
     summary: str
     severity: str
     thresholds: Thresholds | None
-    params: dict[str, Any]  # typed by validation: str, number, bool or string list
-    doc: dict[str, Any]
+    params: dict[str, Param]
+    doc: dict[str, object]
     path: str = ""
     raw_thresholds: dict[str, object] = field(default_factory=dict)
 
@@ -72,6 +72,11 @@ class Rule:
     def fix(self) -> str:
         return str(self.doc.get("fix", "")).strip()
 
+    @property
+    def references(self) -> tuple[str, ...]:
+        refs = self.doc.get("references", [])
+        return tuple(str(r) for r in refs) if isinstance(refs, list) else (str(refs),)
+
     def applies_to(self, engine: str) -> bool:
         if self.engine == "any":
             return True
@@ -80,15 +85,24 @@ class Rule:
         return self.engine == engine
 
 
-def parse_threshold(unit: str, value: Any) -> float:
+def as_param(value: object) -> Param | None:
+    """A TOML value as a rule parameter; None if it is none of the kinds a parameter has."""
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [str(v) for v in value]
+    return None
+
+
+def parse_threshold(unit: str, value: object) -> float:
     if unit == "duration":
         return parse_duration(value)
     if unit == "ratio":
-        return float(value)
+        return float(value) if isinstance(value, (str, int, float)) else float(str(value))
     return parse_count(value)
 
 
-def build_thresholds(data: dict[str, Any], where: str, problems: list[str]) -> Thresholds | None:
+def build_thresholds(data: dict[str, object], where: str, problems: list[str]) -> Thresholds | None:
     if not data:
         return None
     unit = data.get("unit", "duration")
@@ -146,12 +160,13 @@ def _rule_from(data: dict[str, object], path: Path, problems: list[str]) -> Rule
     severity = _text(data, "severity", "warning")
     if thr is None and severity not in ("warning", "critical"):
         problems.append(f"{where}: severity: must be warning or critical")
-    params = _table(data.get("params"))
-    for key, value in params.items():
-        if not isinstance(value, PARAM_TYPES) or (
-            isinstance(value, list) and not all(isinstance(v, str) for v in value)
-        ):
+    params: dict[str, Param] = {}
+    for key, value in _table(data.get("params")).items():
+        param = as_param(value)
+        if param is None:
             problems.append(f"{where}: params.{key}: a string, number, boolean or string list")
+        else:
+            params[key] = param
     if len(problems) != before:
         return None
     return Rule(

@@ -7,9 +7,9 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from .catalogue import Rule, Thresholds, build_thresholds
+from .catalogue import Param, Rule, Thresholds, as_param, build_thresholds
 from .durations import parse_count, parse_duration
 from .errors import ConfigError, TargetError
 from .targets.secrets import register_secret
@@ -35,7 +35,7 @@ class TargetConfig:
 class RuleOverride:
     thresholds: Thresholds | None = None
     for_seconds: float | None = None
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Param] = field(default_factory=dict)
     ignore: tuple[str, ...] = ()  # regexes matched against the finding's subject
     enabled: bool = True
 
@@ -112,6 +112,15 @@ class Config:
     http: HttpConfig = HttpConfig()
 
 
+Table = dict[str, object]
+_D = TypeVar("_D")
+
+
+def _table(value: object) -> Table | None:
+    """A TOML table as a str-keyed dict; None if the value is not a table."""
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else None
+
+
 class _Collector:
     """Reads typed values out of a TOML table, recording 'file: key: problem' lines."""
 
@@ -122,23 +131,48 @@ class _Collector:
     def err(self, key: str, msg: str) -> None:
         self.problems.append(f"{self.file}: {key}: {msg}")
 
-    def known(self, table: dict[str, Any], where: str, keys: set[str]) -> None:
+    def known(self, table: Table, where: str, keys: set[str]) -> None:
         for key in table:
             if key not in keys:
                 self.err(f"{where}.{key}" if where else key, "unknown key")
 
-    def get(self, table: dict[str, Any], where: str, key: str, kind: str, default: Any) -> Any:
+    def _read(self, table: Table, where: str, key: str, kind: str) -> object:
+        """The converted value; _MISSING if absent or invalid (the problem recorded)."""
         if key not in table:
-            return default
-        value, path = table[key], f"{where}.{key}" if where else key
+            return _MISSING
         try:
-            return _convert(kind, value)
+            return _convert(kind, table[key])
         except (ValueError, TypeError) as exc:
-            self.err(path, str(exc))
-            return default
+            self.err(f"{where}.{key}" if where else key, str(exc))
+            return _MISSING
+
+    def text(self, table: Table, where: str, key: str, default: _D) -> str | _D:
+        value = self._read(table, where, key, "str")
+        return value if isinstance(value, str) else default
+
+    def duration(self, table: Table, where: str, key: str, default: _D) -> float | _D:
+        value = self._read(table, where, key, "duration")
+        return value if isinstance(value, float) else default
+
+    def flag(self, table: Table, where: str, key: str, default: bool) -> bool:
+        value = self._read(table, where, key, "bool")
+        return value if isinstance(value, bool) else default
+
+    def integer(self, table: Table, where: str, key: str, default: int) -> int:
+        value = self._read(table, where, key, "int")
+        return value if isinstance(value, int) else default
+
+    def strings(
+        self, table: Table, where: str, key: str, default: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        value = self._read(table, where, key, "strlist")
+        return tuple(str(v) for v in value) if isinstance(value, tuple) else default
 
 
-def _convert(kind: str, value: Any) -> Any:
+_MISSING = object()
+
+
+def _convert(kind: str, value: object) -> object:
     if kind == "duration":
         return parse_duration(value)
     if kind == "str":
@@ -160,7 +194,7 @@ def _convert(kind: str, value: Any) -> Any:
     raise AssertionError(kind)
 
 
-def expand_vars(value: Any, where: str, col: _Collector) -> Any:
+def expand_vars(value: object, where: str, col: _Collector) -> object:
     """${VAR} from the environment, recursively; a missing variable is an error naming it."""
     if isinstance(value, str):
 
@@ -179,7 +213,7 @@ def expand_vars(value: Any, where: str, col: _Collector) -> Any:
     return value
 
 
-def param_problem(default: Any, value: Any) -> str | None:
+def param_problem(default: Param, value: object) -> str | None:
     """A rule parameter must have the kind of its default: bool, number, list, duration, count."""
     if isinstance(default, bool):
         return None if isinstance(value, bool) else f"expected true or false, got {value!r}"
@@ -187,7 +221,10 @@ def param_problem(default: Any, value: Any) -> str | None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         return None if ok else f"expected a number, got {value!r}"
     if isinstance(default, list):
-        return None if isinstance(value, list) else f"expected a list, got {value!r}"
+        if not isinstance(value, list):
+            return f"expected a list, got {value!r}"
+        ok = all(isinstance(v, str) for v in value)
+        return None if ok else f"expected a list of strings, got {value!r}"
     try:
         if re.fullmatch(r"\d+(\.\d+)?(ms|s|m|h|d|w)+", str(default)):
             parse_duration(value)
@@ -200,11 +237,12 @@ def param_problem(default: Any, value: Any) -> str | None:
     return None
 
 
-def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
+def _targets(raw: object, col: _Collector) -> tuple[TargetConfig, ...]:
     if not isinstance(raw, list):
         col.err("targets", "must be an array of tables ([[targets]])")
         return ()
-    out, names = [], set()
+    out: list[TargetConfig] = []
+    names: set[str] = set()
     keys = {
         "name",
         "url",
@@ -216,22 +254,23 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
         "log_file",
         "password_file",
     }
-    for i, t in enumerate(raw):
+    for i, item in enumerate(raw):
         where = f"targets[{i}]"
-        if not isinstance(t, dict):
+        t = _table(item)
+        if t is None:
             col.err(where, "must be a table")
             continue
         col.known(t, where, keys)
-        url = col.get(t, where, "url", "str", "")
+        url = col.text(t, where, "url", "")
         if not url:
             col.err(f"{where}.url", "missing")
         else:
             _check_url(url, f"{where}.url", col)
-        name = col.get(t, where, "name", "str", "") or f"target{i + 1}"
+        name = col.text(t, where, "name", "") or f"target{i + 1}"
         if name in names:
             col.err(f"{where}.name", f"duplicate target name {name!r}")
         names.add(name)
-        interval = col.get(t, where, "interval", "duration", 60.0)
+        interval = col.duration(t, where, "interval", 60.0)
         if interval <= 0:
             col.err(f"{where}.interval", "must be positive")
         out.append(
@@ -239,12 +278,12 @@ def _targets(raw: Any, col: _Collector) -> tuple[TargetConfig, ...]:
                 name=name,
                 url=url,
                 interval=interval,
-                databases=col.get(t, where, "databases", "strlist", ()),
-                all_databases=col.get(t, where, "all_databases", "bool", False),
-                retry_after=col.get(t, where, "retry_after", "duration", None),
-                primary=col.get(t, where, "primary", "str", None),
-                log_file=col.get(t, where, "log_file", "str", None),
-                password_file=col.get(t, where, "password_file", "str", None) or None,
+                databases=col.strings(t, where, "databases", ()),
+                all_databases=col.flag(t, where, "all_databases", False),
+                retry_after=col.duration(t, where, "retry_after", None),
+                primary=col.text(t, where, "primary", None),
+                log_file=col.text(t, where, "log_file", None),
+                password_file=col.text(t, where, "password_file", None) or None,
             )
         )
     return tuple(out)
@@ -261,45 +300,37 @@ def _check_url(url: str, key: str, col: _Collector) -> None:
 
 
 def _rule_overrides(
-    raw: Any, catalogue: dict[str, Rule] | None, col: _Collector
+    raw: object, catalogue: dict[str, Rule] | None, col: _Collector
 ) -> dict[str, RuleOverride]:
-    if not isinstance(raw, dict):
+    rules = _table(raw)
+    if rules is None:
         col.err("rules", "must be a table of [rules.ID] tables")
         return {}
     out = {}
-    for rid, table in raw.items():
+    for rid, item in rules.items():
         where = f"rules.{rid}"
         if catalogue is not None and rid not in catalogue:
             col.err(where, "no such rule")
             continue
-        if not isinstance(table, dict):
+        table = _table(item)
+        if table is None:
             col.err(where, "must be a table")
             continue
         col.known(table, where, {"thresholds", "for", "params", "ignore", "enabled"})
         thr = None
-        if "thresholds" in table and not isinstance(table["thresholds"], dict):
+        raw_thr = _table(table.get("thresholds"))
+        if "thresholds" in table and raw_thr is None:
             col.err(
                 f"{where}.thresholds",
                 f'expected a table like {{ warning = "5m", critical = "30m" }}, '
                 f"got {table['thresholds']!r}",
             )
-        elif "thresholds" in table:
+        elif raw_thr is not None:
             base = dict(catalogue[rid].raw_thresholds) if catalogue else {}
-            base.update(table["thresholds"])
+            base.update(raw_thr)
             thr = build_thresholds(base, f"{col.file}: {where}.thresholds", col.problems)
-        params = table.get("params", {})
-        if not isinstance(params, dict):
-            col.err(f"{where}.params", f"expected a table of parameters, got {params!r}")
-            params = {}
-        if catalogue is not None and isinstance(params, dict):
-            for key, value in params.items():
-                if key not in catalogue[rid].params:
-                    col.err(f"{where}.params.{key}", "unknown parameter for this rule")
-                    continue
-                problem = param_problem(catalogue[rid].params[key], value)
-                if problem:
-                    col.err(f"{where}.params.{key}", problem)
-        ignore = col.get(table, where, "ignore", "strlist", ())
+        params = _params(table.get("params", {}), where, catalogue[rid] if catalogue else None, col)
+        ignore = col.strings(table, where, "ignore", ())
         for pat in ignore:
             try:
                 re.compile(pat)
@@ -307,16 +338,39 @@ def _rule_overrides(
                 col.err(f"{where}.ignore", f"bad regex {pat!r}: {exc}")
         out[rid] = RuleOverride(
             thresholds=thr,
-            for_seconds=col.get(table, where, "for", "duration", None),
-            params=dict(params) if isinstance(params, dict) else {},
+            for_seconds=col.duration(table, where, "for", None),
+            params=params,
             ignore=ignore,
-            enabled=col.get(table, where, "enabled", "bool", True),
+            enabled=col.flag(table, where, "enabled", True),
         )
     return out
 
 
-def _terminate(raw: Any, col: _Collector) -> TerminateConfig:
-    if not isinstance(raw, dict):
+def _params(raw: object, where: str, rule: Rule | None, col: _Collector) -> dict[str, Param]:
+    """[rules.ID.params]: each of the rule's parameters, of the kind of its default."""
+    table = _table(raw)
+    if table is None:
+        col.err(f"{where}.params", f"expected a table of parameters, got {raw!r}")
+        return {}
+    params: dict[str, Param] = {}
+    for key, value in table.items():
+        if rule is not None and key not in rule.params:
+            col.err(f"{where}.params.{key}", "unknown parameter for this rule")
+            continue
+        problem = param_problem(rule.params[key], value) if rule is not None else None
+        param = as_param(value)
+        if problem is None and param is None:
+            problem = f"expected a string, number, boolean or string list, got {value!r}"
+        if problem:
+            col.err(f"{where}.params.{key}", problem)
+        elif param is not None:
+            params[key] = param
+    return params
+
+
+def _terminate(data: object, col: _Collector) -> TerminateConfig:
+    raw = _table(data)
+    if raw is None:
         col.err("terminate", "must be a table")
         return TerminateConfig()
     col.known(
@@ -334,20 +388,19 @@ def _terminate(raw: Any, col: _Collector) -> TerminateConfig:
         },
     )
     d = TerminateConfig()
-    g = col.get
     return TerminateConfig(
-        enabled=g(raw, "terminate", "enabled", "bool", d.enabled),
-        dry_run=g(raw, "terminate", "dry_run", "bool", d.dry_run),
-        rules=g(raw, "terminate", "rules", "strlist", d.rules),
-        after=g(raw, "terminate", "after", "duration", d.after),
-        protect_users=g(raw, "terminate", "protect_users", "strlist", ()),
-        protect_apps=g(raw, "terminate", "protect_apps", "strlist", ()),
-        max_per_cycle=g(raw, "terminate", "max_per_cycle", "int", d.max_per_cycle),
-        include_superusers=g(raw, "terminate", "include_superusers", "bool", False),
+        enabled=col.flag(raw, "terminate", "enabled", d.enabled),
+        dry_run=col.flag(raw, "terminate", "dry_run", d.dry_run),
+        rules=col.strings(raw, "terminate", "rules", d.rules),
+        after=col.duration(raw, "terminate", "after", d.after),
+        protect_users=col.strings(raw, "terminate", "protect_users", ()),
+        protect_apps=col.strings(raw, "terminate", "protect_apps", ()),
+        max_per_cycle=col.integer(raw, "terminate", "max_per_cycle", d.max_per_cycle),
+        include_superusers=col.flag(raw, "terminate", "include_superusers", False),
     )
 
 
-def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
+def _alerts(raw: object, col: _Collector) -> tuple[AlertConfig, ...]:
     if not isinstance(raw, list):
         col.err("alerts", "must be an array of tables ([[alerts]])")
         return ()
@@ -362,13 +415,14 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
         "timeout",
         "name",
     }
-    for i, a in enumerate(raw):
+    for i, item in enumerate(raw):
         where = f"alerts[{i}]"
-        if not isinstance(a, dict):
+        a = _table(item)
+        if a is None:
             col.err(where, "must be a table")
             continue
         col.known(a, where, keys)
-        kind = col.get(a, where, "kind", "str", "webhook")
+        kind = col.text(a, where, "kind", "webhook")
         if kind not in ALERT_KINDS:
             col.err(f"{where}.kind", f"must be one of {', '.join(ALERT_KINDS)}")
         raw_url = a.get("url", "")
@@ -377,15 +431,15 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
             if not urls or len(urls) != len(raw_url):
                 col.err(f"{where}.url", "must be a URL or a non-empty list of URLs")
         else:
-            urls = (col.get(a, where, "url", "str", ""),)
+            urls = (col.text(a, where, "url", ""),)
         for u in urls:
             if not u.startswith(("http://", "https://")):
                 col.err(f"{where}.url", f"{u!r} must be an http:// or https:// URL")
         url = urls[0] if urls else ""
-        sev = col.get(a, where, "min_severity", "str", "warning")
+        sev = col.text(a, where, "min_severity", "warning")
         if sev not in ("warning", "critical"):
             col.err(f"{where}.min_severity", "must be warning or critical")
-        secret = col.get(a, where, "secret", "str", None) or None
+        secret = col.text(a, where, "secret", None) or None
         register_secret(secret)  # never echoed in a message, log line or payload
         out.append(
             AlertConfig(
@@ -393,33 +447,35 @@ def _alerts(raw: Any, col: _Collector) -> tuple[AlertConfig, ...]:
                 url=url,
                 secret=secret,
                 min_severity=sev,
-                repeat_interval=col.get(a, where, "repeat_interval", "duration", 4 * 3600.0),
-                send_resolved=col.get(a, where, "send_resolved", "bool", True),
-                timeout=col.get(a, where, "timeout", "duration", 5.0),
-                name=col.get(a, where, "name", "str", "") or f"{kind}{i + 1}",
+                repeat_interval=col.duration(a, where, "repeat_interval", 4 * 3600.0),
+                send_resolved=col.flag(a, where, "send_resolved", True),
+                timeout=col.duration(a, where, "timeout", 5.0),
+                name=col.text(a, where, "name", "") or f"{kind}{i + 1}",
                 urls=urls if len(urls) > 1 else (),
             )
         )
     return tuple(out)
 
 
-def _state(raw: Any, col: _Collector) -> StateConfig:
-    if not isinstance(raw, dict):
+def _state(data: object, col: _Collector) -> StateConfig:
+    raw = _table(data)
+    if raw is None:
         col.err("state", "must be a table")
         return StateConfig()
     col.known(raw, "state", {"url", "schema", "lease_ttl"})
-    url = col.get(raw, "state", "url", "str", None)
+    url = col.text(raw, "state", "url", None)
     if url is not None and not url.startswith(("postgresql://", "postgres://")):
         col.err("state.url", "must be a postgresql:// URL (the SQLite file is [daemon] state)")
     return StateConfig(
         url=url,
-        schema=col.get(raw, "state", "schema", "str", "dbwatch"),
-        lease_ttl=col.get(raw, "state", "lease_ttl", "duration", None),
+        schema=col.text(raw, "state", "schema", "dbwatch"),
+        lease_ttl=col.duration(raw, "state", "lease_ttl", None),
     )
 
 
-def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
-    if not isinstance(raw, dict):
+def _daemon(data: object, col: _Collector) -> DaemonConfig:
+    raw = _table(data)
+    if raw is None:
         col.err("daemon", "must be a table")
         return DaemonConfig()
     col.known(
@@ -435,43 +491,44 @@ def _daemon(raw: Any, col: _Collector) -> DaemonConfig:
             "missed_cycles",
         },
     )
-    timeout = col.get(raw, "daemon", "cycle_timeout", "duration", 30.0)
+    timeout = col.duration(raw, "daemon", "cycle_timeout", 30.0)
     if timeout < 1.0:
         col.err("daemon.cycle_timeout", "must be at least 1s")
-    missed = col.get(raw, "daemon", "missed_cycles", "int", 3)
+    missed = col.integer(raw, "daemon", "missed_cycles", 3)
     if missed < 1:
         col.err("daemon.missed_cycles", "must be at least 1")
-    fmt = col.get(raw, "daemon", "log_format", "str", "text")
+    fmt = col.text(raw, "daemon", "log_format", "text")
     if fmt not in ("text", "json"):
         col.err("daemon.log_format", "must be text or json")
     return DaemonConfig(
-        state=col.get(raw, "daemon", "state", "str", None),
-        metrics_address=col.get(raw, "daemon", "metrics_address", "str", None),
+        state=col.text(raw, "daemon", "state", None),
+        metrics_address=col.text(raw, "daemon", "metrics_address", None),
         log_format=fmt,
-        retention=col.get(raw, "daemon", "retention", "duration", 7 * 86400.0),
-        max_connections_per_server=col.get(raw, "daemon", "max_connections_per_server", "int", 10),
+        retention=col.duration(raw, "daemon", "retention", 7 * 86400.0),
+        max_connections_per_server=col.integer(raw, "daemon", "max_connections_per_server", 10),
         cycle_timeout=max(1.0, timeout),
         missed_cycles=max(1, missed),
     )
 
 
-def _http(raw: Any, col: _Collector) -> HttpConfig:
-    if not isinstance(raw, dict):
+def _http(data: object, col: _Collector) -> HttpConfig:
+    raw = _table(data)
+    if raw is None:
         col.err("http", "must be a table")
         return HttpConfig()
     col.known(raw, "http", {"address", "token"})
-    token = col.get(raw, "http", "token", "str", None)
+    token = col.text(raw, "http", "token", None)
     if token is not None and len(token) < 8:
         col.err("http.token", "too short: use at least 8 characters (e.g. from ${VAR})")
-    return HttpConfig(address=col.get(raw, "http", "address", "str", None), token=token)
+    return HttpConfig(address=col.text(raw, "http", "address", None), token=token)
 
 
 def parse_config(
-    data: dict[str, Any], file: str, catalogue: dict[str, Rule] | None = None
+    raw: dict[str, object], file: str, catalogue: dict[str, Rule] | None = None
 ) -> Config:
     col = _Collector(file)
-    col.known(data, "", {"targets", "rules", "terminate", "alerts", "daemon", "state", "http"})
-    data = expand_vars(data, "", col)
+    col.known(raw, "", {"targets", "rules", "terminate", "alerts", "daemon", "state", "http"})
+    data = _table(expand_vars(raw, "", col)) or {}
     cfg = Config(
         path=file,
         targets=_targets(data.get("targets", []), col),

@@ -9,7 +9,7 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _COUNT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgG]?)$")
 
 
-def parse_duration(value: str | float) -> float:
+def parse_duration(value: object) -> float:
     """Seconds from "5m", "1h30m", "250ms", or a bare number of seconds."""
     if isinstance(value, bool):
         raise TypeError(f"not a duration: {value!r}")
@@ -31,7 +31,7 @@ def parse_duration(value: str | float) -> float:
     return total
 
 
-def parse_count(value: str | float) -> float:
+def parse_count(value: object) -> float:
     """A number, with an optional k/M/G suffix ("10k" -> 10000)."""
     if isinstance(value, bool):
         raise TypeError(f"not a number: {value!r}")

@@ -9,8 +9,8 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from . import checks
 from .catalogue import Rule
 from .checks import CheckContext, first_paragraph, load_checks
 from .config import Config, RuleOverride
@@ -68,7 +68,9 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
     return needs
 
 
-def _context(rule: Rule, snap: Snapshot, override: RuleOverride | None, state: Any) -> CheckContext:
+def _context(
+    rule: Rule, snap: Snapshot, override: RuleOverride | None, state: object
+) -> CheckContext:
     params = dict(rule.params)
     thresholds = rule.thresholds
     if override is not None:
@@ -82,7 +84,7 @@ def evaluate(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection = Selection(),
-    state: Any = None,
+    state: object = None,
 ) -> Evaluation:
     checks = load_checks()
     result = Evaluation()
@@ -91,7 +93,7 @@ def evaluate(
         if chk is None:
             result.unknown[rule.id] = f"check {rule.check} is not implemented"
             continue
-        missing = [s for s in chk.sections_for(snap.engine) if snap.section(s) is None]
+        missing = [s for s in chk.sections_for(snap.engine) if not snap.has(s)]
         if missing:
             skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
             why = "not run (time budget)" if set(missing) <= skipped else "failed"
@@ -116,7 +118,7 @@ def evaluate(
 
 
 def coverage(
-    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: Any
+    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: object
 ) -> list[Finding]:
     """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
     rule, chk = catalogue.get("DW002"), load_checks().get("incomplete_coverage")
@@ -140,6 +142,7 @@ def probe_failures(
     refused for the same privilege — naming the rules left unknown and what fixes it."""
     rule = catalogue.get("DW001")
     fix_default = first_paragraph(rule.fix) if rule else ""
+    template = rule.summary if rule else "{problem}: {error}"
     out = []
     refused: dict[str, list[ProbeFailure]] = {}
     for f in snap.failures:
@@ -148,13 +151,14 @@ def probe_failures(
             continue
         affected = _affected(unknown, [f.probe])
         if f.probe == "connect":
-            summary = f"target unreachable: {f.message}"
+            summary = checks.render(template, {"problem": "target unreachable", "error": f.message})
             severity, fix = (
                 "critical",
                 "Check the URL, network, credentials and that the server is up.",
             )
         else:
-            summary = f"probe {f.probe} failed: {f.message}"
+            problem = f"probe {f.probe} failed"
+            summary = checks.render(template, {"problem": problem, "error": f.message})
             severity, fix = "warning", f.grant or fix_default
         out.append(
             _dw001(
@@ -164,10 +168,8 @@ def probe_failures(
     for grant, fails in refused.items():
         probes = [f.probe for f in fails]
         affected = _affected(unknown, probes)
-        summary = (
-            f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or "
-            f"partial: {fails[0].message}"
-        )
+        problem = f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or partial"
+        summary = checks.render(template, {"problem": problem, "error": fails[0].message})
         subject = (
             f"probe {probes[0]}" if len(probes) == 1 else f"privilege for {len(probes)} probes"
         )
@@ -191,7 +193,7 @@ def _dw001(
     fix: str,
     fails: list[ProbeFailure],
     affected: list[str],
-    identity: Any,
+    identity: object,
 ) -> Finding:
     if affected:
         summary += f" (unknown: {', '.join(affected)})"

@@ -6,7 +6,6 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from .catalogue import Rule
 from .config import Config
@@ -35,7 +34,7 @@ class TargetResult:
     def status(self) -> str:
         return "unreachable" if self.error else "ok"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.spec.name,
             "engine": self.snapshot.engine,
@@ -52,14 +51,14 @@ class TargetResult:
 class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)
-    logs: list[dict[str, Any]] = field(default_factory=list)  # `--log` analysis stats
+    logs: list[dict[str, object]] = field(default_factory=list)  # `--log` analysis stats
     input_errors: list[str] = field(default_factory=list)  # files read only in part (exit 3)
     generated_at: float = field(default_factory=time.time)
 
     @property
     def findings(self) -> list[Finding]:
         out = [f for t in self.targets for f in t.evaluation.findings] + self.extra_findings
-        return sorted(out, key=lambda f: (-severity_rank(f.severity), f.target, f.rule, f.subject))
+        return sorted(out, key=_finding_order)
 
     def counts(self) -> dict[str, int]:
         """critical / warning findings (DW001 excluded) and unreadable targets or probes."""
@@ -106,12 +105,16 @@ class AuditResult:
         return f"{', '.join(parts) or 'no findings'} — Status: {self.status.upper()}"
 
 
+def _finding_order(f: Finding) -> tuple[int, str, str, str]:
+    return -severity_rank(f.severity), f.target, f.rule, f.subject
+
+
 def probe_target(
     spec: TargetSpec,
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection,
-    state: Any = None,
+    state: object = None,
     cache: ProbeCache | None = None,
     pool: ConnectionPool | None = None,
     shared: SharedProbes | None = None,
@@ -182,7 +185,7 @@ def _unreachable(
     spec: TargetSpec,
     catalogue: dict[str, Rule],
     config: Config,
-    state: Any,
+    state: object,
     exc: TargetError,
     started: float,
 ) -> TargetResult:

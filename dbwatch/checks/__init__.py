@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalogue import Rule, Thresholds
+from ..catalogue import Param, Rule, Thresholds
 from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
@@ -22,7 +22,7 @@ class CheckContext:
     rule: Rule
     snapshot: Snapshot
     thresholds: Thresholds | None
-    params: dict[str, Any]
+    params: dict[str, Param]
     state: Any = None  # daemon history (dbwatch.daemon.state), None in one-shot audits
 
     def grade(self, value: float | None) -> str | None:
@@ -30,13 +30,18 @@ class CheckContext:
             return self.rule.severity if value else None
         return self.thresholds.grade(value)
 
-    def param(self, name: str) -> Any:
+    def param(self, name: str) -> Param:
         """A rule parameter: the config's override, else the rule file's default — the only
         default there is (a check never writes its own)."""
         try:
             return self.params[name]
         except KeyError:
             raise KeyError(f"{self.rule.id}: parameter {name!r} is not declared in its rule file")
+
+    def strings(self, name: str) -> list[str]:
+        """A string-list parameter (names, regexes)."""
+        value = self.param(name)
+        return list(value) if isinstance(value, list) else []
 
     def duration(self, name: str) -> float:
         """A duration parameter in seconds; an unparsable override falls back to the default."""
@@ -55,9 +60,9 @@ class CheckContext:
     def number(self, name: str) -> float:
         """A plain number parameter (a ratio, seconds as a number)."""
         try:
-            return float(self.param(name))
+            return _float(self.param(name))
         except (ValueError, TypeError):
-            return float(self.rule.params[name])
+            return _float(self.rule.params[name])
 
     def summary(self, **fields: object) -> str:
         return render(self.rule.summary, fields)
@@ -87,6 +92,12 @@ class CheckContext:
             confidence=confidence,
             session=session,
         )
+
+
+def _float(value: Param) -> float:
+    if isinstance(value, list):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
 
 
 class _Blank(dict[str, object]):

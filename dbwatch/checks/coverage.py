@@ -27,7 +27,7 @@ def incomplete_coverage(ctx: CheckContext) -> Iterator[Finding]:
     if more:
         text += f"; and {more} more (--format json lists all)"
     kinds = sorted({g.kind for g in gaps})
-    summary = f"{len(gaps)} not examined ({', '.join(kinds)}): {text}"
+    summary = ctx.summary(count=len(gaps), kinds=", ".join(kinds), listed=text)
     fixes = list(dict.fromkeys(g.reason for g in gaps if "GRANT" in g.reason))
     yield ctx.finding(
         severity=ctx.rule.severity or "warning",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..durations import format_duration
+from ..snapshot.pg_mvcc import PgDeadTable
 from .pg_horizon import Holder, in_scope
 
 
@@ -14,12 +15,10 @@ def _old_enough(h: Holder, min_age: float, min_xids: int) -> bool:
     return h.age_seconds >= min_age if h.age_seconds is not None else h.xid_age >= min_xids
 
 
-def pinning(table: dict[str, Any], hs: list[Holder], min_age: float, min_xids: int) -> list[Holder]:
+def pinning(table: PgDeadTable, hs: list[Holder], min_age: float, min_xids: int) -> list[Holder]:
     """Every holder that keeps this table's dead tuples, oldest first: ending only the first
     moves the horizon to the next one, so the fix must name them all."""
-    return [
-        h for h in hs if in_scope(h, table.get("database")) and _old_enough(h, min_age, min_xids)
-    ]
+    return [h for h in hs if in_scope(h, table.database) and _old_enough(h, min_age, min_xids)]
 
 
 def same_horizon(a: Holder, b: Holder) -> bool:

@@ -163,7 +163,7 @@ def history_list(ctx: CheckContext) -> Iterator[Finding]:
     yield ctx.finding(
         severity=sev,
         subject="history list length",
-        summary=f"InnoDB history list length {hll:,} (purge lag); {who}",
+        summary=ctx.summary(history_list_length=f"{hll:,}") + f"; {who}",
         fix=fix,
         evidence={"history_list_length": hll, "oldest": oldest},
         identity="history_list_length",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from ..durations import format_duration
 from ..snapshot.pg import (
@@ -22,6 +21,7 @@ from ..snapshot.pg import (
     PgSlot,
     horizon_backends,
 )
+from ..snapshot.pg_mvcc import PgDeadTable
 from .session_advice import pg_session_setting
 
 IDLE = IDLE_STATES
@@ -329,7 +329,7 @@ def in_scope(h: Holder, database: str | None) -> bool:
 
 
 def attribute(
-    table: dict[str, Any],
+    table: PgDeadTable,
     hs: list[Holder],
     min_age: float,
     min_xids: int,
@@ -341,9 +341,9 @@ def attribute(
     with dead tuples still high, proves the horizon is held (so does autovacuum_count rising
     while n_dead_tup stays). Otherwise an old enough holder is the probable cause.
     """
-    vac = table.get("vacuum_seconds_ago")
-    dead = table.get("n_dead_tup")
-    for h in (h for h in hs if in_scope(h, table.get("database"))):
+    vac = table.vacuum_seconds_ago
+    dead = table.n_dead_tup
+    for h in (h for h in hs if in_scope(h, table.database)):
         age = h.age_seconds
         if age is not None and vac is not None and vac < age:
             return Cause(

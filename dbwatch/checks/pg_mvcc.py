@@ -4,14 +4,15 @@ with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
+from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
 from .horizon_rank import pinning, ranked_evidence, same_horizon
@@ -19,6 +20,15 @@ from .pg_horizon import Cause, Holder, attribute, holders
 from .session_advice import pg_identity
 
 HISTORY_WINDOW = 3600.0
+
+
+@runtime_checkable
+class History(Protocol):
+    """The daemon state's history (dbwatch.daemon.state); tests give a small stand-in."""
+
+    def history(
+        self, target: str, key: str, since_seconds: float
+    ) -> Iterable[tuple[float, float]]: ...
 
 
 def _worst(*sevs: str | None) -> str | None:
@@ -42,8 +52,8 @@ def history(
     ctx: CheckContext, key: str, since: float = HISTORY_WINDOW
 ) -> list[tuple[float, float]]:
     """The daemon's history for key, oldest first; [] in a one-shot audit or without state."""
-    st = ctx.state
-    if st is None or not hasattr(st, "history"):
+    st: object = ctx.state
+    if not isinstance(st, History):
         return []
     try:
         return [(float(t), float(v)) for t, v in st.history(ctx.snapshot.target, key, since)]
@@ -51,19 +61,19 @@ def history(
         return []
 
 
-def table_key(t: dict[str, Any]) -> str:
-    return f"{t.get('database')}.{t.get('schema')}.{t.get('table')}"
+def _dead_tables(snapshot: Snapshot) -> tuple[PgDeadTable, ...]:
+    dead = snapshot.get(PG_DEAD_TUPLES)
+    return () if dead is None else dead.tables
 
 
-def history_values(snapshot: Any) -> dict[str, float]:
+def history_values(snapshot: Snapshot) -> dict[str, float]:
     """Values the daemon should record each cycle (keys read back by PG202 and PG102)."""
     out: dict[str, float] = {}
-    dead = snapshot.section("pg.dead_tuples") or {}
-    for t in dead.get("tables") or []:
-        out[f"pg.n_dead_tup:{table_key(t)}"] = float(t.get("n_dead_tup") or 0)
-        out[f"pg.autovacuum_count:{table_key(t)}"] = float(t.get("autovacuum_count") or 0)
-    for d in snapshot.section("pg.deadlocks") or []:
-        out[f"pg.deadlocks:{d['database']}"] = float(d.get("deadlocks") or 0)
+    for t in _dead_tables(snapshot):
+        out[f"pg.n_dead_tup:{t.key}"] = float(t.dead)
+        out[f"pg.autovacuum_count:{t.key}"] = float(t.autovacuum_count or 0)
+    for d in snapshot.get(PG_DEADLOCKS) or ():
+        out[f"pg.deadlocks:{d.database}"] = float(d.deadlocks or 0)
     hs = snapshot_holders(snapshot)
     if hs is not None:
         out["pg.horizon_xid_age"] = float(hs[0].xid_age if hs else 0)
@@ -80,7 +90,7 @@ def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
     return holders(hz, snapshot.target, sessions or ())
 
 
-def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, Any]:
+def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, object]:
     ev: dict[str, object] = {
         "kind": h.kind,
         "holder": h.holder,
@@ -102,13 +112,12 @@ def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str
     return ev
 
 
-def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[str, Any], Cause]]]:
+def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[PgDeadTable, Cause]]]:
     """Tables with many dead tuples that each holder keeps (PG201's harm path)."""
-    dead = ctx.snapshot.section("pg.dead_tuples") or {}
-    out: dict[int, list[tuple[dict[str, Any], Cause]]] = {}
-    for t in dead.get("tables") or []:
-        limit = ctx.count("harm_queue_dead_tuples" if t.get("queue") else "harm_dead_tuples")
-        if (t.get("n_dead_tup") or 0) < limit:
+    out: dict[int, list[tuple[PgDeadTable, Cause]]] = {}
+    for t in _dead_tables(ctx.snapshot):
+        limit = ctx.count("harm_queue_dead_tuples" if t.queue else "harm_dead_tuples")
+        if t.dead < limit:
             continue
         c = attribute(t, hs, _min_age(ctx), int(ctx.count("cause_min_xids")))
         if c is not None:
@@ -116,12 +125,12 @@ def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[dict[st
     return out
 
 
-def _pg201_summary(h: Holder, ev: dict[str, Any]) -> str:
+def _pg201_summary(ctx: CheckContext, h: Holder, ev: dict[str, Any]) -> str:
     if h.kind == "standby_query" or ev.get("kind_detail") == "standby_query":
         return (
             f"{h.holder} holds the primary's horizon ({h.scope}) for {ev['age']} ({h.xid_age} XIDs)"
         )
-    return f"xmin horizon of {h.scope} held for {ev['age']} ({h.xid_age} XIDs) by {h.holder}"
+    return ctx.summary(scope=h.scope, age=ev["age"], xid_age=h.xid_age, holder=h.holder)
 
 
 def holder_session(target: str, h: Holder) -> SessionIdentity | None:
@@ -152,16 +161,16 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
         if hurt:
             ev["dead_tuples_kept"] = [
                 {
-                    "table": table_key(t),
-                    "n_dead_tup": t.get("n_dead_tup"),
+                    "table": t.key,
+                    "n_dead_tup": t.n_dead_tup,
                     "confidence": c.confidence,
                 }
                 for t, c in hurt
             ]
-        summary = _pg201_summary(h, ev)
+        summary = _pg201_summary(ctx, h, ev)
         if hurt:
-            worst = max(hurt, key=lambda tc: tc[0].get("n_dead_tup") or 0)[0]
-            summary += f"; keeps {worst.get('n_dead_tup')} dead tuples in {table_key(worst)}"
+            worst = max(hurt, key=lambda tc: tc[0].dead)[0]
+            summary += f"; keeps {worst.n_dead_tup} dead tuples in {worst.key}"
         peers = [o for o in hs if same_horizon(o, h)]
         ev["holders_ranked"] = ranked_evidence(peers)
         fix = h.fix
@@ -186,26 +195,26 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-def _growth(ctx: CheckContext, t: dict[str, Any]) -> tuple[float | None, bool]:
+def _growth(ctx: CheckContext, t: PgDeadTable) -> tuple[float | None, bool]:
     """Dead tuples per minute over the history window, and 'autovacuum ran, nothing fell'."""
-    now, dead = ctx.snapshot.taken_at, float(t.get("n_dead_tup") or 0)
-    points = history(ctx, f"pg.n_dead_tup:{table_key(t)}")
+    now, dead = ctx.snapshot.taken_at, float(t.dead)
+    points = history(ctx, f"pg.n_dead_tup:{t.key}")
     rate = None
     if points and now - points[0][0] > 0:
         rate = (dead - points[0][1]) / (now - points[0][0]) * 60.0
-    av = history(ctx, f"pg.autovacuum_count:{table_key(t)}")
+    av = history(ctx, f"pg.autovacuum_count:{t.key}")
     rising = bool(
         av
         and points
-        and float(t.get("autovacuum_count") or 0) > av[0][1]
+        and float(t.autovacuum_count or 0) > av[0][1]
         and dead >= 0.8 * points[0][1] > 0
     )
     return rate, rising
 
 
-def _dead_grade(ctx: CheckContext, t: dict[str, Any]) -> str | None:
-    n = float(t.get("n_dead_tup") or 0)
-    if t.get("queue"):
+def _dead_grade(ctx: CheckContext, t: PgDeadTable) -> str | None:
+    n = float(t.dead)
+    if t.queue:
         if n >= ctx.count("queue_critical"):
             return "critical"
         return "warning" if n >= ctx.count("queue_warning") else None
@@ -216,11 +225,11 @@ def _age_text(h: Holder) -> str:
     return format_duration(h.age_seconds) if h.age_seconds is not None else f"{h.xid_age} XIDs"
 
 
-def autovacuum_off(t: dict[str, Any]) -> str | None:
+def autovacuum_off(t: PgDeadTable) -> str | None:
     """'server' (autovacuum = off), 'table' (autovacuum_enabled = false), 'server and table'
     (both: turning the server's on would still leave this table out), or None."""
-    server = str(t.get("server_autovacuum") or "").lower() == "off"
-    table = str(t.get("table_autovacuum_enabled") or "").lower() in ("false", "off", "no", "0")
+    server = (t.server_autovacuum or "").lower() == "off"
+    table = (t.table_autovacuum_enabled or "").lower() in ("false", "off", "no", "0")
     return " and ".join(w for w, off in (("server", server), ("table", table)) if off) or None
 
 
@@ -235,8 +244,8 @@ def _autovacuum_fix(off: str, name: str) -> str:
     return " ".join(fixes)
 
 
-def _pg202_fix(t: dict[str, Any], pins: list[Holder], off: str | None) -> str:
-    name = pg_ident_text(str(t.get("schema")), str(t.get("table")))
+def _pg202_fix(t: PgDeadTable, pins: list[Holder], off: str | None) -> str:
+    name = pg_ident_text(str(t.schema), str(t.table))
     if pins:
         steps = "; ".join(f"{i}) {h.holder}: {h.fix}" for i, h in enumerate(pins, 1))
         head = (
@@ -274,8 +283,8 @@ def _no_holder_cause(off: str | None) -> str:
 def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
     hs = snapshot_holders(ctx.snapshot) or []
     ratio_min = ctx.number("min_dead_ratio")
-    for t in ctx.snapshot.section("pg.dead_tuples").get("tables") or []:
-        dead, live = int(t.get("n_dead_tup") or 0), int(t.get("n_live_tup") or 0)
+    for t in _dead_tables(ctx.snapshot):
+        dead, live = t.dead, t.n_live_tup or 0
         ratio = dead / (dead + live) if dead + live else 0.0
         sev = _dead_grade(ctx, t)
         if not sev or ratio < ratio_min:
@@ -283,7 +292,7 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         rate, rising = _growth(ctx, t)
         min_xids = int(ctx.count("cause_min_xids"))
         cause = attribute(t, hs, _min_age(ctx), min_xids, rising)
-        if t.get("queue") and cause is None and dead < QUEUE_DEAD_WITHOUT_HOLDER:
+        if t.queue and cause is None and dead < QUEUE_DEAD_WITHOUT_HOLDER:
             # The queue tightening (dbwatch/queues registry) is for a held horizon: a healthy
             # queue's few hundred dead tuples (autovacuum off or not yet run) are no problem.
             continue
@@ -291,46 +300,52 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         if cause and cause.holder not in pins:
             pins.insert(0, cause.holder)
         off = autovacuum_off(t)
-        last = t.get("vacuum_seconds_ago")
-        ev: dict[str, Any] = {
-            "table": table_key(t),
-            "database": t.get("database"),
-            "schema": t.get("schema"),
+        last = t.vacuum_seconds_ago
+        ratio_text = f"{ratio:.0%}"
+        last_text = "never" if last is None else f"{format_duration(last)} ago"
+        why = cause.reason if cause else _no_holder_cause(off)
+        ev: dict[str, object] = {
+            "table": t.key,
+            "database": t.database,
+            "schema": t.schema,
             "dead": dead,
             "live": live,
-            "ratio": f"{ratio:.0%}",
-            "queue_table": bool(t.get("queue")),
-            "last_vacuum": "never" if last is None else f"{format_duration(last)} ago",
-            "last_autovacuum_at": t.get("last_autovacuum"),
-            "last_vacuum_at": t.get("last_vacuum"),
-            "autovacuum_count": t.get("autovacuum_count"),
-            "vacuum_count": t.get("vacuum_count"),
+            "ratio": ratio_text,
+            "queue_table": t.queue,
+            "last_vacuum": last_text,
+            "last_autovacuum_at": t.last_autovacuum,
+            "last_vacuum_at": t.last_vacuum,
+            "autovacuum_count": t.autovacuum_count,
+            "vacuum_count": t.vacuum_count,
             "growth_per_min": None if rate is None else round(rate, 1),
             "holder": cause.holder.holder if cause else None,
             "holder_pid": cause.holder.pid if cause else None,
             "holder_kind": cause.holder.kind if cause else None,
             "holder_subject": cause.holder.subject if cause else None,
-            "cause": cause.reason if cause else _no_holder_cause(off),
+            "cause": why,
             "autovacuum": f"off ({off})" if off else "on",
             "holders_ranked": ranked_evidence(pins),
         }
-        tail = f"horizon held by {cause.holder.holder}" if cause else ev["cause"]
+        tail = f"horizon held by {cause.holder.holder}" if cause else why
         if len(pins) > 1:
             tail += f" and {len(pins) - 1} more holder{'s' if len(pins) > 2 else ''}"
         if cause and off:
             tail += f"; autovacuum is off ({off})"
         if rate is not None:
             tail += f"; +{rate:.0f}/min"
-        summary = (
-            f"{ev['table']}: {dead} dead tuples ({ev['ratio']} of rows), last vacuum "
-            f"{ev['last_vacuum']}; {tail}"
+        summary = ctx.summary(
+            table=t.key,
+            dead=dead,
+            ratio=ratio_text,
+            last_vacuum=last_text,
+            horizon=tail,
         )
         yield ctx.finding(
             severity=sev,
-            subject=f"table {ev['table']}",
+            subject=f"table {t.key}",
             summary=summary,
             fix=_pg202_fix(t, pins, off),
             evidence=ev,
-            identity=[t.get("database"), t.get("schema"), t.get("table")],
+            identity=[t.database, t.schema, t.table],
             confidence=cause.confidence if cause else "high",
         )

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ..durations import format_duration
 from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
+from ..snapshot.pg_mvcc import PG_DEADLOCKS
 from . import CheckContext, check
 from .lockgraph import LockGraph
 from .pg_mvcc import history
@@ -138,15 +139,15 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
 @check("pg_deadlocks", postgresql=["pg.deadlocks"])
 def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
     daemon = ctx.state is not None and hasattr(ctx.state, "history")
-    for d in ctx.snapshot.section("pg.deadlocks"):
-        now = int(d.get("deadlocks") or 0)
+    for d in ctx.snapshot.get(PG_DEADLOCKS) or ():
+        now = d.deadlocks or 0
         since = (
-            f"the statistics reset at {d['stats_reset']}"
-            if d.get("stats_reset")
+            f"the statistics reset at {d.stats_reset}"
+            if d.stats_reset
             else "the statistics were created (never reset)"
         )
         if daemon:
-            points = history(ctx, f"pg.deadlocks:{d['database']}", 7 * 86400.0)
+            points = history(ctx, f"pg.deadlocks:{d.database}", 7 * 86400.0)
             if not points:
                 continue  # first look: the counter is the baseline
             last = int(points[-1][1])
@@ -157,11 +158,11 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
         if count <= 0:
             continue
         ev = {
-            "database": d["database"],
+            "database": d.database,
             "count": count,
             "counter": now,
             "since": since,
-            "stats_reset": d.get("stats_reset"),
+            "stats_reset": d.stats_reset,
             "one_shot": not daemon,
         }
         ev["not_shown"] = count
@@ -174,8 +175,8 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
         )
         yield ctx.finding(
             severity=ctx.rule.severity,
-            subject=f"database {d['database']}",
+            subject=f"database {d.database}",
             summary=summary,
             evidence=ev,
-            identity=[d["database"]],
+            identity=[d.database],
         )

@@ -93,9 +93,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 shown = max(depth, round(depth / note["window_rows"] * t["rows_estimate"]))
             sev = _worse(
                 _grade_age(ctx, t, float(age)),
-                _grade_count(
-                    shown, ctx.params.get("depth_warning"), ctx.params.get("depth_critical")
-                ),
+                _grade_count(shown, ctx.count("depth_warning"), ctx.count("depth_critical")),
             )
             if sev is None:
                 continue
@@ -475,7 +473,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                     "latest_ago": format_duration(g["latest_seconds_ago"]),
                 }
             )
-            summary = _failed_summary(ev, g)
+            summary = _failed_summary(ctx, ev, g)
             yield ctx.finding(
                 severity=sev,
                 evidence=ev,
@@ -486,7 +484,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-def _failed_summary(ev: dict[str, Any], g: dict[str, Any]) -> str:
+def _failed_summary(ctx: CheckContext, ev: dict[str, Any], g: dict[str, Any]) -> str:
     when = f"in the last {ev['window']} (latest {g['latest']}, {ev['latest_ago']} ago)"
     if g["kind"] == "batch":
         return (
@@ -495,7 +493,14 @@ def _failed_summary(ev: dict[str, Any], g: dict[str, Any]) -> str:
         )
     # graphile-worker and others keep only the message: show it instead of a class
     cause = f'"{g["message"][:80]}"' if g["exception"] == "(unknown)" else _short(g["exception"])
-    text = f"{ev['table']}: {g['count']} {g['job_class']} jobs failed with {cause} {when}"
+    text = ctx.summary(
+        table=ev["table"],
+        count=g["count"],
+        job=g["job_class"],
+        exception=cause,
+        window=ev["window"],
+        latest=f"{g['latest']}, {ev['latest_ago']} ago",
+    )
     if g["kind"] != "other":
         text += f": {ev['meaning'].split(':')[0].split(' (')[0]}"
     return text

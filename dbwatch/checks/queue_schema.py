@@ -54,9 +54,13 @@ def legacy_queue_index(ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding(
                 severity=ctx.rule.severity,
                 subject=f"index {schema}.{table}.{name}",
-                summary=f"{schema}.{table} has the legacy index {name} ({', '.join(shape)}) "
-                f"from {LEGACY_SHAPES[shape]}: every reservation moves its entry, so "
-                "claims on it deadlock with other workers' reserve UPDATE",
+                summary=ctx.summary(
+                    schema=schema,
+                    table=table,
+                    index=name,
+                    columns=", ".join(shape),
+                    origin=LEGACY_SHAPES[shape],
+                ),
                 fix=_fix(ctx.snapshot.engine, schema, table, name, has_queue_index),
                 evidence={
                     "schema": schema,

@@ -15,8 +15,8 @@ from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix, pg_ident
 
 
 def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
-    users = ctx.params.get("ignore_users") or []
-    apps = ctx.params.get("ignore_applications") or []
+    users = ctx.strings("ignore_users")
+    apps = ctx.strings("ignore_applications") if "ignore_applications" in ctx.params else []
     return (user in users) or any(re.fullmatch(a, str(app or "")) for a in apps)
 
 
@@ -136,9 +136,8 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 t,
                 sev,
                 ev,
-                f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) has had InnoDB "
-                f"transaction {ev['trx_id']} open for {ev['age']} "
-                f"({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)",
+                ctx.summary(**ev)
+                + f" ({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)",
             )
 
 
@@ -176,9 +175,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 t,
                 sev,
                 ev,
-                f"thread {ev['thread_id']} ({ev['user']}@{ev['host']}) sleeps for "
-                f"{ev['idle']} with InnoDB transaction {ev['trx_id']} open for "
-                f"{ev['age']} ({ev['rows_locked']} rows locked)",
+                ctx.summary(**ev) + f" ({ev['rows_locked']} rows locked)",
             )
 
 

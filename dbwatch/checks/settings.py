@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from typing import Any
 
 from ..findings import Finding
+from ..snapshot.settings import MY_SETTINGS, PG_SETTINGS, MySettings
+from ..snapshot.values import to_float
 from . import CheckContext, check
 
 _PG_SUGGEST = {
@@ -18,21 +19,21 @@ _PG_SUGGEST = {
 }
 
 
-def _is_off(value: Any) -> bool:
+def _is_off(value: str | None) -> bool:
     return str(value).strip() in ("0", "", "off", "None")
 
 
 @check("pg_settings", postgresql=["pg.settings"])
 def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
-    rows = ctx.snapshot.section("pg.settings")
-    server = {r["name"]: r["setting"] for r in rows if r["scope"] == "server"}
+    rows = ctx.snapshot.get(PG_SETTINGS) or ()
+    server = {r.name: r.setting for r in rows if r.scope == "server"}
     overrides: dict[str, list[str]] = {}
     for r in rows:
-        if r["scope"] == "override" and not _is_off(r["setting"]):
-            who = r.get("role") or "all roles"
-            where = f" in {r['database']}" if r.get("database") else ""
-            overrides.setdefault(r["name"], []).append(f"{who}{where}")
-    for name in ctx.params.get("required", []):
+        if r.scope == "override" and not _is_off(r.setting):
+            who = r.role or "all roles"
+            where = f" in {r.database}" if r.database else ""
+            overrides.setdefault(r.name, []).append(f"{who}{where}")
+    for name in ctx.strings("required"):
         if name not in server:
             continue  # not on this version (transaction_timeout is 17+)
         if not _is_off(server[name]) or overrides.get(name):
@@ -41,8 +42,9 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             severity=ctx.rule.severity,
             subject=f"setting {name}",
-            summary=f"{name} is 0 (off) server-wide and for every role and database: "
-            "nothing ends a forgotten transaction or a runaway query",
+            summary=ctx.summary(
+                setting=name, reason="nothing ends a forgotten transaction or a runaway query"
+            ),
             fix=f"ALTER ROLE <app_role> SET {name} = {value}; (or server-wide: "
             f"ALTER SYSTEM SET {name} = {value}; SELECT pg_reload_conf();)",
             evidence={"setting": name, "value": server[name]},
@@ -50,7 +52,7 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-def _log_path(value: Any) -> str:
+def _log_path(value: str | None) -> str:
     """The server's error log as a shell argument; a placeholder when it logs to stderr."""
     text = str(value or "").strip()
     if not text or text in ("stderr", "./stderr"):
@@ -60,15 +62,18 @@ def _log_path(value: Any) -> str:
 
 @check("my_settings", mysql=["my.settings"])
 def my_settings(ctx: CheckContext) -> Iterator[Finding]:
-    s = ctx.snapshot.section("my.settings")
+    s = ctx.snapshot.get(MY_SETTINGS) or MySettings()
     sev = ctx.rule.severity
     if str(s.get("innodb_deadlock_detect", "ON")).upper() == "OFF":
         yield ctx.finding(
             severity=sev,
             subject="setting innodb_deadlock_detect",
-            summary="innodb_deadlock_detect=OFF: deadlocked transactions wait for the full "
-            f"innodb_lock_wait_timeout ({s.get('innodb_lock_wait_timeout')}s) instead "
-            "of one being rolled back at once",
+            summary=ctx.summary(
+                setting="innodb_deadlock_detect",
+                value="OFF",
+                reason="deadlocked transactions wait for the full innodb_lock_wait_timeout "
+                f"({s.get('innodb_lock_wait_timeout')}s) instead of one being rolled back at once",
+            ),
             fix="SET GLOBAL innodb_deadlock_detect = ON; (and in my.cnf) -- only turn it off "
             "with a short innodb_lock_wait_timeout on very high concurrency",
             evidence={"setting": "innodb_deadlock_detect", "value": "OFF"},
@@ -79,8 +84,12 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
         yield ctx.finding(
             severity=sev,
             subject="setting innodb_print_all_deadlocks",
-            summary="innodb_print_all_deadlocks=OFF: only the latest deadlock is visible in "
-            "SHOW ENGINE INNODB STATUS; every earlier one is lost",
+            summary=ctx.summary(
+                setting="innodb_print_all_deadlocks",
+                value="OFF",
+                reason="only the latest deadlock is visible in SHOW ENGINE INNODB STATUS; "
+                "every earlier one is lost",
+            ),
             fix=f"{persist} innodb_print_all_deadlocks = ON; (MariaDB: also "
             "innodb_print_all_deadlocks=ON under [mysqld] in my.cnf), then "
             f"`dbwatch deadlocks --error-log {_log_path(s.get('log_error'))}` reads them all",
@@ -92,16 +101,17 @@ def my_settings(ctx: CheckContext) -> Iterator[Finding]:
             identity="innodb_print_all_deadlocks",
         )
     limit = ctx.number("max_lock_wait_timeout")
-    try:
-        lwt = float(s.get("innodb_lock_wait_timeout", 50))
-    except (TypeError, ValueError):
-        lwt = 0.0
+    lwt = to_float(s.get("innodb_lock_wait_timeout", "50"))  # unreadable: 0, no finding
     if lwt > limit:
         yield ctx.finding(
             severity=sev,
             subject="setting innodb_lock_wait_timeout",
-            summary=f"innodb_lock_wait_timeout={lwt:g}s: a worker blocked on a row lock hangs "
-            f"that long before failing (over {limit:g}s)",
+            summary=ctx.summary(
+                setting="innodb_lock_wait_timeout",
+                value=f"{lwt:g}s",
+                reason=f"a worker blocked on a row lock hangs that long before failing "
+                f"(over {limit:g}s)",
+            ),
             fix="SET GLOBAL innodb_lock_wait_timeout = 50; (and in my.cnf)",
             evidence={"setting": "innodb_lock_wait_timeout", "value": lwt},
             identity="innodb_lock_wait_timeout",

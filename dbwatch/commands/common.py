@@ -89,3 +89,19 @@ def _resolve(names: Sequence[str], config: Config, say: bool) -> list[TargetSpec
             file=sys.stderr,
         )
     return specs
+
+
+def arg_str(args: argparse.Namespace, name: str) -> str | None:
+    """An option's value as text (None when absent or empty-valued)."""
+    value: object = getattr(args, name, None)
+    return value if isinstance(value, str) else None
+
+
+def arg_int(args: argparse.Namespace, name: str, default: int = 0) -> int:
+    value: object = getattr(args, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def arg_flag(args: argparse.Namespace, name: str) -> bool:
+    value: object = getattr(args, name, False)
+    return bool(value)

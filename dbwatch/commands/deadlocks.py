@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from tabulate import tabulate
 
@@ -15,7 +14,10 @@ from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_r
 from ..deadlocks.summary import summarize
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
-from .common import add_all_databases
+from ..snapshot.values import as_row, as_rows, str_list
+from .common import add_all_databases, arg_flag, arg_int, arg_str
+
+Record = Mapping[str, object]
 
 HELP = "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, --summary)"
 
@@ -49,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true")
 
 
-def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _from_target(args: argparse.Namespace) -> list[Record]:
     from ..probes import run_probes
     from ..targets import open_target
     from .common import load_all, resolve_targets
@@ -88,7 +90,7 @@ def _from_target(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [dl] if dl else []
 
 
-def _from_history(args: argparse.Namespace) -> list[dict[str, Any]]:
+def _from_history(args: argparse.Namespace) -> list[Record]:
     """Deadlocks recorded by the daemon, oldest first, each tagged with its target."""
     from pathlib import Path
 
@@ -102,37 +104,38 @@ def _from_history(args: argparse.Namespace) -> list[dict[str, Any]]:
         rows = st.deadlocks(target=args.target, limit=args.limit or 1000)
     finally:
         st.close()
-    out = []
+    out: list[Record] = []
     for r in reversed(rows):
         data = r["data"] if isinstance(r["data"], dict) else {}
         out.append({**data, "target": r.get("target")})
     return out
 
 
-def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
+def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterator[Record]:
     """Deadlock records from the chosen source; files must hold something recognisable."""
     stats = stats if stats is not None else ReadStats()
-    if args.file:
-        out = read_status_file(args.file, stats)
-        require_recognisable(args.file, stats)
+    file, error_log = arg_str(args, "file"), arg_str(args, "error_log")
+    if file:
+        out = read_status_file(file, stats)
+        require_recognisable(file, stats)
         yield from out
         return
-    if args.error_log:
-        yield from read_log(args.error_log, stats)
-        require_recognisable(args.error_log, stats)
+    if error_log:
+        yield from read_log(error_log, stats)
+        require_recognisable(error_log, stats)
         return
-    if args.history:
+    if arg_flag(args, "history"):
         yield from _from_history(args)
         return
     yield from _from_target(args)
 
 
-def _short(q: Any, n: int = 60) -> str:
+def _short(q: object, n: int = 60) -> str:
     text = " ".join(str(q or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def render_table(deadlocks: list[dict[str, Any]]) -> str:
+def render_table(deadlocks: list[Record]) -> str:
     if not deadlocks:
         return "No deadlocks found."
     out = []
@@ -150,7 +153,7 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
                 t.get("lock_structs"),
                 _short(t.get("query")),
             ]
-            for t in dl.get("transactions", [])
+            for t in as_rows(dl.get("transactions"))
         ]
         out.append("Deadlock Transactions")
         out.append(
@@ -180,7 +183,7 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
                 lk.get("special") or "",
                 "yes" if lk.get("insert_intention") else "",
             ]
-            for lk in dl.get("locks", [])
+            for lk in as_rows(dl.get("locks"))
         ]
         out.append("\nDeadlock Locks")
         out.append(
@@ -193,8 +196,8 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
             out.append(f"\nVictim inferred: {dl.get('victim_evidence')}")
         if dl.get("ambiguous"):
             out.append(f"\nStructure ambiguous: {dl.get('ambiguity')}; no victim named")
-        diag = dl.get("diagnosis") or {}
-        rules = f" [{', '.join(diag['rules'])}]" if diag.get("rules") else ""
+        diag = as_row(dl.get("diagnosis"))
+        rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
         out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
         out.append(f"  {diag.get('explanation', '')}")
         if diag.get("fix"):
@@ -206,18 +209,20 @@ def render_table(deadlocks: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     stats = ReadStats()
-    source = args.file or args.error_log
-    if args.summary:
+    source = arg_str(args, "file") or arg_str(args, "error_log")
+    as_json = arg_str(args, "format") == "json"
+    if arg_flag(args, "summary"):
         summary = summarize(collect(args, stats))
-        if args.format == "json":
+        if as_json:
             print(json.dumps({"summary": summary.to_dict()}, indent=2, default=str))
         else:
-            print(summary.render(source or args.target or "the daemon's history"))
+            print(summary.render(source or arg_str(args, "target") or "the daemon's history"))
         return 0
     deadlocks = list(collect(args, stats))
-    if args.limit:
-        deadlocks = deadlocks[-args.limit :]
-    if args.format == "json":
+    limit = arg_int(args, "limit")
+    if limit:
+        deadlocks = deadlocks[-limit:]
+    if as_json:
         print(json.dumps({"deadlocks": deadlocks}, indent=2, default=str))
     elif not deadlocks and source:
         print(f"no deadlocks in {source} ({stats.lines:,} lines read, {stats.kind})")

@@ -7,6 +7,7 @@ import json
 
 from ..catalogue import Rule, load_catalogue
 from ..errors import UsageError
+from .common import arg_str
 
 HELP = "list the rule catalogue"
 
@@ -44,9 +45,10 @@ def run(args: argparse.Namespace) -> int:
         }
         for r in sorted(catalogue.values(), key=lambda r: r.id)
     ]
-    if args.format == "json":
+    fmt = arg_str(args, "format")
+    if fmt == "json":
         print(json.dumps(rows, indent=2))
-    elif args.format == "markdown":
+    elif fmt == "markdown":
         print(rules_markdown(catalogue))
     else:
         print(
@@ -67,9 +69,10 @@ def rules_markdown(catalogue: dict[str, Rule]) -> str:
 
 def run_explain(args: argparse.Namespace) -> int:
     catalogue = load_catalogue()
-    rule = catalogue.get(args.rule_id.upper())
+    rule_id = arg_str(args, "rule_id") or ""
+    rule = catalogue.get(rule_id.upper())
     if rule is None:
-        raise UsageError(f"no rule {args.rule_id!r}; `dbwatch rules` lists them")
+        raise UsageError(f"no rule {rule_id!r}; `dbwatch rules` lists them")
     print(f"{rule.id} {rule.name} ({rule.engine}, {rule.category}, {rule.status})")
     print(f"Severity: {_threshold_text(rule)}")
     if rule.params:
@@ -77,6 +80,6 @@ def run_explain(args: argparse.Namespace) -> int:
     for sec in ("what", "why", "fix"):
         print(f"\n{sec.upper()}\n{str(rule.doc[sec]).strip()}")
     print("\nREFERENCES")
-    for ref in rule.doc.get("references", []):
+    for ref in rule.references:
         print(f"  {ref}")
     return 0

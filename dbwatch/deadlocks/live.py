@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..findings import Finding
 from ..probes.innodb import deadlock_record
+from ..snapshot.values import as_row
 from .tailer import load_position, poll, save_position
 from .text import deadlock_fields, victim_text
 
@@ -18,7 +20,7 @@ log = logging.getLogger(__name__)
 MAX_SEPARATE = 5  # more new deadlocks than this in one look: one summary finding
 
 
-def _finding(rule: str, target: str, rec: dict[str, Any], severity: str) -> Finding:
+def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -> Finding:
     return Finding(
         rule=rule,
         severity=severity,
@@ -27,8 +29,8 @@ def _finding(rule: str, target: str, rec: dict[str, Any], severity: str) -> Find
     )
 
 
-def _burst(rule: str, target: str, recs: list[dict[str, Any]], severity: str) -> Finding:
-    patterns = Counter(str((r.get("diagnosis") or {}).get("pattern")) for r in recs)
+def _burst(rule: str, target: str, recs: list[dict[str, object]], severity: str) -> Finding:
+    patterns = Counter(str(as_row(r.get("diagnosis")).get("pattern")) for r in recs)
     latest = recs[-1]
     top = ", ".join(f"{p} ×{n}" for p, n in patterns.most_common(5))
     return Finding(
@@ -38,7 +40,7 @@ def _burst(rule: str, target: str, recs: list[dict[str, Any]], severity: str) ->
         subject=f"deadlocks {recs[0].get('at')} … {latest.get('at')}",
         summary=f"{len(recs)} deadlocks in the server log since the last look ({top}); "
         f"latest: {victim_text(latest)}",
-        fix=str((latest.get("diagnosis") or {}).get("fix") or ""),
+        fix=str(as_row(latest.get("diagnosis")).get("fix") or ""),
         evidence={
             "count": len(recs),
             "by_pattern": dict(patterns),
@@ -56,7 +58,7 @@ def tail_findings(
     """Read what is new in the target's log; record and return findings for new deadlocks."""
     pos = load_position(state, target)
     deadlocks, new_pos = poll(Path(log_file), engine, pos)
-    fresh: list[dict[str, Any]] = []
+    fresh: list[dict[str, object]] = []
     with state.transaction() as db:
         for dl in deadlocks:
             rec = deadlock_record(dl)

@@ -8,39 +8,42 @@ server here): covered by fixtures built from the manual's example.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
 
 from ..parsers.errorlog import iter_deadlocks
 from ..parsers.innodb_deadlock import Deadlock
+from ..snapshot.values import as_row
 
 MAX_ROWS = 20_000
 
 
-def _ts(value: Any) -> str:
+def _ts(value: object) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return str(value or "").replace(" ", "T", 1)
 
 
-def _data(value: Any) -> str:
+def _data(value: object) -> str:
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
     if text.startswith("{"):
         try:
-            msg = json.loads(text).get("msg")
-        except (ValueError, AttributeError):
+            doc: object = json.loads(text)
+        except ValueError:
             return text
+        if not isinstance(doc, dict):
+            return text
+        msg = doc.get("msg")
         return str(msg) if msg is not None else text
     return text
 
 
-def error_log_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
+def error_log_lines(rows: Iterable[Mapping[str, object]]) -> Iterator[str]:
     """Each row as the error log file would print it: prefix, then DATA's lines."""
     for i, r in enumerate(rows):
         if i >= MAX_ROWS:
             return
-        r = {str(k).lower(): v for k, v in r.items()}
+        r = as_row(r)
         prefix = (
             f"{_ts(r.get('logged'))} {r.get('thread_id') or 0} [{r.get('prio') or 'Note'}] "
             f"[{r.get('error_code') or ''}] [{r.get('subsystem') or 'InnoDB'}] "
@@ -50,5 +53,5 @@ def error_log_lines(rows: Iterable[dict[str, Any]]) -> Iterator[str]:
         yield from lines[1:]
 
 
-def deadlocks_from_rows(rows: Iterable[dict[str, Any]]) -> list[Deadlock]:
+def deadlocks_from_rows(rows: Iterable[Mapping[str, object]]) -> list[Deadlock]:
     return list(iter_deadlocks(error_log_lines(rows)))

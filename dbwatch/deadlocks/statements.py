@@ -2,13 +2,15 @@
 
 Pure and linear (a token scan, no backtracking regex): the text is untrusted, often cut by
 the server (InnoDB prints at most ~3 KB), `?`-parameterised or literal, qualified
-(`laravel.jobs`) or not. Queue tables are recognised by name (a local list, kept in step
-with dbwatch/queues' libraries) or by the shape of a claim on them.
+(`laravel.jobs`) or not. Queue tables are recognised by name (dbwatch.queues' registry) or
+by the shape of a claim on them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..queues import is_queue_table
 
 MAX_TEXT = 8192
 
@@ -24,32 +26,32 @@ CLAIM, RESERVE, DELETE, COMPLETE, FETCH, OTHER, UNKNOWN = (
 CLAIM_SIDE = frozenset({CLAIM, RESERVE})
 DONE_SIDE = frozenset({DELETE, COMPLETE, FETCH})
 
-# Queue tables by name: Laravel, Que, GoodJob, Delayed::Job, Oban, River, Solid Queue,
-# Symfony Messenger, pg-boss, graphile-worker, procrastinate, PgQueuer, and generic names.
-QUEUE_NAMES = frozenset(
+# Queue tables by name: the queue registry's library tables (dbwatch.queues.is_queue_table,
+# the one definition), plus generic names (jobs, queue, *_jobs, *_queue). A library's
+# bookkeeping tables hold no job a worker claims, so a deadlock on them is not a queue one.
+GENERIC_QUEUE_NAMES = frozenset({"jobs", "job", "queue", "queues"})
+NOT_QUEUE = frozenset(
     {
-        "jobs",
-        "job",
-        "queue",
-        "queues",
-        "job_queue",
-        "queue_jobs",
-        "que_jobs",
-        "good_jobs",
-        "delayed_jobs",
-        "oban_jobs",
-        "river_job",
-        "solid_queue_jobs",
-        "solid_queue_ready_executions",
-        "solid_queue_claimed_executions",
-        "solid_queue_scheduled_executions",
-        "messenger_messages",
-        "_private_jobs",
-        "procrastinate_jobs",
-        "pgqueuer",
+        "failed_jobs",
+        "job_batches",
+        "jobs_history",
+        "job_logs",
+        "good_job_executions",
+        "good_job_processes",
+        "oban_peers",
+        "oban_producers",
+        "pgqueuer_log",
+        "pgqueuer_statistics",
+        "procrastinate_events",
+        "procrastinate_workers",
+        "river_leader",
+        "solid_queue_blocked_executions",
+        "solid_queue_failed_executions",
+        "solid_queue_processes",
+        "_private_job_queues",
+        "_private_tasks",
     }
 )
-NOT_QUEUE = frozenset({"failed_jobs", "job_batches", "jobs_history", "job_logs"})
 # Columns a claim filters or orders on: a locking "next job" read naming two of these
 # marks its table as a queue even under an unknown name.
 _CLAIM_COLUMNS = (
@@ -75,7 +77,9 @@ def is_queue_name(table: str | None) -> bool:
     base = table.lower().rsplit(".", 1)[-1]
     if base in NOT_QUEUE:
         return False
-    return base in QUEUE_NAMES or base.endswith(("_jobs", "_queue"))
+    if is_queue_table(base) is not None or base in GENERIC_QUEUE_NAMES:
+        return True
+    return base.endswith(("_jobs", "_queue"))
 
 
 def normalize(query: str | None) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+
+from ..snapshot.values import as_row, as_rows, opt_str
 
 MAX_KEYS = 1000  # distinct keys kept per counter (hostile logs cannot grow it without bound)
 SHOWN = 15
@@ -38,27 +39,27 @@ class Summary:
         self.by_hour: Counter[str] = Counter()
         self.victim_unknown = 0
 
-    def add(self, dl: dict[str, Any]) -> None:
+    def add(self, dl: Mapping[str, object]) -> None:
         self.deadlocks += 1
-        diag = dl.get("diagnosis") or {}
+        diag = as_row(dl.get("diagnosis"))
         _bump(self.by_pattern, str(diag.get("pattern") or "generic"))
         tables = {
             f"{lk.get('db')}.{lk.get('table')}" if lk.get("db") else str(lk.get("table"))
-            for lk in dl.get("locks", [])
+            for lk in as_rows(dl.get("locks"))
             if lk.get("table")
         }
         for t in sorted(tables):
             _bump(self.by_table, t)
-        victim = next((t for t in dl.get("transactions", []) if t.get("victim")), None)
+        victim = next((t for t in as_rows(dl.get("transactions")) if t.get("victim")), None)
         if victim is None:
             self.victim_unknown += 1
             _bump(self.by_victim_statement, "(victim not known)")
         else:
-            _bump(self.by_victim_statement, _fingerprint(victim.get("query")))
+            _bump(self.by_victim_statement, _fingerprint(opt_str(victim.get("query"))))
         at = str(dl.get("at") or "")
         _bump(self.by_hour, f"{at[:13]}:00" if len(at) >= 13 else "(no time)")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "deadlocks": self.deadlocks,
             "by_pattern": dict(self.by_pattern.most_common()),
@@ -86,7 +87,7 @@ class Summary:
         return "\n".join(out)
 
 
-def summarize(deadlocks: Iterable[dict[str, Any]]) -> Summary:
+def summarize(deadlocks: Iterable[Mapping[str, object]]) -> Summary:
     s = Summary()
     for dl in deadlocks:
         s.add(dl)

@@ -19,9 +19,11 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO, Protocol
 
 from ..parsers.errorlog import Scanner, open_block_start, slim
 from ..parsers.innodb_deadlock import Deadlock
@@ -46,13 +48,21 @@ class Position:
     @classmethod
     def from_json(cls, raw: str | None) -> Position | None:
         try:
-            d = json.loads(raw or "")
-            return cls(int(d["inode"]), int(d["offset"]), str(d["head"]))
-        except (ValueError, KeyError, TypeError):
+            d: object = json.loads(raw or "")
+        except ValueError:
+            return None
+        if not isinstance(d, dict):
+            return None
+        inode, offset, head = d.get("inode"), d.get("offset"), d.get("head")
+        if not isinstance(inode, (int, str)) or not isinstance(offset, (int, str)) or head is None:
+            return None
+        try:
+            return cls(int(inode), int(offset), str(head))
+        except ValueError:
             return None
 
 
-def head_hash(fh: Any, offset: int) -> str:
+def head_hash(fh: BinaryIO, offset: int) -> str:
     """sha256 of the file's first and last HASH_SPAN bytes before offset: reports look
     alike, so the end alone could match a different file of the same size."""
     h = hashlib.sha256()
@@ -70,7 +80,7 @@ class ReadResult:
     end: Position | None  # where to resume in the current file
 
 
-def _scan(fh: Any, offset: int, engine: str, final: bool) -> tuple[list[Deadlock], int]:
+def _scan(fh: BinaryIO, offset: int, engine: str, final: bool) -> tuple[list[Deadlock], int]:
     """Deadlocks complete in fh[offset:]; returns them and the safe resume offset."""
     fh.seek(offset)
     data = fh.read(MAX_READ)
@@ -199,15 +209,30 @@ META_KEY = "deadlock-log:{target}"
 _WARNED: set[str] = set()
 
 
-def load_position(state: Any, target: str) -> Position | None:
+class Cursor(Protocol):
+    def fetchone(self) -> Sequence[object] | None: ...  # sqlite3.Row or a tuple
+
+
+class MetaDb(Protocol):
+    """The state database connection (sqlite3.Connection or the PostgreSQL state's)."""
+
+    def execute(self, sql: str, params: Sequence[object] = (), /) -> Cursor: ...
+
+
+class StateDb(Protocol):
+    def transaction(self) -> AbstractContextManager[MetaDb]: ...
+
+
+def load_position(state: StateDb, target: str) -> Position | None:
     with state.transaction() as db:
         row = db.execute(
             "SELECT value FROM meta WHERE key = ?", (META_KEY.format(target=target),)
         ).fetchone()
-    return Position.from_json(row[0] if row else None)
+    value = row[0] if row else None
+    return Position.from_json(value if isinstance(value, str) else None)
 
 
-def save_position(db: Any, target: str, pos: Position) -> None:
+def save_position(db: MetaDb, target: str, pos: Position) -> None:
     db.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
         (META_KEY.format(target=target), pos.to_json()),

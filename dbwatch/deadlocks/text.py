@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from ..snapshot.values import as_row, as_rows
 
-def victim_text(rec: dict[str, Any]) -> str:
-    for t in rec.get("transactions", []):
+
+def victim_text(rec: Mapping[str, object]) -> str:
+    for t in as_rows(rec.get("transactions")):
         if t.get("victim"):
             q = " ".join(str(t.get("query") or "").split())[:120]
             return f"thread {t.get('thread_id')} ({t.get('user')}) was rolled back: {q}"
     return "victim unknown"
 
 
-def deadlock_fields(rec: dict[str, Any], read_from: str, source: str) -> dict[str, Any]:
+def deadlock_fields(rec: Mapping[str, object], read_from: str, source: str) -> dict[str, Any]:
     """subject, summary, fix, evidence and identity of a finding for one deadlock record;
     `read_from` is shown in the summary, `source` kept in the evidence."""
-    diag = rec.get("diagnosis") or {}
+    diag = as_row(rec.get("diagnosis"))
     return {
         "subject": f"deadlock {rec.get('at')}",
         "summary": f"deadlock at {rec.get('at')} ({read_from}) — "

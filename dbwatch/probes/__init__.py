@@ -10,13 +10,16 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
+from datetime import time as dtime
 from decimal import Decimal
 from functools import cache, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from ..config import Config
 from ..errors import ProbeError, TargetError
 from ..snapshot import CoverageGap, ProbeFailure, Snapshot
 from ..snapshot.sections import build as build_section
@@ -29,7 +32,10 @@ SQL_DIR = Path(__file__).with_name("sql")
 PROBE_BUDGET = 60.0
 # Sections every audit reads whatever the rules: what the monitoring user may see (DW001).
 ALWAYS = ("pg.privileges", "my.privileges")
-ProbeFn = Callable[..., Any]
+# fn(conn), fn(conn, config) with with_config, fn(conn, cache=...) with with_cache: the
+# result is driver rows (or Covered / PartialResult of them), typed by the section builder
+ProbeFn = Callable[..., object]
+F = TypeVar("F", bound=ProbeFn)
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,8 @@ def probe(
     ttl: float = 0.0,
     server_wide: bool = False,
     with_cache: bool = False,
-) -> Callable[[Any], Any]:
-    def deco(fn: Any) -> Any:
+) -> Callable[[F], F]:
+    def deco(fn: F) -> F:
         PROBES[name] = Probe(name, engine, fn, grant, with_config, ttl, server_wide, with_cache)
         return fn
 
@@ -75,12 +81,12 @@ class SharedProbes:
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
         self._lock = threading.Lock()
-        self._items: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._items: dict[tuple[str, str], tuple[float, object]] = {}
         self._running: dict[tuple[str, str], threading.Event] = {}
         self.hits = 0
         self.runs = 0
 
-    def get_or_run(self, key: str, name: str, run: Callable[[], Any]) -> Any:
+    def get_or_run(self, key: str, name: str, run: Callable[[], object]) -> object:
         k = (key, name)
         while True:
             with self._lock:
@@ -109,20 +115,22 @@ class ProbeCache:
     15 s cycle does not rescan information_schema on a server with thousands of tables."""
 
     def __init__(self) -> None:
-        self._items: dict[str, tuple[float, Any]] = {}
+        self._items: dict[str, tuple[float, object]] = {}
 
-    def get(self, name: str, ttl: float) -> Any:
+    def get(self, name: str, ttl: float) -> object:
         hit = self._items.get(name)
         if hit is None or time.monotonic() - hit[0] > ttl:
             return None
         return hit[1]
 
-    def put(self, name: str, data: Any) -> None:
+    def put(self, name: str, data: object) -> None:
         self._items[name] = (time.monotonic(), data)
 
 
 @cache
-def _sql_variants(engine: str, name: str, base: Path) -> list[tuple[str | None, int, str]]:
+def _sql_variants(
+    engine: str, name: str, base: Path = SQL_DIR
+) -> list[tuple[str | None, int, str]]:
     """(flavour or None for any, minimum version number, text) of every file for `name`:
     <name>.sql, <name>_post_<num>.sql, <name>_<flavour>.sql, <name>_<flavour>_post_<num>.sql."""
     out: list[tuple[str | None, int, str]] = []
@@ -143,7 +151,11 @@ def _sql_variants(engine: str, name: str, base: Path) -> list[tuple[str | None, 
             out.append((flavour, 0, path.read_text()))
         elif rest.startswith("post_") and rest[5:].isdigit():
             out.append((flavour, int(rest[5:]), path.read_text()))
-    return sorted(out, key=lambda v: (v[0] is not None, v[1]))
+    return sorted(out, key=_flavour_then_version)
+
+
+def _flavour_then_version(v: tuple[str | None, int, str]) -> tuple[bool, int]:
+    return v[0] is not None, v[1]
 
 
 def sql(engine: str, name: str, version: ServerVersion, base: Path = SQL_DIR) -> str:
@@ -161,14 +173,14 @@ def sql(engine: str, name: str, version: ServerVersion, base: Path = SQL_DIR) ->
     return chosen
 
 
-def jsonable(row: dict[str, Any]) -> dict[str, Any]:
+def jsonable(row: Mapping[str, object]) -> dict[str, Any]:
     """A driver row as plain JSON values: text for bytes and timestamps, numbers for
     Decimals, keys in lower case (MySQL's information_schema answers in upper case)."""
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in row.items():
         if isinstance(v, bytes):
             v = v.decode("utf-8", "replace")
-        elif hasattr(v, "isoformat"):
+        elif isinstance(v, (date, dtime)):
             v = v.isoformat()
         elif isinstance(v, Decimal):
             v = int(v) if v == int(v) else float(v)
@@ -198,7 +210,7 @@ def run_probes(
     target: str,
     needs: Iterable[str],
     stats: ProbeStats | None = None,
-    config: Any = None,
+    config: Config | None = None,
     cache: ProbeCache | None = None,
     budget: float = PROBE_BUDGET,
     shared: tuple[SharedProbes, str] | None = None,
@@ -209,7 +221,7 @@ def run_probes(
     Probes not started within the time budget are left None and listed as gaps (DW002)."""
     _load_all()
     started = time.time()
-    sections: dict[str, Any] = {}
+    sections: dict[str, object] = {}
     failures: list[ProbeFailure] = []
     features: set[str] = set()
     gaps: list[CoverageGap] = []
@@ -227,6 +239,7 @@ def run_probes(
             sections[name] = cached
             continue
         t0 = time.perf_counter()
+        data: object
         try:
             if shared is not None and p.server_wide:
                 store, key = shared
@@ -298,11 +311,11 @@ class Covered:
     """A probe's data plus what it did not examine (caps, invisible objects): DW002 gaps.
     May wrap a PartialResult."""
 
-    data: Any
+    data: object
     gaps: tuple[CoverageGap, ...]
 
 
-def _call(p: Probe, conn: Connection, config: Any) -> Any:
+def _call(p: Probe, conn: Connection, config: Config | None) -> object:
     return p.fn(conn, config) if p.with_config else p.fn(conn)
 
 
@@ -323,7 +336,7 @@ def _typed(name: str, data: object) -> object:
 class PartialResult:
     """Data that was readable, plus a note that privileges hid some of it."""
 
-    data: Any
+    data: object
     message: str
     grant: str | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapshot.values import as_row, to_str
 from ..targets import Connection
 from . import jsonable, probe, sql
 
@@ -17,10 +18,10 @@ def trx(conn: Connection) -> Any:
 
 
 @probe("my.settings", "mysql", ttl=60.0)
-def settings(conn: Connection) -> Any:
+def settings(conn: Connection) -> dict[str, object]:
     # MariaDB keeps information_schema.GLOBAL_VARIABLES; MySQL 8 moved it (settings_mysql_post_80000).
-    rows = conn.rows(sql("mysql", "settings", conn.version))
-    return {str(r["name"]).lower(): r["value"] for r in rows}
+    rows = map(as_row, conn.rows(sql("mysql", "settings", conn.version)))
+    return {to_str(r.get("name")).lower(): r.get("value") for r in rows}
 
 
 @probe("my.queue_indexes", "mysql", ttl=300.0)

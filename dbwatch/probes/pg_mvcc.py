@@ -26,7 +26,7 @@ from ..snapshot.pg import (
     horizon_backends,
 )
 from ..snapshot.sections import FromRow
-from ..snapshot.values import as_row, opt_str
+from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from . import Covered, PartialResult, jsonable, probe, sql
 from .postgresql import session_rows
@@ -146,24 +146,22 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
     )
 
 
-def databases_for(conn: Connection, config: Any) -> tuple[list[str], list[str]]:
+def databases_for(conn: Connection, config: Config | None) -> tuple[list[str], list[str]]:
     """The connected database first, then those the target's config names (or all, with
     all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps)."""
-    current = getattr(conn, "database", None) or ""
+    current = opt_str(getattr(conn, "database", None)) or ""
     tc = _target_config(config, conn.spec.name)
     names: list[str] = []
     if conn.spec.all_databases or (tc is not None and tc.all_databases):
-        names = [
-            r["database"]
-            for r in _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
-        ]
+        rows = _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
+        names = [to_str(r.get("database")) for r in rows]
     elif tc is not None:
         names = list(tc.databases)
     others = [n for n in dict.fromkeys(names) if n != current]
     return [current] + others[:MAX_DATABASES], others[MAX_DATABASES:]
 
 
-def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
+def dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
     return _rows(
         conn,
         "dead_tuples",
@@ -177,12 +175,12 @@ def dead_tuple_rows(conn: Connection) -> list[dict[str, Any]]:
 
 
 @probe("pg.dead_tuples", "postgresql", with_config=True)
-def dead_tuples(conn: Connection, config: Any = None) -> Any:
+def dead_tuples(conn: Connection, config: Config | None = None) -> object:
     """Per database (pg_stat_user_tables is per database): one bounded query each, sequentially."""
     tables = dead_tuple_rows(conn)
     dbs, past = databases_for(conn, config)
     gaps = [_capped(dbs[0], len(tables))]
-    done, errors = [dbs[0]], []
+    done, errors = [dbs[0]], list[str]()
     for name in dbs[1:]:
         try:
             with _session(conn.spec, name) as other:
@@ -201,7 +199,7 @@ def dead_tuples(conn: Connection, config: Any = None) -> Any:
         )
         for name in past
     ]
-    data: Any = {"databases": done, "tables": tables}
+    data: object = {"databases": done, "tables": tables}
     if errors:
         data = PartialResult(
             data,
@@ -225,5 +223,5 @@ def _capped(database: str, rows: int) -> CoverageGap | None:
 
 
 @probe("pg.deadlocks", "postgresql", server_wide=True)
-def deadlocks(conn: Connection) -> Any:
+def deadlocks(conn: Connection) -> list[dict[str, object]]:
     return _rows(conn, "deadlocks", {"limit": 1000, "database": conn.spec.scoped_database})

@@ -72,7 +72,7 @@ def _sees_all_sessions(conn: Connection) -> bool:
 
 
 @probe("pg.settings", "postgresql", ttl=60.0)
-def settings(conn: Connection) -> Any:
+def settings(conn: Connection) -> list[dict[str, object]]:
     return [
         jsonable(r)
         for r in conn.rows(sql("postgresql", "settings", conn.version), {"names": SAFETY_SETTINGS})

@@ -6,14 +6,22 @@ exact GRANT for this account; schemas it cannot read in an unscoped audit are DW
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..queues import MARKER_COLUMNS
 from ..snapshot import CoverageGap
+from ..snapshot.settings import (
+    MY_PRIVILEGES,
+    PG_PRIVILEGES,
+    MyPrivileges,
+    PgPrivileges,
+    PgUnreadableTable,
+)
+from ..snapshot.values import as_row, to_bool, to_str
 from ..targets import Connection
 from ..targets.quoting import my_ident, pg_ident_text
-from . import Covered, PartialResult, jsonable, probe, sql
+from . import Covered, PartialResult, probe, sql
 
 PG_LIMIT = 50
 _GRANT = re.compile(
@@ -57,7 +65,7 @@ def parse_grants(lines: list[str]) -> Grants:
     for line in lines:
         m = _GRANT.match(line)
         if m:
-            obj = m.group("obj").strip()
+            obj: str = m.group("obj").strip()
             if re.match(r"(PROCEDURE|FUNCTION|PACKAGE)\s", obj, re.IGNORECASE):
                 continue
             db, _, table = obj.partition(".")
@@ -111,10 +119,11 @@ def account_literal(account: str) -> str:
 
 
 @probe("my.privileges", "mysql", ttl=60.0)
-def my_privileges(conn: Connection) -> Any:
-    account = str(jsonable(conn.rows(sql("mysql", "privileges_user", conn.version))[0])["account"])
+def my_privileges(conn: Connection) -> MyPrivileges | Covered | PartialResult:
+    user_rows = [as_row(r) for r in conn.rows(sql("mysql", "privileges_user", conn.version))]
+    account = to_str(user_rows[0].get("account"))
     lines = [
-        str(next(iter(jsonable(r).values())))
+        to_str(next(iter(as_row(r).values()), ""))
         for r in conn.rows(sql("mysql", "privileges_grants", conn.version))
     ]
     g = parse_grants(lines)
@@ -122,16 +131,13 @@ def my_privileges(conn: Connection) -> Any:
     scope = conn.spec.scoped_database
     process = bool(g.privileges("*.*") & {"PROCESS", "SUPER", "ALL"})
     select = can_select(g, scope)
-    data = {
-        "account": who,
-        "process": process,
-        "select": select,
-        "schema": scope,
-        "roles": g.roles,
-    }
+    data = MyPrivileges(
+        account=who, process=process, select=select, schema=scope, roles=tuple(g.roles)
+    )
     # PROCESS is reported by the probes that need it (my.trx, my.innodb_status), with the
     # same exact account; here only what no other probe can tell: the schema's tables.
-    missing, grants = [], []
+    missing: list[str] = []
+    grants: list[str] = []
     if scope is not None and not select:
         missing.append(f"SELECT on schema {scope} (its queue tables are invisible)")
         grants.append(f"GRANT SELECT ON {my_ident(scope)}.* TO {who};")
@@ -157,27 +163,29 @@ def my_privileges(conn: Connection) -> Any:
 
 
 @probe("pg.privileges", "postgresql", ttl=60.0)
-def pg_privileges(conn: Connection) -> Any:
-    rows = [jsonable(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version))]
+def pg_privileges(conn: Connection) -> PgPrivileges | PartialResult:
+    rows = [as_row(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version))]
     role = rows[0] if rows else {"user": "?", "superuser": False}
-    user = pg_ident_text(str(role["user"]))
-    hidden = [
-        jsonable(r)
+    name = to_str(role.get("user"))
+    user = pg_ident_text(name)
+    hidden = tuple(
+        PgUnreadableTable.from_row(as_row(r))
         for r in conn.rows(
             sql("postgresql", "privileges_queue_tables", conn.version),
             {"markers": list(MARKER_COLUMNS), "limit": PG_LIMIT},
         )
-    ]
-    sees_all = bool(role.get("superuser") or role.get("read_all_stats") or role.get("monitor"))
-    data = {"user": role["user"], "sees_all_sessions": sees_all, "unreadable_tables": hidden}
+    )
+    sees_all = any(to_bool(role.get(k)) for k in ("superuser", "read_all_stats", "monitor"))
+    data = PgPrivileges(user=name, sees_all_sessions=sees_all, unreadable_tables=hidden)
     # pg_monitor is reported by pg.sessions / pg.horizon when their rules run; here only the
     # queue tables, which pg_monitor does not make readable.
-    missing, grants = [], []
-    schemas = sorted({r["schema"] for r in hidden if not r["schema_usage"]})
+    missing: list[str] = []
+    grants: list[str] = []
+    schemas = sorted({r.schema for r in hidden if not r.schema_usage})
     if schemas:
         missing.append(f"USAGE on schema {', '.join(schemas)}")
         grants += [f"GRANT USAGE ON SCHEMA {pg_ident_text(s)} TO {user};" for s in schemas]
-    tables = [pg_ident_text(r["schema"], r["table"]) for r in hidden if not r["table_select"]]
+    tables = [pg_ident_text(r.schema, r.table) for r in hidden if not r.table_select]
     if tables:
         missing.append(f"SELECT on queue tables {', '.join(tables)}")
         grants.append(f"GRANT SELECT ON {', '.join(tables)} TO {user};")
@@ -189,13 +197,13 @@ def pg_privileges(conn: Connection) -> Any:
 GRANT_PLACEHOLDERS = ("<monitor_user>", "'<monitor>'@'%'")
 
 
-def exact_grant(grant: str | None, sections: dict[str, Any]) -> str | None:
+def exact_grant(grant: str | None, sections: Mapping[str, object]) -> str | None:
     """A fix's placeholder account replaced by the account dbwatch is connected as."""
     if not grant:
         return grant
-    my, pg = sections.get("my.privileges"), sections.get("pg.privileges")
-    if isinstance(my, dict) and my.get("account"):
-        grant = grant.replace("'<monitor>'@'%'", str(my["account"]))
-    if isinstance(pg, dict) and pg.get("user"):
-        grant = grant.replace("<monitor_user>", pg_ident_text(str(pg["user"])))
+    my, pg = sections.get(MY_PRIVILEGES.name), sections.get(PG_PRIVILEGES.name)
+    if my is not None and (account := MY_PRIVILEGES.build(my).account):
+        grant = grant.replace("'<monitor>'@'%'", account)
+    if pg is not None and (user := PG_PRIVILEGES.build(pg).user):
+        grant = grant.replace("<monitor_user>", pg_ident_text(user))
     return grant

@@ -281,8 +281,10 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
         # compilation alone took seconds (measured: 3.5 s for a query reading no row).
         conn.rows("SET jit = off")
     found, catalog_capped = discover_all(conn, engine)
-    state = cache.get(ROTATION, float("inf")) if cache is not None else None
-    state = dict(state or {"cursor": 0, "results": {}})
+    kept = cache.get(ROTATION, float("inf")) if cache is not None else None
+    state: dict[str, Any] = (
+        dict(kept) if isinstance(kept, dict) and kept else {"cursor": 0, "results": {}}
+    )
     deadline = time.monotonic() + BUDGET
     probed: list[dict[str, Any]] = []
     gaps: list[CoverageGap] = []

@@ -40,7 +40,7 @@ class Snapshot:
     server_version: str  # as the server says it
     version_num: int  # PG: server_version_num; MySQL/MariaDB: 80036 / 101106
     taken_at: float  # unix time of the probe start
-    sections: dict[str, Any] = field(default_factory=dict)
+    sections: dict[str, object] = field(default_factory=dict)
     failures: tuple[ProbeFailure, ...] = ()
     features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
     gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
@@ -88,7 +88,7 @@ class Snapshot:
 
 
 def _jsonable(data: object) -> JSON:
-    if is_dataclass(data) and not isinstance(data, type):
+    if is_dataclass(data) and not isinstance(data, type) and not hasattr(data, "to_json"):
         return as_json(asdict(data))
     if isinstance(data, tuple):
         return [_jsonable(r) for r in data]

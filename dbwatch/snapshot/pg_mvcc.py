@@ -1,3 +1,101 @@
-"""Typed rows of the pg_mvcc snapshot sections (see sections.py)."""
+"""Typed rows of the pg_mvcc snapshot sections (see sections.py): dead tuples per table
+(PG201's harm path, PG202) and the deadlock counters of pg_stat_database (PG102)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .sections import rows_of, section
+from .values import Row, as_rows, opt_float, opt_int, opt_str, str_list, to_bool, to_str
+
+
+@dataclass(frozen=True)
+class PgDeadTable:
+    """One table of dead_tuples.sql: its dead tuples, vacuums and whether autovacuum may run."""
+
+    database: str | None = None
+    schema: str | None = None
+    table: str | None = None
+    n_live_tup: int | None = None
+    n_dead_tup: int | None = None
+    n_tup_upd: int | None = None
+    n_tup_del: int | None = None
+    last_vacuum: str | None = None  # ISO 8601
+    last_autovacuum: str | None = None
+    vacuum_count: int | None = None
+    autovacuum_count: int | None = None
+    vacuum_seconds_ago: float | None = None  # since the last vacuum of either kind
+    server_autovacuum: str | None = None  # the server's `autovacuum` setting
+    table_autovacuum_enabled: str | None = None  # the table's reloption, None when unset
+    queue: bool = False  # a queue table (by name or by its columns)
+
+    @property
+    def key(self) -> str:
+        """database.schema.table: the daemon's history key and the finding's table."""
+        return f"{self.database}.{self.schema}.{self.table}"
+
+    @property
+    def dead(self) -> int:
+        return self.n_dead_tup or 0
+
+    @classmethod
+    def from_row(cls, row: Row) -> PgDeadTable:
+        g = row.get
+        return cls(
+            database=opt_str(g("database")),
+            schema=opt_str(g("schema")),
+            table=opt_str(g("table")),
+            n_live_tup=opt_int(g("n_live_tup")),
+            n_dead_tup=opt_int(g("n_dead_tup")),
+            n_tup_upd=opt_int(g("n_tup_upd")),
+            n_tup_del=opt_int(g("n_tup_del")),
+            last_vacuum=opt_str(g("last_vacuum")),
+            last_autovacuum=opt_str(g("last_autovacuum")),
+            vacuum_count=opt_int(g("vacuum_count")),
+            autovacuum_count=opt_int(g("autovacuum_count")),
+            vacuum_seconds_ago=opt_float(g("vacuum_seconds_ago")),
+            server_autovacuum=opt_str(g("server_autovacuum")),
+            table_autovacuum_enabled=opt_str(g("table_autovacuum_enabled")),
+            queue=to_bool(g("queue")),
+        )
+
+
+@dataclass(frozen=True)
+class PgDeadTuples:
+    """The pg.dead_tuples section: the databases read and their tables with dead tuples."""
+
+    databases: tuple[str, ...] = ()
+    tables: tuple[PgDeadTable, ...] = ()
+
+    @classmethod
+    def build(cls, data: object) -> PgDeadTuples:
+        if isinstance(data, PgDeadTuples):
+            return data
+        if not isinstance(data, Mapping):
+            return cls()
+        return cls(
+            databases=str_list(data.get("databases")),
+            tables=tuple(PgDeadTable.from_row(r) for r in as_rows(data.get("tables"))),
+        )
+
+
+@dataclass(frozen=True)
+class PgDeadlockCounter:
+    """One database's row of pg_stat_database: deadlocks since the statistics reset."""
+
+    database: str
+    deadlocks: int | None = None
+    stats_reset: str | None = None  # ISO 8601; None when never reset
+
+    @classmethod
+    def from_row(cls, row: Row) -> PgDeadlockCounter:
+        return cls(
+            database=to_str(row.get("database")),
+            deadlocks=opt_int(row.get("deadlocks")),
+            stats_reset=opt_str(row.get("stats_reset")),
+        )
+
+
+PG_DEAD_TUPLES = section("pg.dead_tuples", PgDeadTuples.build)
+PG_DEADLOCKS = section("pg.deadlocks", rows_of(PgDeadlockCounter))
