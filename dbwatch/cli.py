@@ -7,10 +7,11 @@ import importlib
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import NoReturn, Protocol, cast
 
 from . import __version__
+from .commands.common import arg_flag
 from .errors import ConfigError, DbwatchError, TargetError
 from .targets.secrets import install_log_filter, scrub
 
@@ -37,6 +38,19 @@ environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (table width), NO_COLOR
 'dbwatch COMMAND --help' for each command; the man page: python -m dbwatch.manpage | man -l -"""
 
 
+Run = Callable[[argparse.Namespace], int]
+
+
+class CommandModule(Protocol):
+    """What every dbwatch/commands/<name>.py provides (imported when the parser is built)."""
+
+    HELP: str
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
 class _Parser(argparse.ArgumentParser):
     """Argument errors: one line on stderr and exit 3 (UNKNOWN), not argparse's usage and 2."""
 
@@ -57,14 +71,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
-        mod = importlib.import_module(f"dbwatch.commands.{name}")
+        mod = cast(CommandModule, importlib.import_module(f"dbwatch.commands.{name}"))
         p = sub.add_parser(name, help=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(func=mod.run)
         if name == "rules":
+            from .commands import rules
+
             e = sub.add_parser("explain", help="one rule's full text")
-            mod.add_explain_arguments(e)
-            e.set_defaults(func=mod.run_explain)
+            rules.add_explain_arguments(e)
+            e.set_defaults(func=rules.run_explain)
     return parser
 
 
@@ -79,11 +95,14 @@ def _setup_logging(debug: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    debug = bool(getattr(args, "debug", False))
-    if not getattr(args, "_logging_done", False):
+    debug = arg_flag(args, "debug")
+    if not arg_flag(args, "_logging_done"):
         _setup_logging(debug)
+    func: object = getattr(args, "func", None)
     try:
-        return int(args.func(args))
+        if not callable(func):
+            parser.error("a command is required")
+        return int(cast(Run, func)(args))
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"dbwatch: config error: {problem}", file=sys.stderr)
@@ -110,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 3
 
 
-def _entry() -> Any:
+def _entry() -> NoReturn:
     sys.exit(main())
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from . import checks
 from .catalogue import Rule
 from .checks import CheckContext, first_paragraph, load_checks
+from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
 from .snapshot import ProbeFailure, Snapshot
@@ -69,7 +70,7 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
 
 
 def _context(
-    rule: Rule, snap: Snapshot, override: RuleOverride | None, state: object
+    rule: Rule, snap: Snapshot, override: RuleOverride | None, state: History | None
 ) -> CheckContext:
     params = dict(rule.params)
     thresholds = rule.thresholds
@@ -84,7 +85,7 @@ def evaluate(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection = Selection(),
-    state: object = None,
+    state: History | None = None,
 ) -> Evaluation:
     checks = load_checks()
     result = Evaluation()
@@ -118,7 +119,7 @@ def evaluate(
 
 
 def coverage(
-    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: object
+    snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: History | None
 ) -> list[Finding]:
     """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
     rule, chk = catalogue.get("DW002"), load_checks().get("incomplete_coverage")

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .catalogue import Rule
+from .checks.history import History
 from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
@@ -114,7 +115,7 @@ def probe_target(
     catalogue: dict[str, Rule],
     config: Config,
     selection: Selection,
-    state: object = None,
+    state: History | None = None,
     cache: ProbeCache | None = None,
     pool: ConnectionPool | None = None,
     shared: SharedProbes | None = None,
@@ -185,7 +186,7 @@ def _unreachable(
     spec: TargetSpec,
     catalogue: dict[str, Rule],
     config: Config,
-    state: object,
+    state: History | None,
     exc: TargetError,
     started: float,
 ) -> TargetResult:

@@ -17,11 +17,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 from urllib.parse import urlsplit
 
 from ..config import AlertConfig
+from ..daemon.records import OutboxMessage
 from ..daemon.state import State
+from ..snapshot.values import JSONObject
 from .payloads import build
 
 log = logging.getLogger(__name__)
@@ -47,12 +48,12 @@ class Outcome:
     error: str = ""
 
 
-def idempotency_key(msg: dict[str, Any]) -> str:
+def idempotency_key(msg: OutboxMessage) -> str:
     """The same for every copy of one message content: fingerprint + revision."""
-    return f"{msg['fingerprint']}-{int(msg.get('rev') or 0)}"
+    return f"{msg.fingerprint}-{msg.rev}"
 
 
-def send(cfg: AlertConfig, payload: dict[str, Any], now: float | None = None) -> Outcome:
+def send(cfg: AlertConfig, payload: JSONObject, now: float | None = None) -> Outcome:
     """POST one message. Alertmanager peers each get it (the cluster deduplicates): delivered
     when at least one peer accepted it."""
     body, headers = build(
@@ -142,19 +143,20 @@ class Worker(threading.Thread):
                 head = self.state.outbox_head(self.cfg.name, limit=1)
                 if not head:
                     return 0.0
-                if not self._deliver(head[0]):
-                    return backoff(head[0]["attempts"] + 1, self.base, self.cap)
+                msg = OutboxMessage.of(head[0])
+                if not self._deliver(msg):
+                    return backoff(msg.attempts + 1, self.base, self.cap)
         return 0.0
 
-    def _deliver(self, msg: dict[str, Any]) -> bool:
-        payload = dict(msg["payload"], idempotency_key=idempotency_key(msg))
+    def _deliver(self, msg: OutboxMessage) -> bool:
+        payload: JSONObject = {**msg.payload, "idempotency_key": idempotency_key(msg)}
         out = send(self.cfg, payload)
         counts = self.stats.setdefault(self.cfg.name, {"sent": 0, "failed": 0, "dropped": 0})
         if out.ok or out.permanent:
-            if not self.state.outbox_done(msg["id"], msg.get("rev")):
+            if not self.state.outbox_done(msg.id, msg.rev):
                 log.info(
                     "alert %s for %s changed while in flight; sending the new content",
-                    msg["fingerprint"],
+                    msg.fingerprint,
                     where(self.cfg),
                 )
             if out.ok:
@@ -167,14 +169,14 @@ class Worker(threading.Thread):
                 log.error(
                     "alert receiver %s refused a %s message for good (%s); dropped",
                     where(self.cfg),
-                    msg["event"],
+                    msg.event,
                     out.error,
                 )
             return True
         counts["failed"] += 1
-        delay = backoff(msg["attempts"] + 1, self.base, self.cap)
-        self.state.outbox_failed(msg["id"], out.error, time.time() + delay)
-        if not self._down or msg["attempts"] == 0:
+        delay = backoff(msg.attempts + 1, self.base, self.cap)
+        self.state.outbox_failed(msg.id, out.error, time.time() + delay)
+        if not self._down or msg.attempts == 0:
             log.warning(
                 "alert receiver %s: %s; %d queued, retrying in %.0fs",
                 where(self.cfg),

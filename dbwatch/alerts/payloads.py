@@ -10,11 +10,12 @@ import hashlib
 import hmac
 import json
 import socket
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
 
-from ..daemon.state import FindingRow
+from ..daemon.records import FindingRow, loads
+from ..snapshot.values import JSON, JSONObject, to_float, to_str
 from ..targets.secrets import scrub_tree
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
@@ -34,7 +35,11 @@ def generator_url(target: str, rule: str) -> str:
     return f"dbwatch://{socket.gethostname()}/{target}/{rule}"
 
 
-def alert_data(row: FindingRow, status: str, now: float, valid_for: float) -> dict[str, Any]:
+def _s(a: JSONObject, key: str, default: str = "") -> str:
+    return to_str(a.get(key), default)
+
+
+def alert_data(row: FindingRow, status: str, now: float, valid_for: float) -> JSONObject:
     """What an outbox message remembers of a finding (no secrets, JSON-able)."""
     d = row.data
     return {
@@ -56,9 +61,10 @@ def alert_data(row: FindingRow, status: str, now: float, valid_for: float) -> di
     }
 
 
-def action_data(action: dict[str, Any], now: float) -> dict[str, Any]:
+def action_data(action: Mapping[str, object], now: float) -> JSONObject:
     """An action taken (terminate …), announced as its own notification."""
     text = json.dumps(action, default=str, sort_keys=True)
+    evidence = loads(text)  # the action as the outbox stores it
     return {
         "kind": "action",
         "status": "firing",
@@ -70,7 +76,7 @@ def action_data(action: dict[str, Any], now: float) -> dict[str, Any]:
         "action": str(action.get("action", "")),
         "summary": str(action.get("summary") or _action_summary(action)),
         "fix": "",
-        "evidence": action,
+        "evidence": evidence,
         "starts_at": now,
         "ends_at": now,
         "valid_for": 0.0,
@@ -78,27 +84,27 @@ def action_data(action: dict[str, Any], now: float) -> dict[str, Any]:
     }
 
 
-def _action_summary(a: dict[str, Any]) -> str:
+def _action_summary(a: Mapping[str, object]) -> str:
     return f"dbwatch {a.get('action', 'action')} {a.get('subject', '')} ({a.get('rule', '')})"
 
 
-def _labels(a: dict[str, Any]) -> dict[str, str]:
+def _labels(a: JSONObject) -> dict[str, str]:
     labels = {
-        "alertname": a["rule"] or "dbwatch",
-        "severity": a["severity"],
-        "target": a["target"],
-        "subject": a["subject"],
+        "alertname": _s(a, "rule") or "dbwatch",
+        "severity": _s(a, "severity"),
+        "target": _s(a, "target"),
+        "subject": _s(a, "subject"),
         "source": "dbwatch",
     }
     if a.get("kind") == "action":
-        labels["action"] = a.get("action", "")
+        labels["action"] = _s(a, "action")
     return labels
 
 
-def _annotations(a: dict[str, Any]) -> dict[str, str]:
+def _annotations(a: JSONObject) -> dict[str, str]:
     out = {
-        "summary": a["summary"],
-        "fix": a["fix"],
+        "summary": _s(a, "summary"),
+        "fix": _s(a, "fix"),
         "evidence": json.dumps(a.get("evidence", {}), default=str, sort_keys=True),
     }
     if a.get("rule") and a.get("kind") == "finding":
@@ -108,68 +114,71 @@ def _annotations(a: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _ends(a: dict[str, Any]) -> str:
-    return iso(a["ends_at"]) if a.get("ends_at") is not None else ZERO_TIME
+def _ends(a: JSONObject) -> str:
+    return iso(to_float(a["ends_at"])) if a.get("ends_at") is not None else ZERO_TIME
 
 
-def webhook_body(receiver: str, a: dict[str, Any]) -> dict[str, Any]:
+def webhook_body(receiver: str, a: JSONObject) -> JSONObject:
     """Alertmanager's webhook payload (version 4) carrying one alert."""
     labels = _labels(a)
+    annotations = _annotations(a)
     group = {"alertname": labels["alertname"], "target": labels["target"]}
-    alert = {
-        "status": a["status"],
-        "labels": labels,
-        "annotations": _annotations(a),
-        "startsAt": iso(a["starts_at"]),
+    alert: JSONObject = {
+        "status": _s(a, "status"),
+        "labels": dict(labels),
+        "annotations": dict(annotations),
+        "startsAt": iso(to_float(a.get("starts_at"))),
         "endsAt": _ends(a),
-        "generatorURL": generator_url(a["target"], a["rule"]),
-        "fingerprint": a["fingerprint"],
+        "generatorURL": generator_url(_s(a, "target"), _s(a, "rule")),
+        "fingerprint": _s(a, "fingerprint"),
     }
     return {
         "version": "4",
         "groupKey": f'{{}}:{{alertname="{group["alertname"]}", target="{group["target"]}"}}',
         "truncatedAlerts": 0,
-        "status": a["status"],
+        "status": _s(a, "status"),
         "receiver": receiver,
-        "groupLabels": group,
-        "commonLabels": labels,
-        "commonAnnotations": alert["annotations"],
+        "groupLabels": dict(group),
+        "commonLabels": dict(labels),
+        "commonAnnotations": dict(annotations),
         "externalURL": f"dbwatch://{socket.gethostname()}",
         "alerts": [alert],
         "idempotencyKey": str(a.get("idempotency_key") or ""),
     }
 
 
-def slack_body(a: dict[str, Any]) -> dict[str, Any]:
+def slack_body(a: JSONObject) -> JSONObject:
+    rule, target, subject, summary = (_s(a, k) for k in ("rule", "target", "subject", "summary"))
     if a.get("kind") == "action":
-        head = f":hammer: *ACTION* {a['action']} {a['rule']} on `{a['target']}` — {a['subject']}"
-        return {"text": f"{head}\n{a['summary']}"}
-    if a["status"] == "resolved":
-        head = f":white_check_mark: *RESOLVED* {a['rule']} on `{a['target']}` — {a['subject']}"
-        return {"text": f"{head}\n{a['summary']}"}
-    icon = _ICON.get(a["severity"], ":warning:")
-    head = f"{icon} *{a['severity'].upper()}* {a['rule']} on `{a['target']}` — {a['subject']}"
-    text = f"{head}\n{a['summary']}"
+        head = f":hammer: *ACTION* {_s(a, 'action')} {rule} on `{target}` — {subject}"
+        return {"text": f"{head}\n{summary}"}
+    if a.get("status") == "resolved":
+        head = f":white_check_mark: *RESOLVED* {rule} on `{target}` — {subject}"
+        return {"text": f"{head}\n{summary}"}
+    severity = _s(a, "severity")
+    icon = _ICON.get(severity, ":warning:")
+    head = f"{icon} *{severity.upper()}* {rule} on `{target}` — {subject}"
+    text = f"{head}\n{summary}"
     if a.get("fix"):
-        text += f"\n*Fix:* {a['fix']}"
+        text += f"\n*Fix:* {_s(a, 'fix')}"
     return {"text": text}
 
 
-def alertmanager_body(a: dict[str, Any], now: float) -> list[dict[str, Any]]:
+def alertmanager_body(a: JSONObject, now: float) -> list[JSON]:
     """A postable alert; a firing one ends `valid_for` after sending unless re-sent."""
-    if a["status"] == "resolved" or a.get("kind") == "action":
-        ends = iso(a["ends_at"] if a.get("ends_at") is not None else now)
+    if a.get("status") == "resolved" or a.get("kind") == "action":
+        ends = iso(to_float(a["ends_at"]) if a.get("ends_at") is not None else now)
         if a.get("kind") == "action":
             ends = iso(now + 300)
     else:
-        ends = iso(now + max(float(a.get("valid_for") or 0), 60.0))
+        ends = iso(now + max(to_float(a.get("valid_for")), 60.0))
     return [
         {
-            "labels": _labels(a),
-            "annotations": _annotations(a),
-            "startsAt": iso(a["starts_at"]),
+            "labels": dict(_labels(a)),
+            "annotations": dict(_annotations(a)),
+            "startsAt": iso(to_float(a.get("starts_at"))),
             "endsAt": ends,
-            "generatorURL": generator_url(a["target"], a["rule"]),
+            "generatorURL": generator_url(_s(a, "target"), _s(a, "rule")),
         }
     ]
 
@@ -179,10 +188,10 @@ def sign(body: bytes, secret: str) -> str:
 
 
 def build(
-    kind: str, receiver: str, a: dict[str, Any], now: float, secret: str | None = None
+    kind: str, receiver: str, a: JSONObject, now: float, secret: str | None = None
 ) -> tuple[bytes, dict[str, str]]:
     """The exact body and headers for one receiver kind."""
-    doc: Any
+    doc: JSON
     if kind == "slack":
         doc = slack_body(a)
     elif kind == "alertmanager":

@@ -7,13 +7,13 @@ messages it causes are committed together (a SIGKILL loses neither, duplicates n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..config import AlertConfig
 from ..daemon.state import FindingRow, State
 from ..findings import severity_rank
+from ..snapshot.values import to_str
 from .payloads import action_data, alert_data
 
 # Alertmanager forgets an alert at its endsAt: re-send well within that (Prometheus: 1m).
@@ -46,10 +46,18 @@ def muted(firing: Iterable[FindingRow]) -> set[str]:
 
 
 def route(
-    state: State, target: str, policies: Iterable[Policy], now: float, interval: float = 60.0
+    state: State,
+    target: str,
+    policies: Iterable[Policy],
+    now: float,
+    interval: float = 60.0,
+    firing: list[FindingRow] | None = None,
 ) -> int:
-    """Queue what this target's current state calls for; returns the number of messages."""
-    firing = state.firing(target)
+    """Queue what this target's current state calls for; returns the number of messages.
+    `firing`: what fires for the target now, when the caller has it (`Transitions.firing`
+    of the update just made); else it is read from the state."""
+    if firing is None:
+        firing = state.firing(target)
     silenced = muted(firing)
     valid_for = 4 * max(ALERTMANAGER_RESEND, interval)
     queued = 0
@@ -73,21 +81,21 @@ def _route_one(
     eligible = {r.fingerprint: r for r in firing if severity_rank(r.severity) >= floor}
     queued = 0
     for fp, prev in sent.items():
-        if prev["status"] != "firing" or fp in eligible:
+        if prev.status != "firing" or fp in eligible:
             continue
         gone = state.finding(fp)
         if p.send_resolved and gone is not None:
             state.enqueue(p.name, fp, "resolved", alert_data(gone, "resolved", now, 0.0), now)
             queued += 1
-        state.mark_sent(p.name, fp, target, "resolved", prev["severity"], now)
+        state.mark_sent(p.name, fp, target, "resolved", prev.severity, now)
     for fp, row in eligible.items():
         last = sent.get(fp)
-        if last is None or last["status"] == "resolved":
+        if last is None or last.status == "resolved":
             if fp in silenced:
                 continue
         elif not (
-            now - last["last_sent"] >= p.repeat_interval
-            or severity_rank(row.severity) > severity_rank(last["severity"])
+            now - last.last_sent >= p.repeat_interval
+            or severity_rank(row.severity) > severity_rank(last.severity)
         ):
             continue
         state.enqueue(p.name, fp, "firing", alert_data(row, "firing", now, valid_for), now)
@@ -96,9 +104,12 @@ def _route_one(
     return queued
 
 
-def announce(state: State, policies: Iterable[Policy], action: dict[str, Any], now: float) -> None:
+def announce(
+    state: State, policies: Iterable[Policy], action: Mapping[str, object], now: float
+) -> None:
     """Queue an action notification (terminate …) for every receiver."""
     data = action_data(action, now)
+    fingerprint = to_str(data["fingerprint"])
     with state.transaction():
         for p in policies:
-            state.enqueue(p.name, data["fingerprint"], "action", data, now)
+            state.enqueue(p.name, fingerprint, "action", data, now)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..catalogue import Param, Rule, Thresholds
 from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
+from .history import History
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class CheckContext:
     snapshot: Snapshot
     thresholds: Thresholds | None
     params: dict[str, Param]
-    state: Any = None  # daemon history (dbwatch.daemon.state), None in one-shot audits
+    state: History | None = None  # the daemon's history; None in one-shot audits
 
     def grade(self, value: float | None) -> str | None:
         if self.thresholds is None:

@@ -4,8 +4,8 @@ with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterator
+from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
@@ -15,20 +15,12 @@ from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
+from .history import History
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .pg_horizon import Cause, Holder, attribute, holders
 from .session_advice import pg_identity
 
 HISTORY_WINDOW = 3600.0
-
-
-@runtime_checkable
-class History(Protocol):
-    """The daemon state's history (dbwatch.daemon.state); tests give a small stand-in."""
-
-    def history(
-        self, target: str, key: str, since_seconds: float
-    ) -> Iterable[tuple[float, float]]: ...
 
 
 def _worst(*sevs: str | None) -> str | None:

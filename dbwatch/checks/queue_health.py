@@ -1,12 +1,13 @@
 """QU001–QU004: queue health read from the queue tables (backlog, expired reservations,
-repeated attempts, failed jobs), over the normalised rows of the pg.queues / my.queues probes.
+repeated attempts, failed jobs), over the typed rows of the pg.queues / my.queues probes.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
 from ..durations import format_duration, parse_count, parse_duration
 from ..findings import Finding
@@ -20,50 +21,60 @@ from ..queues import (
 )
 from ..queues.pg_boss import HEARTBEAT_FIX
 from ..queues.symfony_messenger import error_head, message_class
+from ..snapshot.queues import FAILURE_BUCKETS, QueueStats, QueueTableStats, queues_key
 from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
 
 SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
-# The probe counts failures in these fixed windows; the rule's window picks the smallest that
+# The probe counts failures in fixed windows; the rule's window picks the smallest that
 # covers it.
-BUCKETS = ((3600, "n_1h"), (21600, "n_6h"), (86400, "n_24h"), (259200, "n_3d"), (604800, "n_7d"))
+BUCKETS = FAILURE_BUCKETS
 MAX_FAILURE_FINDINGS = 10  # per table: the largest groups
 _RANK = {None: 0, "warning": 1, "critical": 2}
 
 
-def _tables(ctx: CheckContext, aspect: str) -> Iterator[dict[str, Any]]:
-    name = "pg.queues" if ctx.snapshot.engine == "postgresql" else "my.queues"
-    for t in ctx.snapshot.section(name).get("tables", []):
-        if t.get(aspect) is not None:
-            yield t
+def _section(ctx: CheckContext) -> QueueStats:
+    return ctx.snapshot.get(queues_key(ctx.snapshot.engine)) or QueueStats()
 
 
-def _section(ctx: CheckContext) -> dict[str, Any]:
-    name = "pg.queues" if ctx.snapshot.engine == "postgresql" else "my.queues"
-    data: dict[str, Any] = ctx.snapshot.section(name)
-    return data
+def _tables(ctx: CheckContext) -> tuple[QueueTableStats, ...]:
+    return _section(ctx).tables
 
 
-def _base(t: dict[str, Any]) -> dict[str, Any]:
-    ev = {
-        "table": f"{t['schema']}.{t['table']}",
-        "library": t.get("library"),
-        "rows_estimate": t.get("rows_estimate"),
-    }
-    return ev
+def _base(t: QueueTableStats) -> dict[str, object]:
+    return {"table": t.name, "library": t.library, "rows_estimate": t.rows_estimate}
 
 
-def _window_note(t: dict[str, Any]) -> dict[str, Any]:
-    total = sum(int(r.get("total") or 0) for r in t.get("summary") or [])
-    capped = total >= int(t.get("window") or 0) > 0 or bool(t.get("window_capped_ids"))
-    return {"window_rows": total, "window_capped": capped}
+@dataclass(frozen=True)
+class _Window:
+    """How much of the table the probe's window of oldest rows covered."""
+
+    rows: int
+    capped: bool
+
+    def evidence(self) -> dict[str, object]:
+        return {"window_rows": self.rows, "window_capped": self.capped}
+
+
+def _window_note(t: QueueTableStats) -> _Window:
+    total = sum(r.total for r in t.summary or ())
+    return _Window(total, total >= t.window > 0 or t.window_capped_ids)
 
 
 def _worse(a: str | None, b: str | None) -> str | None:
     return a if _RANK[a] >= _RANK[b] else b
 
 
-def _grade_count(value: float, warning: Any, critical: Any) -> str | None:
+def _param(ctx: CheckContext, name: str) -> str | float | None:
+    """An optional threshold parameter (None: not set)."""
+    params: Mapping[str, object] = ctx.params
+    value = params.get(name)
+    return value if isinstance(value, (str, int, float)) else None
+
+
+def _grade_count(
+    value: float, warning: str | float | None, critical: str | float | None
+) -> str | None:
     if critical is not None and value >= parse_count(critical):
         return "critical"
     if warning is not None and value >= parse_count(warning):
@@ -73,97 +84,96 @@ def _grade_count(value: float, warning: Any, critical: Any) -> str | None:
 
 @check("queue_backlog", **SECTIONS)
 def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
-    for t in _tables(ctx, "summary"):
+    for t in _tables(ctx):
+        if t.summary is None:
+            continue
         note = _window_note(t)
-        locked = {str(r.get("queue")) for r in t.get("locks") or []}
-        for row in t["summary"]:
-            if str(row.get("queue")) in locked:
+        locked = {str(r.queue) for r in t.locks or ()}
+        for row in t.summary:
+            if str(row.queue) in locked:
                 continue  # jobs behind a named-queue lock: QU002 reports the lock itself
-            depth = int(row.get("available") or 0)
-            age = row.get("oldest_available_seconds")
+            depth = row.available
+            age = row.oldest_available_seconds
             if depth <= 0 or age is None:
                 continue
             shown = depth
-            if (
-                note["window_capped"]
-                and t.get("rows_estimate")
-                and note["window_rows"]
-                and t.get("scale_depth", True)
-            ):
-                shown = max(depth, round(depth / note["window_rows"] * t["rows_estimate"]))
+            if note.capped and t.rows_estimate and note.rows and t.scale_depth:
+                shown = max(depth, round(depth / note.rows * t.rows_estimate))
             sev = _worse(
-                _grade_age(ctx, t, float(age)),
+                _grade_age(ctx, t, age),
                 _grade_count(shown, ctx.count("depth_warning"), ctx.count("depth_critical")),
             )
             if sev is None:
                 continue
             ev = (
                 _base(t)
-                | note
+                | note.evidence()
                 | {
-                    "queue": row.get("queue"),
+                    "queue": row.queue,
                     "depth": shown,
                     "depth_is_estimate": shown != depth,
-                    "age": format_duration(float(age)),
+                    "age": format_duration(age),
                     "age_seconds": int(age),
-                    "reserved": int(row.get("reserved") or 0),
+                    "reserved": row.reserved,
                 }
             )
             depth_txt = f"~{shown}" if shown != depth else str(shown)
             summary = ctx.summary(**(ev | {"depth": depth_txt}))
-            if t["kind"] == "laravel_batches":
+            if t.kind == "laravel_batches":
                 summary = (
-                    f"{ev['table']}: batches named {row.get('queue')} still have {shown} "
-                    f"jobs to run, the oldest batch started {ev['age']} ago"
+                    f"{t.name}: batches named {row.queue} still have {shown} "
+                    f"jobs to run, the oldest batch started {format_duration(age)} ago"
                 )
             yield ctx.finding(
                 severity=sev,
-                subject=f"queue {ev['table']}:{row.get('queue')}",
+                subject=f"queue {t.name}:{row.queue}",
                 evidence=ev,
                 summary=summary,
-                fix=_lib_text(t, "backlog_fix"),
-                identity=[t["schema"], t["table"], row.get("queue")],
+                fix=_own_fix(t, "backlog"),
+                identity=[t.schema, t.table, row.queue],
             )
 
 
-def _grade_age(ctx: CheckContext, t: dict[str, Any], age: float) -> str | None:
+def _grade_age(ctx: CheckContext, t: QueueTableStats, age: float) -> str | None:
     """A batch runs for as long as its jobs take: its age has its own, longer thresholds."""
-    if t["kind"] != "laravel_batches":
+    if t.kind != "laravel_batches":
         return ctx.grade(age)
     for sev in ("critical", "warning"):
-        limit = ctx.params.get(f"batch_{sev}")
+        limit = _param(ctx, f"batch_{sev}")
         if limit is not None and age >= parse_duration(limit):
             return sev
     return None
 
 
 def _retry_after(ctx: CheckContext) -> tuple[float, str]:
-    target = _section(ctx).get("retry_after")
+    target = _section(ctx).retry_after
     if target:
-        return float(target), "target retry_after"
+        return target, "target retry_after"
     return ctx.duration("retry_after"), "rule parameter retry_after"
 
 
-def _lib_text(t: dict[str, Any], attr: str) -> str | None:
+def _own_fix(t: QueueTableStats, rule: Literal["backlog", "expired", "attempts"]) -> str | None:
     """A library's own words for a finding (None: the rule's generic fix)."""
-    lib = library(t.get("library"))
-    text = getattr(lib, attr, None) if lib is not None else None
-    return str(text) if text else None
+    lib = library(t.library)
+    if lib is None:
+        return None
+    text = {"backlog": lib.backlog_fix, "expired": lib.expired_fix, "attempts": lib.attempts_fix}
+    return text[rule] or None
 
 
-def _ident(engine: str, t: dict[str, Any]) -> str:
+def _ident(engine: str, t: QueueTableStats) -> str:
     """schema.table quoted as the probe's queries quote it (names are data, also in fixes)."""
-    parts = (str(t["schema"]), str(t["table"]))
+    parts = (t.schema, t.table)
     return pg_ident_text(*parts) if engine == "postgresql" else my_ident(*parts)
 
 
-def _expired_fix(t: dict[str, Any], retry_after: float, engine: str) -> str:
-    own = _lib_text(t, "expired_fix")
+def _expired_fix(t: QueueTableStats, retry_after: float, engine: str) -> str:
+    own = _own_fix(t, "expired")
     if own:
         return own
     now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
     look = ""
-    if t["kind"] == "laravel_jobs":
+    if t.kind == "laravel_jobs":
         look = (
             f" Look: SELECT id, queue, attempts, reserved_at FROM {_ident(engine, t)} "
             f"WHERE reserved_at <= {now} - {int(retry_after)} ORDER BY id LIMIT 20;"
@@ -192,29 +202,30 @@ def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
     worker unlocks it (or 4 h pass): its own finding, not a backlog to add workers to."""
     warn = ctx.duration("queue_lock_warning")
     crit = ctx.duration("queue_lock_critical")
-    for t in _tables(ctx, "locks"):
-        for row in t["locks"]:
-            age = float(row.get("locked_seconds") or 0)
+    for t in _tables(ctx):
+        for row in t.locks or ():
+            age = row.locked_seconds
             sev = "critical" if age >= crit else "warning" if age >= warn else None
             if sev is None:
                 continue
-            worker = " ".join(str(row.get("worker") or "?").split())[:200]
+            worker = " ".join((row.worker or "?").split())[:200]
+            locked = format_duration(age)
             ev = _base(t) | {
-                "queue": row.get("queue"),
+                "queue": row.queue,
                 "worker": worker,
-                "locked": format_duration(age),
+                "locked": locked,
                 "locked_seconds": int(age),
-                "waiting": int(row.get("waiting") or 0),
-                "held_jobs": int(row.get("held_jobs") or 0),
+                "waiting": row.waiting,
+                "held_jobs": row.held_jobs,
                 "released_by_library_after": "4h",
             }
             yield ctx.finding(
                 severity=sev,
-                subject=f"queue lock {ev['table']}:{row.get('queue')}",
+                subject=f"queue lock {t.name}:{row.queue}",
                 evidence=ev,
                 summary=(
-                    f"{ev['table']}: named queue {row.get('queue')} locked by worker {worker} "
-                    f"for {ev['locked']}; {ev['waiting']} jobs wait behind it and no other "
+                    f"{t.name}: named queue {row.queue} locked by worker {worker} "
+                    f"for {locked}; {row.waiting} jobs wait behind it and no other "
                     "worker runs them until that worker unlocks it (graphile-worker frees "
                     "the lock only after 4 h)"
                 ),
@@ -224,139 +235,151 @@ def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
                     "frees its queue and jobs at once; stop workers gracefully (SIGTERM) so "
                     "they release their locks."
                 ),
-                identity=[t["schema"], t["table"], row.get("queue"), worker],
+                identity=[t.schema, t.table, row.queue, worker],
             )
 
 
 def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
     retry_after, source = _retry_after(ctx)
-    for t in _tables(ctx, "reserved"):
+    for t in _tables(ctx):
+        if t.reserved is None:
+            continue
         queues: dict[str, int] = defaultdict(int)
-        oldest, limits, heartbeat = 0.0, set(), False
-        for row in t["reserved"]:
+        oldest, limits, heartbeat = 0.0, set[float](), False
+        for row in t.reserved:
             # the library's own expiry (per job for pg-boss), else Laravel's retry_after
-            limit = row.get("expires_after")
-            expiry = retry_after if limit is None else float(limit)
-            seconds = float(row.get("reserved_seconds") or 0)
-            if seconds >= expiry:
-                heartbeat = heartbeat or bool(row.get("heartbeat"))
-                queues[str(row.get("queue"))] += int(row.get("n") or 0)
-                oldest = max(oldest, seconds)
+            expiry = retry_after if row.expires_after is None else row.expires_after
+            if row.reserved_seconds >= expiry:
+                heartbeat = heartbeat or row.heartbeat
+                queues[str(row.queue)] += row.n
+                oldest = max(oldest, row.reserved_seconds)
                 limits.add(expiry)
         expiry = min(limits, default=retry_after)
         count = sum(queues.values())
         sev = ctx.grade(count) if count else None
         if sev is None:
             continue
-        capped = len(t["reserved"]) >= int(t.get("groups") or 0) or _window_note(t)["window_capped"]
+        capped = len(t.reserved) >= t.groups or _window_note(t).capped
+        shown = format_duration(expiry)
         ev = _base(t) | {
             "count": count,
             "count_is_lower_bound": capped,
             "queues": dict(sorted(queues.items())),
             "oldest": format_duration(oldest),
             "oldest_seconds": int(oldest),
-            "retry_after": format_duration(expiry),
+            "retry_after": shown,
             "retry_after_seconds": expiry,
-            "retry_after_source": source if t["kind"] == "laravel_jobs" else _expiry_source(t),
+            "retry_after_source": source if t.kind == "laravel_jobs" else _expiry_source(t),
             "heartbeat": heartbeat,
         }
         summary = None
-        lib = library(t.get("library"))
+        lib = library(t.library)
         if lib is not None and lib.expired_note:
             what, then = lib.expired_note
             if heartbeat:
                 what = "active jobs whose heartbeat is older than their heartbeatSeconds of"
                 then = "pg-boss fails them (job heartbeat timeout): their worker is gone"
-            summary = (
-                f"{ev['table']}: {count} {what} {ev['retry_after']} (oldest {ev['oldest']}); {then}"
-            )
+            summary = f"{t.name}: {count} {what} {shown} (oldest {format_duration(oldest)}); {then}"
         yield ctx.finding(
             severity=sev,
-            subject=f"table {ev['table']}",
+            subject=f"table {t.name}",
             evidence=ev,
             summary=summary,
             fix=HEARTBEAT_FIX if heartbeat else _expired_fix(t, expiry, ctx.snapshot.engine),
-            identity=[t["schema"], t["table"]],
+            identity=[t.schema, t.table],
         )
 
 
-def _expiry_source(t: dict[str, Any]) -> str:
-    lib = library(t.get("library"))
+def _expiry_source(t: QueueTableStats) -> str:
+    lib = library(t.library)
     return lib.expiry_source if lib is not None else "library default"
 
 
-def _repeated_groups(t: dict[str, Any], min_attempts: int) -> dict[tuple[str, str], dict[str, Any]]:
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in t["repeated"]:
-        attempts = int(row.get("attempts") or 0)
-        if attempts < min_attempts:
+@dataclass
+class _Repeated:
+    """Jobs of one queue and class attempted at least min_attempts times."""
+
+    queue: str
+    job_class: str
+    count: int = 0
+    max_attempts: int = 0
+    payload_timeout: int | None = None
+    share: float | None = None  # of the queue's rows in the window
+
+    def evidence(self) -> dict[str, object]:
+        return {
+            "queue": self.queue,
+            "job_class": self.job_class,
+            "count": self.count,
+            "max_attempts": self.max_attempts,
+            "payload_timeout": self.payload_timeout,
+            "share": self.share,
+        }
+
+
+def _repeated_groups(t: QueueTableStats, min_attempts: int) -> dict[tuple[str, str], _Repeated]:
+    groups: dict[tuple[str, str], _Repeated] = {}
+    for row in t.repeated or ():
+        if row.attempts < min_attempts:
             continue
-        key = (str(row.get("queue")), job_class(row.get("job_class")) or "(unknown)")
-        g = groups.setdefault(
-            key,
-            {
-                "queue": key[0],
-                "job_class": key[1],
-                "count": 0,
-                "max_attempts": 0,
-                "payload_timeout": None,
-            },
-        )
-        g["count"] += int(row.get("n") or 0)
-        g["max_attempts"] = max(g["max_attempts"], attempts)
-        timeout = payload_timeout(row.get("timeout_head"))
+        key = (str(row.queue), job_class(row.job_class) or "(unknown)")
+        g = groups.setdefault(key, _Repeated(queue=key[0], job_class=key[1]))
+        g.count += row.n
+        g.max_attempts = max(g.max_attempts, row.attempts)
+        timeout = payload_timeout(row.timeout_head)
         if timeout is not None:
-            g["payload_timeout"] = max(timeout, g["payload_timeout"] or 0)
+            g.payload_timeout = max(timeout, g.payload_timeout or 0)
     return groups
 
 
-def _near_limit(t: dict[str, Any], ctx: CheckContext) -> int:
-    limit = t.get("attempts_limit") or int(ctx.count("attempts_limit"))
-    return int(limit)
+def _near_limit(t: QueueTableStats, ctx: CheckContext) -> int:
+    return int(t.attempts_limit or ctx.count("attempts_limit"))
 
 
 @check("queue_attempts", **SECTIONS)
 def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
     min_attempts = int(ctx.count("min_attempts"))
     retry_after, _ = _retry_after(ctx)
-    for t in _tables(ctx, "repeated"):
+    for t in _tables(ctx):
+        if t.repeated is None:
+            continue
         groups = _repeated_groups(t, min_attempts)
-        count = sum(g["count"] for g in groups.values())
+        count = sum(g.count for g in groups.values())
         if not count:
             continue
-        per_queue = {str(r.get("queue")): int(r.get("total") or 0) for r in t.get("summary") or []}
+        per_queue = {str(r.queue): r.total for r in t.summary or ()}
         limit = _near_limit(t, ctx)
-        near = [g for g in groups.values() if g["max_attempts"] >= 0.9 * limit]
+        near = [g for g in groups.values() if g.max_attempts >= 0.9 * limit]
         slow = [
             g
             for g in groups.values()
-            if t["kind"] == "laravel_jobs"
-            and g["payload_timeout"] is not None
-            and g["payload_timeout"] >= retry_after
+            if t.kind == "laravel_jobs"
+            and g.payload_timeout is not None
+            and g.payload_timeout >= retry_after
         ]
         for g in groups.values():
-            total = per_queue.get(g["queue"]) or 0
-            g["share"] = round(g["count"] / total, 3) if total else None
+            total = per_queue.get(g.queue) or 0
+            g.share = round(g.count / total, 3) if total else None
         sev = ctx.grade(count)
         if near:
             sev = "critical"
         if sev is None:
             continue
-        by_class = sorted(groups.values(), key=lambda g: -g["count"])[:20]
+        by_class = sorted(groups.values(), key=lambda g: -g.count)[:20]
         ev = (
             _base(t)
-            | _window_note(t)
+            | _window_note(t).evidence()
             | {
                 "count": count,
                 "min_attempts": min_attempts,
-                "max_attempts": max(g["max_attempts"] for g in groups.values()),
-                "by_class": by_class,
+                "max_attempts": max(g.max_attempts for g in groups.values()),
+                "by_class": [g.evidence() for g in by_class],
                 "attempts_limit": limit,
-                "near_limit": [g["job_class"] for g in near],
+                "near_limit": [g.job_class for g in near],
                 "timeout_not_below_retry_after": [
                     {
-                        "job_class": g["job_class"],
-                        "timeout": g["payload_timeout"],
+                        "job_class": g.job_class,
+                        "timeout": g.payload_timeout,
                         "retry_after": retry_after,
                     }
                     for g in slow
@@ -365,29 +388,30 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
         )
         yield ctx.finding(
             severity=sev,
-            subject=f"table {ev['table']}",
+            subject=f"table {t.name}",
             evidence=ev,
-            summary=_attempts_summary(ctx, ev, by_class, near, slow),
-            fix=_lib_text(t, "attempts_fix"),
-            identity=[t["schema"], t["table"]],
+            summary=_attempts_summary(ctx, ev, limit, by_class, near, slow),
+            fix=_own_fix(t, "attempts"),
+            identity=[t.schema, t.table],
         )
 
 
 def _attempts_summary(
     ctx: CheckContext,
-    ev: dict[str, Any],
-    by_class: list[dict[str, Any]],
-    near: list[dict[str, Any]],
-    slow: list[dict[str, Any]],
+    ev: dict[str, object],
+    limit: int,
+    by_class: list[_Repeated],
+    near: list[_Repeated],
+    slow: list[_Repeated],
 ) -> str:
     top = by_class[0]
-    share = f", {top['share']:.0%} of queue {top['queue']}" if top.get("share") else ""
-    text = ctx.summary(**ev) + f"; most: {top['job_class']} ({top['count']}{share})"
+    share = f", {top.share:.0%} of queue {top.queue}" if top.share else ""
+    text = ctx.summary(**ev) + f"; most: {top.job_class} ({top.count}{share})"
     if near:
-        text += f"; {len(near)} job classes near the attempts limit {ev['attempts_limit']}"
+        text += f"; {len(near)} job classes near the attempts limit {limit}"
     for g in slow[:1]:
         text += (
-            f"; {g['job_class']} has its own timeout {g['payload_timeout']}s, not below "
+            f"; {g.job_class} has its own timeout {g.payload_timeout}s, not below "
             f"retry_after: it is handed to a second worker while still running"
         )
     return text
@@ -400,45 +424,64 @@ def _bucket(window: float) -> tuple[int, str]:
     return BUCKETS[-1]
 
 
-def _failure_groups(t: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
-    lib = library(t.get("library"))
+@dataclass
+class _Failures:
+    """Failures of one exception and job class in a table, over the rule's window."""
+
+    exception: str
+    kind: str
+    job_class: str
+    message: str  # the first error text seen, one line
+    count: int = 0
+    queues: set[str] = field(default_factory=set)
+    variants: set[str] = field(default_factory=set)
+    latest: str | None = None
+    latest_seconds_ago: int | None = None
+
+    def evidence(self) -> dict[str, object]:
+        return {
+            "exception": self.exception,
+            "kind": self.kind,
+            "job_class": self.job_class,
+            "count": self.count,
+            "queues": sorted(self.queues),
+            "variants": sorted(self.variants),
+            "latest": self.latest,
+            "latest_seconds_ago": self.latest_seconds_ago,
+            "message": self.message,
+        }
+
+
+def _failure_groups(t: QueueTableStats, key: str) -> list[_Failures]:
+    groups: dict[tuple[str, str], _Failures] = {}
+    lib = library(t.library)
     own = lib.failure_texts if lib is not None else ()
-    for row in t["failed"]:
-        n = int(row.get(key) or 0)
+    for row in t.failed or ():
+        n = row.count(key)
         if n <= 0:
             continue
-        head, raw_class = row.get("head"), row.get("job_class")
-        if t["kind"] == "symfony_messenger":
+        head, raw_class = row.head, row.job_class
+        if t.kind == "symfony_messenger":
             head, raw_class = error_head(head), message_class(raw_class)
-            row = dict(row, head=head)
         f = classify_failure(head, own)
         cls = job_class(raw_class) or "(unknown)"
         g = groups.setdefault(
             (f.exception, cls),
-            {
-                "exception": f.exception,
-                "kind": f.kind,
-                "job_class": cls,
-                "count": 0,
-                "queues": set(),
-                "variants": set(),
-                "latest": None,
-                "latest_seconds_ago": None,
-                "message": " ".join(str(row.get("head") or "").split())[:300],
-            },
+            _Failures(
+                exception=f.exception,
+                kind=f.kind,
+                job_class=cls,
+                message=" ".join((head or "").split())[:300],
+            ),
         )
-        g["count"] += n
-        g["queues"].add(str(row.get("queue")))
+        g.count += n
+        g.queues.add(str(row.queue))
         if f.variant:
-            g["variants"].add(f.variant)
-        ago = row.get("latest_seconds_ago")
-        if ago is not None and (g["latest_seconds_ago"] is None or ago < g["latest_seconds_ago"]):
-            g["latest_seconds_ago"], g["latest"] = int(ago), row.get("latest")
-    out = sorted(groups.values(), key=lambda g: (-g["count"], g["exception"], g["job_class"]))
-    for g in out:
-        g["queues"], g["variants"] = sorted(g["queues"]), sorted(g["variants"])
-    return out
+            g.variants.add(f.variant)
+        ago = row.latest_seconds_ago
+        if ago is not None and (g.latest_seconds_ago is None or ago < g.latest_seconds_ago):
+            g.latest_seconds_ago, g.latest = int(ago), row.latest
+    return sorted(groups.values(), key=lambda g: (-g.count, g.exception, g.job_class))
 
 
 def _short(name: str) -> str:
@@ -448,59 +491,62 @@ def _short(name: str) -> str:
 @check("queue_failed", **SECTIONS)
 def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
     window, key = _bucket(ctx.duration("window"))
-    for t in _tables(ctx, "failed"):
+    for t in _tables(ctx):
+        if t.failed is None:
+            continue
         groups = _failure_groups(t, key)
-        capped = len(t["failed"]) >= int(t.get("groups") or 0)
+        capped = len(t.failed) >= t.groups
         # every row of the newest-rows window is a failure in the horizon: there may be more
-        full = (
-            sum(int(r.get("n") or 0) for r in t["failed"]) >= int(t.get("failed_window") or 0) > 0
-        )
+        full = sum(r.n for r in t.failed) >= t.failed_window > 0
         for g in groups[:MAX_FAILURE_FINDINGS]:
-            sev = ctx.grade(g["count"])
+            sev = ctx.grade(g.count)
             if sev is None:
                 continue
+            meaning = failure_meaning(t.library, g.kind)
             ev = (
                 _base(t)
-                | g
+                | g.evidence()
                 | {
                     "window": format_duration(window),
                     "window_seconds": window,
-                    "job": g["job_class"],
-                    "meaning": failure_meaning(t.get("library"), g["kind"]),
+                    "job": g.job_class,
+                    "meaning": meaning,
                     "groups": len(groups),
                     "groups_capped": capped,
                     "count_is_lower_bound": full,
-                    "latest_ago": format_duration(g["latest_seconds_ago"]),
+                    "latest_ago": format_duration(g.latest_seconds_ago),
                 }
             )
-            summary = _failed_summary(ctx, ev, g)
             yield ctx.finding(
                 severity=sev,
                 evidence=ev,
-                summary=summary,
-                fix=failure_fix(t.get("library"), g["kind"]),
-                subject=f"failed {ev['table']}: {_short(g['exception'])} {g['job_class']}",
-                identity=[t["schema"], t["table"], g["exception"], g["job_class"]],
+                summary=_failed_summary(ctx, t, g, window, meaning),
+                fix=failure_fix(t.library, g.kind),
+                subject=f"failed {t.name}: {_short(g.exception)} {g.job_class}",
+                identity=[t.schema, t.table, g.exception, g.job_class],
             )
 
 
-def _failed_summary(ctx: CheckContext, ev: dict[str, Any], g: dict[str, Any]) -> str:
-    when = f"in the last {ev['window']} (latest {g['latest']}, {ev['latest_ago']} ago)"
-    if g["kind"] == "batch":
+def _failed_summary(
+    ctx: CheckContext, t: QueueTableStats, g: _Failures, window: int, meaning: str
+) -> str:
+    ago = format_duration(g.latest_seconds_ago)
+    when = f"in the last {format_duration(window)} (latest {g.latest}, {ago} ago)"
+    if g.kind == "batch":
         return (
-            f"{ev['table']}: batches named {g['job_class']} have {g['count']} failed jobs "
+            f"{t.name}: batches named {g.job_class} have {g.count} failed jobs "
             f"{when}: {failure_meaning('laravel', 'batch').split(':')[1].strip()}"
         )
     # graphile-worker and others keep only the message: show it instead of a class
-    cause = f'"{g["message"][:80]}"' if g["exception"] == "(unknown)" else _short(g["exception"])
+    cause = f'"{g.message[:80]}"' if g.exception == "(unknown)" else _short(g.exception)
     text = ctx.summary(
-        table=ev["table"],
-        count=g["count"],
-        job=g["job_class"],
+        table=t.name,
+        count=g.count,
+        job=g.job_class,
         exception=cause,
-        window=ev["window"],
-        latest=f"{g['latest']}, {ev['latest_ago']} ago",
+        window=format_duration(window),
+        latest=f"{g.latest}, {ago} ago",
     )
-    if g["kind"] != "other":
-        text += f": {ev['meaning'].split(':')[0].split(' (')[0]}"
+    if g.kind != "other":
+        text += f": {meaning.split(':')[0].split(' (')[0]}"
     return text

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import Any
 
 from ..findings import Finding
+from ..snapshot.queues import QueueIndex, queue_indexes_key
+from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
 
 # Laravel 5.1–5.2, 5.3–5.4, and 12.54 only; the 5.5 upgrade never replaced existing ones.
@@ -17,40 +18,33 @@ LEGACY_SHAPES = {
 }
 
 
-def _q_my(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _q_pg(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _fix(engine: str, schema: str, table: str, index: str, has_queue_index: bool) -> str:
     new = f"{table}_queue_index"
     if engine == "postgresql":
-        tbl = f"{_q_pg(schema)}.{_q_pg(table)}"
+        tbl = pg_ident_text(schema, table)
         create = (
-            "" if has_queue_index else f"CREATE INDEX CONCURRENTLY {_q_pg(new)} ON {tbl} (queue); "
+            ""
+            if has_queue_index
+            else f"CREATE INDEX CONCURRENTLY {pg_ident_text(new)} ON {tbl} (queue); "
         )
-        return f"{create}DROP INDEX CONCURRENTLY {_q_pg(schema)}.{_q_pg(index)};"
-    tbl = f"{_q_my(schema)}.{_q_my(table)}"
-    add = "" if has_queue_index else f", ADD INDEX {_q_my(new)} (`queue`)"
-    return f"ALTER TABLE {tbl} DROP INDEX {_q_my(index)}{add}, ALGORITHM=INPLACE, LOCK=NONE;"
+        return f"{create}DROP INDEX CONCURRENTLY {pg_ident_text(schema, index)};"
+    tbl = my_ident(schema, table)
+    add = "" if has_queue_index else f", ADD INDEX {my_ident(new)} (`queue`)"
+    return f"ALTER TABLE {tbl} DROP INDEX {my_ident(index)}{add}, ALGORITHM=INPLACE, LOCK=NONE;"
 
 
 @check("legacy_queue_index", postgresql=["pg.queue_indexes"], mysql=["my.queue_indexes"])
 def legacy_queue_index(ctx: CheckContext) -> Iterator[Finding]:
-    section = "pg.queue_indexes" if ctx.snapshot.engine == "postgresql" else "my.queue_indexes"
-    tables: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in ctx.snapshot.section(section):
-        tables[(row["schema"], row["table_name"])].append(row)
+    tables: dict[tuple[str, str], list[QueueIndex]] = defaultdict(list)
+    for row in ctx.snapshot.get(queue_indexes_key(ctx.snapshot.engine)) or ():
+        tables[(row.schema, row.table_name)].append(row)
     for (schema, table), indexes in sorted(tables.items()):
-        shapes = [tuple(c.lower() for c in (ix.get("columns") or [])) for ix in indexes]
+        shapes = [tuple(c.lower() for c in ix.columns) for ix in indexes]
         has_queue_index = ("queue",) in shapes
         for ix, shape in zip(indexes, shapes):
-            if shape not in LEGACY_SHAPES or not ix.get("index_name"):
+            name = ix.index_name
+            if shape not in LEGACY_SHAPES or not name:
                 continue
-            name = ix["index_name"]
             yield ctx.finding(
                 severity=ctx.rule.severity,
                 subject=f"index {schema}.{table}.{name}",

@@ -8,10 +8,18 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, cast
 
 from ..findings import Finding
 from ..snapshot import Snapshot
+from ..snapshot.sections import SectionKey
+from ..snapshot.statements import (
+    MY_STATEMENT_DIGESTS,
+    MY_STATEMENT_HISTORY,
+    PG_STATEMENT_DIGESTS,
+    Digests,
+    StatementDigests,
+    StatementHistory,
+)
 from ..snapshot.values import str_list
 from ..sqlpatterns.detect import (
     EXAMPLE_CHARS,
@@ -36,22 +44,14 @@ def _family(snap: Snapshot) -> str:
     return "postgresql" if snap.engine == "postgresql" else "mysql"
 
 
-Section = dict[str, object]
+def _digests_key(snap: Snapshot) -> SectionKey[Digests]:
+    return PG_STATEMENT_DIGESTS if snap.engine == "postgresql" else MY_STATEMENT_DIGESTS
 
 
-def _available(section: object) -> Section | None:
-    """The section when its source was available, typed for reading; else None."""
-    if isinstance(section, dict) and section.get("available"):
-        return cast(Section, section)
-    return None
-
-
-def _list(value: object) -> list[object]:
-    return value if isinstance(value, list) else []
-
-
-def _num(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) else 0.0
+def _digests(snap: Snapshot) -> StatementDigests | None:
+    """The engine's digests, when the source was available."""
+    data = snap.get(_digests_key(snap))
+    return data if isinstance(data, StatementDigests) else None
 
 
 @dataclass
@@ -64,7 +64,7 @@ class HistoryAnalysis:
     unparsable: int = 0
     not_examined: int = 0  # statements past the time budget
 
-    def evidence(self) -> dict[str, Any]:
+    def evidence(self) -> dict[str, object]:
         return {
             "not_examined": self.not_examined,
             "source": self.source,
@@ -81,9 +81,10 @@ _last: list[tuple[object, HistoryAnalysis]] = []
 
 
 def analyse_history(raw: object) -> HistoryAnalysis | None:
-    """Statements ordered by (thread, event) → transactions → the pattern detector."""
-    section = _available(raw)
-    if section is None:
+    """Statements ordered by (thread, event) → transactions → the pattern detector. `raw`
+    is the section (its typed data, or the probe's rows)."""
+    section = None if raw is None else MY_STATEMENT_HISTORY.build(raw)
+    if not isinstance(section, StatementHistory):
         return None
     last = list(_last)
     if last and last[0][0] is raw:
@@ -93,29 +94,29 @@ def analyse_history(raw: object) -> HistoryAnalysis | None:
     return result
 
 
-def _analyse(section: Section) -> HistoryAnalysis:
+def _analyse(section: StatementHistory) -> HistoryAnalysis:
     det = PatternDetector(Classifier("mysql"))
     grouper = TransactionGrouper(det.feed, "mysql")
-    current: object = None
+    current: int | None = None
     threads = 0
-    rows = [r for r in _list(section.get("statements")) if isinstance(r, list) and len(r) == 3]
+    rows = section.statements
     deadline = time.monotonic() + HISTORY_BUDGET_S
     skipped = 0
-    for i, (thread, _event, text) in enumerate(rows):
+    for i, s in enumerate(rows):
         # Other sessions' text is untrusted: a time budget bounds the whole analysis, and
         # what it did not reach is counted, never silently dropped.
         if i % 256 == 255 and time.monotonic() > deadline:
             skipped = len(rows) - i
             break
-        if thread != current:
+        if s.thread_id != current:
             if current is not None:
                 grouper.disconnect(current)  # its window ends here; ids are never reused
-            current, threads = thread, threads + 1
-        grouper.feed(thread, None, str(text)[:MAX_STATEMENT])
+            current, threads = s.thread_id, threads + 1
+        grouper.feed(s.thread_id, None, s.text[:MAX_STATEMENT])
     grouper.flush()
     return HistoryAnalysis(
         det,
-        str(section.get("source")),
+        section.source,
         grouper.stats.statements,
         threads,
         det.transactions,
@@ -131,21 +132,15 @@ def server_of(snap: Snapshot) -> ServerVersion | None:
     return parse_server_version(snap.server_version, _family(snap))
 
 
-def _digest_rows(raw: object, max_idle: float) -> dict[str, list[tuple[str, int]]]:
+def _digest_rows(
+    section: StatementDigests | None, max_idle: float
+) -> dict[str, list[tuple[str, int]]]:
     """Digest rows by scope (MySQL: default schema; PostgreSQL: database), stale ones dropped."""
     out: dict[str, list[tuple[str, int]]] = {}
-    section = _available(raw)
-    if section is None:
-        return out
-    for row in _list(section.get("digests")):
-        if not isinstance(row, dict):
+    for d in section.digests if section is not None else ():
+        if d.idle_seconds is not None and d.idle_seconds > max_idle:
             continue
-        d = cast(Section, row)
-        idle = d.get("idle_seconds")
-        if idle is not None and _num(idle) > max_idle:
-            continue
-        scope = str(d.get("schema") or d.get("database") or "")
-        out.setdefault(scope, []).append((str(d.get("text") or ""), int(_num(d.get("calls")))))
+        out.setdefault(d.scope or "", []).append((d.text, d.calls))
     return out
 
 
@@ -160,7 +155,8 @@ def _key(f: Finding) -> str:
 def _from_history(ctx: CheckContext, rule: str, server: ServerVersion | None) -> dict[str, Finding]:
     """The rule's findings from the performance_schema statement history (MySQL family)."""
     snap = ctx.snapshot
-    history = analyse_history(snap.section(HISTORY)) if _family(snap) == "mysql" else None
+    raw = snap.get(MY_STATEMENT_HISTORY) if _family(snap) == "mysql" else None
+    history = analyse_history(raw)
     if history is None:
         return {}
     return {
@@ -181,7 +177,7 @@ def _digest_summary(f: Finding) -> str:
     )
 
 
-def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, Any]) -> Finding:
+def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, object]) -> Finding:
     return ctx.finding(
         severity=ctx.rule.severity,
         subject=f.subject,
@@ -197,14 +193,15 @@ def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, Any])
 def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
     out = _from_history(ctx, "QU401", None)
-    section = snap.section(DIGESTS[_family(snap)])
+    section = _digests(snap)
+    source = section.source if section is not None else None
     for scope, rows in sorted(_digest_rows(section, _max_idle(ctx)).items()):
         for f in detect_digests(rows, snap.target, _family(snap)):
             digest = {
                 "select_calls": f.evidence["select_calls"],
                 "delete_calls": f.evidence["delete_calls"],
                 "scope": scope or None,
-                "source": section["source"],
+                "source": source,
             }
             prior = out.get(_key(f))
             if prior is not None:  # seen in transactions: the digest only adds the rate
@@ -212,12 +209,14 @@ def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
                 if isinstance(digests, list):
                     digests.append(digest)
                 continue
-            ev = f.evidence | {"source": section["source"], "scope": scope or None}
+            ev = f.evidence | {"source": source, "scope": scope or None}
             out[_key(f)] = _emit(ctx, f, _digest_summary(f), ev)
     yield from out.values()
 
 
-def _digest_claims(section: object, max_idle: float, dialect: str) -> dict[str, Pattern]:
+def _digest_claims(
+    section: StatementDigests | None, max_idle: float, dialect: str
+) -> dict[str, Pattern]:
     """Claim-shaped digests without SKIP LOCKED, by table, with their calls."""
     clf = Classifier(dialect)
     claims: dict[str, Pattern] = {}
@@ -247,7 +246,8 @@ def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
     if server is None:
         return
     out = _from_history(ctx, "QU402", server)
-    section = snap.section(DIGESTS[_family(snap)])
+    section = _digests(snap)
+    source = section.source if section is not None else None
     for table, p in sorted(_digest_claims(section, _max_idle(ctx), _family(snap)).items()):
         g = qu402_finding(table, p, server, snap.target)
         if g is None:
@@ -261,6 +261,6 @@ def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
             f"{p.count:,} calls (statement digests); {server.engine} "
             f"{snap.server_version} supports SKIP LOCKED"
         )
-        ev = dict(g.evidence) | {"source": section["source"], "calls": p.count}
+        ev = dict(g.evidence) | {"source": source, "calls": p.count}
         out[_key(g)] = _emit(ctx, g, summary, ev)
     yield from out.values()

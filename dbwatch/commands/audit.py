@@ -18,6 +18,9 @@ from .common import (
     add_all_databases,
     add_common,
     add_password_file,
+    arg_flag,
+    arg_list,
+    arg_str,
     check_selection,
     load_all,
     prefixes,
@@ -47,24 +50,26 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    catalogue, config = load_all(args.config)
-    selection = Selection(prefixes(args.select), prefixes(args.ignore))
+    catalogue, config = load_all(arg_str(args, "config"))
+    selection = Selection(prefixes(arg_list(args, "select")), prefixes(arg_list(args, "ignore")))
     check_selection(selection, catalogue)
-    for path in args.log or []:
+    logs, targets = arg_list(args, "log"), arg_list(args, "targets")
+    for path in logs:
         check_log(path)
-    if args.log and not args.targets:
+    if logs and not targets:
         specs: list[TargetSpec] = []
     else:
         specs = resolve_targets(
-            args.targets,
+            targets,
             config,
-            password_file=args.password_file,
-            all_databases=args.all_databases,
+            password_file=arg_str(args, "password_file"),
+            all_databases=arg_flag(args, "all_databases"),
         )
     result = run_audit(specs, catalogue, config, selection) if specs else AuditResult([])
-    if args.log:
-        result.extra_findings.extend(audit_logs(args.log, args.server_version, result, selection))
-    print(render(result, args.format))
+    if logs:
+        version = arg_str(args, "server_version")
+        result.extra_findings.extend(audit_logs(logs, version, result, selection))
+    print(render(result, arg_str(args, "format") or "table"))
     for t in result.targets:
         if t.error:
             print(f"dbwatch: {t.spec.name}: {t.error}", file=sys.stderr)

@@ -102,6 +102,14 @@ def arg_int(args: argparse.Namespace, name: str, default: int = 0) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
+def arg_list(args: argparse.Namespace, name: str) -> list[str]:
+    """A repeatable or nargs option's values as text ([] when absent)."""
+    value: object = getattr(args, name, None)
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return []
+
+
 def arg_flag(args: argparse.Namespace, name: str) -> bool:
     value: object = getattr(args, name, False)
     return bool(value)

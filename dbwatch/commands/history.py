@@ -6,14 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TypedDict
 
+from ..daemon.records import json_object
 from ..durations import format_duration, parse_duration
 from ..errors import UsageError
 from ..report import iso
+from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..targets.secrets import scrub, scrub_tree
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
-from .status import add_state_arguments, open_state
+from ..web.store import StateReader
+from .status import add_state_arguments, open_reader
 
 HELP = "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)"
 
@@ -25,99 +28,153 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_state_arguments(p)
 
 
-def collect(args: argparse.Namespace, now: float) -> dict[str, Any]:
+class FiredLine(TypedDict):
+    rule: str
+    severity: str
+    target: str
+    subject: str
+    fired_at: str
+    resolved_at: str | None
+
+
+class ResolvedLine(TypedDict):
+    rule: str
+    severity: str
+    target: str
+    subject: str
+    fired_at: str | None
+    resolved_at: str
+    fired_for_seconds: float
+    summary: str
+
+
+class ActionLine(TypedDict):
+    at: str
+    target: str
+    rule: str | None
+    subject: str
+    action: str
+    reason: str
+
+
+class DeadlockLine(TypedDict):
+    at: JSON
+    recorded: str
+    target: str
+    pattern: JSON
+    tables: list[str]
+
+
+class Deadlocks(TypedDict):
+    total: int
+    by_pattern: dict[str, int]
+    latest: list[DeadlockLine]
+
+
+class HistoryDoc(TypedDict):
+    generated_at: str
+    since: str
+    window: str
+    fired: list[FiredLine]
+    resolved: list[ResolvedLine]
+    actions: list[ActionLine]
+    deadlocks: Deadlocks
+
+
+def collect(args: argparse.Namespace, now: float) -> HistoryDoc:
     try:
         window = parse_duration(args.since)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--since: {exc}") from None
-    reader, _ = open_state(args)
+    reader, _ = open_reader(args)
     try:
         return _collect(reader, args, since_seconds=window, now=now)
     finally:
         reader.close()
 
 
+def _resolved(r: JSONObject) -> ResolvedLine:
+    resolved_at = to_float(r["resolved_at"])
+    fired_at = opt_float(r["fired_at"])
+    return ResolvedLine(
+        rule=to_str(r["rule"]),
+        severity=to_str(r["severity"]),
+        target=to_str(r["target"]),
+        subject=to_str(r["subject"]),
+        fired_at=iso(fired_at) if fired_at else None,
+        resolved_at=iso(resolved_at),
+        fired_for_seconds=round(resolved_at - (fired_at or to_float(r["first_seen"])), 1),
+        summary=to_str(json_object(r["data"]).get("summary")),
+    )
+
+
+def _action(a: JSONObject) -> ActionLine:
+    detail = a["detail"]
+    return ActionLine(
+        at=iso(to_float(a["ts"])),
+        target=to_str(a["target"]),
+        rule=opt_str(a["rule"]),
+        subject=to_str(a["subject"]),
+        action=to_str(a["action"]),
+        reason=to_str(detail.get("reason")) if isinstance(detail, dict) else "",
+    )
+
+
+def _deadlock(r: JSONObject) -> DeadlockLine:
+    d = json_object(r["data"])
+    diag = json_object(d.get("diagnosis"))
+    locks = d.get("locks")
+    tables = sorted(
+        {
+            f"{lk.get('db')}.{lk.get('table')}"
+            for lk in (locks if isinstance(locks, list) else [])
+            if isinstance(lk, dict) and lk.get("table")
+        }
+    )
+    return DeadlockLine(
+        at=d.get("at"),
+        recorded=iso(to_float(r["seen_at"])),
+        target=to_str(r["target"]),
+        pattern=diag.get("pattern", "generic"),
+        tables=tables,
+    )
+
+
+def _fired(f: JSONObject) -> FiredLine:
+    resolved_at = opt_float(f["resolved_at"])
+    return FiredLine(
+        rule=to_str(f["rule"]),
+        severity=to_str(f["severity"]),
+        target=to_str(f["target"]),
+        subject=to_str(f["subject"]),
+        fired_at=iso(to_float(f["fired_at"])),
+        resolved_at=iso(resolved_at) if resolved_at else None,
+    )
+
+
 def _collect(
-    reader: Any, args: argparse.Namespace, since_seconds: float, now: float
-) -> dict[str, Any]:
-    window = since_seconds
-    since = now - window
+    reader: StateReader, args: argparse.Namespace, since_seconds: float, now: float
+) -> HistoryDoc:
+    since = now - since_seconds
     limit = max(1, min(args.limit, 10000))
-    target = args.target
-    fired = reader.fired_since(since, now, limit, target)
-    resolved = [
-        {
-            "rule": r["rule"],
-            "severity": r["severity"],
-            "target": r["target"],
-            "subject": r["subject"],
-            "fired_at": iso(r["fired_at"]) if r["fired_at"] else None,
-            "resolved_at": iso(r["resolved_at"]),
-            "fired_for_seconds": round(r["resolved_at"] - (r["fired_at"] or r["first_seen"]), 1),
-            "summary": (r["data"] or {}).get("summary", ""),
-        }
-        for r in reader.resolved_since(since, limit, target)
-    ]
-    actions = [
-        {
-            "at": iso(a["ts"]),
-            "target": a["target"],
-            "rule": a["rule"],
-            "subject": a["subject"],
-            "action": a["action"],
-            "reason": (a["detail"] or {}).get("reason", "")
-            if isinstance(a["detail"], dict)
-            else "",
-        }
-        for a in reader.actions(since, target, limit).rows
-    ]
+    target: str | None = args.target
     dls = reader.deadlocks(target, None, None, since, limit)
-    deadlocks = []
-    for r in dls.rows:
-        d = r["data"] if isinstance(r["data"], dict) else {}
-        diag = d.get("diagnosis") if isinstance(d.get("diagnosis"), dict) else {}
-        tables = sorted(
-            {
-                f"{lk.get('db')}.{lk.get('table')}"
-                for lk in d.get("locks") or []
-                if isinstance(lk, dict) and lk.get("table")
-            }
-        )
-        deadlocks.append(
-            {
-                "at": d.get("at"),
-                "recorded": iso(r["seen_at"]),
-                "target": r["target"],
-                "pattern": (diag or {}).get("pattern", "generic"),
-                "tables": tables,
-            }
-        )
-    return {
-        "generated_at": iso(now),
-        "since": iso(since),
-        "window": args.since,
-        "fired": [
-            {
-                "rule": f["rule"],
-                "severity": f["severity"],
-                "target": f["target"],
-                "subject": f["subject"],
-                "fired_at": iso(f["fired_at"]),
-                "resolved_at": iso(f["resolved_at"]) if f["resolved_at"] else None,
-            }
-            for f in fired
-        ],
-        "resolved": resolved,
-        "actions": actions,
-        "deadlocks": {
-            "total": dls.total,
-            "by_pattern": reader.deadlock_patterns(target, since),
-            "latest": deadlocks,
-        },
-    }
+    return HistoryDoc(
+        generated_at=iso(now),
+        since=iso(since),
+        window=str(args.since),
+        fired=[_fired(f) for f in reader.fired_since(since, now, limit, target)],
+        resolved=[_resolved(r) for r in reader.resolved_since(since, limit, target)],
+        actions=[_action(a) for a in reader.actions(since, target, limit).rows],
+        deadlocks=Deadlocks(
+            total=dls.total,
+            by_pattern=reader.deadlock_patterns(target, since),
+            latest=[_deadlock(r) for r in dls.rows],
+        ),
+    )
 
 
-def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
+def as_table(doc: HistoryDoc, width: int, colour: bool) -> str:
     out = [f"History since {doc['since']} (last {doc['window']})"]
 
     def sev(s: str) -> list[str]:

@@ -11,16 +11,17 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypeAlias, TypedDict
 
 from ..catalogue import load_catalogue
 from ..config import Config, find_config_path, load_config
-from ..daemon.state import State, default_state_path
+from ..daemon.state import FindingRow, State, default_state_path
 from ..daemon.statedb import is_pg_url
 from ..durations import format_duration
 from ..errors import UsageError
 from ..inputs import check_state_path
 from ..report import iso
+from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_int, to_str
 from ..targets.secrets import scrub, scrub_tree
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
 from ..web.store import Page, StateReader, redact
@@ -52,38 +53,49 @@ class FleetState:
         self.state = State(url, schema=schema)
         self.path = self.state.path  # the URL without its password
 
-    def cycles(self) -> list[dict[str, Any]]:
-        return [dict(c) for c in self.state.cycles()]
+    def cycles(self) -> list[JSONObject]:
+        return self.state.cycles()
 
     def findings(self, status: str = "firing", limit: int = 10000) -> Page:
-        rows = [
-            {
-                "fingerprint": r.fingerprint,
-                "target": r.target,
-                "rule": r.rule,
-                "severity": r.severity,
-                "subject": r.subject,
-                "fired_at": r.fired_at,
-                "first_seen": r.first_seen,
-                "data": r.data,
-            }
-            for r in self.state.firing()
-        ][:limit]
+        rows = [_firing_row(r) for r in self.state.firing()][:limit]
         return Page(rows, len(rows), 0, limit)
 
     def outbox_size(self) -> dict[str, int]:
         return self.state.outbox_size()
 
-    def dropped(self) -> list[dict[str, Any]]:
+    def dropped(self) -> list[JSONObject]:
         return self.state.dropped()
 
-    def leases(self) -> dict[str, Any]:
+    def leases(self) -> dict[str, JSON]:
         from ..daemon.fleet import holders
 
         return {k: v.get("holder") for k, v in holders(self.state).items()}
 
 
-def open_state(args: argparse.Namespace, fleet_ok: bool = False) -> tuple[Any, Config]:
+def _firing_row(r: FindingRow) -> JSONObject:
+    return {
+        "fingerprint": r.fingerprint,
+        "target": r.target,
+        "rule": r.rule,
+        "severity": r.severity,
+        "subject": r.subject,
+        "fired_at": r.fired_at,
+        "first_seen": r.first_seen,
+        "data": r.data,
+    }
+
+
+Reader: TypeAlias = "StateReader | FleetState"
+
+
+def open_reader(args: argparse.Namespace) -> tuple[StateReader, Config]:
+    """The reader of the state the daemon with this config writes; a clear error if none."""
+    reader, config = open_state(args)
+    assert isinstance(reader, StateReader)  # fleet_ok=False: never a FleetState
+    return reader, config
+
+
+def open_state(args: argparse.Namespace, fleet_ok: bool = False) -> tuple[Reader, Config]:
     """The reader of the state the daemon with this config writes; a clear error if none."""
     path = find_config_path(args.config)
     config = load_config(path, load_catalogue()) if path is not None else Config()
@@ -108,72 +120,112 @@ def open_state(args: argparse.Namespace, fleet_ok: bool = False) -> tuple[Any, C
         ) from None
 
 
-def collect(reader: Any, config: Config, now: float) -> dict[str, Any]:
+class TargetLine(TypedDict):
+    target: str
+    status: str
+    started: str | None
+    age_seconds: float | None
+    stale_after_seconds: float
+    duration: float | None
+    error: str | None
+    findings: int | None
+    daemon: NotRequired[JSON]
+
+
+class FiringLine(TypedDict):
+    rule: str
+    severity: str
+    target: str
+    subject: str
+    since: str
+    for_seconds: float
+    summary: str
+    fix: str
+    fingerprint: str
+
+
+class StatusDoc(TypedDict):
+    generated_at: str
+    state: str
+    targets: list[TargetLine]
+    firing: list[FiringLine]
+    outbox: dict[str, int]
+    alerts_dropped: list[JSONObject]
+    status: NotRequired[str]
+    exit_code: NotRequired[int]
+
+
+def _target_line(c: JSONObject, interval: float, now: float, daemon: JSON | None) -> TargetLine:
+    started = to_float(c["started"])
+    line = TargetLine(
+        target=to_str(c["target"]),
+        status=cycle_status(c, interval, now),
+        started=iso(started),
+        age_seconds=round(now - started, 1),
+        stale_after_seconds=stale_after(interval),
+        duration=opt_float(c["duration"]),
+        error=redact(to_str(c["error"])) if c["error"] else None,
+        findings=None if c["findings"] is None else to_int(c["findings"]),
+    )
+    if daemon is not None:
+        line["daemon"] = daemon
+    return line
+
+
+def _firing_line(r: JSONObject, now: float) -> FiringLine:
+    since = to_float(r["fired_at"] or r["first_seen"])
+    data = r["data"] if isinstance(r["data"], dict) else {}
+    return FiringLine(
+        rule=to_str(r["rule"]),
+        severity=to_str(r["severity"]),
+        target=to_str(r["target"]),
+        subject=to_str(r["subject"]),
+        since=iso(since),
+        for_seconds=round(now - since, 1),
+        summary=to_str(data.get("summary")),
+        fix=to_str(data.get("fix")),
+        fingerprint=to_str(r["fingerprint"]),
+    )
+
+
+def collect(reader: Reader, config: Config, now: float) -> StatusDoc:
     intervals = {t.name: t.interval for t in config.targets}
     leases = reader.leases() if isinstance(reader, FleetState) else {}
-    targets = []
+    targets: list[TargetLine] = []
     seen = set()
     for c in reader.cycles():
-        name = str(c["target"])
+        name = to_str(c["target"])
         seen.add(name)
         interval = intervals.get(name, DEFAULT_INTERVAL)
-        targets.append(
-            {
-                "target": name,
-                "status": cycle_status(c, interval, now),
-                "started": iso(c["started"]),
-                "age_seconds": round(now - c["started"], 1),
-                "stale_after_seconds": stale_after(interval),
-                "duration": c["duration"],
-                "error": redact(c["error"]) if c["error"] else None,
-                "findings": c["findings"],
-                **({"daemon": leases.get(name)} if leases else {}),
-            }
-        )
+        targets.append(_target_line(c, interval, now, leases.get(name) if leases else None))
     for name in sorted(set(intervals) - seen):
         targets.append(
-            {
-                "target": name,
-                "status": "no cycle yet",
-                "started": None,
-                "age_seconds": None,
-                "stale_after_seconds": stale_after(intervals[name]),
-                "duration": None,
-                "error": None,
-                "findings": None,
-            }
+            TargetLine(
+                target=name,
+                status="no cycle yet",
+                started=None,
+                age_seconds=None,
+                stale_after_seconds=stale_after(intervals[name]),
+                duration=None,
+                error=None,
+                findings=None,
+            )
         )
-    firing = []
-    for r in reader.findings("firing", limit=10000).rows:
-        since = r["fired_at"] or r["first_seen"]
-        data = r["data"] if isinstance(r["data"], dict) else {}
-        firing.append(
-            {
-                "rule": r["rule"],
-                "severity": r["severity"],
-                "target": r["target"],
-                "subject": r["subject"],
-                "since": iso(since),
-                "for_seconds": round(now - since, 1),
-                "summary": data.get("summary", ""),
-                "fix": data.get("fix", ""),
-                "fingerprint": r["fingerprint"],
-            }
-        )
+    firing = [_firing_line(r, now) for r in reader.findings("firing", limit=10000).rows]
     firing.sort(key=lambda f: (_SEVERITY_ORDER.get(f["severity"], 3), -f["for_seconds"]))
-    doc: dict[str, Any] = {
-        "generated_at": iso(now),
-        "state": str(reader.path),
-        "targets": targets,
-        "firing": firing,
-        "outbox": reader.outbox_size(),
-        "alerts_dropped": reader.dropped(),  # receivers removed from the config
-    }
+    doc = StatusDoc(
+        generated_at=iso(now),
+        state=str(reader.path),
+        targets=targets,
+        firing=firing,
+        outbox=reader.outbox_size(),
+        alerts_dropped=reader.dropped(),  # receivers removed from the config
+    )
     doc["status"], doc["exit_code"] = verdict(doc)
     return doc
 
 
-def verdict(doc: dict[str, Any]) -> tuple[str, int]:
+def verdict(doc: StatusDoc) -> tuple[str, int]:
     """Critical firing 2; else anything unknown (a stale daemon, an unreachable target) 3;
     else warning 1; else 0."""
     sev = {f["severity"] for f in doc["firing"]}
@@ -187,7 +239,7 @@ def verdict(doc: dict[str, Any]) -> tuple[str, int]:
     return "ok", 0
 
 
-def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
+def as_table(doc: StatusDoc, width: int, colour: bool) -> str:
     lines = []
     if doc["targets"]:
         rows = []
@@ -242,7 +294,7 @@ def as_table(doc: dict[str, Any], width: int, colour: bool) -> str:
     return _footer(doc, lines, width, colour)
 
 
-def _blocks(firing: list[dict[str, Any]], width: int, colour: bool) -> str:
+def _blocks(firing: list[FiringLine], width: int, colour: bool) -> str:
     out = []
     for f in firing:
         sev = f["severity"].upper()
@@ -257,7 +309,7 @@ def _blocks(firing: list[dict[str, Any]], width: int, colour: bool) -> str:
     return "\n".join(out)
 
 
-def _firing_table(firing: list[dict[str, Any]], tw: int, sw: int, text_w: int, colour: bool) -> str:
+def _firing_table(firing: list[FiringLine], tw: int, sw: int, text_w: int, colour: bool) -> str:
     rows = [
         [
             [paint(f["severity"].upper(), f["severity"], colour) + " " * (8 - len(f["severity"]))],
@@ -276,7 +328,7 @@ def _firing_table(firing: list[dict[str, Any]], tw: int, sw: int, text_w: int, c
     )
 
 
-def _footer(doc: dict[str, Any], lines: list[str], width: int, colour: bool) -> str:
+def _footer(doc: StatusDoc, lines: list[str], width: int, colour: bool) -> str:
     firing = doc["firing"]
     queued = sum(doc["outbox"].values())
     if queued:
@@ -287,7 +339,7 @@ def _footer(doc: dict[str, Any], lines: list[str], width: int, colour: bool) -> 
     for d in doc.get("alerts_dropped") or []:
         lines.append(
             f"\n{d['messages']} alert messages for receiver {d['receiver']!r} were dropped "
-            f"(removed from the config) at {iso(d['ts'])}"
+            f"(removed from the config) at {iso(to_float(d['ts']))}"
         )
     status = paint(doc["status"].upper(), doc["status"], colour)
     counts = {

@@ -8,8 +8,10 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import find_config_path
 from ..daemon.loop import Daemon, load_setup
@@ -17,6 +19,10 @@ from ..daemon.state import State, default_state_path
 from ..errors import UsageError
 from ..inputs import check_listen_address, check_state_path
 from ..targets.secrets import install_log_filter
+
+if TYPE_CHECKING:
+    from ..config import StateConfig
+    from ..web.store import StateReader
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -136,13 +142,15 @@ def run(args: argparse.Namespace) -> int:
         state.close()
 
 
-def _start_dashboard(address: str, state: State, daemon: Daemon, fleet_cfg: Any) -> Any:
+def _start_dashboard(
+    address: str, state: State, daemon: Daemon, fleet_cfg: StateConfig
+) -> ThreadingHTTPServer:
     """The dashboard reads the state through its own connection: SQLite read-only per request,
     or one State of its own on a PostgreSQL state (never the daemon's)."""
     from ..web.store import StateReader
 
-    reader = None
-    if state.dialect != "sqlite":
+    reader: Callable[[], StateReader] | None = None
+    if state.dialect != "sqlite" and fleet_cfg.url is not None:
         own = StateReader.over(State(fleet_cfg.url, schema=fleet_cfg.schema))
         reader = lambda: own
     from prometheus_client import CollectorRegistry, generate_latest

@@ -23,9 +23,10 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any
 
+from ..snapshot.values import JSONObject, to_float, to_int, to_str
 from .state import State
+from .statedb import StateConn
 
 log = logging.getLogger(__name__)
 TARGET = "target:"
@@ -106,8 +107,9 @@ class Fleet:
             row = db.execute(
                 "SELECT holder, expires FROM leases WHERE name = ?", (name,)
             ).fetchone()
-            held = row is not None and row["holder"] == self.id and row["expires"] >= now
-            if row is not None and not held and row["expires"] >= now:
+            live = row is not None and to_float(row["expires"]) >= now
+            held = live and row is not None and row["holder"] == self.id
+            if live and not held:
                 return False  # another live daemon has it
             share = self._share(db, now, total) if total is not None else None
             mine = self._held(db, now, name[: name.index(":") + 1]) if share else 0
@@ -143,33 +145,33 @@ class Fleet:
             )
         return True
 
-    def _share(self, db: Any, now: float, total: int) -> int:
+    def _share(self, db: StateConn, now: float, total: int) -> int:
         live = db.execute(
             "SELECT count(*) AS n FROM daemons WHERE heartbeat >= ?", (now - self.ttl,)
         ).fetchone()
-        return max(1, math.ceil(total / max(1, int(live["n"]))))
+        return max(1, math.ceil(total / max(1, to_int(live["n"] if live else 0))))
 
-    def _held(self, db: Any, now: float, prefix: str) -> int:
+    def _held(self, db: StateConn, now: float, prefix: str) -> int:
         row = db.execute(
             "SELECT count(*) AS n FROM leases WHERE holder = ? AND expires >= ? "
             "AND substr(name, 1, ?) = ?",
             (self.id, now, len(prefix), prefix),
         ).fetchone()
-        return int(row["n"])
+        return to_int(row["n"] if row else 0)
 
 
-def holders(state: State) -> dict[str, dict[str, Any]]:
+def holders(state: State) -> dict[str, JSONObject]:
     """Live leases by target name: holder, since, expires (for `dbwatch status`)."""
     now = time.time()
     rows = state.query(
         "SELECT name, holder, acquired, expires, epoch FROM leases WHERE expires >= ?", (now,)
     )
     return {
-        r["name"][len(TARGET) :]: {
-            "holder": r["holder"],
-            "since": r["acquired"],
-            "expires": r["expires"],
-            "epoch": r["epoch"],
+        to_str(r["name"])[len(TARGET) :]: {
+            "holder": to_str(r["holder"]),
+            "since": to_float(r["acquired"]),
+            "expires": to_float(r["expires"]),
+            "epoch": to_int(r["epoch"]),
         }
         for r in rows
         if str(r["name"]).startswith(TARGET)

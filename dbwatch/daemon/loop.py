@@ -1,78 +1,46 @@
-"""The daemon: one cycle per target (probe → state → alerts → actions → metrics), signals, --once.
+"""The daemon: one cycle per target (probe → state → alerts → actions → metrics), --once, and
+the main thread that waits for signals.
 
 SIGTERM/SIGINT set a flag: running cycles finish, then exit 0. SIGHUP sets a flag: config
 and rules are reloaded, the old ones kept if the new ones are invalid. A cycle that raises
-is logged and the daemon carries on.
+is logged and the daemon carries on. What findings cause (state, alerts, actions) is in
+dispatch.py, the config view in setup.py, the signal handling in signals.py.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..actions.daemon_action import DaemonTerminator
 from ..alerts.delivery import Delivery
-from ..alerts.router import Policy, announce, route
-from ..catalogue import Rule, load_catalogue
-from ..config import Config, TargetConfig, load_config
-from ..errors import ConfigError, TargetError, UsageError
+from ..config import TargetConfig
+from ..errors import ConfigError, UsageError
 from ..evaluate import Selection
 from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
-from ..snapshot import Snapshot
-from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec, spec_from_config
+from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec
 from ..targets.pool import ConnectionPool
+from .dispatch import Actions, apply_findings, record_deadlocks
 from .fleet import Fleet, default_ttl
 from .health import Misses, not_answering
 from .memory import MemoryKeeper
 from .metrics import DaemonCollector, gauges, serve
 from .runner import Runner, Slot
 from .scheduler import Scheduler, pool_size
-from .state import State, Transitions
+from .setup import Setup, load_setup, share_ttl
+from .signals import Signals
+from .state import State
+
+__all__ = ["NO_ANSWER_AFTER", "STOP_GRACE", "Daemon", "Setup", "load_setup"]
 
 log = logging.getLogger(__name__)
 # SIGTERM waits this long for running cycles (one probe's timeout), then shuts them down.
 STOP_GRACE = STATEMENT_TIMEOUT_MS / 1000.0
 # A cycle that fails after about this long got no answer (connect timeout), it was not refused.
 NO_ANSWER_AFTER = 0.8 * CONNECT_TIMEOUT_S
-
-
-@dataclass(frozen=True)
-class Setup:
-    """One consistent view of config and rules; swapped whole on reload."""
-
-    catalogue: dict[str, Rule]
-    config: Config
-    targets: dict[str, tuple[TargetSpec, TargetConfig]]
-    policies: tuple[Policy, ...]
-
-    def for_seconds(self, rule: str) -> float:
-        override = self.config.rules.get(rule)
-        return (override.for_seconds or 0.0) if override is not None else 0.0
-
-
-def load_setup(path: Path | None) -> Setup:
-    """Config and rules, validated; raises ConfigError with every problem."""
-    catalogue = load_catalogue()
-    config = load_config(path, catalogue)
-    problems, targets = [], {}
-    for t in config.targets:
-        try:
-            targets[t.name] = (spec_from_config(t), t)  # the same builder as audit
-        except TargetError as exc:
-            problems.append(f"{path}: targets.{t.name}.url: {exc.detail}")
-    if not targets and not problems:
-        problems.append(f"{path or 'no config file'}: no [[targets]] to watch")
-    if problems:
-        raise ConfigError(problems)
-    return Setup(catalogue, config, targets, tuple(Policy.of(a) for a in config.alerts))
 
 
 class Daemon:
@@ -93,20 +61,29 @@ class Daemon:
         self.collector = DaemonCollector()
         self.delivery = Delivery(state, *backoff)
         self.collector.delivery = self.delivery.stats
-        self.stop_requested = False
-        self.reload_requested = False
+        self.signals = Signals()  # the main thread waits on these: no polling
         self.misses = Misses()
         self.memory = MemoryKeeper()
-        self._events = threading.Event()  # set by signals: the main thread waits on it
+        self.actions = Actions(state)
         self._once = False
         self._runner: Runner | None = None
-        self.terminator: DaemonTerminator | None = None  # made when [terminate] is enabled
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
         self.pool = ConnectionPool(per_server) if per_server > 0 else None
-        self.shared = SharedProbes(_share_ttl(setup))
+        self.shared = SharedProbes(share_ttl(setup))
         # per target; one target's cycles never overlap, so each cache has one user at a time
         self._probe_caches: dict[str, ProbeCache] = {}
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.signals.stop_requested
+
+    @stop_requested.setter
+    def stop_requested(self, value: bool) -> None:
+        if value:
+            self.signals.request_stop()
+        else:
+            self.signals.stop_requested = False
 
     # -- one cycle -----------------------------------------------------------------------
 
@@ -201,11 +178,8 @@ class Daemon:
                     name, now, 0.0, "not answering", f"missed cycle {miss.count}: {why}", 0, 0.0
                 )
                 if silent:  # every other finding stays as it was: nothing was read
-                    tr = self.state.update(
-                        name, silent, now, setup.for_seconds, keep_rules=set(setup.catalogue)
-                    )
-                    route(self.state, name, setup.policies, now, tc.interval)
-                    _log_transitions(name, tr)
+                    keep = set(setup.catalogue)
+                    apply_findings(self.state, setup, name, silent, now, tc.interval, keep)
         except Exception:
             log.exception("could not record the missed cycle of %s", name)
             return
@@ -227,14 +201,12 @@ class Daemon:
         findings = [*(extra or []), *result.evaluation.findings]  # extra wins a tie
         if tc.log_file:  # every deadlock from the server log (dbwatch.deadlocks.live)
             findings = [*findings, *self._tail_log(spec, tc)]
-        with self.state.transaction():
-            tr = self.state.update(
-                spec.name, findings, now, setup.for_seconds, keep_rules=result.evaluation.unknown
-            )
-            route(self.state, spec.name, setup.policies, now, tc.interval)
+        keep = set(result.evaluation.unknown)
+        tr = apply_findings(self.state, setup, spec.name, findings, now, tc.interval, keep)
         self.delivery.wake()
-        _log_transitions(spec.name, tr)
-        self._actions(setup, spec, now, result.snapshot)
+        self.actions.run(
+            setup, spec, tr.firing, now, lambda: self._still_holds(spec.name), result.snapshot
+        )
         values = gauges(result.snapshot, findings)
         duration = time.time() - started
         status = (
@@ -243,7 +215,7 @@ class Daemon:
         if result.error and self.misses.current(spec.name) is not None:
             status = "not answering"
         with self.state.transaction():  # one commit (one fsync) for the bookkeeping
-            _record_deadlocks(self.state, result)
+            record_deadlocks(self.state, result)
             if values:
                 self.state.record_metrics(spec.name, values, now)
             self.state.record_cycle(
@@ -270,31 +242,9 @@ class Daemon:
             log.exception("tailing log_file %s of %s failed", tc.log_file, spec.name)
             return []
 
-    def _actions(self, setup: Setup, spec: TargetSpec, now: float, snapshot: Snapshot) -> None:
-        cfg = setup.config.terminate
-        if not cfg.enabled:
-            return
-        if self.terminator is None:  # the daemon's own: it remembers what it announced
-            self.terminator = DaemonTerminator()
-        firing = [
-            (r.finding, now - (r.fired_at or r.first_seen))
-            for r in self.state.firing(spec.name)
-            if r.rule in cfg.rules
-        ]
-        if not firing:
-            return
-        if self.fleet is not None and not self._holds(spec.name, len(setup.targets)):
-            return  # fenced: the lease moved on during this cycle; the new holder decides
-        notify: Callable[[dict[str, Any]], None] = lambda action: announce(
-            self.state, setup.policies, action, time.time()
-        )
-        try:
-            done = self.terminator.run(spec, cfg, firing, self.state, notify, snapshot)
-        except Exception:
-            log.exception("terminate action on %s failed", spec.name)
-            return
-        for action in done or []:
-            log.warning("action on %s: %s", spec.name, action)
+    def _still_holds(self, name: str) -> bool:
+        """No fleet, or this daemon still holds the target's lease."""
+        return self.fleet is None or self._holds(name, len(self.setup.targets))
 
     def _holds(self, name: str, total: int) -> bool:
         assert self.fleet is not None
@@ -359,7 +309,7 @@ class Daemon:
 
     def run_forever(self) -> int:
         """Waits on signals (no polling); SIGTERM exits within STOP_GRACE whatever runs."""
-        self._install_signals()
+        self.signals.install()
         self.memory.start()
         self.collector.outbox_source = self.state.outbox_size
         if self.metrics_address:
@@ -372,11 +322,9 @@ class Daemon:
         runner = self._new_runner(self._slot_job)
         sched = self._new_scheduler(runner)
         log.info("watching %d targets; state in %s", len(self.setup.targets), self.state.path)
-        while not self.stop_requested:
-            self._events.wait()
-            self._events.clear()
-            if self.reload_requested and not self.stop_requested:
-                self.reload_requested = False
+        while not self.signals.stop_requested:
+            self.signals.wait()  # no timeout: only a signal wakes the main thread
+            if self.signals.take_reload():
                 sched, runner = self.reload(sched, runner)
         log.info("stopping: letting running cycles finish (at most %.0fs)", STOP_GRACE)
         sched.shutdown(wait=False)
@@ -424,7 +372,7 @@ class Daemon:
             del self._probe_caches[name]
         if self.pool is not None:  # URLs or credentials may have changed: fresh sessions
             self.pool.discard()
-        self.shared = SharedProbes(_share_ttl(new))
+        self.shared = SharedProbes(share_ttl(new))
         if new.config.alerts != old.config.alerts:
             self.delivery.start(new.config.alerts)  # stops (joins) the old workers first
         self.delivery.report_orphans(new.config.alerts)
@@ -438,49 +386,3 @@ class Daemon:
             runner.resize(pool_size(len(new.targets)), new.config.daemon.cycle_timeout)
         sched.set_targets((n, tc.interval) for n, (_, tc) in new.targets.items())
         return sched, runner
-
-    def _install_signals(self) -> None:
-        def stop(signum: int, _frame: Any) -> None:
-            self.stop_requested = True
-            self._events.set()
-
-        def hup(signum: int, _frame: Any) -> None:
-            self.reload_requested = True
-            self._events.set()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGHUP, hup)
-
-
-def _record_deadlocks(state: State, result: TargetResult) -> None:
-    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
-    status = result.snapshot.section("my.innodb_status")
-    dl = status.get("deadlock") if isinstance(status, dict) else None
-    if (
-        isinstance(dl, dict)
-        and dl.get("key")
-        and state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl)
-    ):
-        log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
-
-
-def _log_transitions(target: str, tr: Transitions) -> None:
-    for r in tr.fired:
-        log.warning(
-            "firing %s %s on %s: %s: %s",
-            r.severity,
-            r.rule,
-            target,
-            r.subject,
-            r.data.get("summary", ""),
-        )
-    for r in tr.resolved:
-        log.info("resolved %s on %s: %s", r.rule, target, r.subject)
-
-
-def _share_ttl(setup: Setup) -> float:
-    """Server-wide probe results serve the server's targets for half the shortest interval,
-    so each runs about twice an interval however many databases of that server are watched."""
-    intervals = [tc.interval for _, tc in setup.targets.values()]
-    return max(1.0, min(intervals, default=15.0) / 2.0)

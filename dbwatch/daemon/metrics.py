@@ -9,31 +9,29 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from decimal import Decimal
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..findings import Finding
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_SESSIONS, scoped
+from ..snapshot.queues import MY_QUEUES, PG_QUEUES
 
 log = logging.getLogger(__name__)
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _tables(section: Any) -> list[dict[str, Any]]:
-    data = section.get("tables") if isinstance(section, dict) else section
-    return [t for t in data or [] if isinstance(t, dict)]
+    if isinstance(value, (int, float, str, bytes, Decimal)):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
 
 
 def _pg_values(snap: Snapshot) -> dict[str, float]:
@@ -74,17 +72,13 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
             v = _num(counters.get(key))
             if v is not None:
                 out[key] = v
-    for name in ("pg.queues", "my.queues"):
-        for t in _tables(snap.section(name)):
-            for q in t.get("summary") or []:
-                key = f"{t.get('schema')}.{t.get('table')}/{q.get('queue')}"
-                for prefix, field_ in (
-                    ("queue_depth", "available"),
-                    ("queue_age_seconds", "oldest_available_seconds"),
-                ):
-                    v = _num(q.get(field_))
-                    if v is not None:
-                        out[f"{prefix}:{key}"] = v
+    for queues in (PG_QUEUES, MY_QUEUES):
+        for t in stats.tables if (stats := snap.get(queues)) else ():
+            for q in t.summary or ():
+                name = f"{t.schema}.{t.table}/{q.queue}"
+                out[f"queue_depth:{name}"] = float(q.available)
+                if q.oldest_available_seconds is not None:
+                    out[f"queue_age_seconds:{name}"] = q.oldest_available_seconds
     return out
 
 
@@ -154,11 +148,11 @@ class DaemonCollector(Collector):
                 if name not in keep:
                     del self.targets[name]
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         with self.lock:
             yield from self._families()
 
-    def _families(self) -> Iterator[Any]:
+    def _families(self) -> Iterator[Metric]:
         g = GaugeMetricFamily
         found = g("dbwatch_findings", "Current findings", labels=["rule", "severity", "target"])
         up = g("dbwatch_target_up", "1 if the last probe reached the target", labels=["target"])

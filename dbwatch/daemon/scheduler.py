@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC
-from typing import Any
+from datetime import UTC, datetime
+from typing import Protocol
 
-from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -22,6 +22,48 @@ log = logging.getLogger(__name__)
 # server (more skips, and 64 connections near max_connections); 32 ran every cycle. Now the
 # runner's pool of permits for answering targets.
 MAX_THREADS = 32
+
+
+class _JobEvent(Protocol):
+    job_id: str
+
+
+class _Job(Protocol):
+    id: str
+
+    def remove(self) -> None: ...
+
+
+class _Sched(Protocol):
+    """What this module uses of APScheduler's BackgroundScheduler (the library is untyped)."""
+
+    running: bool
+
+    def add_listener(self, callback: Callable[[_JobEvent], None], mask: int) -> None: ...
+    def get_jobs(self) -> list[_Job]: ...
+    def add_job(
+        self,
+        func: Callable[[str], None],
+        trigger: str,
+        *,
+        seconds: float,
+        id: str,
+        args: tuple[str],
+        replace_existing: bool,
+        misfire_grace_time: int,
+        next_run_time: datetime,
+    ) -> object: ...
+    def start(self) -> None: ...
+    def shutdown(self, wait: bool = True) -> None: ...
+
+
+def _background(threads: int) -> _Sched:
+    sched: _Sched = BackgroundScheduler(
+        executors={"default": ThreadPoolExecutor(max_workers=threads)},
+        job_defaults={"coalesce": True, "max_instances": 1},
+        timezone="UTC",
+    )
+    return sched
 
 
 def pool_size(n_targets: int, cap: int = MAX_THREADS) -> int:
@@ -36,16 +78,13 @@ class Scheduler:
         self.threads = threads
         self.anchor: dict[str, tuple[float, float]] = {}  # name -> (first run, interval)
         self.missed = 0
-        self._sched = BackgroundScheduler(
-            executors={"default": ThreadPoolExecutor(max_workers=threads)},
-            job_defaults={"coalesce": True, "max_instances": 1},
-            timezone="UTC",
-        )
+        self._sched = _background(threads)
         self._skipped: set[str] = set()
         self._said = 0.0
-        self._sched.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+        mask: int = EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+        self._sched.add_listener(self._on_missed, mask)
 
-    def _on_missed(self, event: JobEvent) -> None:
+    def _on_missed(self, event: _JobEvent) -> None:
         """Counted, and said at most once a minute for all targets together."""
         self.missed += 1
         now = time.time()
@@ -88,14 +127,16 @@ class Scheduler:
                 continue
             first = now + 0.2 + (i / n) * min(interval, 15.0)
             self.anchor[name] = (first, interval)
-            kwargs: dict[str, Any] = {
-                "id": name,
-                "args": (name,),
-                "replace_existing": True,
-                "misfire_grace_time": max(1, int(interval)),
-                "next_run_time": _dt(first),
-            }
-            self._sched.add_job(self._run, "interval", seconds=interval, **kwargs)
+            self._sched.add_job(
+                self._run,
+                "interval",
+                seconds=interval,
+                id=name,
+                args=(name,),
+                replace_existing=True,
+                misfire_grace_time=max(1, int(interval)),
+                next_run_time=_dt(first),
+            )
 
     def start(self) -> None:
         self._sched.start()
@@ -106,7 +147,5 @@ class Scheduler:
             self._sched.shutdown(wait=wait)
 
 
-def _dt(ts: float) -> Any:
-    from datetime import datetime
-
+def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)

@@ -11,9 +11,18 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ..errors import UsageError
+from ..snapshot.values import Row, to_int
+
+if TYPE_CHECKING:
+    from psycopg import Connection as PgConnection
+    from psycopg import Cursor as PgCursor
+    from psycopg.rows import DictRow
+
+# a parameter of the shared `?` dialect
+Param: TypeAlias = "str | int | float | bytes | None"
 
 PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -22,15 +31,15 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
+    def fetchone(self) -> Row | None: ...
+    def fetchall(self) -> list[Row]: ...
 
 
 class StateConn(Protocol):
     """What State needs of a connection (sqlite3.Connection has exactly this)."""
 
-    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor: ...
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Any: ...
+    def execute(self, sql: str, params: Sequence[Param] = (), /) -> Cursor: ...
+    def executemany(self, sql: str, seq: Iterable[Sequence[Param]], /) -> object: ...
     def close(self) -> None: ...
 
 
@@ -146,15 +155,20 @@ def is_pg_url(location: str) -> bool:
 
 
 class _PgCursor:
-    def __init__(self, cur: Any) -> None:
+    def __init__(self, cur: PgCursor[DictRow]) -> None:
         self._cur = cur
         self.rowcount = int(cur.rowcount)
 
-    def fetchone(self) -> Any:
+    def fetchone(self) -> Row | None:
         return self._cur.fetchone() if self._cur.description else None
 
-    def fetchall(self) -> list[Any]:
+    def fetchall(self) -> list[Row]:
         return list(self._cur.fetchall()) if self._cur.description else []
+
+
+def dict_row(cur: sqlite3.Cursor, values: tuple[object, ...]) -> dict[str, object]:
+    """SQLite rows as plain mappings, like psycopg's dict_row."""
+    return {str(d[0]): v for d, v in zip(cur.description, values, strict=True)}
 
 
 def pg_sql(sql: str) -> str:
@@ -175,7 +189,7 @@ class PgConn:
         if password is not None:  # a keyword, never in the conninfo text
             conninfo = psycopg.conninfo.make_conninfo(conninfo, password=password)
         try:
-            self._conn = psycopg.connect(
+            self._conn: PgConnection[DictRow] = psycopg.connect(
                 conninfo,
                 autocommit=True,
                 row_factory=dict_row,
@@ -192,10 +206,10 @@ class PgConn:
         self._conn.execute("SET lock_timeout = '10s'")
         self._conn.execute("SET statement_timeout = '30s'")
 
-    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
+    def execute(self, sql: str, params: Sequence[Param] = (), /) -> Cursor:
         return _PgCursor(self._conn.execute(pg_sql(sql), tuple(params)))
 
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Any:
+    def executemany(self, sql: str, seq: Iterable[Sequence[Param]], /) -> None:
         with self._conn.cursor() as cur:
             cur.executemany(pg_sql(sql), [tuple(p) for p in seq])
 
@@ -242,7 +256,7 @@ def open_conn(location: str, schema: str = "dbwatch") -> tuple[StateConn, str]:
             raise UsageError(f"state {location}: cannot create its directory: {exc.strerror}")
     try:
         db = sqlite3.connect(location, timeout=30, isolation_level=None, check_same_thread=False)
-        db.row_factory = sqlite3.Row
+        db.row_factory = dict_row
         db.execute("PRAGMA journal_mode=WAL")
         # FULL: a committed outbox row survives power loss too, not only a killed process.
         db.execute("PRAGMA synchronous=FULL")
@@ -262,7 +276,7 @@ def migrate(db: StateConn, dialect: str) -> int:
             db.execute("SELECT pg_advisory_xact_lock(hashtext('dbwatch.state.migrate'))")
         db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        found = int(row["value"]) if row is not None else 0
+        found = to_int(row["value"]) if row is not None else 0
         if found > SCHEMA_VERSION:
             raise UsageError(
                 f"state schema version {found} is newer than this dbwatch ({SCHEMA_VERSION}): "

@@ -2,15 +2,15 @@
 
 Pure and linear (a token scan, no backtracking regex): the text is untrusted, often cut by
 the server (InnoDB prints at most ~3 KB), `?`-parameterised or literal, qualified
-(`laravel.jobs`) or not. Queue tables are recognised by name (dbwatch.queues' registry) or
-by the shape of a claim on them.
+(`laravel.jobs`) or not. Queue tables are recognised by name (the registry in
+dbwatch/queues) or by the shape of a claim on them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..queues import is_queue_table
+from ..queues import is_job_table
 
 MAX_TEXT = 8192
 
@@ -26,32 +26,6 @@ CLAIM, RESERVE, DELETE, COMPLETE, FETCH, OTHER, UNKNOWN = (
 CLAIM_SIDE = frozenset({CLAIM, RESERVE})
 DONE_SIDE = frozenset({DELETE, COMPLETE, FETCH})
 
-# Queue tables by name: the queue registry's library tables (dbwatch.queues.is_queue_table,
-# the one definition), plus generic names (jobs, queue, *_jobs, *_queue). A library's
-# bookkeeping tables hold no job a worker claims, so a deadlock on them is not a queue one.
-GENERIC_QUEUE_NAMES = frozenset({"jobs", "job", "queue", "queues"})
-NOT_QUEUE = frozenset(
-    {
-        "failed_jobs",
-        "job_batches",
-        "jobs_history",
-        "job_logs",
-        "good_job_executions",
-        "good_job_processes",
-        "oban_peers",
-        "oban_producers",
-        "pgqueuer_log",
-        "pgqueuer_statistics",
-        "procrastinate_events",
-        "procrastinate_workers",
-        "river_leader",
-        "solid_queue_blocked_executions",
-        "solid_queue_failed_executions",
-        "solid_queue_processes",
-        "_private_job_queues",
-        "_private_tasks",
-    }
-)
 # Columns a claim filters or orders on: a locking "next job" read naming two of these
 # marks its table as a queue even under an unknown name.
 _CLAIM_COLUMNS = (
@@ -72,14 +46,8 @@ _MODIFIERS = frozenset({"low_priority", "quick", "ignore", "only"})
 
 
 def is_queue_name(table: str | None) -> bool:
-    if not table:
-        return False
-    base = table.lower().rsplit(".", 1)[-1]
-    if base in NOT_QUEUE:
-        return False
-    if is_queue_table(base) is not None or base in GENERIC_QUEUE_NAMES:
-        return True
-    return base.endswith(("_jobs", "_queue"))
+    """A table jobs are claimed from, by name (the queue registry's one definition)."""
+    return is_job_table(table)
 
 
 def normalize(query: str | None) -> str:

@@ -19,7 +19,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,13 +210,13 @@ _WARNED: set[str] = set()
 
 
 class Cursor(Protocol):
-    def fetchone(self) -> Sequence[object] | None: ...  # sqlite3.Row or a tuple
+    def fetchone(self) -> Mapping[str, object] | None: ...  # a state row, by column name
 
 
 class MetaDb(Protocol):
     """The state database connection (sqlite3.Connection or the PostgreSQL state's)."""
 
-    def execute(self, sql: str, params: Sequence[object] = (), /) -> Cursor: ...
+    def execute(self, sql: str, params: Sequence[str] = (), /) -> Cursor: ...
 
 
 class StateDb(Protocol):
@@ -228,7 +228,7 @@ def load_position(state: StateDb, target: str) -> Position | None:
         row = db.execute(
             "SELECT value FROM meta WHERE key = ?", (META_KEY.format(target=target),)
         ).fetchone()
-    value = row[0] if row else None
+    value = row["value"] if row else None
     return Position.from_json(value if isinstance(value, str) else None)
 
 

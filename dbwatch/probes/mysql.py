@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..snapshot.values import as_row, to_str
+from ..snapshot.queues import QueueIndex
+from ..snapshot.values import as_row, opt_str, to_int, to_str
 from ..targets import Connection
 from . import jsonable, probe, sql
 
@@ -25,28 +26,30 @@ def settings(conn: Connection) -> dict[str, object]:
 
 
 @probe("my.queue_indexes", "mysql", ttl=300.0)
-def queue_indexes(conn: Connection) -> Any:
+def queue_indexes(conn: Connection) -> tuple[QueueIndex, ...]:
     """Index columns of Laravel-shaped jobs tables (QU301), per database in scope. Grouped
     here rather than in SQL (no GROUP BY on information_schema: see queue_tables.sql)."""
-    schema = getattr(conn.spec, "scoped_database", None)
+    schema = opt_str(getattr(conn.spec, "scoped_database", None))
     name = "queue_indexes_scoped" if schema else "queue_indexes"
     hits: dict[tuple[str, str], set[str]] = {}
-    for r in map(jsonable, conn.rows(sql("mysql", name, conn.version), {"schema": schema})):
-        hits.setdefault((str(r["schema"]), str(r["table_name"])), set()).add(r["column_name"])
-    rows: list[dict[str, Any]] = []
+    for r in map(as_row, conn.rows(sql("mysql", name, conn.version), {"schema": schema})):
+        key = (to_str(r.get("schema")), to_str(r.get("table_name")))
+        hits.setdefault(key, set()).add(to_str(r.get("column_name")))
+    rows: list[QueueIndex] = []
+    text = sql("mysql", "queue_index_columns", conn.version)
     for sch, table in sorted(k for k, cols in hits.items() if len(cols) == 3)[:1000]:
         found: dict[str, list[tuple[int, str]]] = {}
-        text = sql("mysql", "queue_index_columns", conn.version)
-        for r in map(jsonable, conn.rows(text, {"schema": sch, "table": table})):
-            found.setdefault(str(r["index_name"]), []).append((int(r["seq"]), r["column_name"]))
-        for index, cols in sorted(found.items()):
-            rows.append(
-                {
-                    "schema": sch,
-                    "table_name": table,
-                    "index_name": index,
-                    "columns": [c for _, c in sorted(cols)],
-                    "is_primary": index == "PRIMARY",
-                }
+        for r in map(as_row, conn.rows(text, {"schema": sch, "table": table})):
+            column = (to_int(r.get("seq")), to_str(r.get("column_name")))
+            found.setdefault(to_str(r.get("index_name")), []).append(column)
+        rows.extend(
+            QueueIndex(
+                schema=sch,
+                table_name=table,
+                index_name=index,
+                columns=tuple(c for _, c in sorted(cols)),
+                is_primary=index == "PRIMARY",
             )
-    return rows
+            for index, cols in sorted(found.items())
+        )
+    return tuple(rows)

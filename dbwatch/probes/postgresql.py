@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..snapshot import CoverageGap
 from ..snapshot.pg import PgSession
+from ..snapshot.queues import QueueIndex
 from ..snapshot.values import as_row
 from ..targets import Connection
 from . import Covered, PartialResult, jsonable, probe, sql
@@ -80,5 +79,7 @@ def settings(conn: Connection) -> list[dict[str, object]]:
 
 
 @probe("pg.queue_indexes", "postgresql", ttl=300.0)
-def queue_indexes(conn: Connection) -> Any:
-    return [jsonable(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version))]
+def queue_indexes(conn: Connection) -> tuple[QueueIndex, ...]:
+    return tuple(
+        QueueIndex.from_row(r) for r in conn.rows(sql("postgresql", "queue_indexes", conn.version))
+    )

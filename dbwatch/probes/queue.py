@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any
+from dataclasses import dataclass
 
 from psycopg import sql as pgsql
 
@@ -24,9 +24,10 @@ from ..queues import (
     sibling_names,
 )
 from ..snapshot import CoverageGap
+from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format, pg_ident_text
-from . import Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
+from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -98,76 +99,118 @@ def qualified(engine: str, schema: str, table: str) -> str:
 
 def _columns(text: str | None) -> dict[str, str]:
     out = {}
-    for item in str(text or "").split(","):
+    for item in (text or "").split(","):
         name, _, ctype = item.strip().partition(" ")
         if name:
             out[name.lower()] = ctype.strip()
     return out
 
 
-def discover(conn: Connection, engine: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Discovered:
+    """A queue table the catalog query found: where it is, which library's shape it has and
+    how its queries are composed."""
+
+    schema: str
+    table: str
+    kind: str
+    library: str
+    rows_estimate: int | None
+    attempts_type: str | None
+    attempts_limit: int | None
+    current: bool
+    scale_depth: bool
+    siblings: dict[str, str]
+    expire: str | None
+    heartbeat: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def as_dict(self) -> dict[str, object]:
+        """The table's entry in the section, before its aspects are read."""
+        return {
+            "schema": self.schema,
+            "table": self.table,
+            "kind": self.kind,
+            "library": self.library,
+            "rows_estimate": self.rows_estimate,
+            "attempts_type": self.attempts_type,
+            "attempts_limit": self.attempts_limit,
+            "current": self.current,
+            "scale_depth": self.scale_depth,
+            "siblings": dict(self.siblings),
+            "expire": self.expire,
+            "heartbeat": self.heartbeat,
+        }
+
+
+def discover(conn: Connection, engine: str) -> list[Discovered]:
     """Queue tables in the target's scope, recognised by columns, from one catalog query.
     MySQL/MariaDB: only the URL's database (spec.scoped_database; None = every schema);
     PostgreSQL: a connection is one database already."""
     return discover_all(conn, engine)[0]
 
 
-def discover_all(conn: Connection, engine: str) -> tuple[list[dict[str, Any]], bool]:
+def discover_all(conn: Connection, engine: str) -> tuple[list[Discovered], bool]:
     """discover() plus whether the catalog read hit its row cap (a DW002 gap)."""
     capped = False
+    rows: list[Row]
     if engine == "postgresql":
-        rows = conn.rows(
-            sql(engine, "queue_tables", conn.version), {"markers": list(MARKER_COLUMNS)}
-        )
+        text = sql(engine, "queue_tables", conn.version)
+        rows = [as_row(r) for r in conn.rows(text, {"markers": list(MARKER_COLUMNS)})]
     else:
         rows, capped = _my_candidates(conn)
     out = []
-    for r in map(jsonable, rows):
-        cols = _columns(r.get("columns"))
-        shape = recognise(cols, engine, r["table_name"])
+    for r in rows:
+        cols = _columns(opt_str(r.get("columns")))
+        name = to_str(r.get("table_name"))
+        shape = recognise(cols, engine, name)
         if shape is None:
             continue
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
         out.append(
-            {
-                "schema": r["schema"],
-                "table": r["table_name"],
-                "kind": shape.kind,
-                "library": shape.library,
-                "rows_estimate": _estimate(r.get("rows_estimate")),
-                "attempts_type": ctype,
-                "attempts_limit": attempts_limit(ctype),
-                "current": bool(r.get("current_db")),
-                "scale_depth": shape.scale_depth,
-                "siblings": sibling_names(shape, r["table_name"]),
-                "expire": next((c for c in EXPIRE_EXPR if c in cols), None),
-                "heartbeat": "heartbeat_seconds" in cols and "heartbeat_on" in cols,
-            }
+            Discovered(
+                schema=to_str(r.get("schema")),
+                table=name,
+                kind=shape.kind,
+                library=shape.library,
+                rows_estimate=_estimate(r.get("rows_estimate")),
+                attempts_type=ctype,
+                attempts_limit=attempts_limit(ctype),
+                current=to_bool(r.get("current_db")),
+                scale_depth=shape.scale_depth,
+                siblings=sibling_names(shape, name),
+                expire=next((c for c in EXPIRE_EXPR if c in cols), None),
+                heartbeat="heartbeat_seconds" in cols and "heartbeat_on" in cols,
+            )
         )
     # Within a cycle's cap, the connected database and the libraries' default names first:
     # those are the live queues; prefixed copies come after (and are rotated in by the daemon).
-    out.sort(key=lambda t: (not t["current"], t["table"] not in CANONICAL))
+    out.sort(key=lambda t: (not t.current, t.table not in CANONICAL))
     return out, capped
 
 
 MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
 
 
-def _my_candidates(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
+def _my_candidates(conn: Connection) -> tuple[list[Row], bool]:
     """MySQL/MariaDB: marker columns per table, grouped here (see queue_tables.sql for why),
     in the shape of PostgreSQL's catalog query: schema, table_name, columns, current_db."""
-    schema = getattr(conn.spec, "scoped_database", None)
+    schema = opt_str(getattr(conn.spec, "scoped_database", None))
     name = "queue_tables_scoped" if schema else "queue_tables"
-    params: dict[str, Any] = {"markers": tuple(MARKER_COLUMNS)}
+    params: dict[str, object] = {"markers": tuple(MARKER_COLUMNS)}
     if schema:
         params["schema"] = schema
-    current = schema or getattr(conn.spec, "database", None)
+    current = schema or opt_str(getattr(conn.spec, "database", None))
     tables: dict[tuple[str, str], list[str]] = {}
     raw = conn.rows(sql("mysql", name, conn.version), params)
-    for r in map(jsonable, raw):
-        key = (str(r["schema"]), str(r["table_name"]))
-        tables.setdefault(key, []).append(f"{r['column_name']} {r.get('column_type') or ''}")
-    out = [
+    for r in map(as_row, raw):
+        key = (to_str(r.get("schema")), to_str(r.get("table_name")))
+        column = f"{to_str(r.get('column_name'))} {to_str(r.get('column_type'))}"
+        tables.setdefault(key, []).append(column)
+    out: list[Row] = [
         {
             "schema": s,
             "table_name": t,
@@ -177,39 +220,35 @@ def _my_candidates(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
         for (s, t), cols in tables.items()
         if len(cols) >= 6
     ]
-    out.sort(key=lambda r: (not r["current_db"], r["schema"], r["table_name"]))
+    out.sort(key=lambda r: (not r["current_db"], str(r["schema"]), str(r["table_name"])))
     return out, len(raw) >= MY_CATALOG_ROWS
 
 
-def _estimate(value: Any) -> int | None:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return None
-    return n if n >= 0 else None  # PostgreSQL: -1 = never analysed
+def _estimate(value: object) -> int | None:
+    n = opt_int(value)
+    return n if n is not None and n >= 0 else None  # PostgreSQL: -1 = never analysed
 
 
 def _has_sql(engine: str, name: str) -> bool:
-    return bool(_sql_variants(engine, name))
+    return bool(_sql_variants(engine, name, SQL_DIR))
 
 
-def _render(text: str, engine: str, t: dict[str, Any]) -> str:
+def _render(text: str, engine: str, t: Discovered) -> str:
     """The query with the catalog's table names (quoted) and fixed fragments composed in."""
-    idents: dict[str, tuple[str, ...]] = {"table": (str(t["schema"]), str(t["table"]))}
-    for sib, name in (t.get("siblings") or {}).items():
-        idents[sib] = (str(t["schema"]), str(name))
-    frags = {"expire": EXPIRE_EXPR[t["expire"]]} if t.get("expire") else {}
-    hb = bool(t.get("heartbeat"))
-    frags["hb_age"], frags["hb_limit"] = HEARTBEAT_EXPR[hb]
+    idents: dict[str, tuple[str, ...]] = {"table": (t.schema, t.table)}
+    for sib, name in t.siblings.items():
+        idents[sib] = (t.schema, name)
+    frags = {"expire": EXPIRE_EXPR[t.expire]} if t.expire else {}
+    frags["hb_age"], frags["hb_limit"] = HEARTBEAT_EXPR[t.heartbeat]
     return compose(engine, text, idents, frags)
 
 
-def _bounds(conn: Connection, t: dict[str, Any]) -> dict[str, Any]:
+def _bounds(conn: Connection, t: Discovered) -> dict[str, object]:
     """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
     most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
     text = _render(sql("mysql", "queue_bounds", conn.version), "mysql", t)
-    row = conn.rows(text, {"window": WINDOW})[0]
-    lo, hi = int(row.get("lo") or 0), int(row.get("hi") or 0)
+    row = as_row(conn.rows(text, {"window": WINDOW})[0])
+    lo, hi = opt_int(row.get("lo")) or 0, opt_int(row.get("hi")) or 0
     return {
         "max_id": lo + WINDOW - 1,
         "min_id": max(hi - FAILED_WINDOW + 1, 0),
@@ -217,18 +256,18 @@ def _bounds(conn: Connection, t: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _refused(t: dict[str, Any], exc: ProbeError) -> dict[str, Any]:
+def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
     return {
-        "error": f"{t['schema']}.{t['table']}: {exc.detail}",
+        "error": f"{t.key}: {exc.detail}",
         "privilege": exc.privilege or "denied" in exc.detail.lower(),
     }
 
 
-def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, Any]:
+def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, object]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
-    params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+    params: dict[str, object] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
     out = dict(
-        t,
+        t.as_dict(),
         window=WINDOW,
         failed_window=FAILED_WINDOW,
         groups=GROUPS,
@@ -239,18 +278,18 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
     )
     try:
         if engine != "postgresql":
-            if t["kind"] in ID_RANGE_KINDS:
+            if t.kind in ID_RANGE_KINDS:
                 params |= _bounds(conn, t)
                 out["window_capped_ids"] = params.pop("beyond_window")
             est = conn.rows(
                 sql("mysql", "queue_estimate", conn.version),
-                {"schema": t["schema"], "table": t["table"]},
+                {"schema": t.schema, "table": t.table},
             )
-            out["rows_estimate"] = _estimate(est[0].get("rows_estimate") if est else None)
+            out["rows_estimate"] = _estimate(as_row(est[0]).get("rows_estimate") if est else None)
     except ProbeError as exc:
         return out | _refused(t, exc)
     for aspect in ASPECTS:
-        name = f"queue_{t['kind']}_{aspect}"
+        name = f"queue_{t.kind}_{aspect}"
         if not _has_sql(engine, name):
             continue
         text = _render(sql(engine, name, conn.version), engine, t)
@@ -262,31 +301,35 @@ def probe_table(conn: Connection, engine: str, t: dict[str, Any]) -> dict[str, A
     return out
 
 
-def _key(t: dict[str, Any]) -> str:
-    return f"{t['schema']}.{t['table']}"
+@dataclass(frozen=True)
+class Rotation:
+    """The daemon's place in the queue tables (kept in its ProbeCache between cycles): the
+    next table to examine and the last result of each table, reused while it waits its turn."""
+
+    cursor: int = 0
+    results: tuple[tuple[str, dict[str, object]], ...] = ()
 
 
-def _schedule(found: list[dict[str, Any]], state: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _schedule(found: list[Discovered], state: Rotation | None) -> list[Discovered]:
     """This cycle's order: from the daemon's rotation cursor on, wrapping around."""
     if not state or not found:
         return found
-    start = int(state.get("cursor", 0)) % len(found)
+    start = state.cursor % len(found)
     return found[start:] + found[:start]
 
 
-def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
+def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
     engine = conn.engine
     if conn.version.at_least("postgresql", 11):
         # With cold statistics a 1 M-row table's estimates pass jit_above_cost and JIT
         # compilation alone took seconds (measured: 3.5 s for a query reading no row).
         conn.rows("SET jit = off")
     found, catalog_capped = discover_all(conn, engine)
-    kept = cache.get(ROTATION, float("inf")) if cache is not None else None
-    state: dict[str, Any] = (
-        dict(kept) if isinstance(kept, dict) and kept else {"cursor": 0, "results": {}}
-    )
+    kept: object = cache.get(ROTATION, float("inf")) if cache is not None else None
+    state = kept if isinstance(kept, Rotation) else Rotation()
+    last_results = dict(state.results)
     deadline = time.monotonic() + BUDGET
-    probed: list[dict[str, Any]] = []
+    probed: list[tuple[Discovered, dict[str, object]]] = []
     gaps: list[CoverageGap] = []
     if catalog_capped:
         gaps.append(
@@ -297,25 +340,25 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
                 "queue tables beyond it were not found; scope the target to one database",
             )
         )
-    reused: list[dict[str, Any]] = []
+    reused: list[dict[str, object]] = []
     for t in _schedule(found, state if cache is not None else None):
         if len(probed) < MAX_TABLES and time.monotonic() < deadline:
-            probed.append(probe_table(conn, engine, t))
+            probed.append((t, probe_table(conn, engine, t)))
             continue
         why = (
             f"past the cap of {MAX_TABLES} queue tables per cycle"
             if len(probed) >= MAX_TABLES
             else f"past the {BUDGET:g} s time budget for queue tables"
         )
-        last = state["results"].get(_key(t))
+        last = last_results.get(t.key)
         if last is not None:  # the daemon examined it in an earlier cycle of the rotation
             reused.append(dict(last, reused=True))
             continue
         gaps.append(
             CoverageGap(
                 "queue_table",
-                _key(t),
-                f"{t['library']} table not examined this run: {why}; "
+                t.key,
+                f"{t.library} table not examined this run: {why}; "
                 + (
                     "the daemon covers it in a later cycle"
                     if cache is not None
@@ -325,13 +368,13 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
             )
         )
     if cache is not None:
-        results = {_key(t): t for t in probed if not t["error"]}
-        keep = {_key(t) for t in found}
-        results |= {k: v for k, v in state["results"].items() if k in keep and k not in results}
-        cursor = (int(state.get("cursor", 0)) + len(probed)) % max(len(found), 1)
-        cache.put(ROTATION, {"cursor": cursor, "results": results})
-    data = {
-        "tables": probed + reused,
+        results = {t.key: r for t, r in probed if not r["error"]}
+        keep = {t.key for t in found}
+        results |= {k: v for k, v in last_results.items() if k in keep and k not in results}
+        cursor = (state.cursor + len(probed)) % max(len(found), 1)
+        cache.put(ROTATION, Rotation(cursor, tuple(results.items())))
+    data: dict[str, object] = {
+        "tables": [r for _, r in probed] + reused,
         "discovered": len(found),
         "probed": len(probed),
         "max_tables": MAX_TABLES,
@@ -340,20 +383,20 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> Any:
         "retry_after": getattr(conn.spec, "retry_after", None),
         "libraries": sorted({s.library for s in SHAPES}),
     }
-    failed = [t for t in probed if t["error"]]
+    failed = [(t, r) for t, r in probed if r["error"]]
     if not failed:
         return Covered(data, tuple(gaps)) if gaps else data
-    denied = [t for t in failed if t["privilege"]]
+    denied = [t for t, r in failed if r["privilege"]]
     grant = " ".join(_grant(engine, t) for t in denied[:5])
-    message = "; ".join(t["error"] for t in failed[:3])
+    message = "; ".join(str(r["error"]) for _, r in failed[:3])
     if len(failed) > 3:
         message += f" (and {len(failed) - 3} more tables)"
     partial = PartialResult(data, message, grant or None)
     return Covered(partial, tuple(gaps)) if gaps else partial
 
 
-def _grant(engine: str, t: dict[str, Any]) -> str:
-    name = qualified(engine, t["schema"], t["table"])
+def _grant(engine: str, t: Discovered) -> str:
+    name = qualified(engine, t.schema, t.table)
     if engine == "postgresql":
         return f"GRANT SELECT ON {name} TO <monitor_user>;"
     return f"GRANT SELECT ON {name} TO '<monitor>'@'%';"
@@ -365,10 +408,10 @@ def _grant(engine: str, t: dict[str, Any]) -> str:
     grant="GRANT SELECT ON <queue tables> TO <monitor_user>;",
     with_cache=True,
 )
-def pg_queues(conn: Connection, cache: ProbeCache | None = None) -> Any:
+def pg_queues(conn: Connection, cache: ProbeCache | None = None) -> object:
     return collect(conn, cache)
 
 
 @probe("my.queues", "mysql", grant="GRANT SELECT ON <db>.* TO '<monitor>'@'%';", with_cache=True)
-def my_queues(conn: Connection, cache: ProbeCache | None = None) -> Any:
+def my_queues(conn: Connection, cache: ProbeCache | None = None) -> object:
     return collect(conn, cache)

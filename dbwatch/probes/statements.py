@@ -2,7 +2,7 @@
 (MySQL/MariaDB), pg_stat_statements (PostgreSQL). Bounded reads; nothing is enabled or created.
 
 A source that is switched off by configuration is not a failure: its section is
-{"available": false, "reason": ..., "fix": ...} and the target line says how to enable it.
+`Unavailable` (reason, fix) and the target line says how to enable it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,15 @@ from dataclasses import dataclass
 from psycopg import sql as psql
 
 from ..errors import ProbeError
+from ..snapshot.statements import (
+    Digest,
+    Digests,
+    History,
+    HistoryStatement,
+    StatementDigests,
+    StatementHistory,
+    Unavailable,
+)
 from ..targets import Connection
 from ..targets.quoting import pg_ident
 from . import PartialResult, probe, sql
@@ -47,13 +56,15 @@ PGSS_FIX = (
 _logged: set[tuple[str, str]] = set()
 
 
-def unavailable(conn: Connection, reason: str, fix: str, **extra: object) -> dict[str, object]:
+def unavailable(
+    conn: Connection, reason: str, fix: str, consumers: dict[str, bool] | None = None
+) -> Unavailable:
     """The section of a source switched off by configuration; logged once per target."""
     key = (conn.spec.name, reason)
     if key not in _logged:
         _logged.add(key)
         log.info("%s: %s; to enable: %s", conn.spec.name, reason, fix)
-    return {"available": False, "reason": reason, "fix": fix, **extra}
+    return Unavailable(reason, fix, tuple((consumers or {}).items()))
 
 
 Row = dict[str, object]
@@ -135,7 +146,7 @@ def consumers(conn: Connection) -> Consumers:
 
 
 @probe("my.statement_history", "mysql", grant=PFS_GRANT)
-def statement_history(conn: Connection) -> dict[str, object]:
+def statement_history(conn: Connection) -> History:
     """Recent statements of other sessions, ordered by (thread, event), for transaction grouping."""
     c = consumers(conn)
     if not c.performance_schema:
@@ -164,20 +175,20 @@ def statement_history(conn: Connection) -> dict[str, object]:
     else:
         name = "statement_history_recent"
     rows = _rows(conn, name, {"limit": HISTORY_LIMIT, "schema": conn.spec.scoped_database})
-    return {
-        "available": True,
-        "source": f"performance_schema.{table}",
-        "limit": HISTORY_LIMIT,
-        "buffer_size": c.history_long_size if table.endswith("_long") else c.history_size,
-        "max_sql_text_length": c.max_sql_text_length,
-        "statements": [
-            [_int(r["thread_id"]), _int(r["event_id"]), _text(r["sql_text"])] for r in rows
-        ],
-    }
+    return StatementHistory(
+        source=f"performance_schema.{table}",
+        limit=HISTORY_LIMIT,
+        buffer_size=c.history_long_size if table.endswith("_long") else c.history_size,
+        max_sql_text_length=c.max_sql_text_length,
+        statements=tuple(
+            HistoryStatement(_int(r["thread_id"]), _int(r["event_id"]), _text(r["sql_text"]))
+            for r in rows
+        ),
+    )
 
 
 @probe("my.statement_digests", "mysql", grant=PFS_GRANT)
-def statement_digests(conn: Connection) -> dict[str, object]:
+def statement_digests(conn: Connection) -> Digests:
     """Digests of locking reads and deletes, most called first."""
     c = consumers(conn)
     if not c.performance_schema:
@@ -195,20 +206,19 @@ def statement_digests(conn: Connection) -> dict[str, object]:
         "schema": conn.spec.scoped_database,
     }
     rows = _rows(conn, "statement_digests", params)
-    return {
-        "available": True,
-        "source": "performance_schema.events_statements_summary_by_digest",
-        "limit": DIGEST_LIMIT,
-        "digests": [
-            {
-                "schema": _text(r["schema_name"]) or None,
-                "text": _text(r["digest_text"]),
-                "calls": _int(r["calls"]),
-                "idle_seconds": None if r["idle_seconds"] is None else _int(r["idle_seconds"]),
-            }
+    return StatementDigests(
+        source="performance_schema.events_statements_summary_by_digest",
+        limit=DIGEST_LIMIT,
+        digests=tuple(
+            Digest(
+                text=_text(r["digest_text"]),
+                calls=_int(r["calls"]),
+                scope=_text(r["schema_name"]) or None,
+                idle_seconds=None if r["idle_seconds"] is None else _int(r["idle_seconds"]),
+            )
             for r in rows
-        ],
-    }
+        ),
+    )
 
 
 def _digests_sql(conn: Connection, schema: str) -> str:
@@ -220,7 +230,7 @@ def _digests_sql(conn: Connection, schema: str) -> str:
 
 
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
-def pg_statement_digests(conn: Connection) -> dict[str, object] | PartialResult:
+def pg_statement_digests(conn: Connection) -> Digests | PartialResult:
     """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
     ext: list[Row] = list(conn.rows(sql("postgresql", "statement_digests_extension", conn.version)))
     if not ext:
@@ -240,21 +250,19 @@ def pg_statement_digests(conn: Connection) -> dict[str, object] | PartialResult:
         return unavailable(
             conn, "statement digests: pg_stat_statements is installed but not loaded", PGSS_FIX
         )
-    data: dict[str, object] = {
-        "available": True,
-        "source": f"{schema}.pg_stat_statements",
-        "limit": DIGEST_LIMIT,
-        "version": _text(ext[0]["version"]),
-        "digests": [
-            {
-                "database": None if r["database"] is None else _text(r["database"]),
-                "text": _text(r["query"]),
-                "calls": _int(r["calls"]),
-                "idle_seconds": None,
-            }
+    data = StatementDigests(
+        source=f"{schema}.pg_stat_statements",
+        limit=DIGEST_LIMIT,
+        version=_text(ext[0]["version"]),
+        digests=tuple(
+            Digest(
+                text=_text(r["query"]),
+                calls=_int(r["calls"]),
+                scope=None if r["database"] is None else _text(r["database"]) or None,
+            )
             for r in rows
-        ],
-    }
+        ),
+    )
     if not ext[0]["sees_all"]:
         return PartialResult(
             data, "pg_stat_statements hides other roles' query text from this role", PG_GRANT

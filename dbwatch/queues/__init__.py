@@ -1,7 +1,9 @@
 """Job-queue libraries: ONE registry of what a queue table is (one module per library).
 
-`recognise` reads a table's columns (the probe's catalog query); `is_queue_table` answers by
-name alone, for code that only has a name (deadlock texts, statements, PG202's tightening).
+`recognise` reads a table's columns (the probe's catalog query). For code that only has a
+name (deadlock texts, statement logs and digests, PG202's tightening), by name alone:
+`is_queue_table` (a library's default table), `is_job_table` (a table jobs are claimed from)
+and `is_queue_like` (any table of a queue, by its words).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from .text import attempts_limit, job_class, payload_timeout
 __all__ = [
     "BATCH_EXCEPTION",
     "FIX",
+    "GENERIC_QUEUE_NAMES",
+    "JOB_TABLE_NAMES",
     "LIBRARIES",
     "MARKER_COLUMNS",
     "MEANING",
@@ -43,6 +47,8 @@ __all__ = [
     "classify_failure",
     "failure_fix",
     "failure_meaning",
+    "is_job_table",
+    "is_queue_like",
     "is_queue_table",
     "job_class",
     "library",
@@ -101,6 +107,31 @@ _LIB_OF_NAME: dict[str, str] = {}
 for _lib in reversed(LIBRARIES):  # the first library listing a name wins
     for _name in _lib.table_names:
         _LIB_OF_NAME[_name] = _lib.name
+# The libraries' tables jobs are claimed from (locking reads, reservations, deletes): the
+# others hold failures, batches, processes or logs.
+JOB_TABLE_NAMES: frozenset[str] = frozenset(
+    {
+        "jobs",
+        "job",
+        "que_jobs",
+        "good_jobs",
+        "delayed_jobs",
+        "oban_jobs",
+        "river_job",
+        "solid_queue_jobs",
+        "solid_queue_ready_executions",
+        "solid_queue_claimed_executions",
+        "solid_queue_scheduled_executions",
+        "messenger_messages",
+        "_private_jobs",
+        "procrastinate_jobs",
+        "pgqueuer",
+    }
+)
+# Names apps give their own job tables (no library's default).
+GENERIC_QUEUE_NAMES = frozenset({"queue", "queues", "job_queue", "queue_jobs", "jobs_queue"})
+# Tables named like jobs that hold none to claim (Laravel's failures and batches, logs).
+_NOT_JOB_TABLES = frozenset({"failed_jobs", "job_batches", "jobs_history", "job_logs"})
 # Names with job(s)/queue(s) as a word (solid_queue_ready_executions, que_jobs_2024): queue-like
 # for PG202's tightening even when no library claims the exact name. A POSIX regex (PostgreSQL).
 QUEUE_NAME_PATTERN = r"(^|_)(jobs?|queues?)(_|$)"
@@ -119,6 +150,21 @@ def is_queue_table(name: str) -> str | None:
     and quoted names accepted; a prefix like 'app_' is not stripped), else None."""
     base = name.rsplit(".", 1)[-1].strip('`"').lower()
     return _LIB_OF_NAME.get(base)
+
+
+def _base(name: str) -> str:
+    return name.rsplit(".", 1)[-1].strip('`"').lower()
+
+
+def is_job_table(name: str | None) -> bool:
+    """A table jobs are claimed from, by name: a library's job table, a generic queue name,
+    or a name ending in _jobs / _queue (failed-job, batch and log tables are not)."""
+    base = _base(name or "")
+    if not base or base in _NOT_JOB_TABLES:
+        return False
+    return (
+        base in JOB_TABLE_NAMES or base in GENERIC_QUEUE_NAMES or base.endswith(("_jobs", "_queue"))
+    )
 
 
 def is_queue_like(name: str) -> bool:

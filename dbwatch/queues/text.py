@@ -34,10 +34,10 @@ def job_class(raw: str | None) -> str | None:
         return None
     text = str(raw)[:255]
     try:
-        value = json.loads(f'"{text}"')
+        decoded: object = json.loads(f'"{text}"')
     except (ValueError, TypeError):
-        value = text.replace("\\\\", "\\").replace("\\/", "/")
-    value = "".join(ch for ch in str(value) if ch.isprintable()).strip()
+        decoded = text.replace("\\\\", "\\").replace("\\/", "/")
+    value = "".join(ch for ch in str(decoded) if ch.isprintable()).strip()
     return value or None
 
 

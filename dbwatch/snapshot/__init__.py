@@ -64,12 +64,12 @@ class Snapshot:
         return self.sections.get(name) is not None
 
     def unavailable(self) -> list[str]:
-        """Sources switched off on the server (not failures): a section {"available": false,
-        "reason", "fix"}. One line each, duplicates merged, for the target line and JSON."""
-        out: dict[str, None] = {}
-        for data in self.sections.values():
-            if isinstance(data, dict) and data.get("available") is False:
-                out[f"{data.get('reason')}; to enable: {data.get('fix')}"] = None
+        """Sources switched off on the server (not failures): a section that is
+        `Unavailable` (reason, fix). One line each, duplicates merged, for the target line
+        and JSON."""
+        from .statements import Unavailable
+
+        out = {d.note(): None for d in self.sections.values() if isinstance(d, Unavailable)}
         return list(out)
 
     def to_dict(self) -> dict[str, JSON]:

@@ -10,14 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbwatch.findings import Finding
-from dbwatch.queues import QUEUE_TABLE_NAMES
+from dbwatch.queues import is_queue_like
 from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
 from dbwatch.targets.version import SKIP_LOCKED_SINCE
 
 EXAMPLE_CHARS = 300
-# The registry's library table names (dbwatch/queues), plus generic queue names seen in apps.
-QUEUE_TABLES = QUEUE_TABLE_NAMES | frozenset({"queue_jobs", "job_queue", "queue", "jobs_queue"})
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
 # Statement kinds whose text the detector reads; it needs only the kind of the others.
 RELEVANT_KINDS = frozenset({"select", "delete"})
@@ -83,13 +81,8 @@ def _value(raw: Value, params: dict[str, str] | None) -> str | None:
 
 
 def is_queue_shaped(shape: Shape) -> bool:
-    name = _base(shape.table)
-    return (
-        name in QUEUE_TABLES
-        or name.startswith("solid_queue_")
-        or name.endswith("_jobs")
-        or bool(shape.columns & QUEUE_COLUMNS)
-    )
+    """A queue's table by name (the registry's words) or by the columns a claim reads."""
+    return is_queue_like(_base(shape.table)) or bool(shape.columns & QUEUE_COLUMNS)
 
 
 def is_claim(shape: Shape) -> bool:

@@ -16,7 +16,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
+from ..daemon.records import json_object
 from ..durations import format_duration
+from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_str
 from . import svg
 from .store import StateReader
 from .view import (
@@ -76,9 +78,9 @@ class Pages:
                     "name": name,
                     "engine": site.engines.get(name, ""),
                     "status": cycle_status(c, interval, now),
-                    "age": ago(c["started"], now),
-                    "started": iso(c["started"]),
-                    "duration": f"{float(c['duration'] or 0):.2f} s",
+                    "age": ago(opt_float(c["started"]), now),
+                    "started": iso(opt_float(c["started"])),
+                    "duration": f"{to_float(c['duration']):.2f} s",
                     "interval": format_duration(interval),
                     "findings": c["findings"],
                     "error": cut(c["error"] or "", 300),
@@ -102,11 +104,11 @@ class Pages:
         res = st.findings(
             "firing", q.get("target") or None, FINDINGS_PER_PAGE, page * FINDINGS_PER_PAGE
         )
-        groups: dict[str, list[dict[str, Any]]] = {}
+        groups: dict[str, list[dict[str, object]]] = {}
         for r in res.rows:
-            since = r["fired_at"] or r["first_seen"]
-            data = r["data"] if isinstance(r["data"], dict) else {}
-            groups.setdefault(r["severity"], []).append(
+            since = to_float(r["fired_at"] or r["first_seen"])
+            data = json_object(r["data"])
+            groups.setdefault(to_str(r["severity"]), []).append(
                 {
                     "rule": r["rule"],
                     "target": r["target"],
@@ -169,16 +171,16 @@ class Pages:
                 {
                     "target": r["target"],
                     "at": cut(d.get("at") or r.get("at") or "", 60),
-                    "seen": iso(r["seen_at"]),
+                    "seen": iso(opt_float(r["seen_at"])),
                     "pattern": cut(diag.get("pattern") or "generic", 80),
-                    "rules": [cut(x, 20) for x in (diag.get("rules") or [])][:10],
+                    "rules": [cut(x, 20) for x in _list(diag.get("rules"))][:10],
                     "explanation": cut(diag.get("explanation") or "", 2000),
                     "fix": cut(diag.get("fix") or "", 4000),
                     "victim_inferred": bool(d.get("victim_inferred")),
-                    "transactions": [t for t in d.get("transactions") or [] if isinstance(t, dict)][
-                        :20
-                    ],
-                    "locks": [lk for lk in d.get("locks") or [] if isinstance(lk, dict)][:40],
+                    "transactions": [
+                        t for t in _list(d.get("transactions")) if isinstance(t, dict)
+                    ][:20],
+                    "locks": [lk for lk in _list(d.get("locks")) if isinstance(lk, dict)][:40],
                 }
             )
         return self.render(
@@ -208,7 +210,7 @@ class Pages:
         since = now - WINDOWS[window]
         only = q.get("target") or None
         keys = st.series_keys(since)
-        by_target: dict[str, list[dict[str, Any]]] = {}
+        by_target: dict[str, list[JSONObject]] = {}
         for k in keys:
             by_target.setdefault(str(k["target"]), []).append(k)
         fired = st.fired_since(since, now)
@@ -219,14 +221,14 @@ class Pages:
                 continue
             marks = [
                 svg.Mark(
-                    float(f["fired_at"]),
+                    to_float(f["fired_at"]),
                     str(f["severity"]),
                     f"{f['rule']} {f['severity']}: {f['subject']}",
                 )
                 for f in fired
                 if f["target"] == target
             ] + [
-                svg.Mark(float(a["ts"]), "action", f"{a['action']} {a['subject']} ({a['rule']})")
+                svg.Mark(to_float(a["ts"]), "action", f"{a['action']} {a['subject']} ({a['rule']})")
                 for a in acts
                 if a["target"] == target
             ]
@@ -264,13 +266,13 @@ class Pages:
         self,
         st: StateReader,
         target: str,
-        keys: list[dict[str, Any]],
+        keys: list[JSONObject],
         spec: ChartSpec,
         since: float,
         now: float,
     ) -> tuple[list[svg.Line], int]:
         mine = [k for k in keys if spec.matches(str(k["key"]))]
-        mine.sort(key=lambda k: -float(k["peak"] or 0))
+        mine.sort(key=lambda k: -to_float(k["peak"]))
         out = []
         for k in mine[:LINES_PER_CHART]:
             key = str(k["key"])
@@ -287,12 +289,12 @@ class Pages:
         rows = []
         for a in res.rows:
             d = a["detail"] if isinstance(a["detail"], dict) else {}
-            who = d.get("user") or ""
+            who = to_str(d.get("user"))
             if d.get("application"):
                 who += f"@{d['application']}"
             rows.append(
                 {
-                    "when": iso(a["ts"]),
+                    "when": iso(opt_float(a["ts"])),
                     "target": a["target"],
                     "action": a["action"],
                     "rule": a["rule"] or "",
@@ -334,3 +336,7 @@ _CHARTS = (
     ChartSpec("queue depth (available jobs)", ("queue_depth:",), prefix=True),
     ChartSpec("oldest available job", ("queue_age_seconds:",), unit="s", prefix=True),
 )
+
+
+def _list(v: JSON) -> list[JSON]:
+    return v if isinstance(v, list) else []

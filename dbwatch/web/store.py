@@ -6,16 +6,19 @@ can never write, lock out or grow the daemon's state. Every query has a LIMIT.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ..daemon.records import row_json
+from ..daemon.state import State
+from ..daemon.statedb import Param
+from ..daemon.statedb import dict_row as _dict_row
 from ..findings import severity_rank
+from ..snapshot.values import JSONObject, Row, to_float, to_int, to_str
 
 # critical first, then unknown (could not be read), then warning: the Nagios precedence
 SEVERITY_ORDER = {"critical": 0, "unknown": 1, "warning": 2}
@@ -33,18 +36,11 @@ def redact(text: str) -> str:
     return _KV_SECRET.sub(lambda m: f"{m['k']}***", text)
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 @dataclass(frozen=True)
 class Page:
-    rows: list[dict[str, Any]]
+    """One page of rows, each a JSON object (JSON columns decoded)."""
+
+    rows: list[JSONObject]
     total: int
     offset: int
     limit: int
@@ -56,18 +52,18 @@ class StateReader:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.dialect = "sqlite"
-        self._query: Callable[[str, tuple[Any, ...]], list[Any]] | None = None
+        self._query: Callable[[str, tuple[Param, ...]], list[Row]] | None = None
         self._close: Callable[[], None] | None = None
         if not self.path.exists():
             raise FileNotFoundError(str(self.path))
 
     @classmethod
-    def over(cls, state: Any) -> StateReader:
+    def over(cls, state: State) -> StateReader:
         """Reads through a State's `query` (a PostgreSQL state: `[state] url`, a fleet)."""
         reader = cls.__new__(cls)
         reader.path = Path(str(state.path))
-        reader.dialect = str(state.dialect)
-        reader._query = lambda sql, params: list(state.query(sql, params))
+        reader.dialect = state.dialect
+        reader._query = state.query
         reader._close = state.close
         return reader
 
@@ -89,19 +85,21 @@ class StateReader:
     def _db(self) -> Iterator[sqlite3.Connection]:
         uri = f"file:{self.path.resolve()}?mode=ro"
         db = sqlite3.connect(uri, uri=True, timeout=5, check_same_thread=False)
-        db.row_factory = sqlite3.Row
+        db.row_factory = _dict_row
         try:
             db.execute("PRAGMA query_only = 1")
             yield db
         finally:
             db.close()
 
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    def _rows(self, sql: str, params: tuple[Param, ...] = (), *decode: str) -> list[JSONObject]:
+        """Rows as JSON objects; the columns in `decode` hold JSON text and are decoded."""
         if self._query is not None:
-            return [dict(r) for r in self._query(sql, tuple(params))]
+            return [row_json(r, *decode) for r in self._query(sql, tuple(params))]
         with self._db() as db:
             try:
-                return [dict(r) for r in db.execute(sql, params).fetchall()]
+                rows: list[Row] = db.execute(sql, params).fetchall()
+                return [row_json(r, *decode) for r in rows]
             except sqlite3.OperationalError as exc:
                 if "no such table" in str(exc):  # a state DB the daemon has not written yet
                     return []
@@ -109,7 +107,7 @@ class StateReader:
 
     # -- targets and findings ---------------------------------------------------------
 
-    def cycles(self) -> list[dict[str, Any]]:
+    def cycles(self) -> list[JSONObject]:
         return self._rows("SELECT * FROM cycles ORDER BY target LIMIT 10000")
 
     def findings(
@@ -117,7 +115,7 @@ class StateReader:
     ) -> Page:
         """Findings in one status, most severe first, then oldest first."""
         where = "status = ?"
-        params: list[Any] = [status]
+        params: list[Param] = [status]
         if target:
             where += " AND target = ?"
             params.append(target)
@@ -129,33 +127,35 @@ class StateReader:
         rows = self._rows(
             f"SELECT * FROM findings WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
             (*params, limit, offset),
+            "data",
         )
         for r in rows:
-            r["data"] = _loads(r["data"]) or {}
-        return Page(rows, int(total[0]["n"]) if total else 0, offset, limit)
+            r["data"] = r["data"] or {}
+        return Page(rows, _count(total), offset, limit)
 
     def severity_counts(self) -> dict[str, int]:
         rows = self._rows(
             "SELECT severity, count(*) AS n FROM findings WHERE status = 'firing' GROUP BY severity"
         )
-        return {r["severity"]: int(r["n"]) for r in rows}
+        return {to_str(r["severity"]): to_int(r["n"]) for r in rows}
 
     def resolved_since(
         self, since: float, limit: int = 500, target: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[JSONObject]:
         rows = self._rows(
             "SELECT * FROM findings WHERE status = 'resolved' AND resolved_at >= ? "
             + ("AND target = ? " if target else "")
             + "ORDER BY resolved_at DESC LIMIT ?",
             (since, *([target] if target else []), limit),
+            "data",
         )
         for r in rows:
-            r["data"] = _loads(r["data"]) or {}
+            r["data"] = r["data"] or {}
         return rows
 
     def fired_since(
         self, since: float, until: float, limit: int = 2000, target: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[JSONObject]:
         """Findings that fired in [since, until], newest `limit`, oldest first, without data."""
         rows = self._rows(
             "SELECT target, rule, severity, subject, fired_at, resolved_at FROM findings "
@@ -166,7 +166,7 @@ class StateReader:
         )
         return rows[::-1]
 
-    def dropped(self) -> list[dict[str, Any]]:
+    def dropped(self) -> list[JSONObject]:
         """Receivers whose queued alerts were dropped because they left the config (an older
         state has no such table: nothing dropped)."""
         try:
@@ -176,7 +176,7 @@ class StateReader:
 
     def outbox_size(self) -> dict[str, int]:
         rows = self._rows("SELECT receiver, count(*) AS n FROM outbox GROUP BY receiver LIMIT 1000")
-        return {str(r["receiver"]): int(r["n"]) for r in rows}
+        return {to_str(r["receiver"]): to_int(r["n"]) for r in rows}
 
     # -- actions -------------------------------------------------------------------------
 
@@ -184,7 +184,7 @@ class StateReader:
         self, since: float = 0.0, target: str | None = None, limit: int = 100, offset: int = 0
     ) -> Page:
         where = "ts >= ?"
-        params: list[Any] = [since]
+        params: list[Param] = [since]
         if target:
             where += " AND target = ?"
             params.append(target)
@@ -192,18 +192,17 @@ class StateReader:
         rows = self._rows(
             f"SELECT * FROM actions WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
             (*params, limit, offset),
+            "detail",
         )
-        for r in rows:
-            r["detail"] = _loads(r["detail"])
-        return Page(rows, int(total[0]["n"]) if total else 0, offset, limit)
+        return Page(rows, _count(total), offset, limit)
 
     # -- deadlocks -----------------------------------------------------------------------
 
     def _deadlock_filter(
         self, target: str | None, table: str | None, pattern: str | None, since: float
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, list[Param]]:
         where: list[str] = ["seen_at >= ?"]
-        params: list[Any] = [since]
+        params: list[Param] = [since]
         if target:
             where.append("target = ?")
             params.append(target)
@@ -247,9 +246,8 @@ class StateReader:
             f"ORDER BY seen_at DESC, {'rowid' if self.dialect == 'sqlite' else 'key'} DESC "
             "LIMIT ? OFFSET ?",
             (*params, limit, offset),
+            "data",
         )
-        for r in rows:
-            r["data"] = _loads(r["data"])
         return Page(rows, total, offset, limit)
 
     def deadlock_total(
@@ -257,13 +255,13 @@ class StateReader:
     ) -> int:
         where, params = self._deadlock_filter(target, table, pattern, since)
         total = self._rows(f"SELECT count(*) AS n FROM deadlocks WHERE {where}", tuple(params))
-        return int(total[0]["n"]) if total else 0
+        return _count(total)
 
     def deadlock_version(self) -> tuple[int, int]:
         """Changes whenever a deadlock is recorded or pruned (keys the dashboard's cache)."""
         last = "max(rowid)" if self.dialect == "sqlite" else "max(seen_at)"
         r = self._rows(f"SELECT coalesce({last}, 0) AS m, count(*) AS n FROM deadlocks")
-        return (int(r[0]["m"]), int(r[0]["n"])) if r else (0, 0)
+        return (to_int(r[0]["m"]), to_int(r[0]["n"])) if r else (0, 0)
 
     def deadlocks_per_hour(
         self, target: str | None, table: str | None, pattern: str | None, since: float
@@ -275,7 +273,7 @@ class StateReader:
             f"FROM deadlocks WHERE {where} GROUP BY hour ORDER BY hour LIMIT 10000",
             tuple(params),
         )
-        return [(float(r["hour"]), int(r["n"])) for r in rows]
+        return [(to_float(r["hour"]), to_int(r["n"])) for r in rows]
 
     def deadlock_patterns(self, target: str | None, since: float) -> dict[str, int]:
         where, params = self._deadlock_filter(target, None, None, since)
@@ -284,7 +282,7 @@ class StateReader:
             f"count(*) AS n FROM deadlocks WHERE {where} GROUP BY p ORDER BY n DESC LIMIT 100",
             tuple(params),
         )
-        return {str(r["p"]): int(r["n"]) for r in rows}
+        return {to_str(r["p"]): to_int(r["n"]) for r in rows}
 
     def deadlock_facets(self, limit: int = 50) -> dict[str, list[str]]:
         """The targets, patterns and tables the filter form offers (bounded)."""
@@ -299,13 +297,13 @@ class StateReader:
             (limit,),
         )
         return {
-            "targets": [str(r["target"]) for r in targets],
-            "patterns": [str(r["p"]) for r in patterns if r["p"]],
+            "targets": [to_str(r["target"]) for r in targets],
+            "patterns": [to_str(r["p"]) for r in patterns if r["p"]],
         }
 
     # -- time series -----------------------------------------------------------------------
 
-    def series_keys(self, since: float, limit: int = 2000) -> list[dict[str, Any]]:
+    def series_keys(self, since: float, limit: int = 2000) -> list[JSONObject]:
         """Every (target, key) with points in the window, with its largest value."""
         return self._rows(
             "SELECT target, key, max(value) AS peak, count(*) AS n FROM series WHERE ts >= ? "
@@ -324,8 +322,13 @@ class StateReader:
             f"GROUP BY {self._int('(ts - ?) / ?')} ORDER BY ts LIMIT ?",
             (target, key, since, until, since, bucket, points + 1),
         )
-        return [(float(r["ts"]), float(r["v"])) for r in rows]
+        return [(to_float(r["ts"]), to_float(r["v"])) for r in rows]
 
 
 def worst(severities: list[str]) -> str:
     return max(severities, key=severity_rank, default="ok")
+
+
+def _count(rows: list[JSONObject]) -> int:
+    """The `n` of a count(*) query's one row."""
+    return to_int(rows[0]["n"]) if rows else 0

@@ -7,10 +7,10 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlencode
 
 from ..durations import format_duration
+from ..snapshot.values import to_float, to_str
 from ..targets.secrets import scrub
 from .store import redact
 
@@ -31,11 +31,11 @@ def stale_after(interval: float) -> float:
     return max(3 * interval, interval + 60.0)
 
 
-def cycle_status(cycle: Mapping[str, Any], interval: float, now: float) -> str:
+def cycle_status(cycle: Mapping[str, object], interval: float, now: float) -> str:
     """ok | degraded | unreachable | error | stale."""
-    if now - float(cycle["started"]) > stale_after(interval):
+    if now - to_float(cycle["started"]) > stale_after(interval):
         return "stale"
-    return str(cycle["status"])
+    return to_str(cycle["status"])
 
 
 def ago(ts: float | None, now: float) -> str:
@@ -46,13 +46,13 @@ def iso(ts: float | None) -> str:
     return "" if ts is None else time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts))
 
 
-def cut(value: Any, n: int = TEXT_CAP) -> str:
+def cut(value: object, n: int = TEXT_CAP) -> str:
     # configured passwords (and pieces of them) masked, then any URL or key=value secret
     text = redact(scrub(value if value is not None else ""))
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def evidence_items(evidence: Any, limit: int = 24) -> list[tuple[str, str]]:
+def evidence_items(evidence: object, limit: int = 24) -> list[tuple[str, str]]:
     """The evidence as (key, text) pairs: scalars first, nested values as compact text."""
     if not isinstance(evidence, dict):
         return [("evidence", cut(evidence, 600))] if evidence else []
@@ -90,7 +90,7 @@ _KEY_EVIDENCE = (
 )
 
 
-def key_evidence(evidence: Any, limit: int = 6) -> list[tuple[str, str]]:
+def key_evidence(evidence: object, limit: int = 6) -> list[tuple[str, str]]:
     if not isinstance(evidence, dict):
         return []
     out = []
@@ -104,7 +104,7 @@ def key_evidence(evidence: Any, limit: int = 6) -> list[tuple[str, str]]:
     return out
 
 
-def compact(v: Any) -> str:
+def compact(v: object) -> str:
     return json.dumps(v, default=str, ensure_ascii=False)[:1200]
 
 
@@ -115,7 +115,9 @@ def page_number(q: Mapping[str, str]) -> int:
         return 0
 
 
-def pager(path: str, q: Mapping[str, str], page: int, total: int, per: int) -> dict[str, Any]:
+def pager(
+    path: str, q: Mapping[str, str], page: int, total: int, per: int
+) -> dict[str, int | str | None]:
     pages = max(1, -(-total // per))
     keep = {k: v for k, v in q.items() if k in ("target", "table", "pattern", "since") and v}
 

@@ -193,7 +193,7 @@ def test_probe_cost_with_a_full_history_long(pfs: Any, capsys: Any) -> None:
         snap = run_probes(conn, "pfs", ["my.statement_history"], stats)
     finally:
         conn.close()
-    rows = len(snap.section("my.statement_history")["statements"])
+    rows = len(snap.section("my.statement_history").statements)
     ms, sent, examined = pfs.query(
         "select timer_wait / 1e9, rows_sent, rows_examined from performance_schema."
         "events_statements_history_long where sql_text like %s "
@@ -222,7 +222,7 @@ def test_a_ring_buffer_larger_than_the_limit_yields_the_newest(pfs: Any, monkeyp
         section = run_probes(conn, "pfs", ["my.statement_history"]).section("my.statement_history")
     finally:
         conn.close()
-    rows = section["statements"]
+    rows = [[s.thread_id, s.event_id, s.text] for s in section.statements]
     newest = pfs.query("select thread_id, event_id from performance_schema."
                        "events_statements_history_long where sql_text = 'commit' "
                        "order by timer_start desc limit 1")[0]

@@ -1,0 +1,99 @@
+"""What a cycle's findings cause: the state transition and the alerts it queues (one
+transaction), the terminate action on what fires, the deadlock journal and the log lines."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from ..actions.daemon_action import DaemonTerminator
+from ..alerts.router import announce, route
+from ..findings import Finding
+from ..pipeline import TargetResult
+from ..snapshot import Snapshot
+from ..snapshot.values import JSONObject
+from ..targets import TargetSpec
+from .records import FindingRow, Transitions
+from .setup import Setup
+from .state import State
+
+log = logging.getLogger("dbwatch.daemon.loop")
+
+
+def apply_findings(
+    state: State,
+    setup: Setup,
+    target: str,
+    findings: Sequence[Finding],
+    now: float,
+    interval: float,
+    keep_rules: set[str],
+) -> Transitions:
+    """The findings' transitions and the alerts they call for, committed together; routing
+    decides on the rows just written (`Transitions.firing`), not on a read-back."""
+    with state.transaction():
+        tr = state.update(target, findings, now, setup.for_seconds, keep_rules=keep_rules)
+        route(state, target, setup.policies, now, interval, firing=tr.firing)
+    log_transitions(target, tr)
+    return tr
+
+
+class Actions:
+    """The daemon's terminate action on the firing findings of the rules it covers."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.terminator = DaemonTerminator()  # the daemon's own: it remembers what it announced
+
+    def run(
+        self,
+        setup: Setup,
+        spec: TargetSpec,
+        firing: Sequence[FindingRow],
+        now: float,
+        holds: Callable[[], bool],
+        snapshot: Snapshot | None = None,
+    ) -> None:
+        """`holds`: whether this daemon still holds the target (a fleet's lease); `snapshot`:
+        this cycle's, whose pg.sessions rows the PostgreSQL action decides on."""
+        cfg = setup.config.terminate
+        if not cfg.enabled:
+            return
+        due = [
+            (r.finding, now - (r.fired_at or r.first_seen)) for r in firing if r.rule in cfg.rules
+        ]
+        if not due:
+            return
+        if not holds():
+            return  # fenced: the lease moved on during this cycle; the new holder decides
+        state = self.state
+
+        def notify(action: Mapping[str, object]) -> None:
+            announce(state, setup.policies, action, time.time())
+
+        try:
+            done = self.terminator.run(spec, cfg, due, state, notify, snapshot)
+        except Exception:
+            log.exception("terminate action on %s failed", spec.name)
+            return
+        for action in done or []:
+            log.warning("action on %s: %s", spec.name, action)
+
+
+def record_deadlocks(state: State, result: TargetResult) -> None:
+    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
+    status = result.snapshot.section("my.innodb_status")
+    dl = status.get("deadlock") if isinstance(status, dict) else None
+    if not isinstance(dl, dict) or not dl.get("key"):
+        return
+    deadlock: JSONObject = dl
+    if state.record_deadlock(result.spec.name, str(deadlock["key"]), deadlock.get("at"), deadlock):
+        log.info("new deadlock on %s at %s", result.spec.name, deadlock.get("at"))
+
+
+def log_transitions(target: str, tr: Transitions) -> None:
+    for r in tr.fired:
+        log.warning("firing %s %s on %s: %s: %s", r.severity, r.rule, target, r.subject, r.summary)
+    for r in tr.resolved:
+        log.info("resolved %s on %s: %s", r.rule, target, r.subject)

@@ -1,0 +1,143 @@
+"""The state's journal: deadlocks seen, actions taken, time series (the history checks read
+through `checks.History`) and each target's last cycle; pruned after the retention."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ..snapshot.values import JSONObject, to_float, to_int
+from ..targets.secrets import scrub_opt
+from .records import row_json
+from .statebase import StateBase
+
+
+def _as_json(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+
+
+def _at(value: object) -> str | None:
+    """A deadlock's time as text on both backends (the parsers give text or nothing)."""
+    return None if value is None else str(value)
+
+
+class JournalStore(StateBase):
+    # -- deadlocks, actions ------------------------------------------------------------
+
+    def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool:
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO deadlocks(target, key, at, data, seen_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(target, key) DO NOTHING",
+                (target, key, _at(at), _as_json(data_json), time.time()),
+            )
+            return cur.rowcount == 1
+
+    def deadlocks(self, target: str | None = None, limit: int = 100) -> list[JSONObject]:
+        """Newest first: target, key, at, data (decoded), seen_at."""
+        where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
+        rows = self._rows(
+            f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, key DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [row_json(r, "data") for r in rows]
+
+    def deadlock_count(self, target: str) -> int:
+        rows = self._rows("SELECT count(*) AS n FROM deadlocks WHERE target = ?", (target,))
+        return to_int(rows[0]["n"])
+
+    def record_action(
+        self,
+        target: str,
+        rule: str,
+        fingerprint: str,
+        subject: str,
+        action: str,
+        detail_json: object,
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO actions(ts, target, rule, fingerprint, subject, action, "
+                "detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (time.time(), target, rule, fingerprint, subject, action, _as_json(detail_json)),
+            )
+
+    def actions(self, target: str | None = None, limit: int = 100) -> list[JSONObject]:
+        """Newest first, the detail decoded."""
+        where, params = ("WHERE target = ?", [target]) if target is not None else ("", [])
+        rows = self._rows(
+            f"SELECT * FROM actions {where} ORDER BY id DESC LIMIT ?", [*params, limit]
+        )
+        return [row_json(r, "detail") for r in rows]
+
+    # -- time series -------------------------------------------------------------------
+
+    def record_metric(self, target: str, key: str, value: float, ts: float | None = None) -> None:
+        self.record_metrics(target, {key: value}, ts)
+
+    def record_metrics(
+        self, target: str, values: dict[str, float], ts: float | None = None
+    ) -> None:
+        ts = time.time() if ts is None else ts
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)",
+                [(target, k, ts, float(v)) for k, v in values.items()],
+            )
+
+    def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        """(ts, value) of one series over the last `since_seconds`, oldest first."""
+        since = time.time() - since_seconds
+        rows = self._rows(
+            "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? ORDER BY ts",
+            (target, key, since),
+        )
+        return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
+
+    def rate(self, target: str, key: str, since_seconds: float) -> float | None:
+        """Growth per second between the oldest and newest point of the window."""
+        points = self.history(target, key, since_seconds)
+        if len(points) < 2 or points[-1][0] <= points[0][0]:
+            return None
+        return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+
+    def prune(self, now: float | None = None, every: float = 300.0) -> None:
+        """Drop series points and resolved findings older than the retention (at most every 5 min)."""
+        now = time.time() if now is None else now
+        if now - self._last_prune < every:
+            return
+        self._last_prune = now
+        cutoff = now - self.retention
+        with self.transaction() as db:
+            db.execute("DELETE FROM series WHERE ts < ?", (cutoff,))
+            db.execute(
+                "DELETE FROM findings WHERE status = 'resolved' AND resolved_at < ?", (cutoff,)
+            )
+            db.execute(
+                "DELETE FROM alerts_sent WHERE status = 'resolved' AND last_sent < ?", (cutoff,)
+            )
+
+    # -- cycles --------------------------------------------------------------------------
+
+    def record_cycle(
+        self,
+        target: str,
+        started: float,
+        duration: float,
+        status: str,
+        error: str | None = None,
+        findings: int = 0,
+        lateness: float = 0.0,
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO cycles(target, started, duration, status, error, "
+                "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(target) DO UPDATE"
+                " SET started = excluded.started, duration = excluded.duration,"
+                " status = excluded.status, error = excluded.error,"
+                " findings = excluded.findings, lateness = excluded.lateness",
+                (target, started, duration, status, scrub_opt(error), findings, lateness),
+            )
+
+    def cycles(self) -> list[JSONObject]:
+        return [row_json(r) for r in self._rows("SELECT * FROM cycles ORDER BY target")]
