@@ -11,7 +11,7 @@ from . import CheckContext, check
 from .lockgraph import LockGraph
 
 
-def graph_of(data: dict[str, Any] | None) -> LockGraph:
+def graph_of(data: dict[str, Any] | None) -> LockGraph[Any]:
     """The lock graph of a my.lock_waits section (thread ids)."""
     waits = (data or {}).get("waits") or []
     return LockGraph.from_pairs(
