@@ -5,11 +5,13 @@ from typing import Any
 
 from dbwatch.catalogue import load_catalogue
 from dbwatch.checks import CheckContext, load_checks
-from dbwatch.checks.pg_horizon import holders, match_replication
+from dbwatch.checks import pg_horizon
+from dbwatch.checks.pg_horizon import Holder
 from dbwatch.checks.pg_mvcc import history_values
 from dbwatch.findings import Finding
 from dbwatch.probes.pg_mvcc import receiver_app_name as probe_app_name
 from dbwatch.snapshot import Snapshot
+from dbwatch.snapshot.pg import PgInstance, PgReplication, build_horizon
 
 CAT = load_catalogue()
 NOW = 1_800_000_000.0
@@ -26,6 +28,17 @@ def run(rule: str, s: Snapshot, state: Any = None, **params: Any) -> list[Findin
     ctx = CheckContext(rule=r, snapshot=s, thresholds=r.thresholds,
                        params={**r.params, **params}, state=state)
     return list(load_checks()[r.check].fn(ctx))
+
+
+def holders(hz: dict[str, Any], target: str) -> list[Holder]:
+    return pg_horizon.holders(build_horizon(hz), target)
+
+
+def match_replication(rows: list[dict[str, Any]], inst: dict[str, Any],
+                      xmin: str | None) -> dict[str, Any] | None:
+    rep = pg_horizon.match_replication([PgReplication.from_row(r) for r in rows],
+                                       PgInstance.from_row(inst), xmin)
+    return None if rep is None else rep.to_json()
 
 
 def backend(pid: int, xid_age: int, secs: float, db: str = "app", **kw: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ A throwaway PostgreSQL cluster (pgcluster.py), so the daemon's terminate action 
 nothing else. An app role opens an idle-in-transaction session; it becomes eligible when
 its idle age reaches `after`; the kill is seen when its pid leaves pg_stat_activity.
 Mode `daemon` runs the real `dbwatch watch` in a subprocess; mode `loop` calls
-daemon_terminate from a 5 s loop of its own (probes -> evaluate -> action).
+DaemonTerminator.run from a 5 s loop of its own (probes -> evaluate -> action).
 
     python contrib/bench/bench_terminate.py --runs 8 --mode daemon
 """
@@ -58,7 +58,7 @@ def daemon_mode(url: str, interval: float, after: float, tmp: Path) -> subproces
 def loop_mode(url: str, interval: float, after: float, stop: threading.Event) -> None:
     import tomllib
 
-    from dbwatch.actions.daemon_action import daemon_terminate
+    from dbwatch.actions.daemon_action import DaemonTerminator
     from dbwatch.catalogue import load_catalogue
     from dbwatch.config import parse_config
     from dbwatch.evaluate import Selection
@@ -68,11 +68,12 @@ def loop_mode(url: str, interval: float, after: float, stop: threading.Event) ->
     config = parse_config(tomllib.loads(CONFIG.format(url=url, interval=interval, after=after)),
                           "bench", catalogue)
     spec = spec_for(url, "bench")
+    terminator = DaemonTerminator()
     nxt = time.monotonic()
     while not stop.is_set():
         res = probe_target(spec, catalogue, config, Selection(("PG002",)))
         firing = [(f, 0.0) for f in res.evaluation.findings if f.rule == "PG002"]
-        daemon_terminate(spec, config.terminate, firing, None, lambda a: None)
+        terminator.run(spec, config.terminate, firing, None, lambda a: None, res.snapshot)
         nxt += interval
         stop.wait(max(0.0, nxt - time.monotonic()))
 

@@ -8,19 +8,31 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Protocol
 
 from ..config import TerminateConfig
 from ..errors import TargetError
 from ..findings import Finding, SessionIdentity, as_datetime
+from ..snapshot import Snapshot
+from ..snapshot.pg import PG_SESSIONS
 from ..snapshot.values import opt_float
 from ..targets import TargetSpec, open_target
+from ..targets.own import OWN_SESSIONS
 from .guards import Decision, Policy, Session, describe, intended_action, protection
-from .sessions import read_sessions
+from .sessions import candidates, read_sessions
 from .terminate import execute, same_session, who
 
 log = logging.getLogger(__name__)
-Notify = Callable[[dict[str, Any]], None]
+Notify = Callable[[dict[str, object]], None]
+
+
+class ActionLog(Protocol):
+    """Where the daemon records its actions (daemon.state.State)."""
+
+    def record_action(
+        self, target: str, rule: str, fingerprint: str, subject: str, action: str, detail_json: str
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,7 @@ def eligible(
 ) -> list[Eligible]:
     """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
     out: list[Eligible] = []
-    seen: set[Any] = set()
+    seen: set[object] = set()
     rows = [
         (f, finding_age(f, secs))
         for f, secs in firing
@@ -51,7 +63,7 @@ def eligible(
         if age < cfg.after:
             continue
         ident = f.session
-        key: Any = tuple(ident.key()) if ident is not None and ident.usable else f.fingerprint
+        key: object = tuple(ident.key()) if ident is not None and ident.usable else f.fingerprint
         if key in seen:
             continue
         seen.add(key)
@@ -116,7 +128,7 @@ def daemon_decision(
     return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
 
 
-def _xact(s: Session) -> Any:
+def _xact(s: Session) -> datetime | None:
     return as_datetime(s.xact_start)
 
 
@@ -131,19 +143,26 @@ class DaemonTerminator:
         self,
         spec: TargetSpec,
         cfg: TerminateConfig,
-        firing: list[tuple[Any, float]],
-        state: Any,
+        firing: list[tuple[Finding, float]],
+        state: ActionLog | None,
         notify: Notify,
-    ) -> list[dict[str, Any]]:
+        snapshot: Snapshot | None = None,
+    ) -> list[dict[str, object]]:
         """The [terminate] action for one target and cycle; returns the new actions.
 
         Only when cfg.enabled; only findings of cfg.rules past cfg.after; at most
         cfg.max_per_cycle sessions; a dry run unless cfg.dry_run is false. Every action is
-        recorded in the state, logged and announced."""
+        recorded in the state, logged and announced. PostgreSQL: the sessions are the
+        cycle's snapshot rows (pg.sessions), not a new read; the kill statement re-checks
+        pid, backend_start and xact_start."""
         if not cfg.enabled:
             return []
         wanted = eligible(firing, cfg, spec.name)
         if not wanted:
+            return []
+        rows = snapshot.get(PG_SESSIONS) if snapshot is not None else None
+        if spec.engine == "postgresql" and rows is None:
+            log.warning("terminate on %s skipped: this cycle read no sessions", spec.name)
             return []
         try:
             conn = open_target(spec)
@@ -152,7 +171,11 @@ class DaemonTerminator:
             return []
         try:
             database = spec.scoped_database if conn.engine == "postgresql" else None
-            live = read_sessions(conn, spec.name, database=database)
+            if rows is not None and conn.engine == "postgresql":
+                own = OWN_SESSIONS.ids(conn.server_key)
+                live = candidates(rows, spec.name, own, database)
+            else:
+                live = read_sessions(conn, spec.name, database=database)
             policy = Policy.from_config(cfg)
             out, acted = [], 0
             for e in wanted:
@@ -176,9 +199,9 @@ class DaemonTerminator:
         e: Eligible,
         d: Decision,
         cfg: TerminateConfig,
-        state: Any,
+        state: ActionLog | None,
         notify: Notify,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         f = e.finding
         key = (spec.name, f.fingerprint)
         with self._lock:
@@ -215,17 +238,3 @@ class DaemonTerminator:
         except Exception:  # an alert receiver must never undo or block an action
             log.exception("announcing the %s of %s on %s failed", d.action, f.subject, spec.name)
         return doc
-
-
-_DEFAULT = DaemonTerminator()
-
-
-def daemon_terminate(
-    spec: TargetSpec,
-    cfg: TerminateConfig,
-    firing: list[tuple[Any, float]],
-    state: Any,
-    notify: Notify,
-) -> list[dict[str, Any]]:
-    """The process-wide terminator's run (the daemon loop calls this)."""
-    return _DEFAULT.run(spec, cfg, firing, state, notify)

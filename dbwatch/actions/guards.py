@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
 
 from ..config import TerminateConfig
 from ..durations import format_duration
@@ -101,8 +101,8 @@ class Session:
     kind: str = "session"  # session | prepared_xact | replication_slot | standby_feedback
     pid: int | None = None  # PostgreSQL backend pid
     thread_id: int | None = None  # MySQL/MariaDB processlist id
-    backend_start: Any = None  # PostgreSQL identity, as read (datetime)
-    xact_start: Any = None
+    backend_start: datetime | None = None  # PostgreSQL identity
+    xact_start: datetime | None = None
     trx_id: str | None = None  # InnoDB transaction id
     user: str | None = None
     application: str | None = None
@@ -196,7 +196,7 @@ class Decision:
     reason: str
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         s = self.session
         return {
             "action": self.action,
@@ -224,8 +224,8 @@ class Decision:
         }
 
 
-def _iso(value: Any) -> Any:
-    return value.isoformat() if hasattr(value, "isoformat") else value
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
 
 
 def statement_for(s: Session, action: str) -> str | None:

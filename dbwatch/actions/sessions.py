@@ -7,18 +7,21 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..checks.lockgraph import LockGraph
 from ..checks.my_locks import graph_of
 from ..errors import ProbeError
+from ..findings import as_datetime
 from ..probes.my_locks import read_lock_waits
+from ..probes.postgresql import session_rows
 from ..snapshot.my import MyThread
-from ..snapshot.values import as_row, to_int, to_str
+from ..snapshot.pg import PgSession
+from ..snapshot.values import as_row, opt_float, opt_int, opt_str, to_int, to_str
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
-from .guards import IDLE_STATES, Session
+from .guards import Session
 from .statements import action_sql
 
 log = logging.getLogger(__name__)
@@ -41,43 +44,62 @@ def read_sessions(
 
 
 def pg_sessions(conn: Connection, target: str, database: str | None = None) -> list[Session]:
-    rows: list[dict[str, Any]] = conn.rows(
-        action_sql(conn, "terminate_sessions"),
-        {"limit": SESSION_LIMIT, "database": database},
-    )
-    seen = time.monotonic()
-    own = OWN_SESSIONS.ids(conn.server_key)
-    roots = LockGraph.from_blocked_by({r["pid"]: r["blocked_by"] for r in rows}).roots()
+    """Every backend through the probes' sessions.sql (the same read and row type as the
+    pg.sessions section); only `database`'s when one is given."""
+    rows = session_rows(conn, SESSION_LIMIT)
+    return candidates(rows, target, OWN_SESSIONS.ids(conn.server_key), database)
+
+
+def candidates(
+    rows: Sequence[PgSession],
+    target: str,
+    own: frozenset[int] = frozenset(),
+    database: str | None = None,
+    seen: float | None = None,
+) -> list[Session]:
+    """The pg.sessions rows (a live read, or the daemon's cycle snapshot) as terminate's
+    candidates: chain roots from the one lock graph (over the whole listing), own sessions
+    by connection id, only `database`'s rows when one is given."""
+    roots = LockGraph.from_blocked_by({r.pid: r.blocked_by for r in rows}).roots()
+    at = time.monotonic() if seen is None else seen
     return [
-        Session(
-            target=target,
-            engine="postgresql",
-            pid=r["pid"],
-            backend_start=r["backend_start"],
-            xact_start=r["xact_start"],
-            user=r["user"],
-            application=r["application"],
-            host=r["host"],
-            database=r["database"],
-            state=r["state"],
-            backend_type=r["backend_type"],
-            age=r["xact_seconds"],
-            idle=r["state_seconds"] if str(r["state"] or "").startswith("idle") else None,
-            idle_in_transaction=r["state"] in IDLE_STATES,
-            query=r["query"],
-            superuser=r["superuser"],
-            is_self=bool(r["is_self"]) or r["pid"] in own,
-            xid_age=None if r["xid_age"] is None else int(r["xid_age"]),
-            blocks=roots.get(r["pid"], 0),
-            standby=bool(r["standby"]),
-            seen_at=seen,
-        )
+        pg_session(r, target, r.pid in own, roots.get(r.pid, 0), at)
         for r in rows
+        if database is None or r.database == database
     ]
 
 
-def holder_session(h: dict[str, Any], target: str) -> Session:
-    kind, name = h["kind"], h["name"]
+def pg_session(r: PgSession, target: str, own: bool, blocks: int, seen: float) -> Session:
+    """One pg.sessions row as a terminate candidate (the one place the two shapes meet)."""
+    return Session(
+        target=target,
+        engine="postgresql",
+        pid=r.pid,
+        backend_start=as_datetime(r.backend_start),
+        xact_start=as_datetime(r.xact_start),
+        user=r.user,
+        application=r.application,
+        host=r.host,
+        database=r.database,
+        state=r.state,
+        backend_type=r.backend_type,
+        age=r.xact_seconds,
+        idle=r.state_seconds if (r.state or "").startswith("idle") else None,
+        idle_in_transaction=r.idle_in_transaction,
+        query=r.query,
+        superuser=r.superuser,
+        is_self=r.is_self or own,
+        xid_age=r.horizon_age,
+        blocks=blocks,
+        standby=r.standby,
+        seen_at=seen,
+    )
+
+
+def holder_session(row: Mapping[str, object], target: str) -> Session:
+    """A prepared transaction or replication slot named on the command line (terminate_named)."""
+    h = as_row(row)
+    kind, name = to_str(h.get("kind")), to_str(h.get("name"))
     statement = None
     if kind == "prepared_xact":
         statement = f"ROLLBACK PREPARED {quote_literal(name)}"
@@ -88,11 +110,11 @@ def holder_session(h: dict[str, Any], target: str) -> Session:
         engine="postgresql",
         kind=kind,
         name=name,
-        database=h.get("database"),
-        user=h.get("user"),
-        host=h.get("host"),
-        xid_age=None if h.get("xid_age") is None else int(h["xid_age"]),
-        age=h.get("age_seconds"),
+        database=opt_str(h.get("database")),
+        user=opt_str(h.get("user")),
+        host=opt_str(h.get("host")),
+        xid_age=opt_int(h.get("xid_age")),
+        age=opt_float(h.get("age_seconds")),
         statement=statement,
     )
 

@@ -7,21 +7,21 @@ Serves PG101, PG001/MY001/MY002 (a blocked transaction names its blocker), MY101
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
-Node = Any  # a pid or a thread id: anything hashable
+Node = TypeVar("Node", bound=Hashable)  # a pid or a thread id
 
 
 @dataclass(frozen=True)
-class LockGraph:
+class LockGraph(Generic[Node]):
     """waiter -> the sessions it waits for, in the order the server listed them."""
 
     edges: dict[Node, tuple[Node, ...]] = field(default_factory=dict)
 
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[Node, Node]]) -> LockGraph:
+    def from_pairs(cls, pairs: Iterable[tuple[Node | None, Node | None]]) -> LockGraph[Node]:
         edges: dict[Node, list[Node]] = {}
         for waiter, blocker in pairs:
             if waiter is None or blocker is None or waiter == blocker:
@@ -32,7 +32,7 @@ class LockGraph:
         return cls({w: tuple(b) for w, b in edges.items()})
 
     @classmethod
-    def from_blocked_by(cls, blocked_by: Mapping[Node, Iterable[Node] | None]) -> LockGraph:
+    def from_blocked_by(cls, blocked_by: Mapping[Node, Iterable[Node] | None]) -> LockGraph[Node]:
         return cls.from_pairs((w, b) for w, bs in blocked_by.items() for b in bs or ())
 
     def waiting(self, node: Node) -> bool:
@@ -53,7 +53,7 @@ class LockGraph:
 
     def roots_of(self, node: Node) -> list[Node]:
         """Every root (a blocker that waits for nobody) behind node, nearest first."""
-        seen, queue, out = {node}, [node], []
+        seen, queue, out = {node}, [node], list[Node]()
         while queue:
             current = queue.pop(0)
             for b in self.blockers(current):

@@ -11,7 +11,7 @@ from . import CheckContext, check
 from .lockgraph import LockGraph
 
 
-def graph_of(data: MyLockWaits | None) -> LockGraph:
+def graph_of(data: MyLockWaits | None) -> LockGraph[int]:
     """The lock graph of a my.lock_waits section (thread ids)."""
     waits = data.waits if data is not None else ()
     return LockGraph.from_pairs((w.waiting_thread_id, w.blocking_thread_id) for w in waits)
@@ -81,7 +81,7 @@ def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
         sev = ctx.grade(age)
         if not sev:
             continue
-        root: int | None = graph.root_of(thread)
+        root = graph.root_of(thread) if thread is not None else None
         ev: dict[str, object] = {
             "thread_id": thread,
             "trx_id": w.waiting_trx_id,

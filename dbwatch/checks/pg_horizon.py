@@ -6,14 +6,25 @@ Pure: reads the pg.horizon / pg.dead_tuples sections, no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from ..durations import format_duration
+from ..snapshot.pg import (
+    IDLE_STATES,
+    PgHorizon,
+    PgInstance,
+    PgPeer,
+    PgPrepared,
+    PgReplication,
+    PgSession,
+    PgSlot,
+    horizon_backends,
+)
 from ..snapshot.pg_mvcc import PgDeadTable
-from .session_advice import pg_role_setting
+from .session_advice import pg_session_setting
 
-IDLE = ("idle in transaction", "idle in transaction (aborted)")
+IDLE = IDLE_STATES
 
 
 @dataclass(frozen=True)
@@ -26,36 +37,31 @@ class Holder:
     xid_age: int
     age_seconds: float | None  # wall-clock age where one exists
     fix: str
-    identity: list[Any]
+    identity: list[object]
     catalog_only: bool = False
     pid: int | None = None
     query: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+    session: PgSession | None = None  # a backend holder's pg.sessions row (terminate's identity)
 
 
-def _quote(text: Any) -> str:
+def _quote(text: object) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
-def _num(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
+def _who(r: PgSession) -> str:
+    addr = f", {r.client_addr}" if r.client_addr else ""
+    return f"{r.user or '?'}@{r.application or '-'}{addr}"
 
 
-def _who(r: dict[str, Any]) -> str:
-    addr = f", {r['client_addr']}" if r.get("client_addr") else ""
-    return f"{r.get('user') or '?'}@{r.get('application') or '-'}{addr}"
-
-
-def _backend_fix(pid: Any, state: Any, where: str = "", r: dict[str, Any] | None = None) -> str:
+def _backend_fix(r: PgSession, where: str = "") -> str:
     on = f"on {where}: " if where else ""
-    if state in IDLE:
+    pid = r.pid
+    if r.state in IDLE:
         return (
             f"{on}SELECT pg_terminate_backend({pid}); (cancel does nothing to an idle "
             "session), or end the transaction in the application; prevent it: "
-            + pg_role_setting(r or {}, "idle_in_transaction_session_timeout", "5min")
+            + pg_session_setting(r, "idle_in_transaction_session_timeout", "5min")
         )
     return (
         f"{on}SELECT pg_cancel_backend({pid}); or, if it keeps its transaction open, "
@@ -63,79 +69,75 @@ def _backend_fix(pid: Any, state: Any, where: str = "", r: dict[str, Any] | None
     )
 
 
-def backend_holder(r: dict[str, Any]) -> Holder:
+def backend_holder(r: PgSession) -> Holder:
     pins = (
         "a write (backend_xid)"
-        if r.get("backend_xid") and not r.get("backend_xmin")
+        if r.backend_xid and not r.backend_xmin
         else "a snapshot (backend_xmin)"
     )
-    db = r.get("database")
+    db = r.database
     return Holder(
         kind="backend",
-        subject=f"pid {r['pid']}",
+        subject=f"pid {r.pid}",
         database=db,
         scope=f"database {db}",
-        holder=f"pid {r['pid']} ({_who(r)}, {r.get('state') or '?'})",
-        xid_age=_num(r.get("xid_age")),
-        age_seconds=r.get("xact_seconds"),
-        fix=_backend_fix(r["pid"], r.get("state"), r=r),
-        pid=r["pid"],
-        query=r.get("query"),
-        identity=["backend", r["pid"], r.get("backend_start"), r.get("xact_start")],
+        holder=f"pid {r.pid} ({_who(r)}, {r.state or '?'})",
+        xid_age=r.horizon_age or 0,
+        age_seconds=r.xact_seconds,
+        fix=_backend_fix(r),
+        pid=r.pid,
+        query=r.query,
+        identity=["backend", r.pid, r.backend_start, r.xact_start],
         extra={
             "pins_by": pins,
-            "state": r.get("state"),
-            "user": r.get("user"),
-            "application": r.get("application"),
-            "client_addr": r.get("client_addr"),
-            "backend_xid": r.get("backend_xid"),
-            "backend_xmin": r.get("backend_xmin"),
-            "xact_start": r.get("xact_start"),
+            "state": r.state,
+            "user": r.user,
+            "application": r.application,
+            "client_addr": r.client_addr,
+            "backend_xid": r.backend_xid,
+            "backend_xmin": r.backend_xmin,
+            "xact_start": r.xact_start,
             # with pid, the session's identity: terminate must never hit a recycled pid
-            "backend_start": r.get("backend_start"),
+            "backend_start": r.backend_start,
         },
+        session=r,
     )
 
 
-def prepared_holder(r: dict[str, Any]) -> Holder:
-    gid, db = r.get("gid"), r.get("database")
+def prepared_holder(r: PgPrepared) -> Holder:
+    gid, db = r.gid, r.database
     return Holder(
         kind="prepared",
         subject=f"prepared {gid}",
         database=db,
         scope=f"database {db}",
-        holder=f"prepared transaction {_quote(gid)} (owner {r.get('user')}, xid {r.get('xid')})",
-        xid_age=_num(r.get("xid_age")),
-        age_seconds=r.get("prepared_seconds"),
+        holder=f"prepared transaction {_quote(gid)} (owner {r.user}, xid {r.xid})",
+        xid_age=r.xid_age or 0,
+        age_seconds=r.prepared_seconds,
         fix=(
             f"connect to database {db} and run ROLLBACK PREPARED {_quote(gid)}; "
             "(or COMMIT PREPARED if its coordinator says it must commit)"
         ),
-        identity=["prepared", gid, r.get("xid")],
-        extra={
-            "gid": gid,
-            "xid": r.get("xid"),
-            "prepared": r.get("prepared"),
-            "user": r.get("user"),
-        },
+        identity=["prepared", gid, r.xid],
+        extra={"gid": gid, "xid": r.xid, "prepared": r.prepared, "user": r.user},
     )
 
 
-def _standby_name(rep: dict[str, Any]) -> str:
-    addr = f", {rep['client_addr']}" if rep.get("client_addr") else ""
-    return f"standby {rep.get('application') or '?'}{addr}"
+def _standby_name(rep: PgReplication) -> str:
+    addr = f", {rep.client_addr}" if rep.client_addr else ""
+    return f"standby {rep.application or '?'}{addr}"
 
 
-def _feedback_fix(rep: dict[str, Any]) -> str:
+def _feedback_fix(rep: PgReplication) -> str:
     return (
         f"cancel the long query on {_standby_name(rep)} (pg_cancel_backend(<pid>) on the "
         "standby), or set hot_standby_feedback = off there if it can live with conflicts"
     )
 
 
-def feedback_holder(rep: dict[str, Any], slot: dict[str, Any] | None = None) -> Holder:
-    via = f" on slot {slot['slot_name']}" if slot else ""
-    xid_age = _num(slot.get("xmin_age") if slot else rep.get("xid_age"))
+def feedback_holder(rep: PgReplication, slot: PgSlot | None = None) -> Holder:
+    via = f" on slot {slot.slot_name}" if slot else ""
+    xid_age = (slot.xmin_age if slot else rep.xid_age) or 0
     return Holder(
         kind="standby_feedback",
         subject=f"{_standby_name(rep)}",
@@ -145,38 +147,38 @@ def feedback_holder(rep: dict[str, Any], slot: dict[str, Any] | None = None) -> 
         age_seconds=None,
         holder=f"{_standby_name(rep)} through hot_standby_feedback{via}",
         fix=_feedback_fix(rep),
-        identity=["standby_feedback", rep.get("pid"), rep.get("backend_start")],
+        identity=["standby_feedback", rep.pid, rep.backend_start],
         extra={
-            "application": rep.get("application"),
-            "client_addr": rep.get("client_addr"),
-            "walsender_pid": rep.get("pid"),
-            "slot": slot["slot_name"] if slot else None,
-            "feedback_xmin": (slot or {}).get("xmin") or rep.get("backend_xmin"),
+            "application": rep.application,
+            "client_addr": rep.client_addr,
+            "walsender_pid": rep.pid,
+            "slot": slot.slot_name if slot else None,
+            "feedback_xmin": (slot.xmin if slot else None) or rep.backend_xmin,
         },
     )
 
 
-def slot_holders(s: dict[str, Any]) -> list[Holder]:
-    name = s["slot_name"]
-    state = "active" if s.get("active") else "inactive"
-    desc = f"{s.get('slot_type')} slot {_quote(name)} ({state}"
-    desc += f", {s.get('plugin')} on database {s.get('database')})" if s.get("plugin") else ")"
+def slot_holders(s: PgSlot) -> list[Holder]:
+    name = s.slot_name
+    state = "active" if s.active else "inactive"
+    desc = f"{s.slot_type} slot {_quote(name)} ({state}"
+    desc += f", {s.plugin} on database {s.database})" if s.plugin else ")"
     fix = (
         f"if nothing consumes it any more: SELECT pg_drop_replication_slot({_quote(name)}); "
         "otherwise fix or reconnect its consumer so it advances"
     )
-    age = s.get("inactive_seconds") if not s.get("active") else None
-    extra = {
+    age = s.inactive_seconds if not s.active else None
+    extra: dict[str, object] = {
         "slot": name,
-        "slot_type": s.get("slot_type"),
-        "active": s.get("active"),
-        "inactive_since": s.get("inactive_since"),
-        "xmin": s.get("xmin"),
-        "catalog_xmin": s.get("catalog_xmin"),
-        "wal_status": s.get("wal_status"),
+        "slot_type": s.slot_type,
+        "active": s.active,
+        "inactive_since": s.inactive_since,
+        "xmin": s.xmin,
+        "catalog_xmin": s.catalog_xmin,
+        "wal_status": s.wal_status,
     }
     out = []
-    if s.get("xmin"):
+    if s.xmin:
         out.append(
             Holder(
                 kind="slot",
@@ -184,14 +186,14 @@ def slot_holders(s: dict[str, Any]) -> list[Holder]:
                 holder=desc,
                 database=None,
                 scope="all databases",
-                xid_age=_num(s.get("xmin_age")),
+                xid_age=s.xmin_age or 0,
                 age_seconds=age,
                 fix=fix,
                 identity=["slot", name, "xmin"],
                 extra=extra,
             )
         )
-    if s.get("catalog_xmin") and _num(s.get("catalog_xmin_age")) > _num(s.get("xmin_age")):
+    if s.catalog_xmin and (s.catalog_xmin_age or 0) > (s.xmin_age or 0):
         out.append(
             Holder(
                 kind="slot",
@@ -200,7 +202,7 @@ def slot_holders(s: dict[str, Any]) -> list[Holder]:
                 database=None,
                 scope="catalogs (all databases)",
                 catalog_only=True,
-                xid_age=_num(s.get("catalog_xmin_age")),
+                xid_age=s.catalog_xmin_age or 0,
                 age_seconds=age,
                 fix=fix,
                 identity=["slot", name, "catalog_xmin"],
@@ -211,106 +213,107 @@ def slot_holders(s: dict[str, Any]) -> list[Holder]:
 
 
 def match_replication(
-    rows: list[dict[str, Any]], inst: dict[str, Any], oldest_xmin: str | None
-) -> dict[str, Any] | None:
+    rows: Sequence[PgReplication], inst: PgInstance, oldest_xmin: str | None
+) -> PgReplication | None:
     """The primary's pg_stat_replication row of this standby: by slot, then application_name,
     narrowed by client address and by the feedback xmin when several standbys share a name."""
-    if inst.get("receiver_slot"):
-        by_slot = [r for r in rows if r.get("slot_name") == inst["receiver_slot"]]
+    if inst.receiver_slot:
+        by_slot = [r for r in rows if r.slot_name == inst.receiver_slot]
         if by_slot:
             return by_slot[0]
-    cands = [r for r in rows if r.get("application") == inst.get("application_name")]
-    for key, want in (("client_addr", inst.get("server_addr")), ("backend_xmin", oldest_xmin)):
-        if len(cands) > 1 and want:
-            cands = [r for r in cands if r.get(key) == want] or cands
+    cands = [r for r in rows if r.application == inst.application_name]
+    if len(cands) > 1 and inst.server_addr:
+        cands = [r for r in cands if r.client_addr == inst.server_addr] or cands
+    if len(cands) > 1 and oldest_xmin:
+        cands = [r for r in cands if r.backend_xmin == oldest_xmin] or cands
     return cands[0] if len(cands) == 1 else None
 
 
 def standby_query_holder(
-    r: dict[str, Any], standby: str, primary: str | None, rep: dict[str, Any] | None
+    r: PgSession, standby: str, primary: str | None, rep: PgReplication | None
 ) -> Holder:
     """A query on a standby with hot_standby_feedback: it holds the primary's horizon."""
-    app = r.get("application") or "unnamed"
+    app = r.application or "unnamed"
     where = f"the primary {primary}" if primary else "the primary"
     h = backend_holder(r)
     extra = dict(
-        h.extra, standby=standby, primary=primary, primary_replication=rep, standby_pid=r["pid"]
+        h.extra,
+        standby=standby,
+        primary=primary,
+        primary_replication=None if rep is None else rep.to_json(),
+        standby_pid=r.pid,
     )
     return Holder(
         kind="standby_query",
-        subject=f"pid {r['pid']} on {standby}",
-        holder=f"the {app} query pid {r['pid']} on {standby}",
+        subject=f"pid {r.pid} on {standby}",
+        holder=f"the {app} query pid {r.pid} on {standby}",
         database=None,
         scope=f"all databases of {where}",
         xid_age=h.xid_age,
         age_seconds=h.age_seconds,
-        fix=_backend_fix(r["pid"], r.get("state"), standby, r),
-        pid=r["pid"],
-        query=r.get("query"),
-        identity=["standby_query", standby, r["pid"], r.get("backend_start"), r.get("xact_start")],
+        fix=_backend_fix(r, standby),
+        pid=r.pid,
+        query=r.query,
+        identity=["standby_query", standby, r.pid, r.backend_start, r.xact_start],
         extra=extra,
     )
 
 
-def _linked(h: Holder, standbys: list[dict[str, Any]], rows: list[dict[str, Any]]) -> Holder:
+def _linked(h: Holder, standbys: Sequence[PgPeer], rows: Sequence[PgReplication]) -> Holder:
     """Standby feedback named by the configured standby's own oldest query."""
     for sb in standbys:
-        if sb.get("error") or not sb.get("backends"):
+        if sb.error or not sb.backends or sb.instance is None:
             continue
-        oldest = sb["backends"][0]
-        rep = match_replication(rows, sb["instance"], oldest.get("backend_xmin"))
-        if rep is None or rep.get("pid") != h.extra.get("walsender_pid"):
+        oldest = sb.backends[0]
+        rep = match_replication(rows, sb.instance, oldest.backend_xmin)
+        if rep is None or rep.pid != h.extra.get("walsender_pid"):
             continue
-        q = standby_query_holder(oldest, sb["target"], None, rep)
-        return Holder(
-            **{
-                **h.__dict__,
-                "holder": q.holder,
-                "age_seconds": q.age_seconds,
-                "pid": q.pid,
-                "query": q.query,
-                "fix": q.fix,
-                "extra": {**h.extra, **q.extra, "kind_detail": "standby_query"},
-            }
+        q = standby_query_holder(oldest, sb.target, None, rep)
+        return replace(
+            h,
+            holder=q.holder,
+            age_seconds=q.age_seconds,
+            pid=q.pid,
+            query=q.query,
+            fix=q.fix,
+            extra={**h.extra, **q.extra, "kind_detail": "standby_query"},
         )
     return h
 
 
-def holders(section: dict[str, Any], target: str) -> list[Holder]:
-    """Every holder in the pg.horizon section, oldest (by XID age) first."""
-    inst = section.get("instance") or {}
+def holders(hz: PgHorizon, target: str, sessions: Sequence[PgSession] = ()) -> list[Holder]:
+    """Every holder, oldest (by XID age) first: the backends are the pg.sessions rows (the
+    whole cluster; the caller applies the target's scope), the rest the pg.horizon section."""
+    backends = hz.backends or horizon_backends(tuple(sessions))
+    inst = hz.instance
     out: list[Holder] = []
-    if inst.get("in_recovery"):
-        if str(inst.get("hot_standby_feedback")) != "on":
+    if inst.in_recovery:
+        if str(inst.hot_standby_feedback) != "on":
             return []  # without feedback a standby's queries do not hold the primary back
-        prim = section.get("primary") or {}
-        backends = section.get("backends") or []
+        prim = hz.primary
         rep = None
-        if prim and not prim.get("error") and backends:
-            rep = match_replication(
-                prim.get("replication") or [], inst, backends[0].get("backend_xmin")
-            )
-        out = [standby_query_holder(r, target, prim.get("target"), rep) for r in backends]
+        if prim is not None and not prim.error and backends:
+            rep = match_replication(prim.replication, inst, backends[0].backend_xmin)
+        name = prim.target if prim is not None else None
+        out = [standby_query_holder(r, target, name, rep) for r in backends]
         return sorted(out, key=lambda h: -h.xid_age)
-    out += [backend_holder(r) for r in section.get("backends") or []]
-    out += [prepared_holder(r) for r in section.get("prepared") or []]
-    reps = section.get("replication") or []
-    by_pid = {r.get("pid"): r for r in reps}
+    out += [backend_holder(r) for r in backends]
+    out += [prepared_holder(r) for r in hz.prepared]
+    by_pid = {r.pid: r for r in hz.replication}
     fed_by_slot = set()
-    for s in section.get("slots") or []:
-        rep = by_pid.get(s.get("active_pid")) if s.get("active") else None
-        if rep is not None and s.get("slot_type") == "physical" and s.get("xmin"):
+    for s in hz.slots:
+        rep = by_pid.get(s.active_pid) if s.active else None
+        if rep is not None and s.slot_type == "physical" and s.xmin:
             out.append(feedback_holder(rep, s))
-            fed_by_slot.add(rep.get("pid"))
-            s = {**s, "xmin": None}
+            fed_by_slot.add(rep.pid)
+            s = replace(s, xmin=None)
         out += slot_holders(s)
     out += [
-        feedback_holder(r)
-        for r in reps
-        if r.get("backend_xmin") and r.get("pid") not in fed_by_slot
+        feedback_holder(r) for r in hz.replication if r.backend_xmin and r.pid not in fed_by_slot
     ]
-    standbys = section.get("standbys") or []
-    out = [_linked(h, standbys, reps) if h.kind == "standby_feedback" else h for h in out]
+    out = [
+        _linked(h, hz.standbys, hz.replication) if h.kind == "standby_feedback" else h for h in out
+    ]
     return sorted(out, key=lambda h: -h.xid_age)
 
 

@@ -11,12 +11,14 @@ from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..snapshot import Snapshot
+from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable
 from ..targets.quoting import pg_ident_text
-from . import CheckContext, check
+from . import CheckContext, also_reads, check
 from .history import History
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .pg_horizon import Cause, Holder, attribute, holders
+from .session_advice import pg_identity
 
 HISTORY_WINDOW = 3600.0
 
@@ -64,11 +66,20 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
         out[f"pg.autovacuum_count:{t.key}"] = float(t.autovacuum_count or 0)
     for d in snapshot.get(PG_DEADLOCKS) or ():
         out[f"pg.deadlocks:{d.database}"] = float(d.deadlocks or 0)
-    hz = snapshot.section("pg.horizon")
-    if hz:
-        hs = holders(hz, snapshot.target)
+    hs = snapshot_holders(snapshot)
+    if hs is not None:
         out["pg.horizon_xid_age"] = float(hs[0].xid_age if hs else 0)
     return out
+
+
+def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
+    """The horizon's holders in this snapshot (None without pg.horizon): its backends are
+    the pg.sessions rows of the whole cluster."""
+    hz = snapshot.get(PG_HORIZON)
+    if hz is None:
+        return None
+    sessions = snapshot.get(PG_SESSIONS)
+    return holders(hz, snapshot.target, sessions or ())
 
 
 def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, object]:
@@ -116,16 +127,16 @@ def _pg201_summary(ctx: CheckContext, h: Holder, ev: dict[str, Any]) -> str:
 
 def holder_session(target: str, h: Holder) -> SessionIdentity | None:
     """A backend holder is a session terminate may end; the other kinds are not sessions."""
-    if h.kind != "backend" or h.pid is None:
+    if h.kind != "backend" or h.session is None:
         return None
-    row = {"pid": h.pid, "database": h.database, **h.extra}
-    return SessionIdentity.pg(target, row)
+    return pg_identity(target, h.session)
 
 
+@also_reads(postgresql=["pg.sessions"])
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
     scope = ctx.snapshot.scope
-    hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
+    hs = snapshot_holders(ctx.snapshot) or []
     # scoped: a backend or prepared transaction of another database does not pin this one
     hs = [h for h in hs if scope is None or h.database is None or h.database == scope]
     harm = _causes(ctx, hs)
@@ -259,9 +270,10 @@ def _no_holder_cause(off: str | None) -> str:
     return f"autovacuum is off {' and '.join(why)}: nothing vacuums this table"
 
 
+@also_reads(postgresql=["pg.sessions"])
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
 def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
-    hs = holders(ctx.snapshot.section("pg.horizon"), ctx.snapshot.target)
+    hs = snapshot_holders(ctx.snapshot) or []
     ratio_min = ctx.number("min_dead_ratio")
     for t in _dead_tables(ctx.snapshot):
         dead, live = t.dead, t.n_live_tup or 0

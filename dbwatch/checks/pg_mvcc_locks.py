@@ -4,39 +4,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..durations import format_duration
-from ..findings import Finding, SessionIdentity
+from ..findings import Finding
+from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS
 from . import CheckContext, check
 from .lockgraph import LockGraph
-from .pg_horizon import IDLE
 from .pg_mvcc import history
-from .session_advice import pg_role_setting
+from .session_advice import pg_identity, pg_session_setting
 
 
-def _wait(s: dict[str, Any]) -> float:
+def _wait(s: PgSession) -> float:
     """How long a blocked session has waited: its current statement's age."""
-    return float(s.get("query_seconds") or s.get("state_seconds") or 0.0)
+    return s.query_seconds or s.state_seconds or 0.0
 
 
-def graph_of(sessions: list[dict[str, Any]]) -> LockGraph:
+def graph_of(sessions: Sequence[PgSession]) -> LockGraph[int]:
     """The lock graph of pg.sessions (pg_blocking_pids of each waiting backend)."""
-    return LockGraph.from_blocked_by({s["pid"]: s.get("blocked_by") for s in sessions})
+    return LockGraph.from_blocked_by({s.pid: s.blocked_by for s in sessions})
 
 
-def chain_to_root(pid: int, by_pid: dict[int, dict[str, Any]]) -> list[int]:
+def chain_to_root(pid: int, by_pid: Mapping[int, PgSession]) -> list[int]:
     """pid, its first blocker, that one's first blocker … up to a session not waiting."""
-    return list(graph_of(list(by_pid.values())).chain(pid))
+    return graph_of(list(by_pid.values())).chain(pid)
 
 
-def _root_fix(root: dict[str, Any] | None, pid: int) -> str:
-    if root is not None and root.get("state") in IDLE:
+def _root_fix(root: PgSession | None, pid: int) -> str:
+    if root is not None and root.idle_in_transaction:
         return (
             f"The root is idle in transaction: SELECT pg_terminate_backend({pid}); and "
-            "prevent it: " + pg_role_setting(root, "idle_in_transaction_session_timeout", "5min")
+            "prevent it: " + pg_session_setting(root, "idle_in_transaction_session_timeout", "5min")
         )
     return (
         f"Look at the root (pid {pid}) in pg_stat_activity; if it is runaway or DDL: "
@@ -45,22 +44,50 @@ def _root_fix(root: dict[str, Any] | None, pid: int) -> str:
     )
 
 
-def _groups(sessions: list[dict[str, Any]]) -> dict[int, list[list[int]]]:
+def _groups(sessions: Sequence[PgSession]) -> dict[int, list[list[int]]]:
     graph = graph_of(sessions)
     roots: dict[int, list[list[int]]] = {}
     for s in sessions:
-        if graph.waiting(s["pid"]):
-            chain = graph.chain(s["pid"])
+        if graph.waiting(s.pid):
+            chain = graph.chain(s.pid)
             # a cycle (a deadlock PostgreSQL has not yet broken) has no root: key it once
             root = min(chain) if graph.waiting(chain[-1]) else chain[-1]
             roots.setdefault(root, []).append(chain)
     return roots
 
 
+def _link(p: int, s: PgSession | None) -> dict[str, object]:
+    """One session of a chain, for the evidence."""
+    if s is None:
+        return {"pid": p, "waiting": None, "state": None, "wait_event": None, "query": None}
+    return {
+        "pid": p,
+        "waiting": format_duration(_wait(s)) if s.blocked_by else None,
+        "state": s.state,
+        "wait_event": s.wait_event,
+        "query": s.query,
+    }
+
+
+def _root_evidence(root: PgSession | None) -> dict[str, object]:
+    """The root's identity, so a terminate action never hits a recycled pid."""
+    if root is None:
+        root = PgSession(pid=0)  # every field None: the root is not in the listing
+    return {
+        "root_backend_start": root.backend_start,
+        "root_xact_start": root.xact_start,
+        "root_state": root.state,
+        "root_query": root.query,
+        "root_xact_age": format_duration(root.xact_seconds),
+        "root_user": root.user,
+        "root_application": root.application,
+    }
+
+
 @check("pg_blocking", postgresql=["pg.sessions"])
 def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
-    sessions = ctx.snapshot.section("pg.sessions")
-    by_pid = {s["pid"]: s for s in sessions}
+    sessions = scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
+    by_pid = {s.pid: s for s in sessions}
     for root_pid, chains in _groups(sessions).items():
         waits = sorted(((_wait(by_pid[c[0]]), c) for c in chains), key=lambda w: -w[0])
         longest, chain = waits[0]
@@ -69,36 +96,18 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             continue
         root = by_pid.get(root_pid)
         first = by_pid[chain[0]]
-        ev = {
+        ev: dict[str, object] = {
             "pid": chain[0],
-            "user": first.get("user"),
-            "application": first.get("application"),
-            "database": first.get("database"),
+            "user": first.user,
+            "application": first.application,
+            "database": first.database,
             "age": format_duration(longest),
             "age_seconds": round(longest, 1),
             "blocking_pid": chain[1] if len(chain) > 1 else root_pid,
             "root_pid": root_pid,
             "blocked_count": len(chains),
-            # the root's identity, so a terminate action never hits a recycled pid
-            "root_backend_start": (root or {}).get("backend_start"),
-            "root_xact_start": (root or {}).get("xact_start"),
-            "root_state": (root or {}).get("state"),
-            "root_query": (root or {}).get("query"),
-            "root_xact_age": format_duration((root or {}).get("xact_seconds")),
-            "root_user": (root or {}).get("user"),
-            "root_application": (root or {}).get("application"),
-            "chain": [
-                {
-                    "pid": p,
-                    "waiting": format_duration(_wait(by_pid[p]))
-                    if by_pid.get(p, {}).get("blocked_by")
-                    else None,
-                    "state": by_pid.get(p, {}).get("state"),
-                    "wait_event": by_pid.get(p, {}).get("wait_event"),
-                    "query": by_pid.get(p, {}).get("query"),
-                }
-                for p in chain
-            ],
+            **_root_evidence(root),
+            "chain": [_link(p, by_pid.get(p)) for p in chain],
             "blocked": [
                 {
                     "pid": w[1][0],
@@ -118,8 +127,12 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             summary=summary,
             fix=_root_fix(root, root_pid),
             evidence=ev,
-            identity=[root_pid, (root or {}).get("backend_start"), (root or {}).get("xact_start")],
-            session=None if root is None else SessionIdentity.pg(ctx.snapshot.target, root),
+            identity=[
+                root_pid,
+                root.backend_start if root else None,
+                root.xact_start if root else None,
+            ],
+            session=None if root is None else pg_identity(ctx.snapshot.target, root),
         )
 
 

@@ -8,19 +8,20 @@ idle_in_transaction_session_timeout), with the real role and database, quoted.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from ..durations import format_duration
+from ..findings import SessionIdentity, as_datetime
 from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
+from ..snapshot.pg import IDLE_STATES, PgSession
 from ..targets.quoting import pg_ident_text
 from .lockgraph import LockGraph
 from .my_locks import graph_of
 
-IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_TRANSACTION_TIMEOUT = 170000  # transaction_timeout exists from PostgreSQL 17
 
 
-def _quote_literal(text: Any) -> str:
+def _quote_literal(text: object) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
@@ -33,14 +34,33 @@ def pg_interval(seconds: float | None, default: str = "5min") -> str:
     return f"{int(seconds)}s"
 
 
-def pg_role_setting(s: dict[str, Any], setting: str, value: str) -> str:
+def pg_role_setting(user: str | None, database: str | None, setting: str, value: str) -> str:
     """ALTER ROLE "app" IN DATABASE "db" SET …; with the session's real role and database."""
-    role = pg_ident_text(str(s["user"])) if s.get("user") else "<role>"
-    where = f" IN DATABASE {pg_ident_text(str(s['database']))}" if s.get("database") else ""
+    role = pg_ident_text(user) if user else "<role>"
+    where = f" IN DATABASE {pg_ident_text(database)}" if database else ""
     return f"ALTER ROLE {role}{where} SET {setting} = {_quote_literal(value)};"
 
 
-def pg_blocked_fix(pid: Any, graph: LockGraph, by_pid: dict[Any, dict[str, Any]]) -> str | None:
+def pg_session_setting(s: PgSession | None, setting: str, value: str) -> str:
+    """pg_role_setting for this session's role and database (placeholders when unknown)."""
+    if s is None:
+        return pg_role_setting(None, None, setting, value)
+    return pg_role_setting(s.user, s.database, setting, value)
+
+
+def pg_identity(target: str, s: PgSession) -> SessionIdentity:
+    """The session a PostgreSQL finding names: pid + backend_start (+ its transaction)."""
+    return SessionIdentity(
+        engine="postgresql",
+        server=target,
+        database=s.database,
+        pid=s.pid,
+        backend_start=as_datetime(s.backend_start),
+        xact_start=as_datetime(s.xact_start),
+    )
+
+
+def pg_blocked_fix(pid: int, graph: LockGraph[int], by_pid: Mapping[int, PgSession]) -> str | None:
     """For a waiting backend: who blocks it and what ends the chain; None if it is not waiting."""
     if not graph.waiting(pid):
         return None
@@ -52,44 +72,47 @@ def pg_blocked_fix(pid: Any, graph: LockGraph, by_pid: dict[Any, dict[str, Any]]
             "broken yet): PostgreSQL ends it after deadlock_timeout (PG102); ending pid "
             f"{pid} is not needed."
         )
-    r = by_pid.get(root, {})
-    who = f"{r.get('user') or '?'}@{r.get('application') or '-'}, {r.get('state') or '?'}"
-    if r.get("state") in IDLE_STATES:
+    r = by_pid.get(root)
+    state = r.state if r is not None else None
+    user = r.user if r is not None else None
+    app = r.application if r is not None else None
+    who = f"{user or '?'}@{app or '-'}, {state or '?'}"
+    if state in IDLE_STATES:
         end = f"SELECT pg_terminate_backend({root});"
-        prevent = pg_role_setting(r, "idle_in_transaction_session_timeout", "5min")
+        prevent = pg_session_setting(r, "idle_in_transaction_session_timeout", "5min")
     else:
         end = f"SELECT pg_cancel_backend({root}); (pg_terminate_backend({root}) if it stays)"
-        prevent = pg_role_setting(r, "statement_timeout", "5min")
+        prevent = pg_session_setting(r, "statement_timeout", "5min")
     via = f" (through pid {blocker})" if blocker != root else ""
     return (
         f"pid {pid} is waiting for a lock held by pid {root}{via} ({who}): ending pid {pid} "
         f"frees nothing. End the root: {end} Prevent it: {prevent} and give the waiting role "
-        f"a lock_timeout: {pg_role_setting(by_pid.get(pid, {}), 'lock_timeout', '10s')}"
+        f"a lock_timeout: {pg_session_setting(by_pid.get(pid), 'lock_timeout', '10s')}"
     )
 
 
-def pg_fix(s: dict[str, Any], version_num: int, idle_after: float | None = None) -> str:
+def pg_fix(s: PgSession, version_num: int, idle_after: float | None = None) -> str:
     """End it now, and the server-side guard that matches what the session is doing."""
-    pid, state = s["pid"], s.get("state")
+    pid, state = s.pid, s.state
     if state in IDLE_STATES:
         return (
             f"End it in the application, or: SELECT pg_terminate_backend({pid}); Prevent it: "
-            + pg_role_setting(s, "idle_in_transaction_session_timeout", pg_interval(idle_after))
+            + pg_session_setting(s, "idle_in_transaction_session_timeout", pg_interval(idle_after))
         )
     if state == "active":
-        xact = float(s.get("xact_seconds") or 0)
-        query = float(s.get("query_seconds") or 0)
+        xact = s.xact_seconds or 0.0
+        query = s.query_seconds or 0.0
         has_tt = version_num >= PG_TRANSACTION_TIMEOUT
         if query >= 0.9 * xact:  # one long statement is the transaction
-            guard = pg_role_setting(s, "statement_timeout", "5min")
+            guard = pg_session_setting(s, "statement_timeout", "5min")
             if has_tt:
-                guard += " or " + pg_role_setting(s, "transaction_timeout", "30min")
+                guard += " or " + pg_session_setting(s, "transaction_timeout", "30min")
             return (
                 f"Cancel the statement: SELECT pg_cancel_backend({pid}); (or "
                 f"pg_terminate_backend). Prevent it: {guard}"
             )
         tail = (
-            pg_role_setting(s, "transaction_timeout", "30min")
+            pg_session_setting(s, "transaction_timeout", "30min")
             if has_tt
             else "keep transactions short in the application (transaction_timeout needs "
             "PostgreSQL 17+; statement_timeout does not limit a transaction of short statements)"
@@ -104,7 +127,9 @@ def pg_fix(s: dict[str, Any], version_num: int, idle_after: float | None = None)
     )
 
 
-def my_graph(lock_waits: MyLockWaits | None) -> tuple[LockGraph, dict[int | None, MyLockWait]]:
+def my_graph(
+    lock_waits: MyLockWaits | None,
+) -> tuple[LockGraph[int], dict[int | None, MyLockWait]]:
     """The lock graph of my.lock_waits and, per blocking thread, what the server says of it."""
     waits = lock_waits.waits if lock_waits is not None else ()
     graph = graph_of(lock_waits)

@@ -4,40 +4,38 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
+from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
 from . import CheckContext, also_reads, check
 from .pg_mvcc_locks import graph_of as pg_graph
-from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
-
-IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
+from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix, pg_identity
 
 
-def _ignored(ctx: CheckContext, user: Any, app: Any) -> bool:
+def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
     users = ctx.strings("ignore_users")
     apps = ctx.strings("ignore_applications") if "ignore_applications" in ctx.params else []
     return (user in users) or any(re.fullmatch(a, str(app or "")) for a in apps)
 
 
-def _pg_evidence(s: dict[str, Any], age: float) -> dict[str, Any]:
+def _pg_evidence(s: PgSession, age: float) -> dict[str, object]:
     return {
-        "pid": s["pid"],
-        "user": s.get("user"),
-        "application": s.get("application") or "",
-        "client_addr": s.get("client_addr"),
-        "database": s.get("database"),
-        "state": s.get("state"),
+        "pid": s.pid,
+        "user": s.user,
+        "application": s.application or "",
+        "client_addr": s.client_addr,
+        "database": s.database,
+        "state": s.state,
         "age": format_duration(age),
         "age_seconds": round(age, 1),
-        "xact_start": s.get("xact_start"),
-        "backend_start": s.get("backend_start"),
-        "backend_xid": s.get("backend_xid"),
-        "backend_xmin": s.get("backend_xmin"),
-        "wait_event": s.get("wait_event"),
-        "query": s.get("query"),
+        "xact_start": s.xact_start,
+        "backend_start": s.backend_start,
+        "backend_xid": s.backend_xid,
+        "backend_xmin": s.backend_xmin,
+        "wait_event": s.wait_event,
+        "query": s.query,
     }
 
 
@@ -61,7 +59,7 @@ def _my_evidence(t: MyThread, age: float) -> dict[str, object]:
     }
 
 
-def _waiting_or(ev: dict[str, Any], ident: SessionIdentity) -> SessionIdentity | None:
+def _waiting_or(ev: dict[str, object], ident: SessionIdentity) -> SessionIdentity | None:
     """The session terminate may end: none for a transaction waiting for a lock (its fix
     names the root of the chain; ending the waiter frees nothing)."""
     return None if ev.get("waiting_for_lock") else ident
@@ -72,20 +70,25 @@ def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
     return SessionIdentity.my(snap.engine, snap.target, t.thread_id, t.trx_id, t.db)
 
 
-def _pg_advice(ctx: CheckContext, s: dict[str, Any], ev: dict[str, Any]) -> tuple[str, str | None]:
+def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
+    """The scoped database's sessions (the section is cluster-wide)."""
+    return scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
+
+
+def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[str, str | None]:
     """(fix, summary tail): the root of its lock chain when it waits, else by its state."""
-    sessions = ctx.snapshot.section("pg.sessions") or []
-    by_pid = {r["pid"]: r for r in sessions}
+    sessions = _pg_sessions(ctx)
+    by_pid = {r.pid: r for r in sessions}
     graph = pg_graph(sessions)
-    blocked = pg_blocked_fix(s["pid"], graph, by_pid)
+    blocked = pg_blocked_fix(s.pid, graph, by_pid)
     if blocked is None:
         return pg_fix(s, ctx.snapshot.version_num), None
-    root = graph.root_of(s["pid"])
+    root = graph.root_of(s.pid)
     ev |= {
         "waiting_for_lock": True,
-        "blocked_by": list(graph.blockers(s["pid"])),
+        "blocked_by": list(graph.blockers(s.pid)),
         "root_pid": root,
-        "chain": graph.chain(s["pid"]),
+        "chain": graph.chain(s.pid),
     }
     return blocked, (f"; it is waiting for a lock held by pid {root}" if root is not None else None)
 
@@ -103,22 +106,22 @@ def _my_advice(ctx: CheckContext, t: MyThread, ev: dict[str, object]) -> tuple[s
 @check("long_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
 def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.snapshot.engine == "postgresql":
-        for s in ctx.snapshot.section("pg.sessions"):
-            age = s.get("xact_seconds")
-            if s.get("backend_type") not in (None, "client backend") or age is None:
+        for s in _pg_sessions(ctx):
+            age = s.xact_seconds
+            if not s.client or age is None:
                 continue
             sev = ctx.grade(age)
-            if sev and not _ignored(ctx, s.get("user"), s.get("application")):
+            if sev and not _ignored(ctx, s.user, s.application):
                 ev = _pg_evidence(s, age)
                 fix, tail = _pg_advice(ctx, s, ev)
                 yield ctx.finding(
                     severity=sev,
-                    subject=f"pid {s['pid']}",
+                    subject=f"pid {s.pid}",
                     summary=ctx.summary(**ev) + (tail or ""),
                     evidence=ev,
                     fix=fix,
-                    identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
-                    session=_waiting_or(ev, SessionIdentity.pg(ctx.snapshot.target, s)),
+                    identity=[s.pid, s.backend_start, s.xact_start],
+                    session=_waiting_or(ev, pg_identity(ctx.snapshot.target, s)),
                 )
         return
     for t in ctx.snapshot.get(MY_TRX) or ():
@@ -140,21 +143,21 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
 @check("idle_in_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
 def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.snapshot.engine == "postgresql":
-        for s in ctx.snapshot.section("pg.sessions"):
-            if s.get("state") not in IDLE_STATES or s.get("state_seconds") is None:
+        for s in _pg_sessions(ctx):
+            if s.state not in IDLE_STATES or s.state_seconds is None:
                 continue
-            idle = float(s["state_seconds"])
+            idle = s.state_seconds
             sev = ctx.grade(idle)
-            if sev and not _ignored(ctx, s.get("user"), s.get("application")):
+            if sev and not _ignored(ctx, s.user, s.application):
                 ev = _pg_evidence(s, idle)
-                ev["transaction_age"] = format_duration(s.get("xact_seconds"))
+                ev["transaction_age"] = format_duration(s.xact_seconds)
                 yield ctx.finding(
                     severity=sev,
-                    subject=f"pid {s['pid']}",
+                    subject=f"pid {s.pid}",
                     evidence=ev,
                     fix=pg_fix(s, ctx.snapshot.version_num),
-                    identity=[s["pid"], s.get("backend_start"), s.get("xact_start")],
-                    session=_waiting_or(ev, SessionIdentity.pg(ctx.snapshot.target, s)),
+                    identity=[s.pid, s.backend_start, s.xact_start],
+                    session=_waiting_or(ev, pg_identity(ctx.snapshot.target, s)),
                 )
         return
     for t in ctx.snapshot.get(MY_TRX) or ():

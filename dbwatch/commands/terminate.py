@@ -7,9 +7,8 @@ import json
 import re
 import sys
 from collections import Counter
-from typing import Any
 
-from ..actions.guards import Criteria, Decision, Policy
+from ..actions.guards import Criteria, Decision, Policy, statement_for
 from ..catalogue import Rule
 from ..config import Config
 from ..durations import format_duration, parse_duration
@@ -119,8 +118,28 @@ def _nonneg(text: str) -> int:
     return value
 
 
+def _arg(args: argparse.Namespace, name: str) -> object:
+    """One parsed option, as object: the helpers below narrow it."""
+    value: object = getattr(args, name, None)
+    return value
+
+
+def _str(args: argparse.Namespace, name: str) -> str | None:
+    value = _arg(args, name)
+    return None if value is None else str(value)
+
+
+def _flag(args: argparse.Namespace, name: str) -> bool:
+    return bool(_arg(args, name))
+
+
+def _strs(args: argparse.Namespace, name: str) -> list[str]:
+    value = _arg(args, name)
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
 def _regex(args: argparse.Namespace, name: str) -> re.Pattern[str] | None:
-    raw = getattr(args, name)
+    raw = _str(args, name)
     if raw is None:
         return None
     try:
@@ -131,17 +150,18 @@ def _regex(args: argparse.Namespace, name: str) -> re.Pattern[str] | None:
 
 def criteria_from(args: argparse.Namespace) -> Criteria:
     older = None
-    if args.older_than is not None:
+    text = _str(args, "older_than")
+    if text is not None:
         try:
-            older = parse_duration(args.older_than)
+            older = parse_duration(text)
         except ValueError as exc:
             raise UsageError(f"--older-than: {exc}") from None
     names = ("match_user", "ignore_user", "match_app", "ignore_app", "match_host", "match_query")
     return Criteria(
         older_than=older,
-        idle_in_transaction=args.idle_in_transaction,
-        holding_xmin=args.holding_xmin,
-        blocking=args.blocking,
+        idle_in_transaction=_flag(args, "idle_in_transaction"),
+        holding_xmin=_flag(args, "holding_xmin"),
+        blocking=_flag(args, "blocking"),
         **{n: _regex(args, n) for n in names},
     )
 
@@ -151,36 +171,39 @@ def run(args: argparse.Namespace) -> int:
     from .common import load_all, resolve_targets
 
     criteria = criteria_from(args)
-    if not (criteria.given or args.rollback_prepared or args.drop_slot):
+    prepared, slots = _strs(args, "rollback_prepared"), _strs(args, "drop_slot")
+    execute = _flag(args, "execute")
+    limit = _arg(args, "limit")
+    if not (criteria.given or prepared or slots):
         raise UsageError(
             "terminate: give at least one criterion (e.g. --idle-in-transaction "
             "--older-than 5m); see dbwatch terminate --help"
         )
-    catalogue, config = load_all(args.config)
+    catalogue, config = load_all(_str(args, "config"))
     policy = Policy.from_config(
         config.terminate,
-        args.protect_user,
-        args.protect_app,
-        args.include_superusers,
-        args.include_backups,
-        args.cancel,
+        _strs(args, "protect_user"),
+        _strs(args, "protect_app"),
+        _flag(args, "include_superusers"),
+        _flag(args, "include_backups"),
+        _flag(args, "cancel"),
     )
     req = Request(
         criteria,
         policy,
-        args.limit,
-        args.execute,
-        tuple(args.rollback_prepared),
-        tuple(args.drop_slot),
+        limit if isinstance(limit, int) else None,
+        execute,
+        tuple(prepared),
+        tuple(slots),
     )
     decisions: list[Decision] = []
     notes: list[str] = []
     unreachable = False
     for spec in resolve_targets(
-        args.targets,
+        _strs(args, "targets"),
         config,
-        password_file=args.password_file,
-        all_databases=args.all_databases,
+        password_file=_str(args, "password_file"),
+        all_databases=_flag(args, "all_databases"),
     ):
         try:
             horizon = None
@@ -196,13 +219,13 @@ def run(args: argparse.Namespace) -> int:
             continue
         decisions += found
         if left_out:
-            notes.append(f"{spec.name}: {left_out} more matched; left out by --limit {args.limit}")
+            notes.append(f"{spec.name}: {left_out} more matched; left out by --limit {limit}")
         if criteria.holding_xmin and spec.engine == "mysql":
             notes.append(
                 f"{spec.name}: --holding-xmin applies to PostgreSQL only; "
                 "on MySQL/MariaDB select the oldest transaction with --older-than"
             )
-    print(render(decisions, args.format, args.execute))
+    print(render(decisions, _str(args, "format") or "table", execute))
     for note in notes:
         print(f"dbwatch: {note}", file=sys.stderr)
     if unreachable:
@@ -228,44 +251,46 @@ def pg201_findings(
 
 
 def render(decisions: list[Decision], fmt: str, executed: bool) -> str:
-    rows = [d.to_dict() for d in decisions]
     if fmt == "json":
-        return json.dumps(rows, indent=2, default=str)
-    return table(rows, executed)
+        return json.dumps([d.to_dict() for d in decisions], indent=2, default=str)
+    return table(decisions, executed)
 
 
-def _cut(text: Any, width: int) -> str:
+def _cut(text: object, width: int) -> str:
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def table(rows: list[dict[str, Any]], executed: bool) -> str:
+def _row(d: Decision) -> list[object]:
+    s = d.session
+    state = s.state if not s.is_mysql else (s.command or s.state)
+    statement = statement_for(s, d.action)
+    return [
+        d.action,
+        _cut(s.target, 24),
+        s.pid if s.pid is not None else (s.thread_id or s.name),
+        _cut(s.database, 16) or "-",
+        _cut(s.user, 16),
+        _cut(s.application or s.host, 16),
+        format_duration(round(s.age, 1)) if s.age is not None else "-",
+        _cut(state, 20),
+        _cut(d.reason + (f" [{d.error}]" if d.error else ""), 60)
+        + "\n  "
+        + _cut(statement, 60)
+        + ("\n  " + _cut(s.query, 60) if s.query else ""),
+    ]
+
+
+def table(decisions: list[Decision], executed: bool) -> str:
     from tabulate import tabulate
 
     head = "" if executed else "DRY RUN: nothing was changed; add --execute to act.\n"
-    if not rows:
+    if not decisions:
         return head + "No session matches the criteria."
-    body = [
-        [
-            r["action"],
-            _cut(r["target"], 24),
-            r["pid"] if r["pid"] is not None else (r["thread_id"] or r["name"]),
-            _cut(r["database"], 16) or "-",
-            _cut(r["user"], 16),
-            _cut(r["application"] or r["host"], 16),
-            format_duration(r["age_seconds"]) if r["age_seconds"] is not None else "-",
-            _cut(r["state"], 20),
-            _cut(r["reason"] + (f" [{r['error']}]" if r["error"] else ""), 60)
-            + "\n  "
-            + _cut(r["statement"], 60)
-            + ("\n  " + _cut(r["query"], 60) if r["query"] else ""),
-        ]
-        for r in rows
-    ]
-    counts = Counter(r["action"] for r in rows)
+    counts = Counter(d.action for d in decisions)
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
     grid: str = tabulate(
-        body,
+        [_row(d) for d in decisions],
         headers=[
             "ACTION",
             "TARGET",

@@ -7,9 +7,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from ..actions.daemon_action import DaemonTerminator
 from ..alerts.router import announce, route
 from ..findings import Finding
 from ..pipeline import TargetResult
+from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_STATUS
 from ..targets import TargetSpec
 from .records import FindingRow, Transitions
@@ -42,7 +44,7 @@ class Actions:
 
     def __init__(self, state: State) -> None:
         self.state = state
-        self._missing_logged = False
+        self.terminator = DaemonTerminator()  # the daemon's own: it remembers what it announced
 
     def run(
         self,
@@ -51,17 +53,12 @@ class Actions:
         firing: Sequence[FindingRow],
         now: float,
         holds: Callable[[], bool],
+        snapshot: Snapshot | None = None,
     ) -> None:
-        """`holds`: whether this daemon still holds the target (a fleet's lease)."""
+        """`holds`: whether this daemon still holds the target (a fleet's lease); `snapshot`:
+        this cycle's, whose pg.sessions rows the PostgreSQL action decides on."""
         cfg = setup.config.terminate
         if not cfg.enabled:
-            return
-        try:
-            from ..actions.daemon_action import daemon_terminate
-        except ImportError as exc:
-            if not self._missing_logged:
-                log.error("[terminate] is enabled but the terminate action is unavailable: %s", exc)
-                self._missing_logged = True
             return
         due = [
             (r.finding, now - (r.fired_at or r.first_seen)) for r in firing if r.rule in cfg.rules
@@ -76,7 +73,7 @@ class Actions:
             announce(state, setup.policies, action, time.time())
 
         try:
-            done = daemon_terminate(spec, cfg, due, state, notify)
+            done = self.terminator.run(spec, cfg, due, state, notify, snapshot)
         except Exception:
             log.exception("terminate action on %s failed", spec.name)
             return

@@ -204,7 +204,9 @@ class Daemon:
         keep = set(result.evaluation.unknown)
         tr = apply_findings(self.state, setup, spec.name, findings, now, tc.interval, keep)
         self.delivery.wake()
-        self.actions.run(setup, spec, tr.firing, now, lambda: self._still_holds(spec.name))
+        self.actions.run(
+            setup, spec, tr.firing, now, lambda: self._still_holds(spec.name), result.snapshot
+        )
         values = gauges(result.snapshot, findings)
         duration = time.time() - started
         status = (

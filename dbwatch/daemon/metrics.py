@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from ..findings import Finding
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_COUNTERS, MY_TRX
+from ..snapshot.pg import PG_SESSIONS, scoped
 from ..snapshot.queues import MY_QUEUES, PG_QUEUES
 
 log = logging.getLogger(__name__)
@@ -37,14 +38,13 @@ def _num(value: object) -> float | None:
 def _pg_values(snap: Snapshot) -> dict[str, float]:
     """The keys PG202/PG102/PG201 read back (dbwatch.checks.pg_mvcc), plus the horizon age."""
     try:
-        from ..checks.pg_horizon import holders
-        from ..checks.pg_mvcc import history_values
+        from ..checks.pg_mvcc import history_values, snapshot_holders
     except ImportError:
         return {}
     out = dict(history_values(snap))
-    hz = snap.section("pg.horizon")
-    if hz:
-        ages = [h.age_seconds for h in holders(hz, snap.target) if h.age_seconds is not None]
+    hs = snapshot_holders(snap)
+    if hs is not None:
+        ages = [h.age_seconds for h in hs if h.age_seconds is not None]
         out["pg.horizon_age_seconds"] = max(ages, default=0.0)
     return out
 
@@ -58,11 +58,8 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
     pg.horizon_xid_age, pg.horizon_age_seconds.
     """
     out: dict[str, float] = {}
-    ages = [
-        _num(r.get("xact_seconds"))
-        for r in snap.section("pg.sessions") or []
-        if r.get("backend_type") in (None, "client backend")
-    ]
+    pg = scoped(snap.get(PG_SESSIONS) or (), snap.scope)
+    ages = [s.xact_seconds for s in pg if s.client]
     ages += [_num(t.trx_seconds) for t in snap.get(MY_TRX) or ()]
     if snap.has("pg.sessions") or snap.has("my.trx"):
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)

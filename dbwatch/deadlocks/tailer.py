@@ -234,6 +234,7 @@ def load_position(state: StateDb, target: str) -> Position | None:
 
 def save_position(db: MetaDb, target: str, pos: Position) -> None:
     db.execute(
-        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",  # SQLite and PostgreSQL
         (META_KEY.format(target=target), pos.to_json()),
     )

@@ -243,7 +243,8 @@ def run_probes(
         try:
             if shared is not None and p.server_wide:
                 store, key = shared
-                data = store.get_or_run(key, name, partial(_call, p, conn, config))
+                # built inside the single flight: every target shares the same typed rows
+                data = store.get_or_run(key, name, partial(_built, name, p, conn, config))
             elif p.with_cache:
                 data = p.fn(conn, cache=cache)
             else:
@@ -316,6 +317,19 @@ class Covered:
 
 def _call(p: Probe, conn: Connection, config: Config | None) -> object:
     return p.fn(conn, config) if p.with_config else p.fn(conn)
+
+
+def _built(name: str, p: Probe, conn: Connection, config: Any) -> object:
+    """The probe's result with its rows typed (inside Covered / PartialResult)."""
+    return _typed(name, _call(p, conn, config))
+
+
+def _typed(name: str, data: object) -> object:
+    if isinstance(data, Covered):
+        return dataclasses.replace(data, data=_typed(name, data.data))
+    if isinstance(data, PartialResult):
+        return dataclasses.replace(data, data=_typed(name, data.data))
+    return build_section(name, data)
 
 
 @dataclass(frozen=True)

@@ -8,21 +8,35 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from ..config import Config
+from ..config import Config, TargetConfig
 from ..errors import ProbeError, TargetError
 from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
-from ..snapshot.values import opt_str, to_str
+from ..snapshot.pg import (
+    PgHorizon,
+    PgInstance,
+    PgPeer,
+    PgPrepared,
+    PgReplication,
+    PgSlot,
+    horizon_backends,
+)
+from ..snapshot.sections import FromRow
+from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from . import Covered, PartialResult, jsonable, probe, sql
+from .postgresql import session_rows
+
+R = TypeVar("R", bound=FromRow)
 
 log = logging.getLogger(__name__)
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 HOLDER_LIMIT = 50
+STANDBY_BACKENDS = 10  # a standby peer's oldest snapshots, for naming its feedback
 DEAD_LIMIT = 100
 DEAD_MIN = 1
 MAX_DATABASES = 50
@@ -38,8 +52,13 @@ def _rows(
     return [jsonable(r) for r in conn.rows(sql("postgresql", name, conn.version), params)]
 
 
-def _target_config(config: Any, name: str) -> Any:
-    for t in getattr(config, "targets", ()) or ():
+def _targets(config: object) -> tuple[TargetConfig, ...]:
+    """The configured targets (the daemon and audit pass a Config; tests may pass None)."""
+    return config.targets if isinstance(config, Config) else ()
+
+
+def _target_config(config: object, name: str) -> TargetConfig | None:
+    for t in _targets(config):
         if t.name == name:
             return t
     return None
@@ -54,12 +73,17 @@ def _session(spec: TargetSpec, database: str | None = None) -> Iterator[Connecti
         conn.close()
 
 
-def _instance(conn: Connection) -> dict[str, Any]:
-    row = _rows(conn, "horizon_instance")[0]
+def _horizon_rows(conn: Connection, name: str, cls: type[R]) -> tuple[R, ...]:
+    rows = conn.rows(sql("postgresql", name, conn.version), {"limit": HOLDER_LIMIT})
+    return tuple(cls.from_row(as_row(r)) for r in rows)
+
+
+def _instance(conn: Connection) -> PgInstance:
+    row = dict(as_row(conn.rows(sql("postgresql", "horizon_instance", conn.version))[0]))
     row["application_name"] = receiver_app_name(
-        row.get("receiver_conninfo"), row.get("cluster_name")
+        opt_str(row.get("receiver_conninfo")), opt_str(row.get("cluster_name"))
     )
-    return row
+    return PgInstance.from_row(row)
 
 
 def receiver_app_name(conninfo: str | None, cluster_name: str | None) -> str:
@@ -71,56 +95,55 @@ def receiver_app_name(conninfo: str | None, cluster_name: str | None) -> str:
     return cluster_name or "walreceiver"
 
 
-def _standby_view(conn: Connection) -> dict[str, Any]:
-    """What a standby tells about itself: its WAL receiver and its oldest snapshots."""
-    return {"instance": _instance(conn), "backends": _rows(conn, "horizon_backends", {"limit": 10})}
+def _standby_view(conn: Connection, target: str) -> PgPeer:
+    """What a standby tells about itself: its WAL receiver and its oldest snapshots (its
+    sessions through the same sessions.sql and the same horizon model as the primary's)."""
+    oldest = horizon_backends(session_rows(conn), STANDBY_BACKENDS)
+    return PgPeer(target, instance=_instance(conn), backends=oldest)
 
 
-def _primary_view(conn: Connection) -> dict[str, Any]:
-    return {
-        "replication": _rows(conn, "horizon_replication", {"limit": HOLDER_LIMIT}),
-        "slots": _rows(conn, "horizon_slots", {"limit": HOLDER_LIMIT}),
-    }
+def _primary_view(conn: Connection, target: str) -> PgPeer:
+    return PgPeer(
+        target,
+        replication=_horizon_rows(conn, "horizon_replication", PgReplication),
+        slots=_horizon_rows(conn, "horizon_slots", PgSlot),
+    )
 
 
-def _peer(config: Any, name: str, fetch: Any) -> dict[str, Any]:
+def _peer(config: object, name: str, fetch: Callable[[Connection, str], PgPeer]) -> PgPeer:
     """One configured peer target, read through one short session; errors are data."""
     tc = _target_config(config, name)
-    out: dict[str, Any] = {"target": name, "error": None}
     if tc is None:
-        out["error"] = f"no configured target named {name!r}"
-        return out
+        return PgPeer(name, error=f"no configured target named {name!r}")
     try:
         with _session(spec_from_config(tc)) as peer:
-            out.update(fetch(peer))
+            return fetch(peer, name)
     except (TargetError, ProbeError) as exc:
-        out["error"] = str(exc)
-    return out
+        return PgPeer(name, error=str(exc))
 
 
 @probe("pg.horizon", "postgresql", grant=MONITOR_GRANT, with_config=True)
-def horizon(conn: Connection, config: Any = None) -> Any:
-    """Every kind of horizon holder, once per target (the horizon is per instance)."""
-    data: dict[str, Any] = {"instance": _instance(conn)}
-    data["backends"] = _rows(conn, "horizon_backends", {"limit": HOLDER_LIMIT})
-    data["prepared"] = _rows(conn, "horizon_prepared", {"limit": HOLDER_LIMIT})
-    data["slots"] = _rows(conn, "horizon_slots", {"limit": HOLDER_LIMIT})
-    data["replication"] = _rows(conn, "horizon_replication", {"limit": HOLDER_LIMIT})
-    data["primary"], data["standbys"] = None, []
+def horizon(conn: Connection, config: object = None) -> PgHorizon:
+    """Every kind of horizon holder but the backends, once per target (the horizon is per
+    instance): the backends are the pg.sessions rows, read once per cycle."""
+    inst = _instance(conn)
+    primary, standbys = None, []
     me = _target_config(config, conn.spec.name)
-    if data["instance"]["in_recovery"]:
+    if inst.in_recovery:
         if me is not None and me.primary:
-            data["primary"] = _peer(config, me.primary, _primary_view)
+            primary = _peer(config, me.primary, _primary_view)
     else:
-        for peer in getattr(config, "targets", ()) or ():
+        for peer in _targets(config):
             if peer.primary == conn.spec.name:
-                data["standbys"].append(_peer(config, peer.name, _standby_view))
-    hidden = sum(1 for r in data["backends"] if r.get("query") == "<insufficient privilege>")
-    if hidden:
-        return PartialResult(
-            data, f"{hidden} horizon holders of other users are hidden", MONITOR_GRANT
-        )
-    return data
+                standbys.append(_peer(config, peer.name, _standby_view))
+    return PgHorizon(
+        instance=inst,
+        prepared=_horizon_rows(conn, "horizon_prepared", PgPrepared),
+        slots=_horizon_rows(conn, "horizon_slots", PgSlot),
+        replication=_horizon_rows(conn, "horizon_replication", PgReplication),
+        primary=primary,
+        standbys=tuple(standbys),
+    )
 
 
 def databases_for(conn: Connection, config: Config | None) -> tuple[list[str], list[str]]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..snapshot import CoverageGap
+from ..snapshot.pg import PgSession
 from ..snapshot.queues import QueueIndex
+from ..snapshot.values import as_row
 from ..targets import Connection
-from . import PartialResult, jsonable, probe, sql
+from . import Covered, PartialResult, jsonable, probe, sql
 
 SESSION_LIMIT = 5000
 SAFETY_SETTINGS = [
@@ -23,31 +24,43 @@ SAFETY_SETTINGS = [
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
+def session_rows(conn: Connection, limit: int = SESSION_LIMIT) -> tuple[PgSession, ...]:
+    """Every backend of the server (sessions.sql), typed: the one pg_stat_activity read that
+    the pg.sessions probe and `dbwatch terminate` share."""
+    rows = conn.rows(sql("postgresql", "sessions", conn.version), {"limit": limit})
+    return tuple(PgSession.from_row(as_row(r)) for r in rows)
+
+
 @probe("pg.sessions", "postgresql", grant=MONITOR_GRANT, server_wide=True)
-def sessions(conn: Connection) -> Any:
-    rows = [
-        jsonable(r)
-        for r in conn.rows(
-            sql("postgresql", "sessions", conn.version),
-            {"limit": SESSION_LIMIT, "database": conn.spec.scoped_database},
-        )
-    ]
-    hidden = sum(1 for r in rows if r.get("query") == "<insufficient privilege>")
+def sessions(conn: Connection) -> object:
+    """Cluster-wide (whatever database the target names): run once per server and user by
+    the daemon; each target's checks keep the rows of their own database (snapshot.scope)."""
+    rows = session_rows(conn, SESSION_LIMIT)
+    data: object = rows
+    hidden = sum(1 for r in rows if r.query == "<insufficient privilege>")
     if not _sees_all_sessions(conn):
-        return PartialResult(
+        data = PartialResult(
             rows,
             "this role sees only its own sessions: other users' "
             "transactions, queries and horizons are invisible",
             MONITOR_GRANT,
         )
-    if hidden:
-        return PartialResult(
+    elif hidden:
+        data = PartialResult(
             rows,
             f"{hidden} sessions of other users are hidden "
             "(query and timings need pg_monitor or pg_read_all_stats)",
             MONITOR_GRANT,
         )
-    return rows
+    if len(rows) < SESSION_LIMIT:
+        return data
+    gap = CoverageGap(
+        "session_cap",
+        "pg.sessions",
+        f"read the first {SESSION_LIMIT} backends (open transactions first, oldest first); "
+        "the server has more and those were not examined",
+    )
+    return Covered(data, (gap,))
 
 
 def _sees_all_sessions(conn: Connection) -> bool:

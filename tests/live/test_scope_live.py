@@ -156,6 +156,61 @@ def test_pg_sessions_are_scoped_to_the_database(pg_two_dbs: tuple[str, str, Any]
         idle.close()
 
 
+def test_pg_shared_sessions_probe_serves_each_targets_own_database(
+        pg_two_dbs: tuple[str, str, Any]) -> None:
+    """pg.sessions is server-wide: the daemon runs it once per server+user for every target
+    (SharedProbes). Target B must still see the sessions of its own database, and target A
+    must not see B's: the read is cluster-wide and the checks apply each target's scope."""
+    from dbwatch.catalogue import Thresholds, load_catalogue
+    from dbwatch.config import Config, RuleOverride
+    from dbwatch.evaluate import Selection
+    from dbwatch.pipeline import probe_target
+    from dbwatch.probes import SharedProbes
+    from dbwatch.targets import spec_for
+
+    a, b, _ = pg_two_dbs
+    idlers = {db: psycopg.connect(pg_url(db), application_name="shared-idler") for db in (a, b)}
+    try:
+        for conn in idlers.values():
+            conn.execute("SELECT txid_current()")
+        time.sleep(1.5)
+        pids = {db: conn.info.backend_pid for db, conn in idlers.items()}
+        config = Config(rules={"PG002": RuleOverride(
+            thresholds=Thresholds("duration", 1.0, None))})
+        shared = SharedProbes(ttl=60.0)   # as the daemon shares it between a server's targets
+        found = {}
+        for db in (a, b):
+            res = probe_target(spec_for(pg_url(db), f"t-{db}"), load_catalogue(), config,
+                               Selection(("PG002",)), shared=shared)
+            assert res.error is None, res.error
+            found[db] = {f.evidence["pid"] for f in res.evaluation.findings if f.rule == "PG002"}
+        assert shared.runs == 1 and shared.hits >= 1      # one read served both targets
+        assert pids[a] in found[a] and pids[b] not in found[a]
+        assert pids[b] in found[b] and pids[a] not in found[b]   # no silent OK for B
+    finally:
+        for conn in idlers.values():
+            conn.close()
+
+
+def test_pg_sessions_past_the_limit_are_a_coverage_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cluster-wide read is bounded: when the limit is hit the rest is a DW002 gap."""
+    from dbwatch.catalogue import load_catalogue
+    from dbwatch.config import Config
+    from dbwatch.evaluate import Selection
+    from dbwatch.pipeline import probe_target
+    from dbwatch.probes import postgresql
+    from dbwatch.targets import spec_for
+
+    monkeypatch.setattr(postgresql, "SESSION_LIMIT", 1)
+    res = probe_target(spec_for(pg_url("test")), load_catalogue(), Config(),
+                       Selection(("PG001", "DW002")))
+    assert res.error is None, res.error
+    assert [g.name for g in res.snapshot.gaps if g.kind == "session_cap"] == ["pg.sessions"]
+    assert len(res.snapshot.section("pg.sessions")) == 1
+    assert any(f.rule == "DW002" and "pg.sessions" in f.summary
+               for f in res.evaluation.findings)
+
+
 def test_pg_queue_health_per_database(pg_two_dbs: tuple[str, str, Any]) -> None:
     a, b, _ = pg_two_dbs
     for db, fill in ((a, True), (b, False)):

@@ -85,3 +85,19 @@ def test_dashboard_and_history_over_a_postgresql_state(
     code, out, _ = run("history", "--config", str(cfg), "--since", "24h", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["deadlocks"]["total"] == 12 and len(doc["actions"]) == 3
+
+
+def test_log_tailer_position_saved_twice_on_a_postgresql_state(pg_state: str) -> None:
+    """The deadlock-log tailer keeps its place in the state's meta table: the upsert is the
+    dialect both state engines share (SQLite's INSERT OR REPLACE is not PostgreSQL)."""
+    from dbwatch.deadlocks.tailer import Position, load_position, save_position
+
+    st = State(PG_URL, schema=pg_state)
+    try:
+        for offset in (100, 250):  # the second save replaces the first
+            with st.transaction() as db:
+                save_position(db, "t1", Position(7, offset, "abc"))
+        assert load_position(st, "t1") == Position(7, 250, "abc")
+        assert load_position(st, "other") is None
+    finally:
+        st.close()

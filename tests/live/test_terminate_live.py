@@ -19,7 +19,7 @@ import pytest
 
 from dbwatch.actions.guards import Criteria, Policy, plan, protection
 from dbwatch.actions.sessions import read_sessions
-from dbwatch.actions.daemon_action import daemon_terminate
+from dbwatch.actions.daemon_action import DaemonTerminator
 from dbwatch.actions.terminate import Request, execute, run_target
 from dbwatch.commands.terminate import pg201_findings
 from dbwatch.catalogue import Thresholds, load_catalogue
@@ -27,6 +27,7 @@ from dbwatch.config import Config, RuleOverride, TerminateConfig
 from dbwatch.evaluate import Selection
 from dbwatch.findings import Finding
 from dbwatch.pipeline import probe_target
+from dbwatch.snapshot import Snapshot
 from dbwatch.targets import TargetSpec, open_target, spec_for
 
 PG = "postgresql://postgres@127.0.0.1:5432/test"
@@ -97,12 +98,18 @@ def state_store() -> Any:
         return Stub()
 
 
-def findings_for(spec: TargetSpec, rule: str, users: set[str]) -> list[Finding]:
-    """The real pipeline (probes -> evaluate) with the rule's threshold lowered to 1s."""
+def cycle_for(spec: TargetSpec, rule: str, users: set[str]) -> tuple[list[Finding], Snapshot]:
+    """The real pipeline (probes -> evaluate) with the rule's threshold lowered to 1s: the
+    findings and the cycle's snapshot (the daemon's terminate acts on its rows)."""
     config = Config(rules={rule: RuleOverride(thresholds=Thresholds("duration", 1.0, None))})
     res = probe_target(spec, load_catalogue(), config, Selection((rule,)))
     return [f for f in res.evaluation.findings if f.rule == rule and
-            (f.evidence.get("user") in users or f.evidence.get("root_user") in users)]
+            (f.evidence.get("user") in users or f.evidence.get("root_user") in users)], \
+        res.snapshot
+
+
+def findings_for(spec: TargetSpec, rule: str, users: set[str]) -> list[Finding]:
+    return cycle_for(spec, rule, users)[0]
 
 
 # --- PostgreSQL -----------------------------------------------------------------------
@@ -284,13 +291,15 @@ def test_pg_daemon_terminate(pgw: PgWorld) -> None:
     found = findings_for(spec, "PG002", {pgw.app, pgw.prot})
     assert len(found) == 3
     firing = [(f, 1.0) for f in found]
-    state, told = state_store(), []
+    state, told, terminator = state_store(), [], DaemonTerminator()
     base = TerminateConfig(enabled=True, dry_run=True, rules=("PG002",), after=2.0,
                            protect_users=(pgw.prot,), max_per_cycle=1)
 
     def run(**kw: Any) -> list[dict[str, Any]]:
         cfg = TerminateConfig(**{**base.__dict__, **kw})
-        return daemon_terminate(spec, cfg, firing, state, told.append)
+        # each daemon cycle acts on its own fresh snapshot; the firing findings stay
+        fresh = cycle_for(spec, "PG002", {pgw.app, pgw.prot})[1]
+        return terminator.run(spec, cfg, firing, state, told.append, fresh)
 
     assert run(enabled=False) == []
     assert run(after=3600.0, dry_run=False) == []
@@ -492,7 +501,7 @@ def test_my_least_privileges_and_daemon(myw: MyWorld) -> None:
     state, told = state_store(), []
     cfg = TerminateConfig(enabled=True, dry_run=False, rules=("MY002",), after=2.0,
                           protect_users=(myw.prot,), max_per_cycle=3)
-    done = daemon_terminate(spec, cfg, [(f, 1.0) for f in found], state, told.append)
+    done = DaemonTerminator().run(spec, cfg, [(f, 1.0) for f in found], state, told.append)
     assert {(a["thread_id"], a["action"]) for a in done} == {
         (offender.thread_id(), "terminated"), (protected.thread_id(), "skipped_protected")}
     assert wait_until(lambda: not myw.alive(offender)) and myw.alive(protected)
@@ -602,9 +611,10 @@ def test_pg_daemon_terminates_a_pg201_horizon_holder(pgw: PgWorld) -> None:
     holder = pgw.offender(pgw.app, app="analytics-report")
     time.sleep(OLD)
     spec = spec_for(PG, "pg-local")
-    [finding] = findings_for(spec, "PG201", {pgw.app})
+    [finding], snap = cycle_for(spec, "PG201", {pgw.app})
     assert finding.evidence["backend_start"] and finding.evidence["pid"] == holder.info.backend_pid
     cfg = TerminateConfig(enabled=True, dry_run=False, rules=("PG201",), after=1.0)
-    done = daemon_terminate(spec, cfg, [(finding, 1.0)], state_store(), lambda _doc: None)
+    done = DaemonTerminator().run(spec, cfg, [(finding, 1.0)], state_store(), lambda _doc: None,
+                                  snap)
     assert [(a["pid"], a["action"]) for a in done] == [(holder.info.backend_pid, "terminated")]
     assert not pgw.alive(holder.info.backend_pid)

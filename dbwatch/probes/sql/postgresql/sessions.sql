@@ -1,6 +1,9 @@
--- Client sessions with an open transaction or a running query; dbwatch's own excluded.
--- Scoped: only the named database's sessions when %(database)s is set (NULL: every database).
--- Bounded: oldest first, LIMIT bound by the caller; query text cut to 2 kB.
+-- Every backend of the server, read once per cycle for all its consumers: PG001/PG002, the
+-- lock graph (PG101, terminate --blocking), the horizon's backend holders (PG201/PG202) and
+-- `dbwatch terminate` (identity pid + backend_start + xact_start, guards, is_self, standby).
+-- Cluster-wide: the daemon shares one read between the targets of a server; each target's
+-- checks keep their own database's rows. Bounded: open transactions first (oldest first),
+-- LIMIT bound by the caller (hitting it is a DW002 gap); query text cut to 2 kB.
 SELECT a.pid,
        a.backend_start,
        a.xact_start,
@@ -12,6 +15,7 @@ SELECT a.pid,
        a.usename AS "user",
        a.application_name AS application,
        host(a.client_addr) AS client_addr,
+       coalesce(a.client_hostname, host(a.client_addr)) AS host,
        a.datname AS database,
        a.backend_type,
        a.backend_xid::text AS backend_xid,
@@ -23,12 +27,10 @@ SELECT a.pid,
        extract(epoch FROM now() - a.state_change)::float8 AS state_seconds,
        left(a.query, 2048) AS query,
        r.rolsuper AS superuser,
-       CASE WHEN a.wait_event_type = 'Lock' THEN pg_blocking_pids(a.pid) END AS blocked_by
+       CASE WHEN a.wait_event_type = 'Lock' THEN pg_blocking_pids(a.pid) END AS blocked_by,
+       a.pid = pg_backend_pid() AS is_self,
+       pg_is_in_recovery() AS standby
 FROM pg_stat_activity a
 LEFT JOIN pg_roles r ON r.oid = a.usesysid
-WHERE a.pid <> pg_backend_pid()
-  AND (%(database)s::text IS NULL OR a.datname = %(database)s::text)
-  AND (a.xact_start IS NOT NULL OR a.state = 'active' OR a.backend_xmin IS NOT NULL)
-  AND coalesce(a.backend_type, 'client backend') IN ('client backend', 'walsender', 'autovacuum worker', 'background worker')
-ORDER BY a.xact_start NULLS LAST
+ORDER BY a.xact_start NULLS LAST, a.pid
 LIMIT %(limit)s
