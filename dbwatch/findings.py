@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+
+from .snapshot.values import opt_int, opt_str
 
 SEVERITIES = ("ok", "warning", "critical", "unknown")
 _RANK = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
@@ -18,13 +20,13 @@ def severity_rank(severity: str) -> int:
     return _RANK.get(severity, 0)
 
 
-def fingerprint_of(rule: str, target: str, identity: Any) -> str:
+def fingerprint_of(rule: str, target: str, identity: object) -> str:
     """Identity, not durations: a session is (pid, backend_start) / (thread, trx id)."""
     raw = json.dumps([rule, target, identity], sort_keys=True, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-def as_datetime(value: Any) -> datetime | None:
+def as_datetime(value: object) -> datetime | None:
     """A timestamp as read from the driver, or as stored in JSON (ISO text); else None."""
     if value is None or isinstance(value, datetime):
         return value
@@ -34,11 +36,11 @@ def as_datetime(value: Any) -> datetime | None:
         return None
 
 
-def _int(value: Any) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except (TypeError, ValueError):
-        return None
+def _int(value: object) -> int | None:
+    """An id: a number or its integer text; other text is no id."""
+    if isinstance(value, str):
+        return int(value) if value.strip().lstrip("-").isdigit() else None
+    return opt_int(value)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class SessionIdentity:
             return self.thread_id is not None and self.trx_id is not None
         return self.pid is not None and self.backend_start is not None
 
-    def key(self) -> list[Any]:
+    def key(self) -> list[str | None]:
         """For fingerprints: stable text, whatever the driver's types."""
         parts = (self.pid, self.backend_start, self.xact_start, self.thread_id, self.trx_id)
         return [
@@ -80,7 +82,7 @@ class SessionIdentity:
             ),
         ]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | int | None]:
         return {
             "engine": self.engine,
             "server": self.server,
@@ -93,27 +95,27 @@ class SessionIdentity:
         }
 
     @classmethod
-    def from_dict(cls, d: Any) -> SessionIdentity | None:
-        if not isinstance(d, dict) or not d.get("engine"):
+    def from_dict(cls, d: object) -> SessionIdentity | None:
+        if not isinstance(d, Mapping) or not d.get("engine"):
             return None
         return cls(
             engine=str(d["engine"]),
             server=str(d.get("server") or ""),
-            database=None if d.get("database") is None else str(d["database"]),
+            database=opt_str(d.get("database")),
             pid=_int(d.get("pid")),
             backend_start=as_datetime(d.get("backend_start")),
             xact_start=as_datetime(d.get("xact_start")),
             thread_id=_int(d.get("thread_id")),
-            trx_id=None if d.get("trx_id") is None else str(d["trx_id"]),
+            trx_id=opt_str(d.get("trx_id")),
         )
 
     @classmethod
-    def pg(cls, server: str, row: dict[str, Any]) -> SessionIdentity:
+    def pg(cls, server: str, row: Mapping[str, object]) -> SessionIdentity:
         """From a pg_stat_activity-shaped row (pid, backend_start, xact_start, database)."""
         return cls(
             engine="postgresql",
             server=server,
-            database=row.get("database"),
+            database=opt_str(row.get("database")),
             pid=_int(row.get("pid")),
             backend_start=as_datetime(row.get("backend_start")),
             xact_start=as_datetime(row.get("xact_start")),
@@ -121,14 +123,14 @@ class SessionIdentity:
 
     @classmethod
     def my(
-        cls, engine: str, server: str, thread_id: Any, trx_id: Any, database: Any = None
+        cls, engine: str, server: str, thread_id: object, trx_id: object, database: object = None
     ) -> SessionIdentity:
         return cls(
             engine=engine,
             server=server,
-            database=None if database is None else str(database),
+            database=opt_str(database),
             thread_id=_int(thread_id),
-            trx_id=None if trx_id is None else str(trx_id),
+            trx_id=opt_str(trx_id),
         )
 
 
@@ -153,7 +155,7 @@ class Finding:
             ident = [ident, self.session.key()]
         return fingerprint_of(self.rule, self.target, ident)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "rule": self.rule,
             "severity": self.severity,

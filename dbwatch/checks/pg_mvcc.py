@@ -65,6 +65,8 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
         out[f"pg.n_dead_tup:{t.key}"] = float(t.dead)
         out[f"pg.autovacuum_count:{t.key}"] = float(t.autovacuum_count or 0)
     for d in snapshot.get(PG_DEADLOCKS) or ():
+        if snapshot.scope is not None and d.database != snapshot.scope:
+            continue
         out[f"pg.deadlocks:{d.database}"] = float(d.deadlocks or 0)
     hs = snapshot_holders(snapshot)
     if hs is not None:

@@ -139,7 +139,10 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
 @check("pg_deadlocks", postgresql=["pg.deadlocks"])
 def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
     daemon = ctx.state is not None and hasattr(ctx.state, "history")
+    scope = ctx.snapshot.scope
     for d in ctx.snapshot.get(PG_DEADLOCKS) or ():
+        if scope is not None and d.database != scope:
+            continue  # the read covers the server; the target is its own database
         now = d.deadlocks or 0
         since = (
             f"the statistics reset at {d.stats_reset}"

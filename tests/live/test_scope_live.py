@@ -192,6 +192,36 @@ def test_pg_shared_sessions_probe_serves_each_targets_own_database(
             conn.close()
 
 
+def test_pg_shared_deadlock_counters_serve_each_targets_own_database(
+        pg_two_dbs: tuple[str, str, Any]) -> None:
+    """pg.deadlocks is server-wide too (pg_stat_database, shared by a server's targets): a
+    deadlock in B's database is B's PG102, even when A's audit ran the shared read first, and
+    never A's."""
+    from dbwatch.catalogue import load_catalogue
+    from dbwatch.config import Config
+    from dbwatch.evaluate import Selection
+    from dbwatch.pipeline import probe_target
+    from dbwatch.probes import SharedProbes
+    from dbwatch.targets import spec_for
+    from test_pg_deadlock_log_live import make_deadlock
+
+    a, b, _ = pg_two_dbs
+    with psycopg.connect(pg_url(b), autocommit=True) as c:
+        c.execute("CREATE TABLE jobs (id int PRIMARY KEY, queue text, state text)")
+        c.execute("INSERT INTO jobs VALUES (1, 'default', 'ready'), (2, 'default', 'ready')")
+    make_deadlock(pg_url(b))
+    time.sleep(0.6)  # the statistics collector's flush (PG 15: at most every second)
+    shared = SharedProbes(ttl=60.0)
+    found = {}
+    for db in (a, b):
+        res = probe_target(spec_for(pg_url(db), f"t-{db}"), load_catalogue(), Config(),
+                           Selection(("PG102",)), shared=shared)
+        assert res.error is None, res.error
+        found[db] = [f.evidence["database"] for f in res.evaluation.findings if f.rule == "PG102"]
+    assert shared.runs == 1 and shared.hits >= 1
+    assert found[a] == [] and found[b] == [b]
+
+
 def test_pg_sessions_past_the_limit_are_a_coverage_gap(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cluster-wide read is bounded: when the limit is hit the rest is a DW002 gap."""
     from dbwatch.catalogue import load_catalogue
