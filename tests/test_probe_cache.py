@@ -22,7 +22,7 @@ def test_ttl_probes_are_reused_and_others_are_not(pg_url: str) -> None:
     # (ALWAYS: the privilege probes every audit runs)
     assert set(first.per_probe) - set(ALWAYS) == {"pg.queue_indexes", "pg.sessions"}
     assert set(second.per_probe) - set(ALWAYS) == {"pg.sessions"}   # the catalog read was reused
-    assert snap.section("pg.queue_indexes") is not None
+    assert snap.sections.get("pg.queue_indexes") is not None
 
 
 def test_cache_expires() -> None:

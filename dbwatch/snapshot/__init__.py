@@ -7,7 +7,7 @@ unknown (DW001), never a silent OK.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .sections import SectionKey, build
 from .values import JSON, as_json
@@ -55,10 +55,6 @@ class Snapshot:
         """The section's typed data, or None if the probe failed or was not run."""
         data = self.sections.get(key.name)
         return None if data is None else key.build(data)
-
-    def section(self, name: str) -> Any:
-        """Untyped access, for sections not yet in the registry; prefer get(KEY)."""
-        return self.sections.get(name)
 
     def has(self, name: str) -> bool:
         return self.sections.get(name) is not None

@@ -113,6 +113,6 @@ def test_server_wide_probes_run_once_per_server(dbs: list[str]) -> None:
     assert shared.runs == 2, shared.runs
     assert shared.hits == 2 * (len(specs) - 1)
     first, last = results[0].snapshot, results[-1].snapshot
-    assert first.section("pg.sessions") is last.section("pg.sessions")
+    assert first.sections.get("pg.sessions") is last.sections.get("pg.sessions")
     # per-database sections are still each target's own
     assert results[0].stats.queries > 0

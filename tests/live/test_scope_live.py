@@ -236,7 +236,7 @@ def test_pg_sessions_past_the_limit_are_a_coverage_gap(monkeypatch: pytest.Monke
                        Selection(("PG001", "DW002")))
     assert res.error is None, res.error
     assert [g.name for g in res.snapshot.gaps if g.kind == "session_cap"] == ["pg.sessions"]
-    assert len(res.snapshot.section("pg.sessions")) == 1
+    assert len(res.snapshot.sections.get("pg.sessions")) == 1
     assert any(f.rule == "DW002" and "pg.sessions" in f.summary
                for f in res.evaluation.findings)
 
@@ -383,7 +383,7 @@ def test_time_budget_leaves_gaps(pg_two_dbs: tuple[str, str, Any]) -> None:
     finally:
         conn.close()
     gaps = {g.name for g in snap.gaps if g.kind == "time_budget"}
-    assert gaps and "pg.sessions" in gaps and snap.section("pg.sessions") is None
+    assert gaps and "pg.sessions" in gaps and snap.sections.get("pg.sessions") is None
     ev = evaluate(snap, cat, Config())
     dw2 = [f for f in ev.findings if f.rule == "DW002"]
     assert dw2 and "pg.sessions" in dw2[0].summary and "PG001" in ev.unknown

@@ -193,14 +193,14 @@ def test_probe_cost_with_a_full_history_long(pfs: Any, capsys: Any) -> None:
         snap = run_probes(conn, "pfs", ["my.statement_history"], stats)
     finally:
         conn.close()
-    rows = len(snap.section("my.statement_history").statements)
+    rows = len(snap.sections.get("my.statement_history").statements)
     ms, sent, examined = pfs.query(
         "select timer_wait / 1e9, rows_sent, rows_examined from performance_schema."
         "events_statements_history_long where sql_text like %s "
         "order by timer_start desc limit 1",
         ("%FROM performance_schema.events_statements_history_long%WHERE SQL_TEXT IS NOT NULL%",))[0]
     t0 = time.perf_counter()
-    analysis = analyse_history(snap.section("my.statement_history"))
+    analysis = analyse_history(snap.sections.get("my.statement_history"))
     check_s = time.perf_counter() - t0
     assert analysis is not None and analysis.statements == rows
     assert 9_900 <= rows <= HISTORY_LONG and sent == rows
@@ -219,7 +219,7 @@ def test_a_ring_buffer_larger_than_the_limit_yields_the_newest(pfs: Any, monkeyp
     monkeypatch.setattr(statements, "HISTORY_LIMIT", 10)
     conn = open_target(spec_for(pfs.url(), "pfs"))
     try:
-        section = run_probes(conn, "pfs", ["my.statement_history"]).section("my.statement_history")
+        section = run_probes(conn, "pfs", ["my.statement_history"]).sections.get("my.statement_history")
     finally:
         conn.close()
     rows = [[s.thread_id, s.event_id, s.text] for s in section.statements]
