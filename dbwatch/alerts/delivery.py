@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from ..config import AlertConfig
-from ..daemon.records import OutboxMessage
-from ..daemon.state import State
+from ..records import OutboxMessage
 from ..snapshot.values import JSONObject
 from .payloads import build
+from .state import AlertState
 
 log = logging.getLogger(__name__)
 PERMANENT = (400, 413, 422)  # the payload itself was refused: retrying cannot help
@@ -97,7 +97,7 @@ class Worker(threading.Thread):
     def __init__(
         self,
         cfg: AlertConfig,
-        state: State,
+        state: AlertState,
         base: float = 1.0,
         cap: float = 60.0,
         stats: dict[str, dict[str, int]] | None = None,
@@ -191,7 +191,7 @@ class Worker(threading.Thread):
 class Delivery:
     """The set of workers for the configured receivers; restartable on config reload."""
 
-    def __init__(self, state: State, base: float = 1.0, cap: float = 60.0) -> None:
+    def __init__(self, state: AlertState, base: float = 1.0, cap: float = 60.0) -> None:
         self.state, self.base, self.cap = state, base, cap
         self.workers: dict[str, Worker] = {}
         self.stats: dict[str, dict[str, int]] = {}

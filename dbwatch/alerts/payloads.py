@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 
-from ..daemon.records import FindingRow, loads
+from ..records import FindingRow, loads
 from ..snapshot.values import JSON, JSONObject, to_float, to_str
 from ..targets.secrets import scrub_tree
 

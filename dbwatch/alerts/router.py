@@ -11,10 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..config import AlertConfig
-from ..daemon.state import FindingRow, State
 from ..findings import severity_rank
+from ..records import FindingRow
 from ..snapshot.values import to_str
 from .payloads import action_data, alert_data
+from .state import AlertState
 
 # Alertmanager forgets an alert at its endsAt: re-send well within that (Prometheus: 1m).
 ALERTMANAGER_RESEND = 60.0
@@ -46,7 +47,7 @@ def muted(firing: Iterable[FindingRow]) -> set[str]:
 
 
 def route(
-    state: State,
+    state: AlertState,
     target: str,
     policies: Iterable[Policy],
     now: float,
@@ -68,7 +69,7 @@ def route(
 
 
 def _route_one(
-    state: State,
+    state: AlertState,
     target: str,
     p: Policy,
     firing: list[FindingRow],
@@ -105,7 +106,7 @@ def _route_one(
 
 
 def announce(
-    state: State, policies: Iterable[Policy], action: Mapping[str, object], now: float
+    state: AlertState, policies: Iterable[Policy], action: Mapping[str, object], now: float
 ) -> None:
     """Queue an action notification (terminate …) for every receiver."""
     data = action_data(action, now)

@@ -8,9 +8,9 @@ import json
 import time
 from typing import TypedDict
 
-from ..daemon.records import json_object
 from ..durations import format_duration, parse_duration
 from ..errors import UsageError
+from ..records import json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..targets.secrets import scrub, scrub_tree

@@ -11,10 +11,10 @@ from ..actions.daemon_action import DaemonTerminator
 from ..alerts.router import announce, route
 from ..findings import Finding
 from ..pipeline import TargetResult
+from ..records import FindingRow, Transitions
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_STATUS
 from ..targets import TargetSpec
-from .records import FindingRow, Transitions
 from .setup import Setup
 from .state import State
 

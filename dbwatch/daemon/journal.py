@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import time
 
+from ..records import row_json
 from ..snapshot.values import JSONObject, to_float, to_int
 from ..targets.secrets import scrub_opt
-from .records import row_json
 from .statebase import StateBase
 
 

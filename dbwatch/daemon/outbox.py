@@ -7,9 +7,9 @@ import json
 import time
 from collections.abc import Iterable
 
+from ..records import SentRow, row_json
 from ..snapshot.values import JSONObject, to_int, to_str
 from ..targets.secrets import scrub_tree
-from .records import SentRow, row_json
 from .statebase import StateBase
 from .statedb import StateConn
 

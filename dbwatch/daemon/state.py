@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..findings import Finding, severity_rank
+from ..records import FindingRow, Transitions, finding_data, json_object, loads
 from .journal import JournalStore
 from .outbox import AlertStore
-from .records import FindingRow, Transitions, finding_data, json_object, loads
 from .statedb import SCHEMA_VERSION, Param, StateConn
 
 __all__ = ["SCHEMA_VERSION", "FindingRow", "State", "Transitions", "default_state_path"]

@@ -16,8 +16,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
-from ..daemon.records import json_object
 from ..durations import format_duration
+from ..records import json_object
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_str
 from . import svg
 from .store import StateReader

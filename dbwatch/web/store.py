@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..daemon.records import row_json
 from ..daemon.state import State
 from ..daemon.statedb import Param
 from ..daemon.statedb import dict_row as _dict_row
 from ..findings import severity_rank
+from ..records import row_json
 from ..snapshot.values import JSONObject, Row, to_float, to_int, to_str
 
 # critical first, then unknown (could not be read), then warning: the Nagios precedence

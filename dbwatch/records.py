@@ -1,5 +1,8 @@
 """Typed records of the daemon's state: what `State` returns and what its readers narrow.
 
+Kept below both `daemon/` (which writes them) and `alerts/`, `web/`, `commands/` (which read
+them), so none of those readers has to import the daemon.
+
 A state row is read once, here, into a frozen record (or a JSON object, for the reads that
 are shown as they are); nothing downstream sees the driver's untyped rows.
 """
@@ -9,9 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..findings import Finding, SessionIdentity
-from ..snapshot.values import JSON, JSONObject, Row, as_json, opt_float, to_float, to_int, to_str
-from ..targets.secrets import scrub_tree
+from .findings import Finding, SessionIdentity
+from .snapshot.values import JSON, JSONObject, Row, as_json, opt_float, to_float, to_int, to_str
+from .targets.secrets import scrub_tree
 
 __all__ = [
     "FindingRow",
