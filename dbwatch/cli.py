@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(func=mod.run)
+        if name == "completion":  # the script is generated from this parser
+            p.set_defaults(root_parser=parser)
         if name == "rules":
             from .commands import rules
 

@@ -29,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
         import shtab
     except ImportError:
         raise UsageError("shell completion needs the shtab package: pip install shtab") from None
-    from ..cli import build_parser
-
-    print(shtab.complete(build_parser(), shell=args.shell))
+    # set by cli.build_parser, so that commands never import cli
+    parser = getattr(args, "root_parser", None)
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise UsageError("shell completion is generated from dbwatch's own parser")
+    print(shtab.complete(parser, shell=args.shell))
     return 0
