@@ -7,7 +7,7 @@ import time
 import pytest
 
 from dbwatch.deadlocks.diagnosis import diagnose
-from dbwatch.deadlocks.statements import classify
+from dbwatch.parsers.statements import classify
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_common import parse_lock_line, split_table
 from dbwatch.parsers.innodb_status import parse_status

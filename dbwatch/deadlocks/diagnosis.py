@@ -1,6 +1,6 @@
 """Name the shape of an InnoDB deadlock and its fix (pure; input is a parsed Deadlock).
 
-Decided by what the transactions do (dbwatch.deadlocks.statements): a delete or completing
+Decided by what the transactions do (dbwatch.parsers.statements): a delete or completing
 update on a queue table against a claim on the same table is claim-vs-delete, whichever
 index and whichever victim. Anything not on a queue table gets a generic, non-queue shape.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dbwatch.deadlocks.statements import (
+from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
+from dbwatch.parsers.statements import (
     CLAIM_SIDE,
     COMPLETE,
     DELETE,
@@ -22,7 +23,6 @@ from dbwatch.deadlocks.statements import (
     classify,
     is_queue_name,
 )
-from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
 
 MAX_SHOWN = 200  # query characters quoted in an explanation
 

@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from dbwatch.deadlocks.statements import classify
 from dbwatch.parsers.innodb_common import normalize_ts
 from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
+from dbwatch.parsers.statements import classify
 
 MAX_ENTRY = 64 * 1024  # text kept per log entry
 MAX_PROCS = 64
