@@ -1,0 +1,269 @@
+"""Imports point down the flow (issue 13.3): every dbwatch-internal import, read with `ast`
+(absolute and relative, module-level and inside functions, under TYPE_CHECKING too), goes from a
+layer to one the table below allows.
+
+    targets/ -> probes/ -> snapshot -> checks/ -> findings -> report | alerts/ | actions/
+
+with daemon/ around them, and cli.py + commands/ on top. A layer is a top-level module or
+package of dbwatch. Adding a layer, or an import the table does not allow, fails here: move the
+code down (or the shared piece below both) instead of widening the table."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "dbwatch"
+ROOT = "dbwatch"  # dbwatch/__init__.py: __version__ only
+
+# layer -> the layers it may import (its own is always allowed). Bottom of the flow first.
+ALLOWED: dict[str, frozenset[str]] = {
+    name: frozenset(deps)
+    for name, deps in {
+        # the base: no dbwatch imports, or only each other
+        ROOT: set(),
+        "errors": set(),
+        "durations": set(),
+        "queues": set(),  # the queue registry is pure data
+        "termout": set(),
+        "targets": {"errors"},  # the only code that talks to a driver
+        "catalogue": {"durations", "errors"},
+        "config": {"catalogue", "durations", "errors", "targets"},
+        # parsers of untrusted text; the statement classifier asks the queue registry
+        "parsers": {"queues"},
+        # the typed snapshot: rows reuse the parsers' dataclasses
+        "snapshot": {"parsers"},
+        "findings": {"snapshot"},
+        "scope": {"snapshot"},
+        "inputs": {"errors", "sqlpatterns"},
+        # query-log patterns yield findings of their own (and read the server version)
+        "sqlpatterns": {"errors", "findings", "queues", "targets"},
+        "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
+        # the deadlock pipeline: read (file or server, through probes), parse, diagnose
+        "deadlocks": {"errors", "findings", "parsers", "probes", "queues", "snapshot", "sqlpatterns"},
+        # pure checks; targets only for identifier quoting in the fixes they print
+        "checks": {
+            "catalogue",
+            "deadlocks",
+            "durations",
+            "errors",
+            "findings",
+            "parsers",
+            "queues",
+            "scope",
+            "snapshot",
+            "sqlpatterns",
+            "targets",
+        },
+        "evaluate": {"catalogue", "checks", "config", "findings", "snapshot"},
+        "pipeline": {
+            "catalogue",
+            "checks",
+            "config",
+            "errors",
+            "evaluate",
+            "findings",
+            "probes",
+            "snapshot",
+            "targets",
+        },
+        "report": {"findings", "pipeline", "targets", "termout"},
+        # the daemon's state records, below daemon/ and its readers (alerts/, web/, commands/)
+        "records": {"findings", "snapshot", "targets"},
+        # alerts see the state through alerts.state.AlertState, never daemon/
+        "alerts": {"config", "findings", "records", "snapshot", "targets"},
+        # terminate reuses the one lock graph (checks) and reads sessions through probes
+        "actions": {
+            "checks",
+            "config",
+            "durations",
+            "errors",
+            "findings",
+            "probes",
+            "snapshot",
+            "targets",
+        },
+        # the daemon drives everything below it; never commands/, cli or web/
+        "daemon": {
+            "actions",
+            "alerts",
+            "catalogue",
+            "checks",
+            "config",
+            "deadlocks",
+            "durations",
+            "errors",
+            "evaluate",
+            "findings",
+            "parsers",
+            "pipeline",
+            "probes",
+            "queues",
+            "records",
+            "scope",
+            "snapshot",
+            "sqlpatterns",
+            "targets",
+        },
+        # the dashboard reads the daemon's state (read-only)
+        "web": {ROOT, "daemon", "durations", "findings", "records", "snapshot", "targets"},
+        # one module per command: anything but cli (the parser reaches completion by argument)
+        "commands": {
+            "actions",
+            "alerts",
+            "catalogue",
+            "checks",
+            "config",
+            "daemon",
+            "deadlocks",
+            "durations",
+            "errors",
+            "evaluate",
+            "findings",
+            "inputs",
+            "parsers",
+            "pipeline",
+            "probes",
+            "queues",
+            "records",
+            "report",
+            "scope",
+            "snapshot",
+            "sqlpatterns",
+            "targets",
+            "termout",
+            "web",
+        },
+        "cli": {ROOT, "commands", "errors", "targets"},
+        "manpage": {ROOT, "cli"},
+        "__main__": {"cli"},
+    }.items()
+}
+
+# Imports the flow does not allow, left for now: (importing layer, imported layer) -> why.
+# Each must still occur (a stale entry fails), so delete it when the import goes.
+PENDING: dict[tuple[str, str], str] = {
+    # probes/innodb.py runs the deadlock diagnosis: removed by the dlflow change
+    ("probes", "deadlocks"): "removed by the dlflow change",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split("."))
+    base = PACKAGE.parent / rel
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imports_of(module: str, source: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, imported dbwatch module) for every import in `source`, wherever it stands."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base_parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                found.append((node.lineno, sub if _is_module(sub) else base))
+    return [(line, name) for line, name in found if name == ROOT or name.startswith(ROOT + ".")]
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def all_modules() -> list[tuple[str, Path]]:
+    return sorted((module_name(p), p) for p in PACKAGE.rglob("*.py"))
+
+
+def edges() -> list[tuple[str, str, str, int, str]]:
+    """(from layer, to layer, from module, line, imported module), across layers."""
+    out = []
+    for module, path in all_modules():
+        for line, target in imports_of(module, path.read_text(), path.name == "__init__.py"):
+            a, b = layer_of(module), layer_of(target)
+            if a != b:
+                out.append((a, b, module, line, target))
+    return out
+
+
+def test_every_layer_is_placed_in_the_flow() -> None:
+    layers = {layer_of(m) for m, _ in all_modules()}
+    assert layers - ALLOWED.keys() == set(), "a new top-level module: add it to ALLOWED"
+    assert ALLOWED.keys() - layers == set(), "a layer that no longer exists: drop it"
+    unknown = {d for deps in ALLOWED.values() for d in deps} - ALLOWED.keys()
+    assert unknown == set()
+
+
+def test_the_allowed_flow_has_no_cycle() -> None:
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(layer: str, path: list[str]) -> None:
+        if state.get(layer) == 2:
+            return
+        assert state.get(layer) != 1, "cycle in ALLOWED: " + " -> ".join([*path, layer])
+        state[layer] = 1
+        for dep in sorted(ALLOWED[layer]):
+            visit(dep, [*path, layer])
+        state[layer] = 2
+
+    for layer in sorted(ALLOWED):
+        visit(layer, [])
+
+
+def test_imports_point_down_the_flow() -> None:
+    bad = [
+        f"{module}:{line} imports {target} ({a} -> {b})"
+        for a, b, module, line, target in edges()
+        if b not in ALLOWED[a] and (a, b) not in PENDING
+    ]
+    assert bad == []
+
+
+def test_pending_exceptions_are_still_needed() -> None:
+    used = {(a, b) for a, b, *_ in edges()}
+    stale = {k: why for k, why in PENDING.items() if k not in used}
+    assert stale == {}, "this import is gone: delete its PENDING entry"
+    assert all(b not in ALLOWED[a] for a, b in PENDING), "PENDING duplicates ALLOWED"
+
+
+def test_nothing_but_cli_imports_commands() -> None:
+    assert {a for a, deps in ALLOWED.items() if "commands" in deps} == {"cli"}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def f():\n    from ..daemon import state\n", (2, "dbwatch.daemon.state")),
+        ("from ..daemon.state import State\n", (1, "dbwatch.daemon.state")),
+        ("import dbwatch.daemon.loop\n", (1, "dbwatch.daemon.loop")),
+        ("from dbwatch.daemon import loop\n", (1, "dbwatch.daemon.loop")),
+        ("from .. import __version__\n", (1, "dbwatch")),
+        ("from . import lockgraph\n", (1, "dbwatch.checks.lockgraph")),
+        ("import json\nfrom os import path\n", None),
+    ],
+)
+def test_imports_are_resolved(source: str, expected: tuple[int, str] | None) -> None:
+    assert imports_of("dbwatch.checks.x", source) == ([expected] if expected else [])
+
+
+def test_an_upward_import_is_caught() -> None:
+    source = "def f() -> None:\n    from ..daemon import state\n"
+    for line, target in imports_of("dbwatch.checks.lockgraph", source):
+        assert layer_of(target) not in ALLOWED["checks"], (line, target)
