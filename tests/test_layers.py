@@ -42,7 +42,15 @@ ALLOWED: dict[str, frozenset[str]] = {
         "sqlpatterns": {"errors", "findings", "queues", "targets"},
         "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
         # the deadlock pipeline: read (file or server, through probes), parse, diagnose
-        "deadlocks": {"errors", "findings", "parsers", "probes", "queues", "snapshot", "sqlpatterns"},
+        "deadlocks": {
+            "errors",
+            "findings",
+            "parsers",
+            "probes",
+            "queues",
+            "snapshot",
+            "sqlpatterns",
+        },
         # pure checks; targets only for identifier quoting in the fixes they print
         "checks": {
             "catalogue",
