@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 
 from tabulate import tabulate
 
+from ..deadlocks.record import deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
 from ..errors import UsageError
@@ -80,7 +81,7 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
             f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
             + (f" — {f.grant}" if f.grant else "")
         )
-    dl = status.deadlock
+    dl = deadlock_record(status.deadlock) if status.deadlock else None
     scope = specs[0].scoped_database
     if dl and not deadlock_in_scope(dl, scope):
         print(

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..findings import Finding
-from ..probes.innodb import deadlock_record
 from ..snapshot.values import as_row
+from .record import deadlock_record
 from .tailer import load_position, poll, save_position
 from .text import deadlock_fields, victim_text
 
