@@ -21,13 +21,14 @@ LONG_FIX = ("End the horizon holder: SELECT pg_terminate_backend(22960); (cancel
 
 
 def sample_deadlocks() -> list[dict[str, Any]]:
-    from dbwatch.probes.innodb import status_section
+    from dbwatch.deadlocks.record import deadlock_record
+    from dbwatch.parsers.innodb_status import parse_status
     out = []
     for name in ("mariadb-laravel-queue-index.txt", "mariadb-opposite-order.txt",
                  "mariadb-laravel-legacy-index.txt", "mysql8-manual-example-status.txt"):
-        dl = status_section((FIXTURES / name).read_text()).deadlock
+        dl = parse_status((FIXTURES / name).read_text()).deadlock
         if dl:
-            out.append(dl)
+            out.append(deadlock_record(dl))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 
+from ..deadlocks.record import deadlock_record
 from ..deadlocks.text import deadlock_fields, victim_text
 from ..durations import format_duration
 from ..findings import Finding
@@ -49,7 +50,7 @@ def _from_error_log_table(ctx: CheckContext, status: InnodbStatusSection) -> lis
     """MySQL 8.0.22+: one MY102 per deadlock in performance_schema.error_log (recent ones)."""
     max_age = ctx.duration("max_age")
     out = []
-    for rec in status.error_log.deadlocks[-50:]:
+    for rec in map(deadlock_record, status.error_log.deadlocks[-50:]):
         if not deadlock_in_scope(rec, ctx.snapshot.scope):
             continue
         age = _age(status, rec)
@@ -73,7 +74,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     if from_table:  # every deadlock, not only the latest: the status text adds nothing
         yield from from_table
         return
-    dl = status.deadlock
+    dl = deadlock_record(status.deadlock) if status.deadlock else None
     since = _recent_deadlocks(ctx, counter)
     if dl and not deadlock_in_scope(dl, scope):
         return  # none of its tables is in the target's scope

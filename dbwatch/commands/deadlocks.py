@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 
 from tabulate import tabulate
 
+from ..deadlocks.record import deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
 from ..errors import UsageError
@@ -57,13 +58,14 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
     from ..targets import open_target
     from .common import load_all, resolve_targets
 
-    _, config = load_all(args.config)
+    _, config = load_all(arg_str(args, "config"))
+    target = arg_str(args, "target")
     specs = resolve_targets(
-        [args.target] if args.target else [],
+        [target] if target else [],
         config,
         say=False,
-        password_file=args.password_file,
-        all_databases=args.all_databases,
+        password_file=arg_str(args, "password_file"),
+        all_databases=arg_flag(args, "all_databases"),
     )
     specs = [s for s in specs if s.engine == "mysql"]
     if len(specs) != 1:
@@ -80,7 +82,7 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
             f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
             + (f" — {f.grant}" if f.grant else "")
         )
-    dl = status.deadlock
+    dl = deadlock_record(status.deadlock) if status.deadlock else None
     scope = specs[0].scoped_database
     if dl and not deadlock_in_scope(dl, scope):
         print(
@@ -98,12 +100,13 @@ def _from_history(args: argparse.Namespace) -> list[Record]:
 
     from ..daemon.state import State, default_state_path
 
-    path = Path(args.state) if args.state else default_state_path()
+    state = arg_str(args, "state")
+    path = Path(state) if state else default_state_path()
     if not path.exists():
         raise UsageError(f"{path}: no state database (has `dbwatch watch` run? use --state)")
     st = State(path)
     try:
-        rows = st.deadlocks(target=args.target, limit=args.limit or 1000)
+        rows = st.deadlocks(target=arg_str(args, "target"), limit=arg_int(args, "limit") or 1000)
     finally:
         st.close()
     out: list[Record] = []

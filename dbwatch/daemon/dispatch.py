@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..actions.daemon_action import DaemonTerminator
 from ..alerts.router import announce, route
+from ..deadlocks.record import deadlock_record
 from ..findings import Finding
 from ..pipeline import TargetResult
 from ..records import FindingRow, Transitions
@@ -84,9 +85,9 @@ class Actions:
 def record_deadlocks(state: State, result: TargetResult) -> None:
     """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
     status = result.snapshot.get(MY_INNODB_STATUS)
-    dl = status.deadlock if status is not None else None
-    if dl is None or not dl.get("key"):
+    if status is None or status.deadlock is None:
         return
+    dl = deadlock_record(status.deadlock)
     if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
         log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
 

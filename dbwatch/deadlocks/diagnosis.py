@@ -8,7 +8,6 @@ index and whichever victim. Anything not on a queue table gets a generic, non-qu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
 from dbwatch.parsers.statements import (
@@ -23,6 +22,7 @@ from dbwatch.parsers.statements import (
     classify,
     is_queue_name,
 )
+from dbwatch.snapshot.values import JSONObject
 
 MAX_SHOWN = 200  # query characters quoted in an explanation
 
@@ -42,10 +42,10 @@ class Diagnosis:
     def is_queue_problem(self) -> bool:
         return self.pattern.startswith("queue-")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "pattern": self.pattern,
-            "rules": list(self.rules),
+            "rules": [*self.rules],
             "explanation": self.explanation,
             "fix": self.fix,
         }

@@ -7,17 +7,24 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from ..findings import Finding
-from ..probes.innodb import deadlock_record
 from ..snapshot.values import as_row
-from .tailer import load_position, poll, save_position
+from .record import DeadlockRecord, deadlock_record
+from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
 
 log = logging.getLogger(__name__)
 
 MAX_SEPARATE = 5  # more new deadlocks than this in one look: one summary finding
+
+
+class DeadlockJournal(StateDb, Protocol):
+    """The daemon's state as the tail uses it: its transaction, the log position and the
+    deadlock journal (daemon.state.State)."""
+
+    def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool: ...
 
 
 def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -> Finding:
@@ -29,7 +36,7 @@ def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -
     )
 
 
-def _burst(rule: str, target: str, recs: list[dict[str, object]], severity: str) -> Finding:
+def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) -> Finding:
     patterns = Counter(str(as_row(r.get("diagnosis")).get("pattern")) for r in recs)
     latest = recs[-1]
     top = ", ".join(f"{p} ×{n}" for p, n in patterns.most_common(5))
@@ -53,12 +60,12 @@ def _burst(rule: str, target: str, recs: list[dict[str, object]], severity: str)
 
 
 def tail_findings(
-    state: Any, target: str, engine: str, log_file: str, severity: str = "warning"
+    state: DeadlockJournal, target: str, engine: str, log_file: str, severity: str = "warning"
 ) -> list[Finding]:
     """Read what is new in the target's log; record and return findings for new deadlocks."""
     pos = load_position(state, target)
     deadlocks, new_pos = poll(Path(log_file), engine, pos)
-    fresh: list[dict[str, object]] = []
+    fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
         for dl in deadlocks:
             rec = deadlock_record(dl)

@@ -11,11 +11,12 @@ import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from ..errors import UsageError
 from ..parsers.errorlog import CHUNK, Scanner, iter_deadlocks, iter_deadlocks_bytes
 from ..parsers.pg_deadlock import PgScanner, detect_format, iter_pg_deadlocks
+from .record import DeadlockRecord, deadlock_record
 
 EXPECTED = (
     "expected SHOW ENGINE INNODB STATUS text, a MySQL/MariaDB error log with "
@@ -99,10 +100,8 @@ def _chunks(path: str, fh: IO[bytes]) -> Iterator[bytes]:
         raise UsageError(f"{path}: truncated or corrupt gzip ({exc}); {EXPECTED}") from None
 
 
-def read_log(path: str, stats: ReadStats) -> Iterator[dict[str, Any]]:
+def read_log(path: str, stats: ReadStats) -> Iterator[DeadlockRecord]:
     """Deadlock records (SPEC §6 shape with diagnosis) from an error log or PostgreSQL log."""
-    from ..probes.innodb import deadlock_record
-
     with open_binary(path) as fh:
         chunks = _chunks(path, fh)
         first = next(chunks, b"")
@@ -138,10 +137,9 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
         yield rest.decode("utf-8", "replace")
 
 
-def read_status_file(path: str, stats: ReadStats) -> list[dict[str, Any]]:
+def read_status_file(path: str, stats: ReadStats) -> list[DeadlockRecord]:
     """A saved status text; a paste of only the deadlock (or of a log) is read tolerantly."""
     from ..parsers.innodb_status import parse_status
-    from ..probes.innodb import deadlock_record, status_section
 
     with open_text(path) as fh:
         text = "".join(_guarded(path, iter(fh.readline, "")))[:MAX_STATUS]
@@ -149,9 +147,8 @@ def read_status_file(path: str, stats: ReadStats) -> list[dict[str, Any]]:
     st = parse_status(text)
     if st.sections:
         stats.kind, stats.recognised = "status text", len(st.sections)
-        dl = status_section(text).deadlock
-        if dl is not None or "LATEST DETECTED DEADLOCK" in st.sections:
-            return [dl] if dl else []
+        if st.deadlock is not None or "LATEST DETECTED DEADLOCK" in st.sections:
+            return [deadlock_record(st.deadlock)] if st.deadlock else []
     sc = Scanner()
     out = [deadlock_record(d) for d in iter_deadlocks(text.splitlines(), sc)]
     stats.recognised += sc.recognised

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from ..snapshot.values import as_row, as_rows
 
@@ -16,7 +16,17 @@ def victim_text(rec: Mapping[str, object]) -> str:
     return "victim unknown"
 
 
-def deadlock_fields(rec: Mapping[str, object], read_from: str, source: str) -> dict[str, Any]:
+class DeadlockFields(TypedDict):
+    """A deadlock finding's own fields (Finding's keyword arguments)."""
+
+    subject: str
+    summary: str
+    fix: str
+    evidence: dict[str, object]
+    identity: object
+
+
+def deadlock_fields(rec: Mapping[str, object], read_from: str, source: str) -> DeadlockFields:
     """subject, summary, fix, evidence and identity of a finding for one deadlock record;
     `read_from` is shown in the summary, `source` kept in the evidence."""
     diag = as_row(rec.get("diagnosis"))

@@ -3,10 +3,13 @@ their InnoDB transactions, lock waits, the InnoDB monitor status and counters.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from ..parsers.deadlock_model import Deadlock
+from ..parsers.innodb_deadlock import parse_deadlock_lines
+from ..parsers.innodb_status import parse_status
 from ..parsers.innodb_trx import TrxInfo
 from .sections import rows_of, section
 from .values import (
@@ -22,9 +25,7 @@ from .values import (
 )
 
 Number = int | float
-# The SPEC §6 deadlock object with its diagnosis and key (probes.innodb.deadlock_record):
-# one shape for the status text, the error log, the daemon's history and `dbwatch deadlocks`.
-DeadlockRecord = dict[str, object]
+OLDEST_KEPT = 20  # transactions of the status text's list kept, longest-active first
 
 
 def opt_num(v: object) -> Number | None:
@@ -234,11 +235,11 @@ class InnodbCounters:
 
 @dataclass(frozen=True)
 class ErrorLogDeadlocks:
-    """MySQL 8.0.22+: the deadlocks in performance_schema.error_log, as deadlock records
-    (probes.innodb.deadlock_record); `available` False with why when it cannot be read."""
+    """MySQL 8.0.22+: the deadlocks in performance_schema.error_log, as parsed (diagnosed
+    where they are used: deadlocks.record); `available` False with why when it cannot be read."""
 
     available: bool = False
-    deadlocks: tuple[DeadlockRecord, ...] = ()
+    deadlocks: tuple[Deadlock, ...] = ()
     error: str | None = None
     grant: str | None = None
 
@@ -249,7 +250,7 @@ class ErrorLogDeadlocks:
         row = as_row(data)
         return cls(
             available=to_bool(row.get("available")),
-            deadlocks=tuple(r for r in map(record, _seq(row.get("deadlocks"))) if r is not None),
+            deadlocks=tuple(d for d in map(deadlock, _seq(row.get("deadlocks"))) if d is not None),
             error=opt_str(row.get("error")),
             grant=opt_str(row.get("grant")),
         )
@@ -258,15 +259,14 @@ class ErrorLogDeadlocks:
 @dataclass(frozen=True)
 class InnodbStatusSection:
     """The my.innodb_status section: what SHOW ENGINE INNODB STATUS says, parsed once
-    (parsers.innodb_status) at the probe. `deadlock` is the latest deadlock's record (the
-    SPEC §6 object with its diagnosis and key: the shape the deadlock summary, the daemon's
-    deadlock history and `dbwatch deadlocks` share); `oldest_transactions` the parser's
-    own TrxInfo entries, longest-active first."""
+    (parsers.innodb_status) at the probe. `deadlock` is the latest deadlock as the parser
+    read it (its diagnosis and key are made where it is used: deadlocks.record);
+    `oldest_transactions` the parser's own TrxInfo entries, longest-active first."""
 
     at: str | None = None  # the monitor output's timestamp (server time)
     truncated: bool = False
     history_list_length: int | None = None
-    deadlock: DeadlockRecord | None = None
+    deadlock: Deadlock | None = None
     oldest_transactions: tuple[TrxInfo, ...] = ()
     error_log: ErrorLogDeadlocks = ErrorLogDeadlocks()
 
@@ -279,12 +279,28 @@ class InnodbStatusSection:
             at=opt_str(row.get("at")),
             truncated=to_bool(row.get("truncated")),
             history_list_length=opt_int(row.get("history_list_length")),
-            deadlock=record(row.get("deadlock")),
+            deadlock=deadlock(row.get("deadlock")),
             oldest_transactions=tuple(
                 t if isinstance(t, TrxInfo) else trx_info(as_row(t))
                 for t in _seq(row.get("oldest_transactions"))
             ),
             error_log=ErrorLogDeadlocks.build(row.get("error_log")),
+        )
+
+    @classmethod
+    def from_text(cls, text: str) -> InnodbStatusSection:
+        """The section from the Status column of SHOW ENGINE INNODB STATUS."""
+        st = parse_status(text)
+        trxs = sorted(
+            (t for t in st.transactions if t.active_seconds is not None),
+            key=lambda t: -(t.active_seconds or 0),
+        )[:OLDEST_KEPT]
+        return cls(
+            at=st.at,
+            truncated=st.truncated,
+            history_list_length=st.history_list_length,
+            deadlock=st.deadlock,
+            oldest_transactions=tuple(replace(t, query=(t.query or "")[:1024]) for t in trxs),
         )
 
 
@@ -301,10 +317,14 @@ def trx_info(row: Row) -> TrxInfo:
     )
 
 
-def record(v: object) -> DeadlockRecord | None:
-    """A deadlock record (from the probe, a test's YAML or the daemon's history) as the
-    deadlock readers take it (deadlocks.text, scope); anything not a mapping is None."""
-    return {str(k): x for k, x in v.items()} if isinstance(v, Mapping) else None
+def deadlock(v: object) -> Deadlock | None:
+    """A parsed deadlock, or the text of one (a LATEST DETECTED DEADLOCK section's body or an
+    error-log block, as a test case gives it) parsed; None for nothing."""
+    if v is None or isinstance(v, Deadlock):
+        return v
+    if isinstance(v, str):
+        return parse_deadlock_lines(v.splitlines())
+    raise TypeError(f"a deadlock is a parsers Deadlock or its report text, not {type(v).__name__}")
 
 
 def _seq(v: object) -> Sequence[object]:
