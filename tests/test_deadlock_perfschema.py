@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dbwatch.deadlocks.perfschema import deadlocks_from_rows, error_log_lines
+from dbwatch.parsers.perfschema import deadlocks_from_rows, error_log_lines
 from dbwatch.parsers.errorlog import iter_deadlocks
 
 FIX = Path(__file__).parent / "fixtures" / "innodb"

@@ -17,7 +17,7 @@ ERROR_LOG_WINDOW = 86_400  # seconds of performance_schema.error_log read per lo
 def error_log_deadlocks(conn: Connection) -> ErrorLogDeadlocks:
     """MySQL 8.0.22+: every deadlock in performance_schema.error_log (no file access needed).
     Untested live: no MySQL 8 server here; the row shape follows the manual."""
-    from ..deadlocks.perfschema import deadlocks_from_rows
+    from ..parsers.perfschema import deadlocks_from_rows
 
     if not conn.version.at_least("mysql", 8, 0, 22):
         return ErrorLogDeadlocks(available=False)

@@ -13,7 +13,6 @@ from datetime import datetime
 
 from ..parsers.errorlog import iter_deadlocks
 from ..parsers.innodb_deadlock import Deadlock
-from ..snapshot.values import as_row
 
 MAX_ROWS = 20_000
 
@@ -43,7 +42,7 @@ def error_log_lines(rows: Iterable[Mapping[str, object]]) -> Iterator[str]:
     for i, r in enumerate(rows):
         if i >= MAX_ROWS:
             return
-        r = as_row(r)
+        r = {str(k).lower(): v for k, v in r.items()}  # information_schema's upper case
         prefix = (
             f"{_ts(r.get('logged'))} {r.get('thread_id') or 0} [{r.get('prio') or 'Note'}] "
             f"[{r.get('error_code') or ''}] [{r.get('subsystem') or 'InnoDB'}] "
