@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import find_config_path
-from ..daemon.loop import Daemon, load_setup
-from ..daemon.state import State, default_state_path
 from ..errors import UsageError
 from ..inputs import check_listen_address, check_state_path
 from ..targets.secrets import install_log_filter
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the daemon is imported when it runs, not to build the parser
     from ..config import StateConfig
+    from ..daemon.loop import Daemon
+    from ..daemon.state import State
     from ..web.store import StateReader
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
@@ -99,6 +99,9 @@ def _backoff() -> tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..daemon.loop import Daemon, load_setup
+    from ..daemon.state import State, default_state_path
+
     # SIGTERM while starting (config, state, metrics): remembered, then a clean exit 0
     early: list[int] = []
     if not args.once:
@@ -147,6 +150,7 @@ def _start_dashboard(
 ) -> ThreadingHTTPServer:
     """The dashboard reads the state through its own connection: SQLite read-only per request,
     or one State of its own on a PostgreSQL state (never the daemon's)."""
+    from ..daemon.state import State
     from ..web.store import StateReader
 
     reader: Callable[[], StateReader] | None = None

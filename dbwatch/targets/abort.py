@@ -11,19 +11,19 @@ import logging
 import os
 import socket
 
-import psycopg
-
 log = logging.getLogger(__name__)
 
 
 def _fd(conn: object) -> int | None:
     raw: object = getattr(conn, "conn", None)  # the driver's connection
-    if isinstance(raw, psycopg.Connection):
+    pgconn: object = getattr(raw, "pgconn", None)  # psycopg (not imported for MySQL targets)
+    if pgconn is not None:
         try:
-            return raw.pgconn.socket
+            fd: object = getattr(pgconn, "socket", None)
         except Exception as exc:  # noqa: BLE001 -- psycopg.OperationalError when closed; never raise
             log.debug("no socket: %s", exc)
             return None
+        return fd if isinstance(fd, int) else None
     sock: object = getattr(raw, "_sock", None)  # PyMySQL
     if isinstance(sock, socket.socket):
         try:
