@@ -8,25 +8,29 @@ from typing import TypeVar
 from .sections import FromRow, rows_of, section
 from .values import (
     JSONObject,
+    Read,
     Row,
+    TypedRow,
     as_json,
     as_row,
     as_rows,
-    int_list,
     opt_bool,
     opt_float,
     opt_int,
     opt_str,
     to_bool,
-    to_int,
     to_str,
 )
 
 R = TypeVar("R", bound=FromRow)
 
 
+def _host(row: Row) -> str | None:
+    return opt_str(row.get("host")) or opt_str(row.get("client_addr"))
+
+
 @dataclass(frozen=True)
-class PgSession:
+class PgSession(TypedRow, host=Read(compute=_host)):
     """One pg_stat_activity row, as the pg.sessions probe reads it (sessions.sql): what
     PG001/PG002, the lock graph, the horizon model and terminate all read."""
 
@@ -56,38 +60,6 @@ class PgSession:
     blocked_by: tuple[int, ...] = ()
     is_self: bool = False
     standby: bool = False
-
-    @classmethod
-    def from_row(cls, row: Row) -> PgSession:
-        g = row.get
-        return cls(
-            pid=to_int(g("pid")),
-            backend_start=opt_str(g("backend_start")),
-            xact_start=opt_str(g("xact_start")),
-            query_start=opt_str(g("query_start")),
-            state_change=opt_str(g("state_change")),
-            state=opt_str(g("state")),
-            wait_event_type=opt_str(g("wait_event_type")),
-            wait_event=opt_str(g("wait_event")),
-            user=opt_str(g("user")),
-            application=opt_str(g("application")),
-            client_addr=opt_str(g("client_addr")),
-            host=opt_str(g("host")) or opt_str(g("client_addr")),
-            database=opt_str(g("database")),
-            backend_type=opt_str(g("backend_type")),
-            backend_xid=opt_str(g("backend_xid")),
-            backend_xmin=opt_str(g("backend_xmin")),
-            xid_age=opt_int(g("xid_age")),
-            xmin_age=opt_int(g("xmin_age")),
-            xact_seconds=opt_float(g("xact_seconds")),
-            query_seconds=opt_float(g("query_seconds")),
-            state_seconds=opt_float(g("state_seconds")),
-            query=opt_str(g("query")),
-            superuser=opt_bool(g("superuser")),
-            blocked_by=int_list(g("blocked_by")),
-            is_self=to_bool(g("is_self")),
-            standby=to_bool(g("standby")),
-        )
 
     @property
     def client(self) -> bool:

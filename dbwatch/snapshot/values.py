@@ -8,10 +8,11 @@ kind becomes None rather than a wrong number.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import TypeAlias
+from typing import ClassVar, Self, TypeAlias, cast, get_type_hints
 
 # JSON as it leaves dbwatch (evidence, state, webhooks): recursive, never Any.
 JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
@@ -153,3 +154,101 @@ def as_json(v: object) -> JSON:
         out: JSON = to_json()
         return out
     return str(v)
+
+
+# ---------------------------------------------------------------- typed rows from driver rows
+
+Convert: TypeAlias = Callable[[object], object]
+
+# A field's annotation -> the helper that narrows its column's value. Nothing else is
+# guessed: a field of any other type says how it is read (`Read`).
+BY_ANNOTATION: Mapping[object, Convert] = {
+    int: to_int,
+    int | None: opt_int,
+    float: to_float,
+    float | None: opt_float,
+    str: to_str,
+    str | None: opt_str,
+    bool: to_bool,
+    bool | None: opt_bool,
+    tuple[int, ...]: int_list,
+    tuple[str, ...]: str_list,
+}
+
+
+@dataclass(frozen=True)
+class Read:
+    """How one field of a `TypedRow` is read when not from the column of its name through
+    the helper its annotation picks: from another `column`, through another `convert`,
+    or `compute`d from the whole row (a fallback to another column, several columns)."""
+
+    column: str | None = None
+    convert: Convert | None = None
+    compute: Callable[[Row], object] | None = None
+
+    def __post_init__(self) -> None:
+        if self.compute is not None and (self.column is not None or self.convert is not None):
+            raise TypeError("Read: compute reads the whole row; no column or convert with it")
+
+
+# One field's reading: its column and helper, or (computed) a function of the whole row.
+_Step: TypeAlias = tuple[str, Convert, Callable[[Row], object] | None]
+
+
+def _computed_only(v: object) -> object:
+    raise AssertionError("a computed field reads no column")
+
+
+_PLANS: dict[type[TypedRow], tuple[_Step, ...]] = {}
+
+
+def _plan(cls: type[TypedRow]) -> tuple[_Step, ...]:
+    """The class's reading, worked out once: a step per __init__ parameter, in order."""
+    if not is_dataclass(cls):
+        raise TypeError(f"{cls.__name__}: a TypedRow is a dataclass")
+    reads = cls._reads
+    hints: Mapping[str, object] = get_type_hints(cls)
+    names = [f.name for f in fields(cls) if f.init]
+    if unknown := set(reads) - set(names):
+        raise TypeError(f"{cls.__name__}: Read for no field: {sorted(unknown)}")
+    steps: list[_Step] = []
+    for name in names:
+        read = reads.get(name, Read())
+        if read.compute is not None:
+            steps.append(("", _computed_only, read.compute))
+            continue
+        convert = read.convert or BY_ANNOTATION.get(hints[name])
+        if convert is None:
+            raise TypeError(
+                f"{cls.__name__}.{name}: no helper for {hints[name]!r}; say how it is read (Read)"
+            )
+        steps.append((read.column or name, convert, None))
+    plan = _PLANS[cls] = tuple(steps)
+    return plan
+
+
+class TypedRow:
+    """Base of a frozen row dataclass built from a driver row (or a test's YAML) field by
+    field: column `name` for field `name`, narrowed by the helper the field's annotation
+    picks (BY_ANNOTATION); the exceptions are given once, in the class statement:
+    `class X(TypedRow, host=Read(compute=...))`. The reading is worked out on first use
+    and kept; a field no helper fits and no Read covers is a TypeError then."""
+
+    _reads: ClassVar[Mapping[str, Read]] = {}
+
+    def __init_subclass__(cls, **reads: Read) -> None:
+        super().__init_subclass__()
+        cls._reads = reads
+
+    @classmethod
+    def from_row(cls, row: Row) -> Self:
+        get = row.get
+        args = [
+            convert(get(column)) if compute is None else compute(row)
+            for column, convert, compute in _PLANS.get(cls) or _plan(cls)
+        ]
+        # The plan holds one value per __init__ parameter, in order, each narrowed to its
+        # field's annotation (or as the class's Read says): the dataclass's generated
+        # __init__ accepts them, which this base class cannot spell for mypy.
+        make = cast(Callable[..., Self], cls)
+        return make(*args)
