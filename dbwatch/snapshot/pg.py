@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TypeVar
 
-from .sections import FromRow, rows_of, section
+from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
     Read,
@@ -13,16 +12,9 @@ from .values import (
     TypedRow,
     as_json,
     as_row,
-    as_rows,
-    opt_bool,
-    opt_float,
-    opt_int,
+    built,
     opt_str,
-    to_bool,
-    to_str,
 )
-
-R = TypeVar("R", bound=FromRow)
 
 
 def _host(row: Row) -> str | None:
@@ -110,7 +102,7 @@ def scoped(rows: tuple[PgSession, ...], scope: str | None) -> tuple[PgSession, .
 
 
 @dataclass(frozen=True)
-class PgInstance:
+class PgInstance(TypedRow):
     """horizon_instance.sql: recovery, feedback, and how a standby's WAL receiver names itself."""
 
     in_recovery: bool = False
@@ -122,23 +114,9 @@ class PgInstance:
     receiver_conninfo: str | None = None
     application_name: str | None = None  # what the primary's pg_stat_replication shows
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgInstance:
-        g = row.get
-        return cls(
-            in_recovery=to_bool(g("in_recovery")),
-            hot_standby_feedback=opt_str(g("hot_standby_feedback")),
-            cluster_name=opt_str(g("cluster_name")),
-            server_addr=opt_str(g("server_addr")),
-            database=opt_str(g("database")),
-            receiver_slot=opt_str(g("receiver_slot")),
-            receiver_conninfo=opt_str(g("receiver_conninfo")),
-            application_name=opt_str(g("application_name")),
-        )
-
 
 @dataclass(frozen=True)
-class PgPrepared:
+class PgPrepared(TypedRow):
     """A prepared transaction (horizon_prepared.sql)."""
 
     gid: str | None = None
@@ -149,22 +127,9 @@ class PgPrepared:
     xid_age: int | None = None
     prepared_seconds: float | None = None
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgPrepared:
-        g = row.get
-        return cls(
-            gid=opt_str(g("gid")),
-            xid=opt_str(g("xid")),
-            prepared=opt_str(g("prepared")),
-            user=opt_str(g("user")),
-            database=opt_str(g("database")),
-            xid_age=opt_int(g("xid_age")),
-            prepared_seconds=opt_float(g("prepared_seconds")),
-        )
-
 
 @dataclass(frozen=True)
-class PgSlot:
+class PgSlot(TypedRow):
     """A replication slot holding an xmin or a catalog_xmin (horizon_slots*.sql)."""
 
     slot_name: str = ""
@@ -182,29 +147,9 @@ class PgSlot:
     inactive_since: str | None = None
     inactive_seconds: float | None = None
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgSlot:
-        g = row.get
-        return cls(
-            slot_name=to_str(g("slot_name")),
-            slot_type=opt_str(g("slot_type")),
-            plugin=opt_str(g("plugin")),
-            database=opt_str(g("database")),
-            active=opt_bool(g("active")),
-            active_pid=opt_int(g("active_pid")),
-            temporary=opt_bool(g("temporary")),
-            xmin=opt_str(g("xmin")),
-            catalog_xmin=opt_str(g("catalog_xmin")),
-            xmin_age=opt_int(g("xmin_age")),
-            catalog_xmin_age=opt_int(g("catalog_xmin_age")),
-            wal_status=opt_str(g("wal_status")),
-            inactive_since=opt_str(g("inactive_since")),
-            inactive_seconds=opt_float(g("inactive_seconds")),
-        )
-
 
 @dataclass(frozen=True)
-class PgReplication:
+class PgReplication(TypedRow):
     """A standby connected to this server (horizon_replication.sql)."""
 
     pid: int | None = None
@@ -219,33 +164,22 @@ class PgReplication:
     xid_age: int | None = None
     slot_name: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgReplication:
-        g = row.get
-        return cls(
-            pid=opt_int(g("pid")),
-            user=opt_str(g("user")),
-            application=opt_str(g("application")),
-            client_addr=opt_str(g("client_addr")),
-            client_hostname=opt_str(g("client_hostname")),
-            backend_start=opt_str(g("backend_start")),
-            state=opt_str(g("state")),
-            sync_state=opt_str(g("sync_state")),
-            backend_xmin=opt_str(g("backend_xmin")),
-            xid_age=opt_int(g("xid_age")),
-            slot_name=opt_str(g("slot_name")),
-        )
-
     def to_json(self) -> JSONObject:
         return {k: as_json(v) for k, v in asdict(self).items()}
 
 
-def _rows(cls: type[R], data: object) -> tuple[R, ...]:
-    return tuple(cls.from_row(r) for r in as_rows(data))
+def _instance(v: object) -> PgInstance | None:
+    return None if v is None else PgInstance.from_row(as_row(v))
 
 
 @dataclass(frozen=True)
-class PgPeer:
+class PgPeer(
+    TypedRow,
+    instance=Read(convert=_instance),
+    backends=Read(convert=built(PgSession)),
+    replication=Read(convert=built(PgReplication)),
+    slots=Read(convert=built(PgSlot)),
+):
     """A configured peer read through one short session: the primary of a standby target
     (replication, slots) or a standby of a primary target (instance, its oldest snapshots)."""
 
@@ -256,22 +190,22 @@ class PgPeer:
     replication: tuple[PgReplication, ...] = ()
     slots: tuple[PgSlot, ...] = ()
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgPeer:
-        g = row.get
-        inst = g("instance")
-        return cls(
-            target=to_str(g("target")),
-            error=opt_str(g("error")),
-            instance=None if inst is None else PgInstance.from_row(as_row(inst)),
-            backends=_rows(PgSession, g("backends")),
-            replication=_rows(PgReplication, g("replication")),
-            slots=_rows(PgSlot, g("slots")),
-        )
+
+def _peer(v: object) -> PgPeer | None:
+    return None if not v else PgPeer.from_row(as_row(v))
 
 
 @dataclass(frozen=True)
-class PgHorizon:
+class PgHorizon(
+    TypedRow,
+    instance=Read(convert=lambda v: PgInstance.from_row(as_row(v))),
+    prepared=Read(convert=built(PgPrepared)),
+    slots=Read(convert=built(PgSlot)),
+    replication=Read(convert=built(PgReplication)),
+    primary=Read(convert=_peer),
+    standbys=Read(convert=built(PgPeer)),
+    backends=Read(convert=built(PgSession)),
+):
     """The pg.horizon section. Its backend holders are the pg.sessions rows (one read of
     pg_stat_activity per cycle); `backends` is filled only by hand-built snapshots (tests)."""
 
@@ -283,23 +217,8 @@ class PgHorizon:
     standbys: tuple[PgPeer, ...] = ()
     backends: tuple[PgSession, ...] = ()
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgHorizon:
-        g = row.get
-        prim = g("primary")
-        return cls(
-            instance=PgInstance.from_row(as_row(g("instance"))),
-            prepared=_rows(PgPrepared, g("prepared")),
-            slots=_rows(PgSlot, g("slots")),
-            replication=_rows(PgReplication, g("replication")),
-            primary=None if not prim else PgPeer.from_row(as_row(prim)),
-            standbys=_rows(PgPeer, g("standbys")),
-            backends=_rows(PgSession, g("backends")),
-        )
 
-
-def build_horizon(data: object) -> PgHorizon:
-    return data if isinstance(data, PgHorizon) else PgHorizon.from_row(as_row(data))
+build_horizon = one_of(PgHorizon)
 
 
 PG_HORIZON = section("pg.horizon", build_horizon)

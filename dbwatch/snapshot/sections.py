@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, Self, TypeVar
 
-from .values import Row, as_rows
+from .values import Row, as_row, as_rows
 
 T = TypeVar("T")
 R = TypeVar("R", bound="FromRow")
@@ -47,6 +47,15 @@ def rows_of(cls: type[R]) -> Callable[[object], tuple[R, ...]]:
         if isinstance(data, tuple) and all(isinstance(r, cls) for r in data):
             return data
         return tuple(cls.from_row(r) for r in as_rows(data))
+
+    return build
+
+
+def one_of(cls: type[R]) -> Callable[[object], R]:
+    """A builder for a section that is one object (a mapping from the driver or a test)."""
+
+    def build(data: object) -> R:
+        return data if isinstance(data, cls) else cls.from_row(as_row(data))
 
     return build
 

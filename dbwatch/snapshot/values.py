@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import ClassVar, Self, TypeAlias, cast, get_type_hints
+from typing import ClassVar, Self, TypeAlias, TypeVar, cast, get_type_hints
 
 # JSON as it leaves dbwatch (evidence, state, webhooks): recursive, never Any.
 JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
@@ -252,3 +252,15 @@ class TypedRow:
         # __init__ accepts them, which this base class cannot spell for mypy.
         make = cast(Callable[..., Self], cls)
         return make(*args)
+
+
+TR = TypeVar("TR", bound=TypedRow)
+
+
+def built(cls: type[TR]) -> Callable[[object], tuple[TR, ...]]:
+    """A Read.convert for a column of nested rows: each one built by cls.from_row."""
+
+    def convert(v: object) -> tuple[TR, ...]:
+        return tuple(cls.from_row(r) for r in as_rows(v))
+
+    return convert
