@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .sections import rows_of, section
-from .values import Row, as_rows, opt_float, opt_int, opt_str, str_list, to_bool, to_str
+from .values import TypedRow, as_rows, str_list
 
 
 @dataclass(frozen=True)
-class PgDeadTable:
+class PgDeadTable(TypedRow):
     """One table of dead_tuples.sql: its dead tuples, vacuums and whether autovacuum may run."""
 
     database: str | None = None
@@ -39,27 +39,6 @@ class PgDeadTable:
     def dead(self) -> int:
         return self.n_dead_tup or 0
 
-    @classmethod
-    def from_row(cls, row: Row) -> PgDeadTable:
-        g = row.get
-        return cls(
-            database=opt_str(g("database")),
-            schema=opt_str(g("schema")),
-            table=opt_str(g("table")),
-            n_live_tup=opt_int(g("n_live_tup")),
-            n_dead_tup=opt_int(g("n_dead_tup")),
-            n_tup_upd=opt_int(g("n_tup_upd")),
-            n_tup_del=opt_int(g("n_tup_del")),
-            last_vacuum=opt_str(g("last_vacuum")),
-            last_autovacuum=opt_str(g("last_autovacuum")),
-            vacuum_count=opt_int(g("vacuum_count")),
-            autovacuum_count=opt_int(g("autovacuum_count")),
-            vacuum_seconds_ago=opt_float(g("vacuum_seconds_ago")),
-            server_autovacuum=opt_str(g("server_autovacuum")),
-            table_autovacuum_enabled=opt_str(g("table_autovacuum_enabled")),
-            queue=to_bool(g("queue")),
-        )
-
 
 @dataclass(frozen=True)
 class PgDeadTuples:
@@ -81,20 +60,12 @@ class PgDeadTuples:
 
 
 @dataclass(frozen=True)
-class PgDeadlockCounter:
+class PgDeadlockCounter(TypedRow):
     """One database's row of pg_stat_database: deadlocks since the statistics reset."""
 
     database: str
     deadlocks: int | None = None
     stats_reset: str | None = None  # ISO 8601; None when never reset
-
-    @classmethod
-    def from_row(cls, row: Row) -> PgDeadlockCounter:
-        return cls(
-            database=to_str(row.get("database")),
-            deadlocks=opt_int(row.get("deadlocks")),
-            stats_reset=opt_str(row.get("stats_reset")),
-        )
 
 
 PG_DEAD_TUPLES = section("pg.dead_tuples", PgDeadTuples.build)

@@ -12,17 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .sections import FromRow, SectionKey, rows_of, section
+from .sections import FromRow, SectionKey, one_of, rows_of, section
 from .values import (
+    Read,
     Row,
-    as_row,
+    TypedRow,
     as_rows,
-    opt_float,
-    opt_int,
-    opt_str,
-    str_list,
     to_bool,
-    to_float,
     to_int,
     to_str,
 )
@@ -39,11 +35,15 @@ def _rows(cls: type[R], v: object) -> tuple[R, ...] | None:
     return tuple(cls.from_row(r) for r in as_rows(v))
 
 
+def _aspect(cls: type[R]) -> Callable[[object], tuple[R, ...] | None]:
+    return lambda v: _rows(cls, v)
+
+
 # ---------------------------------------------------------------- queue indexes (QU301)
 
 
 @dataclass(frozen=True)
-class QueueIndex:
+class QueueIndex(TypedRow):
     """One index of a Laravel-shaped jobs table (queue_indexes.sql, both engines)."""
 
     schema: str
@@ -52,23 +52,12 @@ class QueueIndex:
     columns: tuple[str, ...] = ()
     is_primary: bool = False
 
-    @classmethod
-    def from_row(cls, row: Row) -> QueueIndex:
-        g = row.get
-        return cls(
-            schema=to_str(g("schema")),
-            table_name=to_str(g("table_name")),
-            index_name=opt_str(g("index_name")),
-            columns=str_list(g("columns")),
-            is_primary=to_bool(g("is_primary")),
-        )
-
 
 # ---------------------------------------------------------------- queue tables (QU001-QU004)
 
 
 @dataclass(frozen=True)
-class QueueSummary:
+class QueueSummary(TypedRow):
     """One queue of a table, over the probe's window of the oldest rows."""
 
     queue: str | None
@@ -80,23 +69,9 @@ class QueueSummary:
     repeated: int = 0
     max_attempts: int | None = None
 
-    @classmethod
-    def from_row(cls, row: Row) -> QueueSummary:
-        g = row.get
-        return cls(
-            queue=opt_str(g("queue")),
-            total=to_int(g("total")),
-            available=to_int(g("available")),
-            oldest_available_seconds=opt_float(g("oldest_available_seconds")),
-            reserved=to_int(g("reserved")),
-            oldest_reserved_seconds=opt_float(g("oldest_reserved_seconds")),
-            repeated=to_int(g("repeated")),
-            max_attempts=opt_int(g("max_attempts")),
-        )
-
 
 @dataclass(frozen=True)
-class ReservedGroup:
+class ReservedGroup(TypedRow):
     """Claimed jobs of one queue with the same claim age and expiry."""
 
     queue: str | None
@@ -105,20 +80,9 @@ class ReservedGroup:
     expires_after: float | None = None  # the library's own expiry; None: retry_after
     heartbeat: bool = False  # pg-boss 12: aged by its heartbeat, limited by heartbeatSeconds
 
-    @classmethod
-    def from_row(cls, row: Row) -> ReservedGroup:
-        g = row.get
-        return cls(
-            queue=opt_str(g("queue")),
-            reserved_seconds=to_float(g("reserved_seconds")),
-            n=to_int(g("n")),
-            expires_after=opt_float(g("expires_after")),
-            heartbeat=to_bool(g("heartbeat")),
-        )
-
 
 @dataclass(frozen=True)
-class RepeatedGroup:
+class RepeatedGroup(TypedRow):
     """Jobs of one queue and class that were attempted this many times."""
 
     queue: str | None
@@ -126,17 +90,6 @@ class RepeatedGroup:
     attempts: int = 0
     n: int = 0
     timeout_head: str | None = None  # the payload's text after "timeout": (Laravel)
-
-    @classmethod
-    def from_row(cls, row: Row) -> RepeatedGroup:
-        g = row.get
-        return cls(
-            queue=opt_str(g("queue")),
-            job_class=opt_str(g("job_class")),
-            attempts=to_int(g("attempts")),
-            n=to_int(g("n")),
-            timeout_head=opt_str(g("timeout_head")),
-        )
 
 
 # The probe counts failures in fixed windows: name -> seconds.
@@ -149,8 +102,12 @@ FAILURE_BUCKETS: tuple[tuple[int, str], ...] = (
 )
 
 
+def _within(row: Row) -> tuple[tuple[str, int], ...]:
+    return tuple((k, to_int(row.get(k))) for _, k in FAILURE_BUCKETS)
+
+
 @dataclass(frozen=True)
-class FailedGroup:
+class FailedGroup(TypedRow, within=Read(compute=_within)):
     """Failures of one queue, error head and job class within the probe's horizon."""
 
     queue: str | None
@@ -161,26 +118,13 @@ class FailedGroup:
     latest: str | None = None
     latest_seconds_ago: float | None = None
 
-    @classmethod
-    def from_row(cls, row: Row) -> FailedGroup:
-        g = row.get
-        return cls(
-            queue=opt_str(g("queue")),
-            head=opt_str(g("head")),
-            job_class=opt_str(g("job_class")),
-            n=to_int(g("n")),
-            within=tuple((k, to_int(g(k))) for _, k in FAILURE_BUCKETS),
-            latest=opt_str(g("latest")),
-            latest_seconds_ago=opt_float(g("latest_seconds_ago")),
-        )
-
     def count(self, bucket: str) -> int:
         """Failures in the bucket's window (n_1h ... n_7d)."""
         return dict(self.within).get(bucket, 0)
 
 
 @dataclass(frozen=True)
-class QueueLock:
+class QueueLock(TypedRow):
     """graphile-worker: a named queue locked by a worker."""
 
     queue: str | None
@@ -188,17 +132,6 @@ class QueueLock:
     locked_seconds: float = 0.0
     waiting: int = 0
     held_jobs: int = 0
-
-    @classmethod
-    def from_row(cls, row: Row) -> QueueLock:
-        g = row.get
-        return cls(
-            queue=opt_str(g("queue")),
-            worker=opt_str(g("worker")),
-            locked_seconds=to_float(g("locked_seconds")),
-            waiting=to_int(g("waiting")),
-            held_jobs=to_int(g("held_jobs")),
-        )
 
 
 def _names(v: object) -> tuple[tuple[str, str], ...]:
@@ -210,7 +143,16 @@ def _names(v: object) -> tuple[tuple[str, str], ...]:
 
 
 @dataclass(frozen=True)
-class QueueTableStats:
+class QueueTableStats(
+    TypedRow,
+    scale_depth=Read(convert=lambda v: True if v is None else to_bool(v)),
+    siblings=Read(convert=_names),
+    summary=Read(convert=_aspect(QueueSummary)),
+    reserved=Read(convert=_aspect(ReservedGroup)),
+    repeated=Read(convert=_aspect(RepeatedGroup)),
+    failed=Read(convert=_aspect(FailedGroup)),
+    locks=Read(convert=_aspect(QueueLock)),
+):
     """One queue table as the probe read it: what it is (library, kind) and its aspects.
     An aspect is None when the table's kind has no query for it."""
 
@@ -241,39 +183,6 @@ class QueueTableStats:
     failed: tuple[FailedGroup, ...] | None = None
     locks: tuple[QueueLock, ...] | None = None
 
-    @classmethod
-    def from_row(cls, row: Row) -> QueueTableStats:
-        g = row.get
-        scale = g("scale_depth")
-        return cls(
-            schema=to_str(g("schema")),
-            table=to_str(g("table")),
-            kind=to_str(g("kind")),
-            library=opt_str(g("library")),
-            rows_estimate=opt_int(g("rows_estimate")),
-            attempts_type=opt_str(g("attempts_type")),
-            attempts_limit=opt_int(g("attempts_limit")),
-            current=to_bool(g("current")),
-            scale_depth=True if scale is None else to_bool(scale),
-            siblings=_names(g("siblings")),
-            expire=opt_str(g("expire")),
-            heartbeat=to_bool(g("heartbeat")),
-            window=to_int(g("window")),
-            failed_window=to_int(g("failed_window")),
-            groups=to_int(g("groups")),
-            horizon=opt_int(g("horizon")),
-            window_capped_ids=to_bool(g("window_capped_ids")),
-            error=opt_str(g("error")),
-            privilege=to_bool(g("privilege")),
-            examined_at=opt_float(g("examined_at")),
-            reused=to_bool(g("reused")),
-            summary=_rows(QueueSummary, g("summary")),
-            reserved=_rows(ReservedGroup, g("reserved")),
-            repeated=_rows(RepeatedGroup, g("repeated")),
-            failed=_rows(FailedGroup, g("failed")),
-            locks=_rows(QueueLock, g("locks")),
-        )
-
     @property
     def name(self) -> str:
         """schema.table as evidence and subjects show it (unquoted)."""
@@ -281,7 +190,7 @@ class QueueTableStats:
 
 
 @dataclass(frozen=True)
-class QueueStats:
+class QueueStats(TypedRow, tables=Read(convert=lambda v: _rows(QueueTableStats, v) or ())):
     """The pg.queues / my.queues section: the tables examined this cycle and how many."""
 
     tables: tuple[QueueTableStats, ...] = ()
@@ -293,35 +202,11 @@ class QueueStats:
     retry_after: float | None = None  # the target's retry_after (Laravel), if configured
     libraries: tuple[str, ...] = ()
 
-    @classmethod
-    def from_row(cls, row: Row) -> QueueStats:
-        g = row.get
-        tables = g("tables")
-        return cls(
-            tables=_rows(QueueTableStats, tables) or (),
-            discovered=to_int(g("discovered")),
-            probed=to_int(g("probed")),
-            max_tables=to_int(g("max_tables")),
-            scope=opt_str(g("scope")),
-            skipped=str_list(g("skipped")),
-            retry_after=opt_float(g("retry_after")),
-            libraries=str_list(g("libraries")),
-        )
-
-
-def _one(cls: type[R]) -> Callable[[object], R]:
-    """A builder for a section that is one object (idempotent)."""
-
-    def build(data: object) -> R:
-        return data if isinstance(data, cls) else cls.from_row(as_row(data))
-
-    return build
-
 
 PG_QUEUE_INDEXES = section("pg.queue_indexes", rows_of(QueueIndex))
 MY_QUEUE_INDEXES = section("my.queue_indexes", rows_of(QueueIndex))
-PG_QUEUES = section("pg.queues", _one(QueueStats))
-MY_QUEUES = section("my.queues", _one(QueueStats))
+PG_QUEUES = section("pg.queues", one_of(QueueStats))
+MY_QUEUES = section("my.queues", one_of(QueueStats))
 
 
 def queue_indexes_key(engine: str) -> SectionKey[tuple[QueueIndex, ...]]:

@@ -12,28 +12,23 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .sections import section
-from .values import Row, as_row, as_rows, opt_float, opt_int, opt_str, to_bool, to_int, to_str
+from .values import Read, Row, TypedRow, as_row, built, opt_str, to_bool, to_int, to_str
 
 T = TypeVar("T")
 
 
+def _consumers(raw: object) -> tuple[tuple[str, bool], ...]:
+    pairs = raw.items() if isinstance(raw, Mapping) else ()
+    return tuple((to_str(k), to_bool(v)) for k, v in pairs)
+
+
 @dataclass(frozen=True)
-class Unavailable:
+class Unavailable(TypedRow, consumers=Read(convert=_consumers)):
     """A statement source switched off on the server: why, and how to switch it on."""
 
     reason: str
     fix: str
     consumers: tuple[tuple[str, bool], ...] = ()  # performance_schema consumers, when read
-
-    @classmethod
-    def from_row(cls, row: Row) -> Unavailable:
-        raw = row.get("consumers")
-        pairs = raw.items() if isinstance(raw, Mapping) else ()
-        return cls(
-            reason=to_str(row.get("reason")),
-            fix=to_str(row.get("fix")),
-            consumers=tuple((to_str(k), to_bool(v)) for k, v in pairs),
-        )
 
     def note(self) -> str:
         """One line for the target line and JSON."""
@@ -59,8 +54,14 @@ class HistoryStatement:
         return None
 
 
+def _statements(raw: object) -> tuple[HistoryStatement, ...]:
+    items = raw if isinstance(raw, Sequence) and not isinstance(raw, (str, bytes)) else ()
+    rows = (HistoryStatement.from_value(v) for v in items)
+    return tuple(s for s in rows if s is not None)
+
+
 @dataclass(frozen=True)
-class StatementHistory:
+class StatementHistory(TypedRow, statements=Read(convert=_statements)):
     """my.statement_history: recent statements ordered by (thread, event)."""
 
     source: str
@@ -69,22 +70,13 @@ class StatementHistory:
     max_sql_text_length: int | None = None
     statements: tuple[HistoryStatement, ...] = ()
 
-    @classmethod
-    def from_row(cls, row: Row) -> StatementHistory:
-        raw = row.get("statements")
-        items = raw if isinstance(raw, Sequence) and not isinstance(raw, (str, bytes)) else ()
-        rows = (HistoryStatement.from_value(v) for v in items)
-        return cls(
-            source=to_str(row.get("source")),
-            limit=to_int(row.get("limit")),
-            buffer_size=opt_int(row.get("buffer_size")),
-            max_sql_text_length=opt_int(row.get("max_sql_text_length")),
-            statements=tuple(s for s in rows if s is not None),
-        )
+
+def _scope(row: Row) -> str | None:
+    return opt_str(row.get("schema")) or opt_str(row.get("database"))
 
 
 @dataclass(frozen=True)
-class Digest:
+class Digest(TypedRow, scope=Read(compute=_scope)):
     """One normalised statement and how often it ran. `scope` is MySQL's default schema or
     PostgreSQL's database (None: none)."""
 
@@ -93,34 +85,15 @@ class Digest:
     scope: str | None = None
     idle_seconds: float | None = None  # since its last call (MySQL); None: unknown
 
-    @classmethod
-    def from_row(cls, row: Row) -> Digest:
-        g = row.get
-        return cls(
-            text=to_str(g("text")),
-            calls=to_int(g("calls")),
-            scope=opt_str(g("schema")) or opt_str(g("database")),
-            idle_seconds=opt_float(g("idle_seconds")),
-        )
-
 
 @dataclass(frozen=True)
-class StatementDigests:
+class StatementDigests(TypedRow, digests=Read(convert=built(Digest))):
     """my.statement_digests / pg.statement_digests: digests of locking reads and deletes."""
 
     source: str
     limit: int = 0
     version: str | None = None  # pg_stat_statements' version
     digests: tuple[Digest, ...] = ()
-
-    @classmethod
-    def from_row(cls, row: Row) -> StatementDigests:
-        return cls(
-            source=to_str(row.get("source")),
-            limit=to_int(row.get("limit")),
-            version=opt_str(row.get("version")),
-            digests=tuple(Digest.from_row(r) for r in as_rows(row.get("digests"))),
-        )
 
 
 def _source(cls: type[T], from_row: Callable[[Row], T]) -> Callable[[object], T | Unavailable]:
