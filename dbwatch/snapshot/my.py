@@ -11,17 +11,17 @@ from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_deadlock import parse_deadlock_lines
 from ..parsers.innodb_status import parse_status
 from ..parsers.innodb_trx import TrxInfo
-from .sections import rows_of, section
+from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
+    Read,
     Row,
+    TypedRow,
     as_json,
     as_row,
     as_rows,
     opt_int,
     opt_str,
-    to_bool,
-    to_int,
 )
 
 Number = int | float
@@ -45,263 +45,6 @@ def opt_num(v: object) -> Number | None:
             except ValueError:
                 continue
     return None
-
-
-# the columns of trx.sql: MY201's evidence "oldest" shows them, and only them
-TRX_COLUMNS = (
-    "trx_id",
-    "trx_state",
-    "trx_started",
-    "trx_seconds",
-    "thread_id",
-    "trx_query",
-    "trx_operation_state",
-    "trx_tables_locked",
-    "trx_lock_structs",
-    "trx_rows_locked",
-    "trx_rows_modified",
-    "trx_isolation_level",
-    "user",
-    "host",
-    "db",
-    "command",
-    "command_seconds",
-    "state",
-    "info",
-)
-
-
-@dataclass(frozen=True)
-class MyThread:
-    """One MySQL/MariaDB thread with its InnoDB transaction, if it has one: a my.trx row
-    (trx.sql: transactions only) and a row of terminate's listing (terminate_threads.sql:
-    every thread). What MY001/MY002/MY201 read and what terminate builds its Session from;
-    with trx_id, thread_id is the session's identity."""
-
-    thread_id: int
-    trx_id: str | None = None  # None: no InnoDB transaction
-    trx_state: str | None = None  # RUNNING | LOCK WAIT | ...
-    trx_started: str | None = None  # ISO 8601
-    trx_seconds: Number | None = None
-    trx_query: str | None = None
-    trx_operation_state: str | None = None
-    trx_tables_locked: int | None = None
-    trx_lock_structs: int | None = None
-    trx_rows_locked: int | None = None
-    trx_rows_modified: int | None = None
-    trx_isolation_level: str | None = None
-    user: str | None = None
-    host: str | None = None
-    db: str | None = None  # the thread's default schema
-    command: str | None = None  # PROCESSLIST COMMAND: Sleep, Query, ...
-    command_seconds: Number | None = None  # PROCESSLIST TIME
-    state: str | None = None  # PROCESSLIST STATE
-    info: str | None = None  # PROCESSLIST INFO: the statement now
-    query_id: int | None = None  # MariaDB QUERY_ID (terminate's listing)
-    is_self: bool = False
-
-    @classmethod
-    def from_row(cls, row: Row) -> MyThread:
-        g = row.get
-        return cls(
-            thread_id=to_int(g("thread_id")),
-            trx_id=opt_str(g("trx_id")),
-            trx_state=opt_str(g("trx_state")),
-            trx_started=opt_str(g("trx_started")),
-            trx_seconds=opt_num(g("trx_seconds")),
-            trx_query=opt_str(g("trx_query")),
-            trx_operation_state=opt_str(g("trx_operation_state")),
-            trx_tables_locked=opt_int(g("trx_tables_locked")),
-            trx_lock_structs=opt_int(g("trx_lock_structs")),
-            trx_rows_locked=opt_int(g("trx_rows_locked")),
-            trx_rows_modified=opt_int(g("trx_rows_modified")),
-            trx_isolation_level=opt_str(g("trx_isolation_level")),
-            user=opt_str(g("user")),
-            host=opt_str(g("host")),
-            db=opt_str(g("db")),
-            command=opt_str(g("command")),
-            command_seconds=opt_num(g("command_seconds")),
-            state=opt_str(g("state")),
-            info=opt_str(g("info")),
-            query_id=opt_int(g("query_id")),
-            is_self=to_bool(g("is_self")),
-        )
-
-    @property
-    def sleeping(self) -> bool:
-        return self.command == "Sleep"
-
-    @property
-    def query(self) -> str | None:
-        """The transaction's statement, else the thread's."""
-        return self.trx_query or self.info
-
-    def to_json(self) -> JSONObject:
-        """The trx.sql columns (MY201's evidence "oldest")."""
-        return {name: as_json(getattr(self, name)) for name in TRX_COLUMNS}
-
-
-@dataclass(frozen=True)
-class MyLockWait:
-    """One InnoDB lock wait (lock_waits_*.sql): the waiter, the lock, the blocker."""
-
-    waiting_thread_id: int | None = None
-    waiting_trx_id: str | None = None
-    wait_seconds: Number | None = None
-    waiting_trx_seconds: Number | None = None
-    waiting_query: str | None = None
-    waiting_user: str | None = None
-    waiting_host: str | None = None
-    locked_table: str | None = None  # schema.table
-    locked_index: str | None = None
-    lock_mode: str | None = None
-    lock_type: str | None = None
-    blocking_thread_id: int | None = None
-    blocking_trx_id: str | None = None
-    blocking_trx_seconds: Number | None = None
-    blocking_query: str | None = None
-    blocking_trx_state: str | None = None
-    blocking_user: str | None = None
-    blocking_host: str | None = None
-    blocking_command: str | None = None
-    blocking_command_seconds: Number | None = None
-
-    @classmethod
-    def from_row(cls, row: Row) -> MyLockWait:
-        g = row.get
-        return cls(
-            waiting_thread_id=opt_int(g("waiting_thread_id")),
-            waiting_trx_id=opt_str(g("waiting_trx_id")),
-            wait_seconds=opt_num(g("wait_seconds")),
-            waiting_trx_seconds=opt_num(g("waiting_trx_seconds")),
-            waiting_query=opt_str(g("waiting_query")),
-            waiting_user=opt_str(g("waiting_user")),
-            waiting_host=opt_str(g("waiting_host")),
-            locked_table=opt_str(g("locked_table")),
-            locked_index=opt_str(g("locked_index")),
-            lock_mode=opt_str(g("lock_mode")),
-            lock_type=opt_str(g("lock_type")),
-            blocking_thread_id=opt_int(g("blocking_thread_id")),
-            blocking_trx_id=opt_str(g("blocking_trx_id")),
-            blocking_trx_seconds=opt_num(g("blocking_trx_seconds")),
-            blocking_query=opt_str(g("blocking_query")),
-            blocking_trx_state=opt_str(g("blocking_trx_state")),
-            blocking_user=opt_str(g("blocking_user")),
-            blocking_host=opt_str(g("blocking_host")),
-            blocking_command=opt_str(g("blocking_command")),
-            blocking_command_seconds=opt_num(g("blocking_command_seconds")),
-        )
-
-
-@dataclass(frozen=True)
-class MyLockWaits:
-    """The my.lock_waits section: the SQL file that read them (None: the server has no
-    lock-wait table) and the waits."""
-
-    source: str | None = None
-    waits: tuple[MyLockWait, ...] = ()
-
-    @classmethod
-    def build(cls, data: object) -> MyLockWaits:
-        if isinstance(data, MyLockWaits):
-            return data
-        row = as_row(data)
-        waits = row.get("waits")
-        if isinstance(waits, tuple) and all(isinstance(w, MyLockWait) for w in waits):
-            return cls(opt_str(row.get("source")), waits)
-        return cls(
-            opt_str(row.get("source")), tuple(MyLockWait.from_row(w) for w in as_rows(waits))
-        )
-
-
-@dataclass(frozen=True)
-class InnodbCounters:
-    """The my.innodb_counters section: Innodb_deadlocks and the history list length
-    (status variables on MariaDB, INNODB_METRICS on MySQL 8); None when not read."""
-
-    deadlocks: int | None = None
-    history_list_length: int | None = None
-
-    @classmethod
-    def build(cls, data: object) -> InnodbCounters:
-        if isinstance(data, InnodbCounters):
-            return data
-        row = as_row(data)
-        return cls(
-            deadlocks=opt_int(row.get("innodb_deadlocks")),
-            history_list_length=opt_int(row.get("innodb_history_list_length")),
-        )
-
-
-@dataclass(frozen=True)
-class ErrorLogDeadlocks:
-    """MySQL 8.0.22+: the deadlocks in performance_schema.error_log, as parsed (diagnosed
-    where they are used: deadlocks.record); `available` False with why when it cannot be read."""
-
-    available: bool = False
-    deadlocks: tuple[Deadlock, ...] = ()
-    error: str | None = None
-    grant: str | None = None
-
-    @classmethod
-    def build(cls, data: object) -> ErrorLogDeadlocks:
-        if isinstance(data, ErrorLogDeadlocks):
-            return data
-        row = as_row(data)
-        return cls(
-            available=to_bool(row.get("available")),
-            deadlocks=tuple(d for d in map(deadlock, _seq(row.get("deadlocks"))) if d is not None),
-            error=opt_str(row.get("error")),
-            grant=opt_str(row.get("grant")),
-        )
-
-
-@dataclass(frozen=True)
-class InnodbStatusSection:
-    """The my.innodb_status section: what SHOW ENGINE INNODB STATUS says, parsed once
-    (parsers.innodb_status) at the probe. `deadlock` is the latest deadlock as the parser
-    read it (its diagnosis and key are made where it is used: deadlocks.record);
-    `oldest_transactions` the parser's own TrxInfo entries, longest-active first."""
-
-    at: str | None = None  # the monitor output's timestamp (server time)
-    truncated: bool = False
-    history_list_length: int | None = None
-    deadlock: Deadlock | None = None
-    oldest_transactions: tuple[TrxInfo, ...] = ()
-    error_log: ErrorLogDeadlocks = ErrorLogDeadlocks()
-
-    @classmethod
-    def build(cls, data: object) -> InnodbStatusSection:
-        if isinstance(data, InnodbStatusSection):
-            return data
-        row = as_row(data)
-        return cls(
-            at=opt_str(row.get("at")),
-            truncated=to_bool(row.get("truncated")),
-            history_list_length=opt_int(row.get("history_list_length")),
-            deadlock=deadlock(row.get("deadlock")),
-            oldest_transactions=tuple(
-                t if isinstance(t, TrxInfo) else trx_info(as_row(t))
-                for t in _seq(row.get("oldest_transactions"))
-            ),
-            error_log=ErrorLogDeadlocks.build(row.get("error_log")),
-        )
-
-    @classmethod
-    def from_text(cls, text: str) -> InnodbStatusSection:
-        """The section from the Status column of SHOW ENGINE INNODB STATUS."""
-        st = parse_status(text)
-        trxs = sorted(
-            (t for t in st.transactions if t.active_seconds is not None),
-            key=lambda t: -(t.active_seconds or 0),
-        )[:OLDEST_KEPT]
-        return cls(
-            at=st.at,
-            truncated=st.truncated,
-            history_list_length=st.history_list_length,
-            deadlock=st.deadlock,
-            oldest_transactions=tuple(replace(t, query=(t.query or "")[:1024]) for t in trxs),
-        )
 
 
 def trx_info(row: Row) -> TrxInfo:
@@ -333,7 +76,199 @@ def _seq(v: object) -> Sequence[object]:
     return ()
 
 
+# the columns of trx.sql: MY201's evidence "oldest" shows them, and only them
+TRX_COLUMNS = (
+    "trx_id",
+    "trx_state",
+    "trx_started",
+    "trx_seconds",
+    "thread_id",
+    "trx_query",
+    "trx_operation_state",
+    "trx_tables_locked",
+    "trx_lock_structs",
+    "trx_rows_locked",
+    "trx_rows_modified",
+    "trx_isolation_level",
+    "user",
+    "host",
+    "db",
+    "command",
+    "command_seconds",
+    "state",
+    "info",
+)
+
+
+@dataclass(frozen=True)
+class MyThread(
+    TypedRow,
+    trx_seconds=Read(convert=opt_num),
+    command_seconds=Read(convert=opt_num),
+):
+    """One MySQL/MariaDB thread with its InnoDB transaction, if it has one: a my.trx row
+    (trx.sql: transactions only) and a row of terminate's listing (terminate_threads.sql:
+    every thread). What MY001/MY002/MY201 read and what terminate builds its Session from;
+    with trx_id, thread_id is the session's identity."""
+
+    thread_id: int
+    trx_id: str | None = None  # None: no InnoDB transaction
+    trx_state: str | None = None  # RUNNING | LOCK WAIT | ...
+    trx_started: str | None = None  # ISO 8601
+    trx_seconds: Number | None = None
+    trx_query: str | None = None
+    trx_operation_state: str | None = None
+    trx_tables_locked: int | None = None
+    trx_lock_structs: int | None = None
+    trx_rows_locked: int | None = None
+    trx_rows_modified: int | None = None
+    trx_isolation_level: str | None = None
+    user: str | None = None
+    host: str | None = None
+    db: str | None = None  # the thread's default schema
+    command: str | None = None  # PROCESSLIST COMMAND: Sleep, Query, ...
+    command_seconds: Number | None = None  # PROCESSLIST TIME
+    state: str | None = None  # PROCESSLIST STATE
+    info: str | None = None  # PROCESSLIST INFO: the statement now
+    query_id: int | None = None  # MariaDB QUERY_ID (terminate's listing)
+    is_self: bool = False
+
+    @property
+    def sleeping(self) -> bool:
+        return self.command == "Sleep"
+
+    @property
+    def query(self) -> str | None:
+        """The transaction's statement, else the thread's."""
+        return self.trx_query or self.info
+
+    def to_json(self) -> JSONObject:
+        """The trx.sql columns (MY201's evidence "oldest")."""
+        return {name: as_json(getattr(self, name)) for name in TRX_COLUMNS}
+
+
+@dataclass(frozen=True)
+class MyLockWait(
+    TypedRow,
+    wait_seconds=Read(convert=opt_num),
+    waiting_trx_seconds=Read(convert=opt_num),
+    blocking_trx_seconds=Read(convert=opt_num),
+    blocking_command_seconds=Read(convert=opt_num),
+):
+    """One InnoDB lock wait (lock_waits_*.sql): the waiter, the lock, the blocker."""
+
+    waiting_thread_id: int | None = None
+    waiting_trx_id: str | None = None
+    wait_seconds: Number | None = None
+    waiting_trx_seconds: Number | None = None
+    waiting_query: str | None = None
+    waiting_user: str | None = None
+    waiting_host: str | None = None
+    locked_table: str | None = None  # schema.table
+    locked_index: str | None = None
+    lock_mode: str | None = None
+    lock_type: str | None = None
+    blocking_thread_id: int | None = None
+    blocking_trx_id: str | None = None
+    blocking_trx_seconds: Number | None = None
+    blocking_query: str | None = None
+    blocking_trx_state: str | None = None
+    blocking_user: str | None = None
+    blocking_host: str | None = None
+    blocking_command: str | None = None
+    blocking_command_seconds: Number | None = None
+
+
+@dataclass(frozen=True)
+class MyLockWaits:
+    """The my.lock_waits section: the SQL file that read them (None: the server has no
+    lock-wait table) and the waits."""
+
+    source: str | None = None
+    waits: tuple[MyLockWait, ...] = ()
+
+    @classmethod
+    def build(cls, data: object) -> MyLockWaits:
+        if isinstance(data, MyLockWaits):
+            return data
+        row = as_row(data)
+        waits = row.get("waits")
+        if isinstance(waits, tuple) and all(isinstance(w, MyLockWait) for w in waits):
+            return cls(opt_str(row.get("source")), waits)
+        return cls(
+            opt_str(row.get("source")), tuple(MyLockWait.from_row(w) for w in as_rows(waits))
+        )
+
+
+@dataclass(frozen=True)
+class InnodbCounters(
+    TypedRow,
+    deadlocks=Read(column="innodb_deadlocks"),
+    history_list_length=Read(column="innodb_history_list_length"),
+):
+    """The my.innodb_counters section: Innodb_deadlocks and the history list length
+    (status variables on MariaDB, INNODB_METRICS on MySQL 8); None when not read."""
+
+    deadlocks: int | None = None
+    history_list_length: int | None = None
+
+
+def _deadlocks(v: object) -> tuple[Deadlock, ...]:
+    return tuple(d for d in map(deadlock, _seq(v)) if d is not None)
+
+
+@dataclass(frozen=True)
+class ErrorLogDeadlocks(TypedRow, deadlocks=Read(convert=_deadlocks)):
+    """MySQL 8.0.22+: the deadlocks in performance_schema.error_log, as parsed (diagnosed
+    where they are used: deadlocks.record); `available` False with why when it cannot be read."""
+
+    available: bool = False
+    deadlocks: tuple[Deadlock, ...] = ()
+    error: str | None = None
+    grant: str | None = None
+
+
+def _oldest(v: object) -> tuple[TrxInfo, ...]:
+    return tuple(t if isinstance(t, TrxInfo) else trx_info(as_row(t)) for t in _seq(v))
+
+
+@dataclass(frozen=True)
+class InnodbStatusSection(
+    TypedRow,
+    deadlock=Read(convert=deadlock),
+    oldest_transactions=Read(convert=_oldest),
+    error_log=Read(convert=one_of(ErrorLogDeadlocks)),
+):
+    """The my.innodb_status section: what SHOW ENGINE INNODB STATUS says, parsed once
+    (parsers.innodb_status) at the probe. `deadlock` is the latest deadlock as the parser
+    read it (its diagnosis and key are made where it is used: deadlocks.record);
+    `oldest_transactions` the parser's own TrxInfo entries, longest-active first."""
+
+    at: str | None = None  # the monitor output's timestamp (server time)
+    truncated: bool = False
+    history_list_length: int | None = None
+    deadlock: Deadlock | None = None
+    oldest_transactions: tuple[TrxInfo, ...] = ()
+    error_log: ErrorLogDeadlocks = ErrorLogDeadlocks()
+
+    @classmethod
+    def from_text(cls, text: str) -> InnodbStatusSection:
+        """The section from the Status column of SHOW ENGINE INNODB STATUS."""
+        st = parse_status(text)
+        trxs = sorted(
+            (t for t in st.transactions if t.active_seconds is not None),
+            key=lambda t: -(t.active_seconds or 0),
+        )[:OLDEST_KEPT]
+        return cls(
+            at=st.at,
+            truncated=st.truncated,
+            history_list_length=st.history_list_length,
+            deadlock=st.deadlock,
+            oldest_transactions=tuple(replace(t, query=(t.query or "")[:1024]) for t in trxs),
+        )
+
+
 MY_TRX = section("my.trx", rows_of(MyThread))
 MY_LOCK_WAITS = section("my.lock_waits", MyLockWaits.build)
-MY_INNODB_STATUS = section("my.innodb_status", InnodbStatusSection.build)
-MY_INNODB_COUNTERS = section("my.innodb_counters", InnodbCounters.build)
+MY_INNODB_STATUS = section("my.innodb_status", one_of(InnodbStatusSection))
+MY_INNODB_COUNTERS = section("my.innodb_counters", one_of(InnodbCounters))
