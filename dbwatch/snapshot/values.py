@@ -202,13 +202,19 @@ def _computed_only(v: object) -> object:
 _PLANS: dict[type[TypedRow], tuple[_Step, ...]] = {}
 
 
-def _plan(cls: type[TypedRow]) -> tuple[_Step, ...]:
-    """The class's reading, worked out once: a step per __init__ parameter, in order."""
+def _init_fields(cls: type) -> list[str]:
+    # `cls: type`, not type[TypedRow]: is_dataclass narrows a plain type only (on
+    # type[TypedRow] mypy would take what follows the check for unreachable, unchecked).
     if not is_dataclass(cls):
         raise TypeError(f"{cls.__name__}: a TypedRow is a dataclass")
+    return [f.name for f in fields(cls) if f.init]
+
+
+def _plan(cls: type[TypedRow]) -> tuple[_Step, ...]:
+    """The class's reading, worked out once: a step per __init__ parameter, in order."""
+    names = _init_fields(cls)
     reads = cls._reads
     hints: Mapping[str, object] = get_type_hints(cls)
-    names = [f.name for f in fields(cls) if f.init]
     if unknown := set(reads) - set(names):
         raise TypeError(f"{cls.__name__}: Read for no field: {sorted(unknown)}")
     steps: list[_Step] = []
