@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import (
@@ -45,8 +46,7 @@ _SECTION_NAME = re.compile(r"^[A-Z][A-Z0-9 /_&(),.-]*$")
 SECTION = "LATEST DETECTED DEADLOCK"
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):  # a tuple: built for every prefixed line, cheaply
     ts: str | None  # the prefix's timestamp, raw
     thread: str | None
     prefixed: bool  # a log-line prefix was found
