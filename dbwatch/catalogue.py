@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import string
 import tomllib
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TypeAlias
 
@@ -213,3 +215,28 @@ def load_catalogue(directory: Path | None = None) -> dict[str, Rule]:
     if problems:
         raise ConfigError(problems)
     return rules
+
+
+class _Blank(dict[str, object]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def render(template: str, fields: dict[str, object]) -> str:
+    """A rule's summary template filled in: str.format_map that never raises on a missing or
+    malformed field."""
+    try:
+        return string.Formatter().vformat(template, (), _Blank(fields))
+    except (ValueError, IndexError, AttributeError, KeyError):
+        return template
+
+
+@cache
+def _shipped() -> dict[str, Rule]:
+    return load_catalogue()
+
+
+def rule_summary(rule_id: str, **fields: object) -> str:
+    """The headline of a finding made outside a check (query-log patterns), from the rule's
+    TOML summary like every other finding's."""
+    return render(_shipped()[rule_id].summary, fields)

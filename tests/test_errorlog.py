@@ -1,4 +1,5 @@
 """Error-log deadlock reader: MariaDB blocks, MySQL 8 event lines, garbage, bounded blocks."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,12 +15,17 @@ def test_mariadb_block_form_real_excerpt() -> None:
     assert len(found) == 4
     first = found[0]
     assert first.at == "2026-11-22 02:01:37" and first.victim == 1 and not first.truncated
-    assert [(t.trx_id, t.thread_id) for t in first.transactions] == [("107448", 522),
-                                                                     ("107462", 520)]
+    assert [(t.trx_id, t.thread_id) for t in first.transactions] == [
+        ("107448", 522),
+        ("107462", 520),
+    ]
     assert first.transactions[0].query.startswith("UPDATE `dbw_dl_9066e55d_jobs` SET `reserved_at`")
     assert [d.victim for d in found] == [1, 2, 2, 2]
-    assert all(lk.index in ("PRIMARY", "dbw_dl_9066e55d_jobs_queue_reserved_at_index")
-               for d in found for lk in d.locks)
+    assert all(
+        lk.index in ("PRIMARY", "dbw_dl_9066e55d_jobs_queue_reserved_at_index")
+        for d in found
+        for lk in d.locks
+    )
 
 
 def test_mysql8_event_lines_with_interleaved_messages() -> None:
@@ -27,9 +33,15 @@ def test_mysql8_event_lines_with_interleaved_messages() -> None:
         (dl,) = list(iter_deadlocks(fh))
     assert dl.at == "2022-11-25 15:58:22" and dl.victim == 2 and not dl.truncated
     assert [(t.trx_id, t.thread_id, t.user) for t in dl.transactions] == [
-        ("2107", 19, "u1"), ("2108", 20, "u2")]
+        ("2107", 19, "u1"),
+        ("2108", 20, "u2"),
+    ]
     assert [(lk.n, lk.waiting, lk.table) for lk in dl.locks] == [
-        (1, False, "Animals"), (1, True, "Birds"), (2, False, "Birds"), (2, True, "Animals")]
+        (1, False, "Animals"),
+        (1, True, "Birds"),
+        (2, False, "Birds"),
+        (2, True, "Animals"),
+    ]
     assert dl.transactions[0].query == "UPDATE Birds SET value=30 WHERE name='Buzzard'"
 
 
@@ -65,6 +77,7 @@ def test_mysql57_prefix_and_many_copies_streamed() -> None:
         for _ in range(1000):
             yield from MYSQL57.splitlines(keepends=True)
             yield "random garbage line \x00\xff\n"
+
     found = list(iter_deadlocks(gen()))
     assert len(found) == 1000
     dl = found[0]
@@ -97,6 +110,7 @@ def test_unbounded_block_is_cut() -> None:
         for i in range(MAX_BLOCK_LINES + 10):
             yield f"noise {i}"
         yield from MYSQL57.splitlines()
+
     found = list(iter_deadlocks(gen()))
     assert len(found) == 2 and found[0].truncated and found[1].victim == 2
 
@@ -110,7 +124,7 @@ def test_byte_path_keeps_one_record_line_per_lock_and_reads_the_same() -> None:
     deadlock read is the same as from every line, but for the heap numbers after the first."""
     from dbwatch.parsers.errorlog import iter_deadlocks_bytes, slim
 
-    raw = (Path(__file__).parent / "fixtures" / "innodb" / "mariadb-error-log-excerpt.log")
+    raw = Path(__file__).parent / "fixtures" / "innodb" / "mariadb-error-log-excerpt.log"
     data = raw.read_bytes()
     kept = [ln for ln in slim(data) if ln.startswith("Record lock, heap no")]
     every = [ln for ln in data.decode().splitlines() if ln.startswith("Record lock, heap no")]
@@ -125,3 +139,29 @@ def test_byte_path_keeps_one_record_line_per_lock_and_reads_the_same() -> None:
             (lk.n, lk.waiting, lk.index, lk.heap_nos[:1]) for lk in b.locks
         ]
         assert all(len(lk.heap_nos) <= 1 for lk in b.locks)
+
+
+def test_prefix_memo_gives_what_the_regex_gives() -> None:
+    """Scanner skips _PREFIX for a line that starts with the last InnoDB-tagged prefix:
+    every fixture line, and lines that only look alike, clean the same either way."""
+    from pathlib import Path
+
+    from dbwatch.parsers.errorlog import PrefixMemo, clean
+
+    lines: list[str] = []
+    for f in sorted(Path(__file__).parent.joinpath("fixtures", "innodb").rglob("*.*")):
+        lines += f.read_text(errors="replace").splitlines()
+    p = "2026-11-22  2:01:37 522 [Note] InnoDB:"
+    lines += [
+        p + " x",
+        p + "x",
+        p[:-7] + "[InnoDB] y",
+        p[:-7] + "[InnoDB]",
+        p + " InnoDB: z",
+        p.replace("522", "523") + " w",
+        p[:-7] + "[InnoDB] [Warning] v",
+        p + ": u",
+    ]
+    memo = PrefixMemo()
+    for ln in lines + lines[::-1]:
+        assert clean(ln, memo) == clean(ln), ln

@@ -38,8 +38,9 @@ ALLOWED: dict[str, frozenset[str]] = {
         "findings": {"snapshot"},
         "scope": {"snapshot"},
         "inputs": {"errors", "sqlpatterns"},
-        # query-log patterns yield findings of their own (and read the server version)
-        "sqlpatterns": {"errors", "findings", "queues", "targets"},
+        # query-log patterns yield findings of their own (headline from the rule's TOML; and
+        # read the server version)
+        "sqlpatterns": {"catalogue", "errors", "findings", "queues", "targets"},
         "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {

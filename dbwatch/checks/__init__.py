@@ -6,11 +6,11 @@ and params, the snapshot) and yields Findings.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..catalogue import Param, Rule, Thresholds
+from ..catalogue import render as render  # re-exported: checks.render fills summaries
 from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
@@ -98,19 +98,6 @@ def _float(value: Param) -> float:
     if isinstance(value, list):
         raise TypeError(f"not a number: {value!r}")
     return float(value)
-
-
-class _Blank(dict[str, object]):
-    def __missing__(self, key: str) -> str:
-        return "?"
-
-
-def render(template: str, fields: dict[str, object]) -> str:
-    """str.format_map that never raises on a missing or malformed field."""
-    try:
-        return string.Formatter().vformat(template, (), _Blank(fields))
-    except (ValueError, IndexError, AttributeError, KeyError):
-        return template
 
 
 def first_paragraph(text: str) -> str:

@@ -92,8 +92,13 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
         else ""
     )
     summary = (
-        f"deadlock at {dl.get('at')} ({format_duration(age)} ago) — "
-        f"{diag.get('pattern', 'generic')}: {victim_text(dl)}{extra}"
+        ctx.summary(
+            at=dl.get("at"),
+            ago=format_duration(age),
+            pattern=diag.get("pattern", "generic"),
+            victim=victim_text(dl),
+        )
+        + extra
     )
     yield ctx.finding(
         severity=ctx.rule.severity,

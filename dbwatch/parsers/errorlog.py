@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import (
@@ -45,8 +46,7 @@ _SECTION_NAME = re.compile(r"^[A-Z][A-Z0-9 /_&(),.-]*$")
 SECTION = "LATEST DETECTED DEADLOCK"
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):  # a tuple: built for every prefixed line, cheaply
     ts: str | None  # the prefix's timestamp, raw
     thread: str | None
     prefixed: bool  # a log-line prefix was found
@@ -63,7 +63,18 @@ def _src_suffix(body: str) -> str:
     return body
 
 
-def clean(raw: str) -> Line:
+@dataclass
+class PrefixMemo:
+    """The last log prefix that ended with InnoDB's tag, and its groups: a report's lines
+    repeat it, and a line that starts with it matches _PREFIX the same way (every group is
+    decided inside the prefix, the tag ends the pattern), so the regex is skipped."""
+
+    text: str = "\0"  # never the start of a line that begins with a digit
+    ts: str | None = None
+    thread: str | None = None
+
+
+def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
     """One raw line without CR/trailing blanks, paste quoting and log prefix."""
     line = raw[:MAX_LINE].rstrip()
     if not line:
@@ -79,10 +90,15 @@ def clean(raw: str) -> Line:
             return Line(None, None, True, False, "")
         c = line[0]
     if c.isdigit():
+        if memo is not None and line.startswith(memo.text):
+            body = _src_suffix(line[len(memo.text) :].lstrip())
+            return Line(memo.ts, memo.thread, True, True, body)
         m = _PREFIX.match(line)
         if m:
             body = _src_suffix(line[m.end() :].lstrip())
             innodb = m.group(5) is not None or (m.group(4) or "").startswith("MY-0124")
+            if memo is not None and m.group(5) is not None:
+                memo.text, memo.ts, memo.thread = line[: m.end()], m.group(1), m.group(2)
             return Line(m.group(1), m.group(2), True, innodb, body)
     elif c == "[" or c == "I":
         m = _TAGS.match(line)
@@ -129,6 +145,7 @@ class Scanner:
     # inside a query: orphan report lines or a suspect next report make it ambiguous too.
     pending: Deadlock | None = None
     rule_seen: bool = False  # a dashed rule inside a report: a section header must follow
+    memo: PrefixMemo = field(default_factory=PrefixMemo)
 
     @property
     def safe_offset(self) -> int | None:
@@ -197,7 +214,7 @@ class Scanner:
             if self.block is not None:
                 self.block.lines += 1
             return  # row contents: most of a report's bytes
-        ln = clean(raw)
+        ln = clean(raw, self.memo)
         body = ln.body
         if ln.prefixed:
             self.recognised += 1

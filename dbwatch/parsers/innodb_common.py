@@ -88,7 +88,7 @@ def _trx_id_and_rest(tail: str) -> tuple[str, str] | None:
     if len(toks) >= 2 and toks[0].isdigit() and toks[1].isdigit():
         return f"{toks[0]} {toks[1]}", " ".join(toks[2:])
     tid = toks[0]
-    if not all(c in "0123456789abcdefABCDEF" for c in tid):
+    if tid.strip("0123456789abcdefABCDEF"):  # a character that is not a hex digit
         return None
     return tid, " ".join(toks[1:])
 

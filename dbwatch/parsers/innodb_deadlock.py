@@ -43,6 +43,11 @@ _STAR_WAIT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?WAITING FOR THIS LOCK TO BE G
 _STAR_HOLDS = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?HOLDS THE LOCK\(S\)")
 _STAR_CONFLICT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?CONFLICTING WITH")
 _VICTIM = re.compile(r"^\*\*\* ?WE ROLL BACK TRANSACTION \((\d+)\)")
+_ROLES = (
+    (_STAR_WAIT, "WAITING FOR THIS LOCK", "waiting"),
+    (_STAR_HOLDS, "HOLDS THE LOCK", "holds"),
+    (_STAR_CONFLICT, "CONFLICTING WITH", "conflicting"),
+)
 _STRUCT_START = ("***", "RECORD LOCKS", "TABLE LOCK", "TRANSACTION ", "LOCK WAIT ")
 TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
 
@@ -77,7 +82,8 @@ class _State:
 def _on_star(st: _State, line: str) -> None:
     """`*** …` lines. Query text is data: a marker out of sequence, repeated, or after
     the victim line can only come from text inside a query, so the report is suspect."""
-    m = _STAR_TRX.match(line)
+    # Each regex needs its literal: a substring test first skips the ones that cannot match.
+    m = _STAR_TRX.match(line) if "TRANSACTION:" in line else None
     if m:
         if st.done:
             st.suspect("a transaction section after the victim line")
@@ -91,12 +97,8 @@ def _on_star(st: _State, line: str) -> None:
         return
     if st.trxs:
         st.trxs[-1].in_query = False
-    for rx, role in (
-        (_STAR_WAIT, "waiting"),
-        (_STAR_HOLDS, "holds"),
-        (_STAR_CONFLICT, "conflicting"),
-    ):
-        m = rx.match(line)
+    for rx, word, role in _ROLES:
+        m = rx.match(line) if word in line else None
         if m:
             if not st.trxs:
                 st.suspect(f"a {role} section before any transaction")
@@ -111,7 +113,7 @@ def _on_star(st: _State, line: str) -> None:
             st.roles_seen.add((cur, role))
             st.role = role
             return
-    m = _VICTIM.match(line)
+    m = _VICTIM.match(line) if "WE ROLL BACK" in line else None
     if m:
         if not st.trxs:
             st.suspect("a victim line before any transaction")

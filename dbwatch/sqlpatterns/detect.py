@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbwatch.catalogue import rule_summary
 from dbwatch.findings import Finding
 from dbwatch.queues import is_queue_like
 from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
@@ -279,9 +280,11 @@ def qu401_finding(
 ) -> Finding:
     key_table, table = table, shown_name(table, p.example)
     key = ", ".join(cols)
-    summary = (
-        f"redundant fetch-before-delete on {table}: SELECT … WHERE {key} = ? FOR UPDATE "
-        f"then DELETE of the same row, {p.count} times in {p.transactions} transactions"
+    summary = rule_summary(
+        "QU401",
+        table=table,
+        how=f"SELECT … WHERE {key} = ? FOR UPDATE then DELETE of the same row, "
+        f"{p.count} times in {p.transactions} transactions",
     )
     if confidence != "high":
         summary += " (probable: from statement digests, not transactions)"
@@ -316,9 +319,8 @@ def qu402_finding(
     if server is not None and not server.supports_skip_locked():
         return None
     key_table, table = table, shown_name(table, p.example)
-    summary = (
-        f"claim query on {table} locks with FOR UPDATE without SKIP LOCKED, "
-        f"{p.count} times in {p.transactions} transactions"
+    summary = rule_summary(
+        "QU402", table=table, how_often=f"{p.count} times in {p.transactions} transactions"
     )
     if server is None:
         summary += (
