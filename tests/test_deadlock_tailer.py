@@ -4,6 +4,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from dbwatch.daemon.state import State
 from dbwatch.deadlocks.live import tail_findings
 
@@ -105,3 +107,26 @@ def test_missing_log_changes_nothing(tmp_path: Path) -> None:
     st = State(tmp_path / "s.db")
     assert tail_findings(st, "t", "mysql", str(tmp_path / "absent.log")) == []
     assert st.deadlock_count("t") == 0
+
+
+def test_an_unreadable_log_is_said_once_while_it_stays_unreadable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The daemon keeps the set of logs it has said are unreadable (no module-level state):
+    one warning per outage, again after the file was readable in between."""
+    from dbwatch.deadlocks.tailer import poll
+
+    log_file = tmp_path / "missing.log"
+    warned: set[str] = set()
+    with caplog.at_level("WARNING", logger="dbwatch.deadlocks.tailer"):
+        for _ in range(3):
+            assert poll(log_file, "mysql", None, warned) == ([], None)
+        assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 1
+        log_file.write_text("")
+        found, pos = poll(log_file, "mysql", None, warned)
+        assert found == [] and pos is not None and warned == set()
+        log_file.unlink()
+        poll(log_file, "mysql", pos, warned)
+        assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 2
+        poll(log_file, "mysql", pos)  # without a set: said every time
+        assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 3

@@ -73,6 +73,7 @@ class Daemon:
         self.shared = SharedProbes(share_ttl(setup))
         # per target; one target's cycles never overlap, so each cache has one user at a time
         self._probe_caches: dict[str, ProbeCache] = {}
+        self._unreadable_logs: set[str] = set()  # log_file paths said once to be unreadable
 
     @property
     def stop_requested(self) -> bool:
@@ -237,7 +238,13 @@ class Daemon:
         from ..deadlocks.live import tail_findings
 
         try:
-            return tail_findings(self.state, spec.name, spec.engine, str(tc.log_file))
+            return tail_findings(
+                self.state,
+                spec.name,
+                spec.engine,
+                str(tc.log_file),
+                warned=self._unreadable_logs,
+            )
         except Exception:  # a log we cannot read never stops the cycle
             log.exception("tailing log_file %s of %s failed", tc.log_file, spec.name)
             return []

@@ -60,11 +60,17 @@ def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) ->
 
 
 def tail_findings(
-    state: DeadlockJournal, target: str, engine: str, log_file: str, severity: str = "warning"
+    state: DeadlockJournal,
+    target: str,
+    engine: str,
+    log_file: str,
+    severity: str = "warning",
+    warned: set[str] | None = None,
 ) -> list[Finding]:
-    """Read what is new in the target's log; record and return findings for new deadlocks."""
+    """Read what is new in the target's log; record and return findings for new deadlocks.
+    `warned`: the caller's set of logs already reported unreadable (said once, not per cycle)."""
     pos = load_position(state, target)
-    deadlocks, new_pos = poll(Path(log_file), engine, pos)
+    deadlocks, new_pos = poll(Path(log_file), engine, pos, warned)
     fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
         for dl in deadlocks:

@@ -157,23 +157,29 @@ def _sibling_copy(path: Path, pos: Position) -> Path | None:
     return None
 
 
-def poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
-    """New deadlocks since `pos` and the position to save; an unreadable file is logged once
-    and changes nothing."""
+def poll(
+    path: Path, engine: str, pos: Position | None, warned: set[str] | None = None
+) -> tuple[list[Deadlock], Position | None]:
+    """New deadlocks since `pos` and the position to save; an unreadable file changes nothing
+    and is logged — once while it stays unreadable when the caller keeps a `warned` set (the
+    daemon does), else each time."""
     try:
-        return _poll(path, engine, pos)
+        found = _poll(path, engine, pos)
     except OSError as exc:
-        if str(path) not in _WARNED:
-            _WARNED.add(str(path))
+        if warned is None or str(path) not in warned:
             log.warning("log_file %s: cannot read: %s", path, exc.strerror or exc)
+        if warned is not None:
+            warned.add(str(path))
         return [], pos
+    if warned is not None:
+        warned.discard(str(path))
+    return found
 
 
 def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
     """A first look starts at the end: what is already in the log is history (read it with
     `dbwatch deadlocks --log`), not news to alert on."""
     st = path.stat()
-    _WARNED.discard(str(path))
     found: list[Deadlock] = []
     offset = 0
     if pos is None:
@@ -206,7 +212,6 @@ def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock]
 
 
 META_KEY = "deadlock-log:{target}"
-_WARNED: set[str] = set()
 
 
 class Cursor(Protocol):
