@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from conftest import CORPUS
 
 
 def connect() -> pymysql.connections.Connection:
@@ -107,15 +108,17 @@ def test_my201_names_the_oldest_transaction(my_admin: pymysql.connections.Connec
         cur.execute(f"DROP TABLE {table}")
 
 
-def test_deadlocks_from_saved_text_and_bad_file(tmp_path: Path) -> None:
-    corpus = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "innodb-status"
-    sample = corpus / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt"
+def test_deadlocks_from_saved_text(tmp_path: Path) -> None:
+    sample = CORPUS / "innodb-status" / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt"
     if not sample.exists():
-        pytest.skip(f"{sample.name}: external corpus not beside this checkout")
+        pytest.skip(f"{sample.name}: external corpus not found ({CORPUS}; set DBWATCH_CORPUS)")
     js = json.loads(dbwatch("deadlocks", "--file", str(sample), "--format", "json").stdout)
     [dl] = js["deadlocks"]
     assert dl["diagnosis"]["rules"] == ["QU401"]
     assert [t["victim"] for t in dl["transactions"]] == [True, False]
+
+
+def test_deadlocks_from_a_bad_file_are_never_all_clear(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.txt"
     garbage.write_bytes(b"\x00\xff not a status \n" * 100)
     out = dbwatch("deadlocks", "--file", str(garbage))  # issue 12.4: never "all clear"
