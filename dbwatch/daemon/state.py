@@ -116,6 +116,9 @@ class State(AlertStore, JournalStore):
         data = finding_data(f)
         if row is None:
             status = "firing" if wait <= 0 else "pending"
+            head = (f.fingerprint, f.target, f.rule, f.severity, f.subject, status, now)
+            fired_last = (now if status == "firing" else None, now)
+            written = FindingRow(*head, *fired_last, None, json_object(loads(data)))
             db.execute(
                 "INSERT INTO findings(fingerprint, target, rule, severity, "
                 "subject, status, first_seen, fired_at, last_seen, resolved_at, data) "
@@ -125,31 +128,7 @@ class State(AlertStore, JournalStore):
                 " status = excluded.status, first_seen = excluded.first_seen,"
                 " fired_at = excluded.fired_at, last_seen = excluded.last_seen,"
                 " resolved_at = NULL, data = excluded.data",
-                (
-                    f.fingerprint,
-                    f.target,
-                    f.rule,
-                    f.severity,
-                    f.subject,
-                    status,
-                    now,
-                    now if status == "firing" else None,
-                    now,
-                    data,
-                ),
-            )
-            written = FindingRow(
-                f.fingerprint,
-                f.target,
-                f.rule,
-                f.severity,
-                f.subject,
-                status,
-                now,
-                now if status == "firing" else None,
-                now,
-                None,
-                json_object(loads(data)),
+                (*head, *fired_last, data),  # the same values as the row returned
             )
         else:
             status = row.status
