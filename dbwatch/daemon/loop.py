@@ -66,6 +66,8 @@ class Daemon:
         self.memory = MemoryKeeper()
         self.actions = Actions(state)
         self._once = False
+        # --once: what ran, and the targets that gave no result (for `--format nagios`)
+        self.once_result: tuple[AuditResult, list[str]] = (AuditResult([]), [])
         self._runner: Runner | None = None
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
@@ -308,7 +310,9 @@ class Daemon:
         if self.pool is not None:
             self.pool.discard()
         got = [results.get(n) for n in names]
-        code = AuditResult([r for r in got if r is not None]).exit_code
+        done = AuditResult([r for r in got if r is not None])
+        self.once_result = (done, [n for n, r in zip(names, got, strict=True) if r is None])
+        code = done.exit_code
         # a cycle that failed counts as unreadable: only a critical finding outranks it
         return code if code == 2 or all(r is not None for r in got) else 3
 
