@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 import pymysql
 
-from tests.conftest import MY_URL, PG_URL
+from conftest import MY_URL, PG_URL
 
 JOBS = (
     "CREATE TABLE jobs (id bigserial primary key, queue varchar(255) not null,"

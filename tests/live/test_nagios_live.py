@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dbwatch.nagios import Perf
-from tests.live.oncall_scene import scene
+from oncall_scene import scene
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
