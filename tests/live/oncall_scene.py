@@ -74,6 +74,8 @@ def scene(jobs: int = 25, my: bool = True) -> Iterator[Scene]:
                 )
         idle = psycopg.connect(pg_url, application_name="oncall-idle")
         idle.execute("UPDATE jobs SET attempts = attempts WHERE id = 1")  # a write: holds an xid
+        with psycopg.connect(pg_url, autocommit=True) as c:  # dead tuples the horizon keeps
+            c.execute("UPDATE jobs SET payload = payload WHERE id > 1")
         yield Scene(name, pg_url, my_url, idle.info.backend_pid)
     finally:
         if idle is not None:
