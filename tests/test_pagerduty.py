@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pagerduty_stub import pagerduty_stub, problems
+from schemas import load_json
 
 from dbwatch.alerts.delivery import Delivery
 from dbwatch.alerts.pagerduty import MAX_EVENT_BYTES, MAX_SUMMARY
@@ -54,7 +55,7 @@ def data(tmp_path: Path, f: Finding, status: str = "firing") -> dict[str, object
 def test_trigger_and_resolve_shape(tmp_path: Path) -> None:
     f = finding()
     body, headers = build("pagerduty", "pd", data(tmp_path, f), 1000.0, routing_key=KEY)
-    ev = json.loads(body)
+    ev = load_json(body, "pagerduty")
     assert problems(ev) == [] and headers["Content-Type"] == "application/json"
     assert ev["routing_key"] == KEY and ev["event_action"] == "trigger"
     assert ev["dedup_key"] == f.fingerprint
@@ -65,7 +66,9 @@ def test_trigger_and_resolve_shape(tmp_path: Path) -> None:
     assert p["timestamp"].endswith("Z")
     assert p["custom_details"]["evidence"] == {"pid": 7}
     assert p["custom_details"]["fix"] == "SELECT pg_terminate_backend(7);"
-    resolve = json.loads(build("pagerduty", "pd", data(tmp_path, f, "resolved"), 1.0, routing_key=KEY)[0])
+    resolve = load_json(
+        build("pagerduty", "pd", data(tmp_path, f, "resolved"), 1.0, routing_key=KEY)[0], "pagerduty"
+    )
     assert resolve == {"routing_key": KEY, "event_action": "resolve", "dedup_key": f.fingerprint}
     warn = json.loads(build("pagerduty", "pd", data(tmp_path, finding(severity="warning")), 1.0,
                             routing_key=KEY)[0])
@@ -78,7 +81,7 @@ def test_limits_and_secrets(tmp_path: Path, own_secrets: None) -> None:
     f = Finding(rule="PG201", severity="critical", target="db-main", subject="pid 7",
                 summary="y" * 5000, fix="", evidence=huge, identity=["pid 7"])
     body, _ = build("pagerduty", "pd", data(tmp_path, f), 1.0, routing_key=KEY)
-    ev = json.loads(body)
+    ev = load_json(body, "pagerduty")
     assert problems(ev) == []
     assert len(body) < MAX_EVENT_BYTES
     assert len(ev["payload"]["summary"]) == MAX_SUMMARY

@@ -17,6 +17,7 @@ import psycopg
 from conftest import PG_URL, ROOT
 from oncall_scene import scene
 from pagerduty_stub import pagerduty_stub
+from schemas import validate
 
 KEY = "PdL1veR0utingKeyPdL1veR0utingK32"
 assert len(KEY) == 32
@@ -82,5 +83,7 @@ def test_trigger_restart_resolve_one_dedup_key(tmp_path: Path) -> None:
             assert proc.wait(30) == 0
         assert len([e for e in mine("trigger") if e["dedup_key"] == dedup]) == 1  # not re-sent
         assert stub.refused == []  # every event met the API's limits
+        for e in stub.events:
+            validate(e, "pagerduty")
         assert KEY not in log.read_text()
         assert KEY.encode() not in state.read_bytes()
