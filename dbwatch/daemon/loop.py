@@ -337,7 +337,7 @@ class Daemon:
         runner = self._new_runner(self._slot_job)
         sched = self._new_scheduler(runner)
         log.info("watching %d targets; state in %s", len(self.setup.targets), self.state.path)
-        self.notifier.ready(f"watching {len(self.setup.targets)} targets")
+        self.notifier.ready(f"watching {len(self.setup.targets)} target(s)")
         while not self.signals.stop_requested:
             # only a signal wakes the main thread, or (under systemd) its watchdog tick
             self.signals.wait(self.watchdog.timeout())

@@ -163,4 +163,5 @@ def status_text(collector: DaemonCollector) -> str:
         for (_, severity), n in st.findings.items():
             counts[severity] = counts.get(severity, 0) + n
     found = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "no findings"
-    return f"{len(stats)} targets seen ({up} up): {found}"
+    seen = f"{len(stats)} target{'' if len(stats) == 1 else 's'}"
+    return f"{seen} seen ({up} up): {found}"

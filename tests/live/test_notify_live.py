@@ -109,11 +109,11 @@ def test_ready_watchdog_sigstop_and_stopping(tmp_path: Path) -> None:
     # the abstract namespace: NOTIFY_SOCKET=@name
     with daemon(tmp_path, f"@dbwatch-test-{uuid.uuid4().hex[:8]}") as (proc, listener):
         ready = listener.wait_for("READY", 30)
-        assert ready["READY"] == "1" and "1 targets" in ready["STATUS"]
+        assert ready["READY"] == "1" and ready["STATUS"] == "watching 1 target(s)"
         assert ready["MAINPID"] == str(proc.pid)
         alive = listener.collect(2.0)
         assert len(pings(alive)) >= 4, alive  # every 0.3 s
-        assert any("targets seen (1 up)" in f.get("STATUS", "") for _, f in alive), alive
+        assert any(f.get("STATUS", "").startswith("1 target seen (1 up)") for _, f in alive), alive
 
         proc.send_signal(signal.SIGSTOP)  # a frozen process: its pings must stop
         try:
