@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -90,11 +91,12 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list
         runs["status"] = [("status", "--config", str(cfg), "--state", str(state), "--format", "json")]
         runs["history"] = [("history", "--state", str(state), "--since", "1h", "--format", "json")]
         runs["deadlocks"].append(("deadlocks", "--history", "--state", str(state), "--format", "json"))
-        for name, commands in runs.items():
-            for args in commands:
-                proc = dbwatch(*args)
-                assert proc.stdout.strip(), f"{args}: {proc.stderr}"
-                got.setdefault(name, []).append(json.loads(proc.stdout))
+        jobs = [(name, args) for name, commands in runs.items() for args in commands]
+        with ThreadPoolExecutor(4) as pool:  # independent read-only runs: side by side
+            procs = list(pool.map(lambda job: dbwatch(*job[1]), jobs))
+        for (name, args), proc in zip(jobs, procs, strict=True):
+            assert proc.stdout.strip(), f"{args}: {proc.stderr}"
+            got.setdefault(name, []).append(json.loads(proc.stdout))
         got["webhook"] = [json.loads(b) for b in hook.bodies]
         got["pagerduty"] = list(stub.events)
     hook.server.shutdown()
