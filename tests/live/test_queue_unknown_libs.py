@@ -1,0 +1,165 @@
+"""Job libraries dbwatch has no module for, each driven by its own code (schema, enqueue API,
+worker) into four cells — healthy, backlog (300 due), failed (10 failed for good by the
+library's own retry exhaustion), stuck (3 claimed by a worker that is SIGKILLed, timestamps
+moved past the library's own timeout) — each in a database of its own, then audited with a URL
+that names that database only. Every cell is first proved by SQL on the library's own tables
+(independent of dbwatch); then the generic queue model must answer: healthy → no QU finding;
+unhealthy → the exact finding where the table holds the fact, else a DW002 naming the table and
+what could not be judged; never another library's words or evidence.library. The expected
+answers and why: tests/live/unknown_libs.py and docs/queues-unknown.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pymysql
+import pytest
+from queue_libs import NODE_MODULES, PY_LIBS, audit, by_rule, node_env, pg_database, py_env
+from unknown_libs import CELLS, LIBS, Finding, Gap, Lib, Quiet
+
+APPS = Path(__file__).with_name("queue_apps") / "unknown"
+INTERVAL = {"postgresql": {"1h": "interval '1 hour'", "2h": "interval '2 hours'"},
+            "mariadb": {"1h": "INTERVAL 1 HOUR", "2h": "INTERVAL 2 HOUR"}}
+# words of the libraries dbwatch has modules for: none may describe a table it does not know
+FOREIGN = ("artisan", "Laravel", "failed_jobs", "procrastinate", "pg-boss", "pgboss", "graphile",
+           "Oban", "GoodJob", "good_job", "Solid Queue", "solid_queue", "Delayed::Job",
+           "delayed_job", "pgqueuer", "Symfony", "messenger:")
+FORBIDDEN = {"backlog": ("QU002", "QU003", "QU004"), "failed": ("QU001", "QU002"),
+             "stuck": ("QU003", "QU004")}
+
+
+@contextmanager
+def my_database(name: str) -> Iterator[str]:
+    conn = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
+    conn.cursor().execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield name
+    finally:
+        conn.cursor().execute(f"DROP DATABASE `{name}`")
+        conn.close()
+
+
+def run_sql(engine: str, db: str, stmt: str) -> int:
+    """Execute one statement on the cell's database; a SELECT returns its single number."""
+    if engine == "postgresql":
+        with psycopg.connect(f"host=127.0.0.1 port=5432 user=postgres dbname={db}",
+                             autocommit=True) as c:
+            cur = c.execute(stmt)  # type: ignore[arg-type]
+            return int(cur.fetchone()[0]) if cur.description else cur.rowcount  # type: ignore[index]
+    conn = pymysql.connect(host="127.0.0.1", user="root", password="", database=db,
+                           autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(stmt)
+            return int(cur.fetchone()[0]) if cur.description else cur.rowcount
+    finally:
+        conn.close()
+
+
+def need(lib: Lib) -> None:
+    if lib.language == "python":
+        missing = [m for m in lib.needs if not (PY_LIBS / m).exists()]
+        where = PY_LIBS
+    else:
+        missing = [m for m in lib.needs if not (NODE_MODULES / m / "package.json").is_file()]
+        where = NODE_MODULES
+        if subprocess.run(["node", "--version"], capture_output=True).returncode != 0:
+            pytest.skip("node is not installed")
+    if missing:
+        pytest.skip(f"{lib.key}: {', '.join(missing)} not installed in {where} (.ci/run installs)")
+
+
+def drive(lib: Lib, db: str, cell: str) -> None:
+    extra = {"DB_ENGINE": lib.engine, "DB_NAME": db}
+    if lib.language == "python":
+        argv = [sys.executable, lib.driver, cell]
+        env = py_env(**extra)
+        env["PYTHONPATH"] += ":" + str(APPS)
+    else:
+        argv, env = ["node", lib.driver, cell], node_env(**extra)
+    out = subprocess.run(argv, cwd=APPS, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"{lib.key} {cell}: {out.stderr[-2000:]}"
+
+
+def build_cell(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
+    """Drive one cell in a fresh database, prove it by SQL, age it, audit it; drop it."""
+    slug = re.sub(r"[^a-z]", "", lib.key.lower())[:10]
+    db = f"dbw_unk_{slug}_{lib.engine[:2]}_{cell[:4]}_{tag}"
+    ctx = pg_database(db) if lib.engine == "postgresql" else my_database(db)
+    with ctx:
+        drive(lib, db, cell)
+        stmt, n = lib.proof[cell]
+        got = run_sql(lib.engine, db, stmt)
+        assert got == n, f"{lib.key} {cell}: the library left {got}, not {n}: {stmt}"
+        for upd in lib.aging.get(cell, ()):
+            run_sql(lib.engine, db, upd.format(**INTERVAL[lib.engine]))
+        url = (f"postgresql://postgres@127.0.0.1:5432/{db}" if lib.engine == "postgresql"
+               else f"mysql://root@127.0.0.1:3306/{db}")
+        return db, audit(url, "--select", "QU,DW")
+
+
+_BUILT: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {}
+
+
+def cells_of(lib: Lib) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The four cells of one library, built once per module run, concurrently."""
+    ident = f"{lib.key}/{lib.engine}"
+    if ident not in _BUILT:
+        need(lib)
+        tag = uuid.uuid4().hex[:6]
+        with ThreadPoolExecutor(4) as pool:
+            futures = {c: pool.submit(build_cell, lib, c, tag) for c in CELLS}
+            _BUILT[ident] = {c: f.result() for c, f in futures.items()}
+    return _BUILT[ident]
+
+
+def qualified(lib: Lib, table: str, db: str) -> str:
+    if "." in table:
+        return table
+    return ("public." if lib.engine == "postgresql" else f"{db}.") + table
+
+
+def gaps_for(data: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    bare = table.split(".")[-1]
+    return [g for f in by_rule(data, "DW002") for g in f["evidence"].get("gaps", [])
+            if g.get("name") == table or str(g.get("name", "")).split(".")[-1] == bare]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+@pytest.mark.parametrize("lib", LIBS, ids=lambda lib: f"{lib.key}-{lib.engine}")
+def test_unknown_library_cell(lib: Lib, cell: str) -> None:
+    db, data = cells_of(lib)[cell]
+    qu = [f for f in data["findings"] if f["rule"].startswith("QU")]
+    assert not by_rule(data, "DW001"), by_rule(data, "DW001")
+    for f in qu:
+        assert f["evidence"].get("library") == "generic", f
+        text = f"{f['summary']} {f.get('fix', '')}"
+        assert not [w for w in FOREIGN if w in text], f
+    assert not [f for f in qu if f["rule"] in FORBIDDEN.get(cell, ())], qu
+    expect = lib.expect[cell]
+    if isinstance(expect, Quiet):
+        assert qu == [], qu
+    elif isinstance(expect, Finding):
+        table = qualified(lib, expect.table or lib.table, db)
+        hits = [f for f in by_rule(data, expect.rule) if f["evidence"].get("table") == table]
+        assert hits, f"no {expect.rule} on {table}: {json.dumps(data['findings'])[:3000]}"
+        assert sum(int(f["evidence"][expect.key]) for f in hits) == expect.n, hits
+    else:
+        assert isinstance(expect, Gap)
+        table = qualified(lib, expect.table or lib.table, db)
+        gaps = gaps_for(data, table)
+        assert any(expect.what in json.dumps(g).lower() for g in gaps), (
+            f"no DW002 naming {table} and '{expect.what}': {json.dumps(data['findings'])[:3000]}")
+    if cell == "stuck":  # a backlog the stuck jobs make may be reported, never a bigger one
+        assert all(int(f["evidence"].get("depth", 0)) <= 3 for f in by_rule(data, "QU001"))
