@@ -258,6 +258,6 @@ DATAQUEUE = Lib(
 )
 
 LIBS = (
-    _bgtasks("mariadb"), _bgtasks("postgresql"), DRAMATIQ, PQ, HUEY, CELERY,
+    _bgtasks("mariadb"), DRAMATIQ, PQ, HUEY, CELERY,
     _sidequest("postgresql"), _sidequest("mariadb"), OXEN, DATAQUEUE,
 )
