@@ -25,10 +25,12 @@ from typing import Any
 import psycopg
 import pymysql
 import pytest
+import yaml
 from queue_libs import NODE_MODULES, PY_LIBS, audit, by_rule, node_env, pg_database, py_env
 from unknown_libs import CELLS, LIBS, Finding, Gap, Lib, Quiet
 
 APPS = Path(__file__).with_name("queue_apps") / "unknown"
+LAYOUTS = Path(__file__).parents[1] / "fixtures" / "queue_layouts" / "layouts.yaml"
 INTERVAL = {"postgresql": {"1h": "interval '1 hour'", "2h": "interval '2 hours'"},
             "mariadb": {"1h": "INTERVAL 1 HOUR", "2h": "INTERVAL 2 HOUR"}}
 # words of the libraries dbwatch has modules for: none may describe a table it does not know
@@ -67,6 +69,35 @@ def run_sql(engine: str, db: str, stmt: str) -> int:
         conn.close()
 
 
+def live_columns(engine: str, db: str, table: str) -> list[list[object]]:
+    """[name, type, nullable] as tests/fixtures/queue_layouts/layouts.yaml records them."""
+    schema, _, name = table.rpartition(".")
+    if engine == "postgresql":
+        with psycopg.connect(f"host=127.0.0.1 port=5432 user=postgres dbname={db}") as c:
+            rows = c.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull "
+                "FROM pg_attribute a JOIN pg_class r ON r.oid = a.attrelid "
+                "JOIN pg_namespace n ON n.oid = r.relnamespace WHERE n.nspname = %s "
+                "AND r.relname = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                (schema or "public", name)).fetchall()
+        return [[a, b, bool(n)] for a, b, n in rows]
+    conn = pymysql.connect(host="127.0.0.1", user="root", password="", database=db)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES' FROM "
+                        "information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+                        " ORDER BY ORDINAL_POSITION", (db, name))
+            return [[a, b, bool(n)] for a, b, n in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def recorded_layouts(lib: Lib) -> list[dict[str, Any]]:
+    doc = yaml.safe_load(LAYOUTS.read_text())
+    return [e for e in doc["layouts"] if e["source"] == f"{lib.key} {lib.version}"
+            and e["engine"] == lib.engine and e["label"] == "queue"]
+
+
 def need(lib: Lib) -> None:
     if lib.language == "python":
         missing = [m for m in lib.needs if not (PY_LIBS / m).exists()]
@@ -102,6 +133,11 @@ def build_cell(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
         stmt, n = lib.proof[cell]
         got = run_sql(lib.engine, db, stmt)
         assert got == n, f"{lib.key} {cell}: the library left {got}, not {n}: {stmt}"
+        if cell == "backlog":  # the recorded layouts are still what the library creates
+            recorded = recorded_layouts(lib)
+            assert recorded, f"{lib.key}: no queue layout in {LAYOUTS}"
+            for e in recorded:
+                assert live_columns(lib.engine, db, e["table"]) == e["columns"], e["table"]
         for upd in lib.aging.get(cell, ()):
             run_sql(lib.engine, db, upd.format(**INTERVAL[lib.engine]))
         url = (f"postgresql://postgres@127.0.0.1:5432/{db}" if lib.engine == "postgresql"
