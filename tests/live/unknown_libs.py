@@ -60,19 +60,19 @@ def _bgtasks(engine: str) -> Lib:
         "django-background-tasks", "1.2.8 (Django 5.2.8)", engine, "python", "bgtasks_app.py",
         ("background_task", "django"), "background_task",
         proof={
-            "healthy": ("SELECT count(*) FROM background_task_completedtask "
-                        "WHERE failed_at IS NULL AND attempts = 1", 5),
+            "healthy": (("SELECT count(*) FROM background_task_completedtask "
+                        "WHERE failed_at IS NULL AND attempts = 1"), 5),
             "backlog": ("SELECT count(*) FROM background_task WHERE locked_by IS NULL", 300),
-            "failed": ("SELECT count(*) FROM background_task_completedtask "
-                       "WHERE failed_at IS NOT NULL AND attempts = 2 AND last_error <> ''", 10),
+            "failed": (("SELECT count(*) FROM background_task_completedtask "
+                       "WHERE failed_at IS NOT NULL AND attempts = 2 AND last_error <> ''"), 10),
             "stuck": ("SELECT count(*) FROM background_task WHERE locked_by IS NOT NULL", 3),
         },
         aging={
-            "healthy": ("UPDATE background_task_completedtask SET run_at = run_at - {2h}, "
-                        "locked_at = locked_at - {2h}",),
+            "healthy": (("UPDATE background_task_completedtask SET run_at = run_at - {2h}, "
+                        "locked_at = locked_at - {2h}"),),
             "backlog": ("UPDATE background_task SET run_at = run_at - {1h}",),
-            "stuck": ("UPDATE background_task SET run_at = run_at - {2h}, "
-                      "locked_at = locked_at - {2h}",),  # past MAX_RUN_TIME (3600 s)
+            "stuck": (("UPDATE background_task SET run_at = run_at - {2h}, "
+                      "locked_at = locked_at - {2h}"),),  # past MAX_RUN_TIME (3600 s)
         },
         expect={
             "healthy": Quiet(),
@@ -89,8 +89,8 @@ DRAMATIQ = Lib(
     proof={
         "healthy": ("SELECT count(*) FROM dramatiq.queue WHERE state = 'done'", 5),
         "backlog": ("SELECT count(*) FROM dramatiq.queue WHERE state = 'queued'", 300),
-        "failed": ("SELECT count(*) FROM dramatiq.queue WHERE state = 'rejected' "
-                   "AND (message->'options'->>'retries')::int = 2", 10),
+        "failed": (("SELECT count(*) FROM dramatiq.queue WHERE state = 'rejected' "
+                   "AND (message->'options'->>'retries')::int = 2"), 10),
         "stuck": ("SELECT count(*) FROM dramatiq.queue WHERE state = 'consumed'", 3),
     },
     aging={
@@ -112,16 +112,16 @@ PQ = Lib(
         "healthy": ("SELECT count(*) FROM queue WHERE dequeued_at IS NOT NULL", 5),
         "backlog": ("SELECT count(*) FROM queue WHERE dequeued_at IS NULL", 300),
         # 10 jobs, each put again once by pq's retry: 20 rows, all dequeued, none marked
-        "failed": ("SELECT count(*) FROM queue WHERE dequeued_at IS NOT NULL "
-                   "AND data->>'function' LIKE '%boom'", 20),
+        "failed": (("SELECT count(*) FROM queue WHERE dequeued_at IS NOT NULL "
+                   "AND data->>'function' LIKE '%boom'"), 20),
         "stuck": ("SELECT count(*) FROM queue WHERE dequeued_at IS NOT NULL", 3),
     },
     aging={
-        "healthy": ("UPDATE queue SET enqueued_at = enqueued_at - {2h}, "
-                    "dequeued_at = dequeued_at - {2h}",),
+        "healthy": (("UPDATE queue SET enqueued_at = enqueued_at - {2h}, "
+                    "dequeued_at = dequeued_at - {2h}"),),
         "backlog": ("UPDATE queue SET enqueued_at = enqueued_at - {1h}",),
-        "stuck": ("UPDATE queue SET enqueued_at = enqueued_at - {1h}, "
-                  "dequeued_at = dequeued_at - {1h}",),
+        "stuck": (("UPDATE queue SET enqueued_at = enqueued_at - {1h}, "
+                  "dequeued_at = dequeued_at - {1h}"),),
     },
     expect={
         "healthy": Quiet(),
@@ -153,10 +153,10 @@ CELERY = Lib(
     "mariadb", "python", "celery_app.py", ("celery", "kombu", "sqlalchemy"), "kombu_message",
     proof={
         "healthy": ("SELECT count(*) FROM celery_taskmeta WHERE status = 'SUCCESS'", 5),
-        "backlog": ("SELECT count(*) FROM kombu_message WHERE visible = 1 "
-                    "AND timestamp IS NULL", 300),
-        "failed": ("SELECT count(*) FROM celery_taskmeta WHERE status = 'FAILURE' "
-                   "AND traceback LIKE '%boom%'", 10),
+        "backlog": (("SELECT count(*) FROM kombu_message WHERE visible = 1 "
+                    "AND timestamp IS NULL"), 300),
+        "failed": (("SELECT count(*) FROM celery_taskmeta WHERE status = 'FAILURE' "
+                   "AND traceback LIKE '%boom%'"), 10),
         "stuck": ("SELECT count(*) FROM kombu_message WHERE visible = 0", 3),
     },
     aging={
@@ -181,19 +181,19 @@ def _sidequest(engine: str) -> Lib:
         proof={
             "healthy": ("SELECT count(*) FROM sidequest_jobs WHERE state = 'completed'", 5),
             "backlog": ("SELECT count(*) FROM sidequest_jobs WHERE state = 'waiting'", 300),
-            "failed": ("SELECT count(*) FROM sidequest_jobs WHERE state = 'failed' "
-                       "AND attempt = max_attempts AND failed_at IS NOT NULL", 10),
+            "failed": (("SELECT count(*) FROM sidequest_jobs WHERE state = 'failed' "
+                       "AND attempt = max_attempts AND failed_at IS NOT NULL"), 10),
             "stuck": ("SELECT count(*) FROM sidequest_jobs WHERE state = 'running'", 3),
         },
         aging={
-            "healthy": ("UPDATE sidequest_jobs SET inserted_at = inserted_at - {2h}, "
+            "healthy": (("UPDATE sidequest_jobs SET inserted_at = inserted_at - {2h}, "
                         "available_at = available_at - {2h}, attempted_at = attempted_at - {2h},"
-                        " claimed_at = claimed_at - {2h}, completed_at = completed_at - {2h}",),
-            "backlog": ("UPDATE sidequest_jobs SET inserted_at = inserted_at - {1h}, "
-                        "available_at = available_at - {1h}",),
-            "stuck": ("UPDATE sidequest_jobs SET inserted_at = inserted_at - {1h}, "
+                        " claimed_at = claimed_at - {2h}, completed_at = completed_at - {2h}"),),
+            "backlog": (("UPDATE sidequest_jobs SET inserted_at = inserted_at - {1h}, "
+                        "available_at = available_at - {1h}"),),
+            "stuck": (("UPDATE sidequest_jobs SET inserted_at = inserted_at - {1h}, "
                       "available_at = available_at - {1h}, attempted_at = attempted_at - {1h}, "
-                      "claimed_at = claimed_at - {1h}",),  # > releaseStaleJobsMaxStaleMs 10 min
+                      "claimed_at = claimed_at - {1h}"),),  # > releaseStaleJobsMaxStaleMs 10 min
         },
         expect={
             "healthy": Quiet(),
@@ -209,16 +209,16 @@ OXEN = Lib(
     proof={
         "healthy": ("SELECT count(*) FROM oxen_queue WHERE status = 'success'", 5),
         "backlog": ("SELECT count(*) FROM oxen_queue WHERE status = 'waiting'", 300),
-        "failed": ("SELECT count(*) FROM oxen_queue WHERE status = 'error' "
-                   "AND result LIKE 'Error: boom%'", 10),
+        "failed": (("SELECT count(*) FROM oxen_queue WHERE status = 'error' "
+                   "AND result LIKE 'Error: boom%'"), 10),
         "stuck": ("SELECT count(*) FROM oxen_queue WHERE status = 'processing'", 3),
     },
     aging={
-        "healthy": ("UPDATE oxen_queue SET created_ts = created_ts - {2h}, "
-                    "started_ts = started_ts - {2h}",),
+        "healthy": (("UPDATE oxen_queue SET created_ts = created_ts - {2h}, "
+                    "started_ts = started_ts - {2h}"),),
         "backlog": ("UPDATE oxen_queue SET created_ts = created_ts - {1h}",),
-        "stuck": ("UPDATE oxen_queue SET created_ts = created_ts - {1h}, "
-                  "started_ts = started_ts - {1h}",),  # > process({timeout}) 60 s
+        "stuck": (("UPDATE oxen_queue SET created_ts = created_ts - {1h}, "
+                  "started_ts = started_ts - {1h}"),),  # > process({timeout}) 60 s
     },
     expect={
         "healthy": Quiet(),
@@ -234,20 +234,20 @@ DATAQUEUE = Lib(
     proof={
         "healthy": ("SELECT count(*) FROM job_queue WHERE status = 'completed'", 5),
         "backlog": ("SELECT count(*) FROM job_queue WHERE status = 'pending'", 300),
-        "failed": ("SELECT count(*) FROM job_queue WHERE status = 'failed' "
-                   "AND attempts = max_attempts AND next_attempt_at IS NULL", 10),
+        "failed": (("SELECT count(*) FROM job_queue WHERE status = 'failed' "
+                   "AND attempts = max_attempts AND next_attempt_at IS NULL"), 10),
         "stuck": ("SELECT count(*) FROM job_queue WHERE status = 'processing'", 3),
     },
     aging={
-        "healthy": ("UPDATE job_queue SET created_at = created_at - {2h}, "
+        "healthy": (("UPDATE job_queue SET created_at = created_at - {2h}, "
                     "updated_at = updated_at - {2h}, locked_at = locked_at - {2h}, "
                     "run_at = run_at - {2h}, started_at = started_at - {2h}, "
-                    "completed_at = completed_at - {2h}",),
-        "backlog": ("UPDATE job_queue SET created_at = created_at - {1h}, "
-                    "updated_at = updated_at - {1h}, run_at = run_at - {1h}",),
-        "stuck": ("UPDATE job_queue SET created_at = created_at - {1h}, "
+                    "completed_at = completed_at - {2h}"),),
+        "backlog": (("UPDATE job_queue SET created_at = created_at - {1h}, "
+                    "updated_at = updated_at - {1h}, run_at = run_at - {1h}"),),
+        "stuck": (("UPDATE job_queue SET created_at = created_at - {1h}, "
                   "updated_at = updated_at - {1h}, run_at = run_at - {1h}, "
-                  "locked_at = locked_at - {1h}, started_at = started_at - {1h}",),  # > 10 min
+                  "locked_at = locked_at - {1h}, started_at = started_at - {1h}"),),  # > 10 min
     },
     expect={
         "healthy": Quiet(),

@@ -30,12 +30,12 @@ settings.configure(
 )
 django.setup()
 
-from django.contrib.admin.models import LogEntry  # noqa: E402
-from django.contrib.auth.models import User  # noqa: E402
-from django.contrib.sessions.backends.db import SessionStore  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.utils import timezone  # noqa: E402
-from shop import models as m  # noqa: E402
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
+from django.core.management import call_command
+from django.utils import timezone
+from shop import models as m
 
 rnd = random.Random(27)
 now = timezone.now()

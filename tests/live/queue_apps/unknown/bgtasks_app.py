@@ -15,9 +15,8 @@ import time
 
 import django
 import pymysql
+from common import DB, ENGINE, kill_when, me
 from django.conf import settings
-
-from common import DB, ENGINE, kill_when, me, wait_for
 
 if ENGINE == "mariadb":
     pymysql.version_info = (2, 2, 1, "final", 0)  # Django checks mysqlclient's version
@@ -35,11 +34,11 @@ settings.configure(
 )
 django.setup()
 
-from background_task import background  # noqa: E402
-from background_task.models import CompletedTask, Task  # noqa: E402
-from background_task.tasks import tasks  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.utils import timezone  # noqa: E402
+from background_task import background
+from background_task.models import CompletedTask, Task
+from background_task.tasks import tasks
+from django.core.management import call_command
+from django.utils import timezone
 
 
 @background(queue="default", name="ok")

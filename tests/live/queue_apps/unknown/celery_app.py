@@ -20,7 +20,6 @@ import time
 
 import sqlalchemy
 from celery import Celery
-
 from common import DB, ENGINE, kill_when, wait_for
 
 if ENGINE == "mariadb":

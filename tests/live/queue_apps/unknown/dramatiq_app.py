@@ -16,10 +16,9 @@ import time
 
 import dramatiq
 import psycopg2
+from common import kill_when, me, pg_dsn, wait_for
 from dramatiq_pg import PostgresBroker
 from dramatiq_pg.schema import generate_init_sql
-
-from common import kill_when, me, pg_dsn, wait_for
 
 broker = PostgresBroker(url=pg_dsn(), results=False)
 dramatiq.set_broker(broker)

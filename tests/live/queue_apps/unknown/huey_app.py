@@ -14,11 +14,10 @@ import sys
 import time
 
 import pymysql
+from common import DB, ENGINE, kill_when, me
 from huey.consumer import Consumer
 from huey.contrib.sql_huey import SqlHuey
 from peewee import MySQLDatabase, PostgresqlDatabase
-
-from common import DB, ENGINE, kill_when, me
 
 if ENGINE == "mariadb":
     database = MySQLDatabase(DB, host="127.0.0.1", port=3306, user="root", password="")

@@ -15,9 +15,8 @@ import threading
 import time
 
 import psycopg2
-from pq.tasks import PQ
-
 from common import kill_when, me, pg_dsn
+from pq.tasks import PQ
 
 conn = psycopg2.connect(pg_dsn())
 pq = PQ(conn)
