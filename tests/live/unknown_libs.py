@@ -257,7 +257,31 @@ DATAQUEUE = Lib(
     },
 )
 
+DJANGOQ = Lib(
+    "django-q2 (ORM broker)", "1.11.1 (Django 5.2.8)", "postgresql", "python",
+    "djangoq_app.py", ("django_q", "django", "picklefield"), "django_q_ormq",
+    proof={
+        "healthy": ("SELECT count(*) FROM django_q_task WHERE success", 5),
+        "backlog": ("SELECT count(*) FROM django_q_ormq WHERE lock <= now()", 300),
+        "failed": (("SELECT count(*) FROM django_q_task WHERE NOT success "
+                    "AND attempt_count = 2"), 10),
+        "stuck": ("SELECT count(*) FROM django_q_ormq WHERE lock > now()", 3),  # claimed
+    },
+    aging={
+        "healthy": (("UPDATE django_q_task SET started = started - {2h}, "
+                    "stopped = stopped - {2h}"),),
+        "backlog": ("UPDATE django_q_ormq SET lock = lock - {1h}",),
+        "stuck": ("UPDATE django_q_ormq SET lock = lock - {1h}",),  # past claim + retry (300 s)
+    },
+    expect={
+        "healthy": Quiet(),
+        "backlog": Finding("QU001", "depth", 300),  # lock <= now: its own queue_size()
+        "failed": Finding("QU004", "count", 10, "django_q_task"),
+        "stuck": Gap("stuck"),  # an expired claim is a row whose lock passed: a waiting job
+    },
+)
+
 LIBS = (
-    _bgtasks("mariadb"), DRAMATIQ, PQ, HUEY, CELERY,
+    _bgtasks("mariadb"), DJANGOQ, DRAMATIQ, PQ, HUEY, CELERY,
     _sidequest("postgresql"), _sidequest("mariadb"), OXEN, DATAQUEUE,
 )
