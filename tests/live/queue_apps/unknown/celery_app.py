@@ -68,7 +68,7 @@ def run_until(queue: str, sql: str, n: int) -> None:
     proc = subprocess.Popen(worker(queue), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ), start_new_session=True)
     try:
-        wait_for(sql, lambda: count(sql) == n, 60)
+        wait_for(sql, lambda: count(sql) == n)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # a warm shutdown
         proc.wait(30)

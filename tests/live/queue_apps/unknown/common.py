@@ -18,7 +18,7 @@ def pg_dsn() -> str:
     return f"host=127.0.0.1 port=5432 user=postgres dbname={DB}"
 
 
-def wait_for(what: str, cond: Callable[[], bool], timeout: float = 30.0) -> None:
+def wait_for(what: str, cond: Callable[[], bool], timeout: float = 90.0) -> None:
     deadline = time.time() + timeout
     while not cond():
         if time.time() > deadline:

@@ -23,7 +23,7 @@ async function count(jq, where) {
   return r.rows[0].n;
 }
 
-async function until(what, cond, ms = 30000) {
+async function until(what, cond, ms = 90000) {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);

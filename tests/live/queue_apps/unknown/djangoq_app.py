@@ -55,7 +55,7 @@ def run_until(what: str, cond: object) -> None:
     proc = subprocess.Popen(cluster(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(os.environ), start_new_session=True)
     try:
-        wait_for(what, cond, 90)  # type: ignore[arg-type]
+        wait_for(what, cond)  # type: ignore[arg-type]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)

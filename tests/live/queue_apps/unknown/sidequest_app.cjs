@@ -22,7 +22,7 @@ async function count(where) {
   return Number(rows[0].n);
 }
 
-async function until(what, cond, ms = 30000) {
+async function until(what, cond, ms = 90000) {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -34,7 +34,7 @@ async function start(queues) {
   await Sidequest.start({
     backend, queues, dashboard: { enabled: false }, logger: { level: "error" },
     releaseStaleJobsIntervalMin: false, cleanupFinishedJobsIntervalMin: false,
-    jobPollingInterval: 100,
+    jobPollingInterval: 100, fork: false,  // in-process runtime: its fork has a fixed 5 s start timeout
   });
 }
 
