@@ -17,7 +17,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -145,24 +145,38 @@ def build_cell(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
         return db, audit(url, "--select", "QU,DW")
 
 
-_BUILT: dict[str, dict[str, tuple[str, dict[str, Any]] | BaseException]] = {}
+_POOL: ThreadPoolExecutor | None = None
+_BUILT: dict[tuple[str, str], Future[tuple[str, dict[str, Any]]]] = {}
 
 
 def cell_of(lib: Lib, cell: str) -> tuple[str, dict[str, Any]]:
-    """One cell of a library. The four cells are built once per module run, concurrently; a
-    cell whose build failed fails its own test only (with the build's error)."""
-    ident = f"{lib.key}/{lib.engine}"
-    if ident not in _BUILT:
-        need(lib)
+    """One cell of a library. On the first call every installed library's cells are submitted
+    to one pool (most of a cell's time is waiting on workers and servers, so they overlap); a
+    cell whose build failed fails its own test only, with the build's error."""
+    global _POOL
+    need(lib)
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(6)
         tag = uuid.uuid4().hex[:6]
-        with ThreadPoolExecutor(4) as pool:
-            futures = {c: pool.submit(build_cell, lib, c, tag) for c in CELLS}
-            _BUILT[ident] = {c: f.result() if f.exception() is None else f.exception()
-                             for c, f in futures.items()}
-    built = _BUILT[ident][cell]
-    if isinstance(built, BaseException):
-        raise built
-    return built
+        for other in LIBS:
+            for c in CELLS:
+                _BUILT[(f"{other.key}/{other.engine}", c)] = _POOL.submit(_guarded, other, c, tag)
+    return _BUILT[(f"{lib.key}/{lib.engine}", cell)].result()
+
+
+def _guarded(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
+    try:
+        need(lib)
+    except pytest.skip.Exception as e:  # its own test skips with the reason (need() again)
+        raise RuntimeError(str(e)) from None
+    return build_cell(lib, cell, tag)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _pool_shutdown() -> Iterator[None]:
+    yield
+    if _POOL is not None:
+        _POOL.shutdown(wait=True)
 
 
 def qualified(lib: Lib, table: str, db: str) -> str:
