@@ -29,7 +29,7 @@ settings.configure(
     INSTALLED_APPS=["django.contrib.contenttypes", "django_q"],
     Q_CLUSTER={"name": "dbw", "orm": "default", "workers": 3, "timeout": 250, "retry": 300,
                "max_attempts": 2, "poll": 0.2, "catch_up": False, "save_limit": 0,
-               "ack_failures": False},
+               "ack_failures": False, "log_level": "WARNING"},
 )
 django.setup()
 
