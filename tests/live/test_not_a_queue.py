@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from queue_libs import PY_LIBS, audit, by_rule, pg_database, py_env
-from test_queue_unknown_libs import gaps_for, my_database
+from unknown_libs import gaps_for, my_database
 
 APP = Path(__file__).with_name("queue_apps") / "notqueue"
 # a status with timestamps, attempts, an error text or an assignee: at most a DW002 question

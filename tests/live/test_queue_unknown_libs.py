@@ -18,7 +18,6 @@ import sys
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import pymysql
 import pytest
 import yaml
 from queue_libs import NODE_MODULES, PY_LIBS, audit, by_rule, node_env, pg_database, py_env
-from unknown_libs import CELLS, LIBS, Finding, Gap, Lib, Quiet
+from unknown_libs import CELLS, LIBS, Finding, Gap, Lib, Quiet, gaps_for, my_database
 
 APPS = Path(__file__).with_name("queue_apps") / "unknown"
 LAYOUTS = Path(__file__).parents[1] / "fixtures" / "queue_layouts" / "layouts.yaml"
@@ -39,17 +38,6 @@ FOREIGN = ("artisan", "Laravel", "failed_jobs", "procrastinate", "pg-boss", "pgb
            "delayed_job", "pgqueuer", "Symfony", "messenger:")
 FORBIDDEN = {"backlog": ("QU002", "QU003", "QU004"), "failed": ("QU001", "QU002"),
              "stuck": ("QU003", "QU004")}
-
-
-@contextmanager
-def my_database(name: str) -> Iterator[str]:
-    conn = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
-    conn.cursor().execute(f"CREATE DATABASE `{name}`")
-    try:
-        yield name
-    finally:
-        conn.cursor().execute(f"DROP DATABASE `{name}`")
-        conn.close()
 
 
 def run_sql(engine: str, db: str, stmt: str) -> int:
@@ -147,21 +135,27 @@ def build_cell(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
 
 _POOL: ThreadPoolExecutor | None = None
 _BUILT: dict[tuple[str, str], Future[tuple[str, dict[str, Any]]]] = {}
+_SELECTED: set[str] = set()  # the libraries whose tests this session runs
+
+
+def ident(lib: Lib) -> str:
+    return f"{lib.key}/{lib.engine}"
 
 
 def cell_of(lib: Lib, cell: str) -> tuple[str, dict[str, Any]]:
-    """One cell of a library. On the first call every installed library's cells are submitted
-    to one pool (most of a cell's time is waiting on workers and servers, so they overlap); a
-    cell whose build failed fails its own test only, with the build's error."""
+    """One cell of a library. On the first call the cells of every selected, installed library
+    are submitted to one pool (most of a cell's time is waiting on workers and servers, so they
+    overlap); a cell whose build failed fails its own test only, with the build's error."""
     global _POOL
     need(lib)
     if _POOL is None:
         _POOL = ThreadPoolExecutor(6)
         tag = uuid.uuid4().hex[:6]
         for other in LIBS:
-            for c in CELLS:
-                _BUILT[(f"{other.key}/{other.engine}", c)] = _POOL.submit(_guarded, other, c, tag)
-    return _BUILT[(f"{lib.key}/{lib.engine}", cell)].result()
+            if ident(other) in _SELECTED:
+                for c in CELLS:
+                    _BUILT[(ident(other), c)] = _POOL.submit(_guarded, other, c, tag)
+    return _BUILT[(ident(lib), cell)].result()
 
 
 def _guarded(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
@@ -173,7 +167,11 @@ def _guarded(lib: Lib, cell: str, tag: str) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _pool_shutdown() -> Iterator[None]:
+def _pool(request: pytest.FixtureRequest) -> Iterator[None]:
+    for item in request.session.items:
+        lib = getattr(item, "callspec", None) and item.callspec.params.get("lib")
+        if isinstance(lib, Lib):
+            _SELECTED.add(ident(lib))
     yield
     if _POOL is not None:
         _POOL.shutdown(wait=True)
@@ -183,21 +181,6 @@ def qualified(lib: Lib, table: str, db: str) -> str:
     if "." in table:
         return table
     return ("public." if lib.engine == "postgresql" else f"{db}.") + table
-
-
-def gaps_for(data: dict[str, Any], table: str) -> list[dict[str, Any]]:
-    """DW002 gap entries that name `table` (a DW002 whose own evidence.table is it counts too)."""
-    bare = table.split(".")[-1]
-
-    def names(name: object) -> bool:
-        return name == table or str(name or "").split(".")[-1] == bare
-
-    found = []
-    for f in by_rule(data, "DW002"):
-        if names(f["evidence"].get("table")):
-            found.append(f["evidence"])
-        found += [g for g in f["evidence"].get("gaps", []) if names(g.get("name"))]
-    return found
 
 
 @pytest.mark.parametrize("cell", CELLS)

@@ -3,12 +3,19 @@ them: where each keeps its jobs, the SQL that proves a cell holds what the libra
 do (independent of dbwatch), the timestamps moved back, and the answer the generic queue model
 owes for each cell. docs/queues-unknown.md gives the reasons, library by library.
 
-SQL text may use {1h} / {2h}: an interval in the cell's engine syntax.
+SQL text may use {1h} / {2h}: an interval in the cell's engine syntax. Also the two helpers
+both tests share: a throwaway MariaDB database and the DW002 gaps that name a table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+from queue_libs import by_rule
 
 CELLS = ("healthy", "backlog", "failed", "stuck")
 
@@ -285,3 +292,29 @@ LIBS = (
     _bgtasks("mariadb"), DJANGOQ, DRAMATIQ, PQ, HUEY, CELERY,
     _sidequest("postgresql"), _sidequest("mariadb"), OXEN, DATAQUEUE,
 )
+
+
+@contextmanager
+def my_database(name: str) -> Iterator[str]:
+    conn = pymysql.connect(host="127.0.0.1", user="root", password="", autocommit=True)
+    conn.cursor().execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield name
+    finally:
+        conn.cursor().execute(f"DROP DATABASE `{name}`")
+        conn.close()
+
+
+def gaps_for(data: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    """DW002 gap entries that name `table` (a DW002 whose own evidence.table is it counts too)."""
+    bare = table.split(".")[-1]
+
+    def names(name: object) -> bool:
+        return name == table or str(name or "").split(".")[-1] == bare
+
+    found = []
+    for f in by_rule(data, "DW002"):
+        if names(f["evidence"].get("table")):
+            found.append(f["evidence"])
+        found += [g for g in f["evidence"].get("gaps", []) if names(g.get("name"))]
+    return found
