@@ -25,8 +25,9 @@ MAX_BODY = 4096  # characters of one comment parsed as tags
 _TOKEN = re.compile(r"'|\"|`|/\*|--")
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-%")
 # a key naming a credential: its value is never shown
-_SECRET_KEYS = ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "auth")
-_SECRET_KEYS += ("cookie", "session_id", "sessionid", "credential", "signature", "private")
+_SECRET_KEYS: tuple[str, ...] = ("password", "passwd", "pwd", "secret", "token", "apikey")
+_SECRET_KEYS += ("api_key", "auth", "cookie", "session_id", "sessionid", "credential")
+_SECRET_KEYS += ("signature", "private")
 # well-known keys, by meaning (sqlcommenter, Rails, marginalia, Django, Flask, Laravel, knex)
 ALIASES: dict[str, tuple[str, ...]] = {
     "application": ("application", "app", "app_name", "application_name", "service"),
@@ -64,10 +65,44 @@ class Tags:
                 return v
         return None
 
+    def where(self) -> str | None:
+        """The code location: 'orders#create', 'job SendInvoiceJob', a route."""
+        job, controller, action = self.named("job"), self.named("controller"), self.named("action")
+        route = self.named("route")
+        if job:
+            return f"job {job}"
+        if controller and action:
+            return f"{controller}#{action}"
+        if controller:
+            return controller + (f" {route}" if route and route != controller else "")
+        if route:
+            return f"route {route}" + (f" ({action})" if action else "")
+        return f"action {action}" if action else None
+
+    def phrase(self) -> str | None:
+        """'Shop orders#create', 'Shop, job SendInvoiceJob', or what of it is tagged."""
+        return join_phrase(self.named("application"), self.where())
+
+    def to_json(self) -> dict[str, object]:
+        """What a deadlock participant's statement says (evidence.origin, tags only)."""
+        return {
+            "application": self.named("application"),
+            **{m: self.named(m) for m in ("controller", "action", "route", "job", "framework")},
+            "tags": self.others(),
+            "tag_format": self.format,
+            "phrase": self.phrase(),
+        }
+
     def others(self) -> dict[str, str]:
         """Tags that are none of the well-known keys (traceparent, db_driver, line …)."""
         known = {k for keys in ALIASES.values() for k in keys}
         return {k: v for k, v in self.pairs if k not in known}
+
+
+def join_phrase(app: str | None, where: str | None) -> str | None:
+    if app and where:
+        return f"{app}, {where}" if where.startswith("job ") else f"{app} {where}"
+    return where or app
 
 
 def parse_tags(statement: str | None) -> Tags:
@@ -120,6 +155,30 @@ def _comments(text: str) -> list[str]:
                 out.append(body[:MAX_BODY])
             pos = n if end < 0 else end + 2
     return out
+
+
+def without_comments(statement: str, limit: int = MAX_INPUT) -> str:
+    """The statement's first `limit` characters without its block comments (the tags), for
+    a short quote of it; quotes are kept whole."""
+    text = statement[:limit]
+    out: list[str] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _TOKEN.search(text, pos)
+        if m is None:
+            break
+        tok, start = m.group(), m.start()
+        if tok == "/*":
+            out.append(text[pos:start])
+            end = text.find("*/", start + 2)
+            pos = n if end < 0 else end + 2
+            out.append(" ")
+            continue
+        stop = _after_quote(text, start + 1, tok) if tok in ("'", '"', "`") else start + 2
+        out.append(text[pos:stop])
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _after_quote(text: str, pos: int, quote: str) -> int:

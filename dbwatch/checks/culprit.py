@@ -1,0 +1,136 @@
+"""Every session finding names its culprit: evidence.origin (who opened the transaction),
+evidence.transaction (what it did), a short phrase in the summary, the code to fix in the
+fix. Applied once, after the checks, to the findings of the session rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from ..findings import Finding
+from ..snapshot import Snapshot
+from ..snapshot.my import MY_TRX, MyThread
+from ..snapshot.origin import MY_TXN_DETAIL, PG_TXN_DETAIL
+from ..snapshot.pg import PG_SESSIONS, PgSession
+from ..snapshot.values import opt_int
+from ..sqlpatterns.tags import parse_tags
+from .txn_activity import Activity, my_activity, pg_activity
+
+SESSION_RULES = frozenset({"PG001", "PG002", "PG101", "PG201", "MY001", "MY002", "MY101", "MY201"})
+CHAIN_RULES = frozenset({"PG101", "MY101"})  # the session named is the root blocker
+DEADLOCK_RULES = frozenset({"MY102"})
+SECTIONS = {"postgresql": ("pg.txn_detail",), "mysql": ("my.txn_detail",)}
+
+
+def sections_for(engine: str, rule_ids: Iterable[str]) -> set[str]:
+    """The extra reads when a session rule runs (optional: their failure is DW001/DW002 and
+    the origin says what is unknown, the rules still run)."""
+    key = "mysql" if engine in ("mysql", "mariadb") else engine
+    return set(SECTIONS.get(key, ())) if SESSION_RULES & set(rule_ids) else set()
+
+
+def enrich(findings: list[Finding], snap: Snapshot) -> list[Finding]:
+    if not any(f.rule in SESSION_RULES or f.rule in DEADLOCK_RULES for f in findings):
+        return findings
+    out = []
+    for f in findings:
+        if f.rule in DEADLOCK_RULES:
+            out.append(_deadlock(f))
+            continue
+        act = _activity(f, snap) if f.rule in SESSION_RULES else None
+        out.append(f if act is None else _named(f, act, snap.engine != "postgresql"))
+    return out
+
+
+def _activity(f: Finding, snap: Snapshot) -> Activity | None:
+    ev = f.evidence
+    s = f.session
+    if snap.engine == "postgresql":
+        pid = s.pid if s is not None and s.pid is not None else None
+        if pid is None:
+            pid = opt_int(ev.get("root_pid") if f.rule in CHAIN_RULES else ev.get("pid"))
+        by_pid: Mapping[int, PgSession] = {r.pid: r for r in snap.get(PG_SESSIONS) or ()}
+        row = by_pid.get(pid) if pid is not None else None
+        return None if row is None else pg_activity(row, snap.get(PG_TXN_DETAIL))
+    thread = s.thread_id if s is not None and s.thread_id is not None else None
+    if thread is None:
+        oldest = ev.get("oldest")
+        thread = opt_int(
+            ev.get("root_thread_id")
+            if f.rule in CHAIN_RULES
+            else oldest.get("thread_id")
+            if isinstance(oldest, Mapping)
+            else ev.get("thread_id")
+        )
+    by_thread: Mapping[int, MyThread] = {t.thread_id: t for t in snap.get(MY_TRX) or ()}
+    t = by_thread.get(thread) if thread is not None else None
+    return None if t is None else my_activity(t, snap.get(MY_TXN_DETAIL))
+
+
+def _named(f: Finding, act: Activity, mysql: bool) -> Finding:
+    ev = dict(f.evidence)
+    ev["origin"] = act.origin.to_json()
+    ev["transaction"] = act.transaction
+    if mysql:
+        # MySQL/MariaDB: the application is what the client or its tags say, never the user
+        ev["application"] = act.origin.application
+    chain = f.rule in CHAIN_RULES
+    phrase = act.phrase(with_idle=chain or f.rule in ("PG201", "MY201", "MY001", "PG001"))
+    summary = f.summary
+    if phrase:
+        who = _root_name(f) if chain else None
+        summary += f"; {who}: {phrase}" if who else f" — {phrase}"
+    return dataclasses.replace(f, evidence=ev, summary=summary, fix=f.fix + _prevention(act))
+
+
+def _root_name(f: Finding) -> str | None:
+    ev = f.evidence
+    if ev.get("root_pid") is not None:
+        return f"root blocker pid {ev['root_pid']}"
+    if ev.get("root_thread_id") is not None:
+        return f"root blocker thread {ev['root_thread_id']}"
+    return None
+
+
+def _prevention(act: Activity) -> str:
+    """The application's part of the fix, when the origin names it."""
+    culprit = act.origin.culprit()
+    if not culprit:
+        return ""
+    app = act.origin.application
+    who = f"{culprit} ({app})" if app and app != culprit else culprit
+    if act.idle is not None:
+        return (
+            f" In the application: {who} leaves its transaction open — commit or roll back "
+            "before slow work (HTTP calls, sleeps, waiting for input) and on every error "
+            "path; the server-side timeout is the backstop."
+        )
+    return (
+        f" In the application: {who} keeps one transaction open"
+        + (f" for {act.transaction.get('age')}" if act.transaction.get("age") else "")
+        + " — commit in smaller batches, and move slow work outside the transaction."
+    )
+
+
+def _deadlock(f: Finding) -> Finding:
+    """MY102: what each participant's statement says of where it came from."""
+    dl = f.evidence.get("deadlock")
+    trxs = dl.get("transactions") if isinstance(dl, Mapping) else None
+    if not isinstance(trxs, list):
+        return f
+    parts: list[dict[str, object]] = []
+    phrases: list[str] = []
+    for i, t in enumerate(trxs, 1):
+        if not isinstance(t, Mapping):
+            continue
+        query = t.get("query")
+        tags = parse_tags(query if isinstance(query, str) else None)
+        parts.append({"n": t.get("n", i), "thread_id": t.get("thread_id"), **tags.to_json()})
+        phrase = tags.phrase()
+        if phrase:
+            phrases.append(f"T{t.get('n', i)}: {phrase}")
+    ev = dict(f.evidence)
+    ev["origin"] = {"participants": parts}
+    summary = f.summary + (f" ({'; '.join(phrases)})" if phrases else "")
+    return dataclasses.replace(f, evidence=ev, summary=summary)
