@@ -94,8 +94,9 @@ def _root_name(f: Finding) -> str | None:
 
 
 def _prevention(act: Activity) -> str:
-    """The application's part of the fix, when the origin names it."""
-    culprit = act.origin.culprit()
+    """The application's part of the fix, when its tags name the code (a client's own
+    application_name alone may be a console: no code to fix is named from it)."""
+    culprit = act.origin.culprit() if act.origin.tags else None
     if not culprit:
         return ""
     app = act.origin.application

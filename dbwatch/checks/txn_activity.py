@@ -62,7 +62,9 @@ def pg_activity(s: PgSession, detail: PgTxnDetail | None) -> Activity:
         if (st.pid, st.backend_start, st.xact_start) == key
     ]
     locks = [lk for lk in (detail.locks if detail else ()) if lk.pid == s.pid]
-    ordered = [("first statement seen", st.query) for st in seen]
+    remembered = detail is not None and detail.remembered
+    seen_as = "statement seen first" if remembered else "statement seen"
+    ordered = [(seen_as, st.query) for st in seen]
     tags, label = tags_of([*ordered, ("current statement", s.query)])
     origin = Origin(
         tags=tags,
@@ -101,12 +103,12 @@ def pg_activity(s: PgSession, detail: PgTxnDetail | None) -> Activity:
             {"query": st.query, "first_seen": st.first_seen, "last_seen": st.last_seen}
             for st in seen[:STATEMENTS_SHOWN]
         ],
-        "first_statement": seen[0].query if seen else None,
+        "first_statement": seen[0].query if seen and remembered else None,
         "statements_source": _pg_source(detail),
     }
     if detail is None:
         txn["locks_unknown"] = "pg.txn_detail was not read (see DW001/DW002)"
-    first = seen[0].query if (seen and detail is not None and detail.remembered) else None
+    first = seen[0].query if seen and remembered else None
     return Activity(origin, txn, short(first), relations, s.xact_seconds, idle)
 
 
