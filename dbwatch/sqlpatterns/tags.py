@@ -149,11 +149,12 @@ def _comments(text: str) -> list[str]:
             pos = n if eol < 0 else eol + 1
         else:
             end = text.find("*/", start + 2)
-            stop = n if end < 0 else end
-            body = text[start + 2 : stop]
+            if end < 0:
+                break  # never closed (a statement cut short): a partial comment says nothing
+            body = text[start + 2 : end]
             if body[:1] not in ("!", "+"):
                 out.append(body[:MAX_BODY])
-            pos = n if end < 0 else end + 2
+            pos = end + 2
     return out
 
 
