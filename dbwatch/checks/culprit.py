@@ -6,6 +6,7 @@ fix. Applied once, after the checks, to the findings of the session rules.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Mapping
 
 from ..findings import Finding
@@ -15,12 +16,15 @@ from ..snapshot.origin import MY_TXN_DETAIL, PG_TXN_DETAIL
 from ..snapshot.pg import PG_SESSIONS, PgSession
 from ..snapshot.values import opt_int
 from ..sqlpatterns.tags import parse_tags
+from .origin import Origin, tag_unknown, tags_of
 from .txn_activity import Activity, my_activity, pg_activity
 
+log = logging.getLogger(__name__)
 SESSION_RULES = frozenset({"PG001", "PG002", "PG101", "PG201", "MY001", "MY002", "MY101", "MY201"})
 CHAIN_RULES = frozenset({"PG101", "MY101"})  # the session named is the root blocker
 DEADLOCK_RULES = frozenset({"MY102"})
-SECTIONS = {"postgresql": ("pg.txn_detail",), "mysql": ("my.txn_detail",)}
+# my.trx: MY101 names its root blocker's transaction from it (MY001/MY002 read it anyway)
+SECTIONS = {"postgresql": ("pg.txn_detail",), "mysql": ("my.txn_detail", "my.trx")}
 
 
 def sections_for(engine: str, rule_ids: Iterable[str]) -> set[str]:
@@ -35,12 +39,21 @@ def enrich(findings: list[Finding], snap: Snapshot) -> list[Finding]:
         return findings
     out = []
     for f in findings:
-        if f.rule in DEADLOCK_RULES:
-            out.append(_deadlock(f))
-            continue
-        act = _activity(f, snap) if f.rule in SESSION_RULES else None
-        out.append(f if act is None else _named(f, act, snap.engine != "postgresql"))
+        try:
+            out.append(_enriched(f, snap))
+        except Exception:  # a bug here must never hide the finding itself
+            log.exception("origin of %s %s on %s failed", f.rule, f.subject, snap.target)
+            out.append(f)
     return out
+
+
+def _enriched(f: Finding, snap: Snapshot) -> Finding:
+    if f.rule in DEADLOCK_RULES:
+        return _deadlock(f)
+    if f.rule not in SESSION_RULES:
+        return f
+    act = _activity(f, snap) or _from_statement(f)
+    return _named(f, act, snap.engine != "postgresql")
 
 
 def _activity(f: Finding, snap: Snapshot) -> Activity | None:
@@ -68,6 +81,18 @@ def _activity(f: Finding, snap: Snapshot) -> Activity | None:
     return None if t is None else my_activity(t, snap.get(MY_TXN_DETAIL))
 
 
+def _from_statement(f: Finding) -> Activity:
+    """The session is not in the listing (a capped read, a test's sections): the tags of
+    the statement the finding quotes, and nothing else claimed."""
+    chain = f.rule in CHAIN_RULES
+    ev = f.evidence
+    text = ev.get("root_query") if chain else ev.get("query")
+    tags, label = tags_of([("statement in the finding", text if isinstance(text, str) else None)])
+    unknown = tag_unknown(tags, [text] if text else [])
+    unknown.append("session detail: the session was not in this look's session listing")
+    return Activity(Origin(tags=tags, tags_from=label, unknown=tuple(unknown)), {}, None)
+
+
 def _named(f: Finding, act: Activity, mysql: bool) -> Finding:
     ev = dict(f.evidence)
     ev["origin"] = act.origin.to_json()
@@ -80,16 +105,16 @@ def _named(f: Finding, act: Activity, mysql: bool) -> Finding:
     summary = f.summary
     if phrase:
         who = _root_name(f) if chain else None
-        summary += f"; {who}: {phrase}" if who else f" — {phrase}"
+        summary += f" — {who}: {phrase}" if who else f" — {phrase}"
     return dataclasses.replace(f, evidence=ev, summary=summary, fix=f.fix + _prevention(act))
 
 
 def _root_name(f: Finding) -> str | None:
     ev = f.evidence
     if ev.get("root_pid") is not None:
-        return f"root blocker pid {ev['root_pid']}"
+        return f"pid {ev['root_pid']}"
     if ev.get("root_thread_id") is not None:
-        return f"root blocker thread {ev['root_thread_id']}"
+        return f"thread {ev['root_thread_id']}"
     return None
 
 

@@ -144,7 +144,10 @@ def my_activity(t: MyThread, detail: MyTxnDetail | None) -> Activity:
         (e for e in (detail.transactions if detail else ()) if e.thread_id == thread), None
     )
     stmts, source, note = _my_transaction(rows, event, detail)
-    first = next((s for s in stmts if quick_kind(s.sql_text) not in NON_DATA), None)
+    # with the opening statement out of the history, none of those kept is the first
+    first = (
+        None if note else next((s for s in stmts if quick_kind(s.sql_text) not in NON_DATA), None)
+    )
     ordered = [("first statement", first.sql_text if first else None)]
     ordered += [("transaction statement", s.sql_text) for s in stmts]
     ordered += [("current statement", t.query)]
