@@ -121,11 +121,21 @@ def pg_unknown(application_name: str | None, host: str | None, addr: str | None)
     return out
 
 
+PDO_DEALLOCATE = (
+    "framework tags: the last statement PostgreSQL shows is PHP PDO's `DEALLOCATE pdo_stmt_…` "
+    "(server-side prepares), not the statement and its comment: set "
+    "PDO::ATTR_EMULATE_PREPARES = true in the connection's options (Laravel: 'options' => "
+    "[PDO::ATTR_EMULATE_PREPARES => true]) so the statement text stays visible"
+)
+
+
 def tag_unknown(tags: Tags, statements: Sequence[object]) -> list[str]:
     if tags:
         return []
     if not statements:
         return ["framework tags: no statement text could be read"]
+    if any(isinstance(s, str) and s[:19].upper() == "DEALLOCATE PDO_STMT" for s in statements):
+        return [PDO_DEALLOCATE]
     why = (
         "framework tags: none of its statements carries a sqlcommenter or query-log-tags "
         "comment (enable the framework's SQL comments to name the route or job)"

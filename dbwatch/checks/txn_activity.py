@@ -73,7 +73,7 @@ def pg_activity(s: PgSession, detail: PgTxnDetail | None) -> Activity:
         client_addr=s.client_addr,
         host=s.host,
         unknown=tuple(
-            tag_unknown(tags, ordered or [s.query])
+            tag_unknown(tags, [q for _, q in ordered if q] + ([s.query] if s.query else []))
             + pg_unknown(s.application, s.host, s.client_addr)
         ),
     )
@@ -145,15 +145,17 @@ def my_activity(t: MyThread, detail: MyTxnDetail | None) -> Activity:
     )
     stmts, source, note = _my_transaction(rows, event, detail)
     # with the opening statement out of the history, none of those kept is the first
-    first = (
-        None if note else next((s for s in stmts if quick_kind(s.sql_text) not in NON_DATA), None)
-    )
+    first = None if note else next((s for s in stmts if _data(s)), None)
+    if first is not None and not first.sql_text:
+        first, note = None, PREPARED_NOTE
     ordered = [("first statement", first.sql_text if first else None)]
     ordered += [("transaction statement", s.sql_text) for s in stmts]
     ordered += [("current statement", t.query)]
     tags, label = tags_of(ordered)
     addr = (t.host or "").rsplit(":", 1)[0] or None
     unknown = tag_unknown(tags, [s for _, s in ordered if s])
+    if not tags and any(not s.sql_text for s in stmts):
+        unknown = [f"framework tags: {PREPARED_NOTE}"]
     if detail is None:
         unknown.append("connection attributes: my.txn_detail was not read (see DW001/DW002)")
     elif detail.attrs_off:
@@ -182,7 +184,7 @@ def my_activity(t: MyThread, detail: MyTxnDetail | None) -> Activity:
         "statements": [
             {
                 "event_id": s.event_id,
-                "sql_text": s.sql_text,
+                "sql_text": s.sql_text or PREPARED_TEXT,
                 "seconds_ago": None if s.seconds_ago is None else round(s.seconds_ago, 1),
             }
             for s in stmts[:STATEMENTS_SHOWN]
@@ -193,6 +195,19 @@ def my_activity(t: MyThread, detail: MyTxnDetail | None) -> Activity:
     }
     age = float(t.trx_seconds or 0) or None
     return Activity(origin, txn, short(first.sql_text if first else None), (), age, idle)
+
+
+PREPARED_TEXT = "(a prepared statement: performance_schema keeps no text for it)"
+PREPARED_NOTE = (
+    "the transaction's first statement was a prepared statement run over the binary protocol: "
+    "performance_schema keeps no text for it (PHP PDO's default in Laravel; set "
+    "PDO::ATTR_EMULATE_PREPARES => true in the connection's options to see statements and tags)"
+)
+
+
+def _data(s: MyTxnStatement) -> bool:
+    """A statement that does something (a textless prepared execution may)."""
+    return not s.sql_text or quick_kind(s.sql_text) not in NON_DATA
 
 
 def _my_transaction(

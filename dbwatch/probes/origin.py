@@ -100,8 +100,8 @@ def _remember(cache: ProbeCache | None, seen: dict[Key, str], now: str) -> Memor
         del memory[key]
     for key, query in seen.items():
         stmts = memory.setdefault(key, OrderedDict())
-        if not query:
-            continue
+        if not query or is_deallocate(query):
+            continue  # PDO's DEALLOCATE after each statement says nothing of the transaction
         if query in stmts:
             stmts[query][1] = now
         elif len(stmts) < KEPT_PER_TXN:
@@ -114,6 +114,10 @@ def _remember(cache: ProbeCache | None, seen: dict[Key, str], now: str) -> Memor
     if cache is not None:
         cache.put(MEMORY, memory)
     return memory
+
+
+def is_deallocate(query: str) -> bool:
+    return query[:11].upper() == "DEALLOCATE "
 
 
 @probe("my.txn_detail", "mysql", grant=PFS_GRANT)

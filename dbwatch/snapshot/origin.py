@@ -67,7 +67,8 @@ class MyTxnStatement(TypedRow):
 
     thread_id: int
     event_id: int = 0
-    sql_text: str = ""
+    sql_text: str = ""  # empty: a prepared statement's execution (no text kept)
+    event_name: str | None = None
     nesting_event_id: int | None = None
     seconds_ago: float | None = None  # when it started, when the server's timer says
 
