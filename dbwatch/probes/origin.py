@@ -121,7 +121,7 @@ def is_deallocate(query: str) -> bool:
 
 
 @probe("my.txn_detail", "mysql", grant=PFS_GRANT)
-def my_txn_detail(conn: Connection) -> MyTxnDetail:
+def my_txn_detail(conn: Connection) -> object:
     """Connection attributes, statement history and the transaction event of the threads
     whose InnoDB transaction is at least MIN_AGE old; each source off is said, with its fix."""
     c = consumers(conn)
@@ -151,7 +151,7 @@ def my_txn_detail(conn: Connection) -> MyTxnDetail:
     )
     events_on = enabled.get("events_transactions_current", False) and enabled.get("transaction")
     events = _read(conn, "txn_events", params | {"limit": EVENT_ROWS}) if events_on else []
-    return MyTxnDetail.from_row(
+    data = MyTxnDetail.from_row(
         {
             "attrs": attrs,
             "statements": statements,
@@ -169,6 +169,24 @@ def my_txn_detail(conn: Connection) -> MyTxnDetail:
             "statement_cap": len(statements) >= STATEMENT_ROWS,
         }
     )
+    capped = [
+        what
+        for what, rows, cap in (
+            ("connection attributes", attrs, ATTR_ROWS),
+            ("statement history", statements, STATEMENT_ROWS),
+            ("transaction events", events, EVENT_ROWS),
+        )
+        if len(rows) >= cap
+    ]
+    if not capped:
+        return data
+    gap = CoverageGap(
+        "txn_detail_cap",
+        "my.txn_detail",
+        f"read the first rows only of: {', '.join(capped)} (oldest transactions first); "
+        "the younger transactions' detail was not examined",
+    )
+    return Covered(data, (gap,))
 
 
 def _read(conn: Connection, name: str, params: dict[str, object]) -> list[dict[str, object]]:
