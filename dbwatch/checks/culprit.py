@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from ..findings import Finding
 from ..snapshot import Snapshot
@@ -17,7 +18,7 @@ from ..snapshot.pg import PG_SESSIONS, PgSession
 from ..snapshot.values import opt_int
 from ..sqlpatterns.tags import parse_tags
 from .origin import Origin, tag_unknown, tags_of
-from .txn_activity import Activity, my_activity, pg_activity
+from .txn_activity import Activity, MyIndex, PgIndex, my_activity, pg_activity
 
 log = logging.getLogger(__name__)
 SESSION_RULES = frozenset({"PG001", "PG002", "PG101", "PG201", "MY001", "MY002", "MY101", "MY201"})
@@ -37,35 +38,53 @@ def sections_for(engine: str, rule_ids: Iterable[str]) -> set[str]:
 def enrich(findings: list[Finding], snap: Snapshot) -> list[Finding]:
     if not any(f.rule in SESSION_RULES or f.rule in DEADLOCK_RULES for f in findings):
         return findings
+    view = _View.of(snap)
     out = []
     for f in findings:
         try:
-            out.append(_enriched(f, snap))
+            out.append(_enriched(f, snap, view))
         except Exception:  # a bug here must never hide the finding itself
             log.exception("origin of %s %s on %s failed", f.rule, f.subject, snap.target)
             out.append(f)
     return out
 
 
-def _enriched(f: Finding, snap: Snapshot) -> Finding:
+@dataclass(frozen=True)
+class _View:
+    """The snapshot's sessions and detail, indexed once for all findings."""
+
+    pg: Mapping[int, PgSession]
+    my: Mapping[int, MyThread]
+    pg_index: PgIndex
+    my_index: MyIndex
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> _View:
+        if snap.engine == "postgresql":
+            pg = {r.pid: r for r in snap.get(PG_SESSIONS) or ()}
+            return cls(pg, {}, PgIndex.of(snap.get(PG_TXN_DETAIL)), MyIndex.of(None))
+        my = {t.thread_id: t for t in snap.get(MY_TRX) or ()}
+        return cls({}, my, PgIndex.of(None), MyIndex.of(snap.get(MY_TXN_DETAIL)))
+
+
+def _enriched(f: Finding, snap: Snapshot, view: _View) -> Finding:
     if f.rule in DEADLOCK_RULES:
         return _deadlock(f)
     if f.rule not in SESSION_RULES:
         return f
-    act = _activity(f, snap) or _from_statement(f)
+    act = _activity(f, snap, view) or _from_statement(f)
     return _named(f, act, snap.engine != "postgresql")
 
 
-def _activity(f: Finding, snap: Snapshot) -> Activity | None:
+def _activity(f: Finding, snap: Snapshot, view: _View) -> Activity | None:
     ev = f.evidence
     s = f.session
     if snap.engine == "postgresql":
         pid = s.pid if s is not None and s.pid is not None else None
         if pid is None:
             pid = opt_int(ev.get("root_pid") if f.rule in CHAIN_RULES else ev.get("pid"))
-        by_pid: Mapping[int, PgSession] = {r.pid: r for r in snap.get(PG_SESSIONS) or ()}
-        row = by_pid.get(pid) if pid is not None else None
-        return None if row is None else pg_activity(row, snap.get(PG_TXN_DETAIL))
+        row = view.pg.get(pid) if pid is not None else None
+        return None if row is None else pg_activity(row, view.pg_index)
     thread = s.thread_id if s is not None and s.thread_id is not None else None
     if thread is None:
         oldest = ev.get("oldest")
@@ -76,9 +95,8 @@ def _activity(f: Finding, snap: Snapshot) -> Activity | None:
             if isinstance(oldest, Mapping)
             else ev.get("thread_id")
         )
-    by_thread: Mapping[int, MyThread] = {t.thread_id: t for t in snap.get(MY_TRX) or ()}
-    t = by_thread.get(thread) if thread is not None else None
-    return None if t is None else my_activity(t, snap.get(MY_TXN_DETAIL))
+    t = view.my.get(thread) if thread is not None else None
+    return None if t is None else my_activity(t, view.my_index)
 
 
 def _from_statement(f: Finding) -> Activity:

@@ -6,11 +6,20 @@ Each engine's part returns (Origin, evidence.transaction, the phrase of its firs
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 from ..durations import format_duration
 from ..snapshot.my import MyThread
-from ..snapshot.origin import MyTxnDetail, MyTxnStatement, PgTxnDetail
+from ..snapshot.origin import (
+    MyConnectAttr,
+    MyTxnDetail,
+    MyTxnEvent,
+    MyTxnStatement,
+    PgTxnDetail,
+    PgTxnLock,
+    PgTxnStatement,
+)
 from ..snapshot.pg import PgSession
 from ..sqlpatterns.fingerprint import quick_kind
 from ..sqlpatterns.transactions import NON_DATA
@@ -54,14 +63,50 @@ class Activity:
         return ", ".join(parts) if parts else None
 
 
-def pg_activity(s: PgSession, detail: PgTxnDetail | None) -> Activity:
-    key = (s.pid, s.backend_start, s.xact_start)
-    seen = [
-        st
-        for st in (detail.statements if detail else ())
-        if (st.pid, st.backend_start, st.xact_start) == key
-    ]
-    locks = [lk for lk in (detail.locks if detail else ()) if lk.pid == s.pid]
+@dataclass(frozen=True)
+class PgIndex:
+    """pg.txn_detail by backend, built once per snapshot (300 findings must not each scan it)."""
+
+    detail: PgTxnDetail | None
+    locks: dict[int, list[PgTxnLock]]
+    statements: dict[tuple[int, str | None, str | None], list[PgTxnStatement]]
+
+    @classmethod
+    def of(cls, detail: PgTxnDetail | None) -> PgIndex:
+        locks: dict[int, list[PgTxnLock]] = defaultdict(list)
+        stmts: dict[tuple[int, str | None, str | None], list[PgTxnStatement]] = defaultdict(list)
+        for lk in detail.locks if detail else ():
+            locks[lk.pid].append(lk)
+        for st in detail.statements if detail else ():
+            stmts[(st.pid, st.backend_start, st.xact_start)].append(st)
+        return cls(detail, locks, stmts)
+
+
+@dataclass(frozen=True)
+class MyIndex:
+    """my.txn_detail by thread, built once per snapshot."""
+
+    detail: MyTxnDetail | None
+    attrs: dict[int, list[MyConnectAttr]]
+    statements: dict[int, list[MyTxnStatement]]
+    events: dict[int, MyTxnEvent]
+
+    @classmethod
+    def of(cls, detail: MyTxnDetail | None) -> MyIndex:
+        attrs: dict[int, list[MyConnectAttr]] = defaultdict(list)
+        stmts: dict[int, list[MyTxnStatement]] = defaultdict(list)
+        for a in detail.attrs if detail else ():
+            attrs[a.thread_id].append(a)
+        for st in detail.statements if detail else ():
+            stmts[st.thread_id].append(st)
+        events = {e.thread_id: e for e in (detail.transactions if detail else ())}
+        return cls(detail, attrs, stmts, events)
+
+
+def pg_activity(s: PgSession, idx: PgIndex) -> Activity:
+    detail = idx.detail
+    seen = idx.statements.get((s.pid, s.backend_start, s.xact_start), [])
+    locks = idx.locks.get(s.pid, [])
     remembered = detail is not None and detail.remembered
     seen_as = "statement seen first" if remembered else "statement seen"
     ordered = [(seen_as, st.query) for st in seen]
@@ -134,15 +179,11 @@ def _pg_source(detail: PgTxnDetail | None) -> str:
     )
 
 
-def my_activity(t: MyThread, detail: MyTxnDetail | None) -> Activity:
-    thread = t.thread_id
-    attrs = tuple(
-        (a.name, a.value) for a in (detail.attrs if detail else ()) if a.thread_id == thread
-    )
-    rows = [s for s in (detail.statements if detail else ()) if s.thread_id == thread]
-    event = next(
-        (e for e in (detail.transactions if detail else ()) if e.thread_id == thread), None
-    )
+def my_activity(t: MyThread, idx: MyIndex) -> Activity:
+    detail, thread = idx.detail, t.thread_id
+    attrs = tuple((a.name, a.value) for a in idx.attrs.get(thread, ()))
+    rows = idx.statements.get(thread, [])
+    event = idx.events.get(thread)
     stmts, source, note = _my_transaction(rows, event, detail)
     # with the opening statement out of the history, none of those kept is the first
     first = None if note else next((s for s in stmts if _data(s)), None)

@@ -54,6 +54,8 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
     now = datetime.now(UTC).isoformat(timespec="seconds")
     seen: dict[Key, str] = {}
     for r in rows:
+        if r.get("locktype") is not None:
+            continue  # a lock row; the backend's own row (kind 0) carries its identity
         key = (to_int(r.get("pid")), opt_str(r.get("backend_start")), opt_str(r.get("xact_start")))
         seen.setdefault(key, to_str(r.get("query")))
     memory = _remember(cache, seen, now)
