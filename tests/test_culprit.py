@@ -196,3 +196,27 @@ def test_my102_deadlock_participants_named_where_tagged() -> None:
     parts = f.evidence["origin"]["participants"]  # type: ignore[index]
     assert [p["phrase"] for p in parts] == ["Shop orders#create", None]
     assert "(T1: Shop orders#create)" in f.summary
+
+
+def test_terminate_candidate_carries_its_statements_origin() -> None:
+    from dbwatch.actions.guards import Decision, Session
+
+    tagged = Session(target="t", engine="mariadb", thread_id=4, user="shop_rw",
+                     application="shop-worker", query=TAGGED)
+    d = Decision(tagged, "would-kill", "idle in transaction").to_dict()["origin"]
+    assert isinstance(d, dict) and d["phrase"] == "Shop, job ReindexCatalog"
+    plain = Session(target="t", engine="mariadb", thread_id=5, user="shop_rw", query="SELECT 1")
+    p = Decision(plain, "would-kill", "idle").to_dict()["origin"]
+    assert isinstance(p, dict) and p["application"] is None and p["phrase"] is None
+
+
+def test_deadlock_record_names_tagged_participants() -> None:
+    from dbwatch.deadlocks.record import deadlock_record
+    from dbwatch.parsers.innodb_deadlock import parse_deadlock_lines
+
+    dl = parse_deadlock_lines(DEADLOCK.splitlines())
+    assert dl is not None
+    rec = deadlock_record(dl)
+    trxs = rec["transactions"]
+    assert isinstance(trxs, list)
+    assert [t["origin"]["phrase"] for t in trxs] == ["Shop orders#create", None]

@@ -141,3 +141,15 @@ def tag_unknown(tags: Tags, statements: Sequence[object]) -> list[str]:
         "comment (enable the framework's SQL comments to name the route or job)"
     )
     return [why]
+
+
+def statement_origin(
+    query: str | None, application: str | None, host: str | None
+) -> dict[str, object]:
+    """A terminate candidate's origin: the tags of its statement now and what its client
+    calls itself (application_name / program_name) — nothing from the user name."""
+    tags, label = tags_of([("current statement", query)])
+    unknown = tag_unknown(tags, [query] if query else [])
+    return Origin(
+        tags=tags, tags_from=label, application_name=application, host=host, unknown=tuple(unknown)
+    ).to_json()
