@@ -119,7 +119,10 @@ def _named(f: Finding, act: Activity, mysql: bool) -> Finding:
         # MySQL/MariaDB: the application is what the client or its tags say, never the user
         ev["application"] = act.origin.application
     chain = f.rule in CHAIN_RULES
-    phrase = act.phrase(with_idle=chain or f.rule in ("PG201", "MY201", "MY001", "PG001"))
+    phrase = act.phrase(
+        with_idle=chain or f.rule in ("PG201", "MY201", "MY001", "PG001"),
+        with_client=mysql or chain,  # PG001/PG002/PG201 show application_name already
+    )
     summary = f.summary
     if phrase:
         who = _root_name(f) if chain else None

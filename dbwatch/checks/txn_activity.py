@@ -50,10 +50,12 @@ class Activity:
     age: float | None = None
     idle: float | None = None
 
-    def phrase(self, with_idle: bool = True) -> str | None:
+    def phrase(self, with_idle: bool = True, with_client: bool = True) -> str | None:
         """'Shop, job ReindexCatalog, opened with `SELECT … FOR UPDATE` on orders 41 min
-        ago, idle 39 min' — only what is known."""
-        parts = [p for p in (self.origin.phrase(),) if p]
+        ago, idle 39 min' — only what is known. Without `with_client`, a name the client gave
+        itself alone (already in the summary as application_name) is left out."""
+        named = self.origin.phrase() if (with_client or self.origin.tags) else None
+        parts = [named] if named else []
         if self.opened_with:
             on = f" on {', '.join(self.on[:3])}" if self.on else ""
             ago = f" {format_duration(self.age)} ago" if self.age else ""
