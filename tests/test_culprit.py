@@ -220,3 +220,30 @@ def test_deadlock_record_names_tagged_participants() -> None:
     trxs = rec["transactions"]
     assert isinstance(trxs, list)
     assert [t["origin"]["phrase"] for t in trxs] == ["Shop orders#create", None]
+
+
+def test_my201_names_the_oldest_transaction_and_nothing_without_one() -> None:
+    trx = [_my_trx(71, None, trx_seconds=5400), _my_trx(72, "SELECT 1", command="Query",
+                                                        trx_seconds=2)]
+    detail = {"attrs": [{"thread_id": 71, "name": "program_name", "value": "nightly-report"}],
+              "statements": [{"thread_id": 71, "event_id": 1, "sql_text": "BEGIN"},
+                             {"thread_id": 71, "event_id": 2, "sql_text": TAGGED}],
+              "history_size": 10}
+    sections = {"my.innodb_counters": {"innodb_history_list_length": 250000},
+                "my.trx": trx, "my.txn_detail": detail}
+    (f,) = _run("mariadb", sections, ("MY201",))
+    assert f.evidence["origin"]["phrase"] == "Shop, job ReindexCatalog"  # type: ignore[index]
+    assert f.evidence["transaction"]["first_statement"] == TAGGED  # type: ignore[index]
+    empty = {"my.innodb_counters": {"innodb_history_list_length": 2000000}, "my.trx": []}
+    (g,) = _run("mysql", empty, ("MY201",))
+    assert "origin" not in g.evidence
+
+
+def test_pg201_backend_holder_named() -> None:
+    s = _pg_session(812, "SELECT 1 /*controller:reports,action:export*/",
+                    backend_xmin="1000", xmin_age=5_000_000)
+    sections = {"pg.sessions": [s], "pg.horizon": {"instance": {}}}
+    found = _run("postgresql", sections, ("PG201",))
+    (f,) = [f for f in found if f.subject == "pid 812"]
+    assert f.evidence["origin"]["phrase"] == "reports#export"  # type: ignore[index]
+    assert " — reports#export" in f.summary

@@ -72,7 +72,10 @@ def _enriched(f: Finding, snap: Snapshot, view: _View) -> Finding:
         return _deadlock(f)
     if f.rule not in SESSION_RULES:
         return f
-    act = _activity(f, snap, view) or _from_statement(f)
+    act = _activity(f, snap, view)
+    if act is None and not _names_a_session(f):
+        return f  # a slot, a prepared transaction, a standby, no open transaction: no session
+    act = act or _from_statement(f)
     return _named(f, act, snap.engine != "postgresql")
 
 
@@ -97,6 +100,15 @@ def _activity(f: Finding, snap: Snapshot, view: _View) -> Activity | None:
         )
     t = view.my.get(thread) if thread is not None else None
     return None if t is None else my_activity(t, view.my_index)
+
+
+def _names_a_session(f: Finding) -> bool:
+    ev = f.evidence
+    s = f.session
+    keys = ("root_pid", "root_thread_id") if f.rule in CHAIN_RULES else ("pid", "thread_id")
+    return (s is not None and (s.pid is not None or s.thread_id is not None)) or any(
+        ev.get(k) is not None for k in keys
+    )
 
 
 def _from_statement(f: Finding) -> Activity:
