@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from ..errors import ProbeError
 from ..snapshot import CoverageGap
+from ..snapshot.my import opt_num
 from ..snapshot.origin import MyTxnDetail, PgTxnDetail, PgTxnLock, PgTxnStatement
 from ..snapshot.values import as_row, opt_str, to_int, to_str
 from ..targets import Connection
@@ -23,6 +24,7 @@ LOCK_ROWS = 3000  # pg: (backend, relation, mode) rows read per cycle
 ATTR_ROWS = 3000  # my: connection attribute rows (≤ 6 per thread)
 STATEMENT_ROWS = 5000  # my: history rows (10 per thread by default)
 EVENT_ROWS = 1000  # my: transaction events (one per thread)
+THREAD_ROWS = 1000  # my: threads whose detail is read
 KEPT_PER_TXN = 16  # pg daemon memory: distinct statements kept per transaction
 KEPT_TXNS = 1000  # pg daemon memory: transactions remembered
 MEMORY = "pg.txn_detail#statements"  # the ProbeCache entry the daemon keeps between cycles
@@ -125,7 +127,8 @@ def is_deallocate(query: str) -> bool:
 @probe("my.txn_detail", "mysql", grant=PFS_GRANT)
 def my_txn_detail(conn: Connection) -> object:
     """Connection attributes, statement history and the transaction event of the threads
-    whose InnoDB transaction is at least MIN_AGE old; each source off is said, with its fix."""
+    whose InnoDB transaction is at least MIN_AGE old; each source off is said, with its fix.
+    The threads are found once; each source is then one scan by a bound id list."""
     c = consumers(conn)
     if not c.performance_schema:
         off = f"performance_schema is OFF; to enable: {PFS_ON_FIX}"
@@ -134,25 +137,43 @@ def my_txn_detail(conn: Connection) -> object:
         to_str(r.get("name")): to_str(r.get("enabled")).upper() == "YES"
         for r in map(as_row, conn.rows(sql("mysql", "txn_consumers", conn.version)))
     }
-    params: dict[str, object] = {"min_age": MIN_AGE}
-    attrs = _read(conn, "txn_connect_attrs", params | {"limit": ATTR_ROWS})
-    history_on = (
-        all(
-            enabled.get(n, False)
-            for n in (
-                "global_instrumentation",
-                "thread_instrumentation",
-                "events_statements_current",
-                "events_statements_history",
-            )
+    threads = _read(conn, "txn_threads", {"min_age": MIN_AGE, "limit": THREAD_ROWS + 1})
+    me = next((to_int(r.get("pfs_thread_id")) for r in threads if r.get("is_self")), None)
+    pfs_of = {
+        to_int(r.get("pfs_thread_id")): to_int(r.get("thread_id"))
+        for r in threads
+        if not r.get("is_self")
+    }
+    ids = ",".join(str(t) for t in pfs_of.values())
+    pfs_ids = ",".join(str(t) for t in pfs_of)
+    attrs = _read(conn, "txn_connect_attrs", {"ids": ids, "limit": ATTR_ROWS}) if ids else []
+    history_on = c.history_size > 0 and all(
+        enabled.get(n, False)
+        for n in (
+            "global_instrumentation",
+            "thread_instrumentation",
+            "events_statements_current",
+            "events_statements_history",
         )
-        and c.history_size > 0
     )
-    statements = (
-        _read(conn, "txn_statements", params | {"limit": STATEMENT_ROWS}) if history_on else []
-    )
-    events_on = enabled.get("events_transactions_current", False) and enabled.get("transaction")
-    events = _read(conn, "txn_events", params | {"limit": EVENT_ROWS}) if events_on else []
+    statements: list[dict[str, object]] = []
+    if history_on and pfs_ids:
+        now = _read(conn, "txn_timer", {"self": me})[0].get("timer_start") if me else None
+        for r in _read(conn, "txn_statements", {"ids": pfs_ids, "limit": STATEMENT_ROWS}):
+            start, ref = opt_num(r.get("timer_start")), opt_num(now)
+            ago = (ref - start) / 1e12 if start is not None and ref is not None else None
+            statements.append(
+                r | {"thread_id": pfs_of.get(to_int(r.get("pfs_thread_id"))), "seconds_ago": ago}
+            )
+    events_on = bool(enabled.get("events_transactions_current") and enabled.get("transaction"))
+    events = [
+        r | {"thread_id": pfs_of.get(to_int(r.get("pfs_thread_id")))}
+        for r in (
+            _read(conn, "txn_events", {"ids": pfs_ids, "limit": EVENT_ROWS})
+            if events_on and pfs_ids
+            else []
+        )
+    ]
     data = MyTxnDetail.from_row(
         {
             "attrs": attrs,
@@ -173,20 +194,21 @@ def my_txn_detail(conn: Connection) -> object:
     )
     capped = [
         what
-        for what, rows, cap in (
-            ("connection attributes", attrs, ATTR_ROWS),
-            ("statement history", statements, STATEMENT_ROWS),
-            ("transaction events", events, EVENT_ROWS),
+        for what, n, cap in (
+            ("threads", len(pfs_of), THREAD_ROWS),
+            ("connection attributes", len(attrs), ATTR_ROWS),
+            ("statement history", len(statements), STATEMENT_ROWS),
+            ("transaction events", len(events), EVENT_ROWS),
         )
-        if len(rows) >= cap
+        if n >= cap
     ]
     if not capped:
         return data
     gap = CoverageGap(
         "txn_detail_cap",
         "my.txn_detail",
-        f"read the first rows only of: {', '.join(capped)} (oldest transactions first); "
-        "the younger transactions' detail was not examined",
+        f"read the first rows only of: {', '.join(capped)}; the rest of the open "
+        "transactions' detail was not examined",
     )
     return Covered(data, (gap,))
 
