@@ -247,3 +247,14 @@ def test_pg201_backend_holder_named() -> None:
     (f,) = [f for f in found if f.subject == "pid 812"]
     assert f.evidence["origin"]["phrase"] == "reports#export"  # type: ignore[index]
     assert " — reports#export" in f.summary
+
+
+def test_slack_shows_a_tag_as_text_never_as_markup() -> None:
+    from dbwatch.alerts.payloads import slack_body
+
+    body = slack_body({"rule": "PG002", "target": "db", "subject": "pid 1", "severity": "warning",
+                       "summary": "pid 1 — <!channel> <https://evil|click> & co",
+                       "fix": "x <@U123>"})
+    text = str(body["text"])
+    assert "<!channel>" not in text and "<https://" not in text and "<@U123>" not in text
+    assert "&lt;!channel&gt;" in text and "&amp; co" in text
