@@ -174,9 +174,12 @@ def test_postgresql(framework: str, pg_admin: Any, pg_orders: str) -> None:
         app.go_on()
         app.expect("READY")
         _idle(idle, sql, pid)
-        res = audit(PG_URL, ("PG002",), cache)
-        (f,) = findings_for(res, "pid", pid)
-        _check(f, framework)
+        res = audit(PG_URL, ("PG001", "PG002"), cache)
+        found = findings_for(res, "pid", pid)
+        assert sorted(g.rule for g in found) == ["PG001", "PG002"]
+        for g in found:  # the long transaction and the idle one: both named
+            _check(g, framework)
+        (f,) = [g for g in found if g.rule == "PG002"]
         t = txn(f)
         first = t["first_statement"].lower()
         assert "for update" in first and f"{pg_orders}" in first, t
@@ -210,9 +213,12 @@ def test_mariadb(framework: str, pfs: mariadb_instance.MariaDbInstance, uniq: st
         app.go_on()
         app.expect("READY")
         _idle(sleeping, sql, thread)
-        res = audit(pfs.url(), ("MY002",))
-        (f,) = findings_for(res, "thread_id", thread)
-        _check(f, framework)
+        res = audit(pfs.url(), ("MY001", "MY002"))
+        found = findings_for(res, "thread_id", thread)
+        assert sorted(g.rule for g in found) == ["MY001", "MY002"]
+        for g in found:  # the long transaction and the idle one: both named
+            _check(g, framework)
+        (f,) = [g for g in found if g.rule == "MY002"]
         t = txn(f)
         first = (t["first_statement"] or "").lower()
         assert _plain(first).startswith("select"), t
