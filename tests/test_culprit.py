@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas import validate
+
 from dbwatch.catalogue import Thresholds, load_catalogue
 from dbwatch.config import Config, RuleOverride
 from dbwatch.evaluate import Selection, evaluate
@@ -61,7 +63,8 @@ def test_pg_idle_transaction_names_job_locks_and_first_statement() -> None:
     assert isinstance(origin, dict) and isinstance(txn, dict)
     assert origin["application"] == "Shop" and origin["job"] == "ReindexCatalog"
     assert origin["phrase"] == "Shop, job ReindexCatalog"
-    assert origin["tags_from"] == "statement seen first"
+    assert origin["tags_from"] == "statement seen first" and origin["source"] == "marginalia"
+    assert txn["started"] == "2026-01-01T10:01:00+00:00"
     assert txn["first_statement"] == TAGGED and txn["wrote"] is True
     assert txn["locks"][0]["relation"] == "public.orders"  # type: ignore[index]
     assert "Shop, job ReindexCatalog, opened with `SELECT * FROM orders WHERE id = 1 FOR UPDATE`" \
@@ -74,8 +77,8 @@ def test_pg_untagged_invents_nothing() -> None:
     (f,) = _run("postgresql", {"pg.sessions": [_pg_session(9, "SELECT 1")]}, ("PG002",))
     origin = f.evidence["origin"]
     assert isinstance(origin, dict)
-    assert origin["application"] is None and origin["phrase"] is None
-    assert origin["controller"] is None and origin["job"] is None
+    assert "application" not in origin and "phrase" not in origin
+    assert "controller" not in origin and "job" not in origin
     assert any("framework tags" in u for u in origin["unknown"])  # type: ignore[union-attr]
     assert any("application_name" in u for u in origin["unknown"])  # type: ignore[union-attr]
     assert "In the application" not in f.fix and " — " not in f.summary
@@ -119,7 +122,7 @@ def test_my_idle_transaction_statements_back_to_begin_and_attrs() -> None:
                                                "_client_name": "libmariadb"}
     assert txn["first_statement"] == TAGGED
     assert [s["event_id"] for s in txn["statements"]] == [3, 4]  # type: ignore[index,union-attr]
-    assert f.evidence["application"] == "Shop"
+    assert f.evidence["application"] == "Shop" and txn["wrote"] is True
 
 
 def test_my_never_takes_the_user_for_the_application() -> None:
@@ -130,7 +133,7 @@ def test_my_never_takes_the_user_for_the_application() -> None:
     assert f.evidence["application"] is None  # not "shop_rw"
     origin, txn = f.evidence["origin"], f.evidence["transaction"]
     assert isinstance(origin, dict) and isinstance(txn, dict)
-    assert origin["phrase"] is None and "shop_rw" not in str(origin)
+    assert "phrase" not in origin and "shop_rw" not in str(origin)
     assert txn["first_statement"] is None and "to enable" in str(txn["statements_unknown"])
 
 
@@ -140,6 +143,7 @@ def test_my_program_name_alone_is_the_application_not_a_route() -> None:
     (f,) = _run("mariadb", {"my.trx": [_my_trx(7, "SELECT 1")], "my.txn_detail": detail},
                 ("MY001",))
     assert f.evidence["origin"]["phrase"] == "billing-cron"  # type: ignore[index]
+    assert f.evidence["origin"]["source"] == "connect_attrs"  # type: ignore[index]
     assert "In the application" not in f.fix  # no code location: nothing to name
 
 
@@ -165,7 +169,7 @@ def test_my101_root_outside_the_listing_is_named_from_its_statement_only() -> No
     assert f.summary.endswith(" — thread 60: job PruneJobs")
     origin = f.evidence["origin"]
     assert isinstance(origin, dict) and origin["job"] == "PruneJobs"
-    assert origin["application"] is None and f.evidence["application"] is None
+    assert "application" not in origin and f.evidence["application"] is None
 
 
 DEADLOCK = """2026-11-22 09:00:00 0x7f0fd00546c0
@@ -194,7 +198,7 @@ def test_my102_deadlock_participants_named_where_tagged() -> None:
                 "my.innodb_status": {"at": "2026-11-22 10:00:00", "deadlock": DEADLOCK}}
     (f,) = _run("mariadb", sections, ("MY102",))
     parts = f.evidence["origin"]["participants"]  # type: ignore[index]
-    assert [p["phrase"] for p in parts] == ["Shop orders#create", None]
+    assert [p.get("phrase") for p in parts] == ["Shop orders#create", None]
     assert "(T1: Shop orders#create)" in f.summary
 
 
@@ -203,11 +207,13 @@ def test_terminate_candidate_carries_its_statements_origin() -> None:
 
     tagged = Session(target="t", engine="mariadb", thread_id=4, user="shop_rw",
                      application="shop-worker", query=TAGGED)
-    d = Decision(tagged, "would-kill", "idle in transaction").to_dict()["origin"]
+    decision = Decision(tagged, "would_terminate", "idle in transaction").to_dict()
+    validate([decision], "terminate")
+    d = decision["origin"]
     assert isinstance(d, dict) and d["phrase"] == "Shop, job ReindexCatalog"
     plain = Session(target="t", engine="mariadb", thread_id=5, user="shop_rw", query="SELECT 1")
-    p = Decision(plain, "would-kill", "idle").to_dict()["origin"]
-    assert isinstance(p, dict) and p["application"] is None and p["phrase"] is None
+    p = Decision(plain, "would_terminate", "idle").to_dict()["origin"]
+    assert isinstance(p, dict) and "application" not in p and "phrase" not in p
 
 
 def test_deadlock_record_names_tagged_participants() -> None:
@@ -217,9 +223,10 @@ def test_deadlock_record_names_tagged_participants() -> None:
     dl = parse_deadlock_lines(DEADLOCK.splitlines())
     assert dl is not None
     rec = deadlock_record(dl)
+    validate({"deadlocks": [rec]}, "deadlocks")
     trxs = rec["transactions"]
     assert isinstance(trxs, list)
-    assert [t["origin"]["phrase"] for t in trxs] == ["Shop orders#create", None]
+    assert [t["origin"].get("phrase") for t in trxs] == ["Shop orders#create", None]
 
 
 def test_my201_names_the_oldest_transaction_and_nothing_without_one() -> None:

@@ -55,9 +55,20 @@ class Origin:
             return where[4:]
         return where or self.application
 
+    def source(self) -> str | None:
+        """What named it (SPEC §6): the tags' format, else application_name / connect_attrs."""
+        if self.tags.named("application") or self.tags.where():
+            return self.tags.format
+        if _own_name(self.application_name):
+            return "application_name"
+        if self.application:
+            return "connect_attrs"
+        return None
+
     def to_json(self) -> dict[str, object]:
+        """SPEC §6 evidence.origin: only the keys found; `unknown` says what was not and why."""
         t = self.tags
-        return {
+        found: dict[str, object] = {
             "application": self.application,
             "controller": t.named("controller"),
             "action": t.named("action"),
@@ -65,15 +76,17 @@ class Origin:
             "job": t.named("job"),
             "framework": t.named("framework"),
             "tags": t.others(),
-            "tag_format": t.format,
+            "source": self.source(),
             "tags_from": self.tags_from,
             "application_name": self.application_name,
-            "connection_attributes": dict(self.attrs) or None,
+            "connection_attributes": dict(self.attrs),
             "client_addr": self.client_addr,
             "host": self.host,
             "phrase": self.phrase(),
-            "unknown": list(self.unknown),
         }
+        out = {k: v for k, v in found.items() if v}
+        out["unknown"] = list(self.unknown)
+        return out
 
 
 # names a driver or tool gives itself: they say what connects, not which application

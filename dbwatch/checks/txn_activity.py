@@ -128,7 +128,7 @@ def pg_activity(s: PgSession, idx: PgIndex) -> Activity:
     relations = tuple(dict.fromkeys(lk.relation for lk in held if lk.relation))
     idle = s.state_seconds if s.idle_in_transaction else None
     txn: dict[str, object] = {
-        "xact_start": s.xact_start,
+        "started": s.xact_start,
         "age": format_duration(s.xact_seconds),
         "idle": format_duration(idle) if idle is not None else None,
         "state": s.state,
@@ -218,7 +218,8 @@ def my_activity(t: MyThread, idx: MyIndex) -> Activity:
     )
     idle = float(t.command_seconds or 0) if t.sleeping else None
     txn: dict[str, object] = {
-        "trx_started": t.trx_started,
+        "started": t.trx_started,
+        "wrote": bool(t.trx_rows_modified),
         "age": format_duration(float(t.trx_seconds or 0)),
         "idle": format_duration(idle) if idle is not None else None,
         "rows_locked": t.trx_rows_locked,

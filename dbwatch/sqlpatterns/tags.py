@@ -85,13 +85,14 @@ class Tags:
 
     def to_json(self) -> dict[str, object]:
         """What a deadlock participant's statement says (evidence.origin, tags only)."""
-        return {
+        found: dict[str, object] = {
             "application": self.named("application"),
             **{m: self.named(m) for m in ("controller", "action", "route", "job", "framework")},
             "tags": self.others(),
-            "tag_format": self.format,
+            "source": self.format,
             "phrase": self.phrase(),
         }
+        return {k: v for k, v in found.items() if v}  # only the keys found (SPEC §6)
 
     def others(self) -> dict[str, str]:
         """Tags that are none of the well-known keys (traceparent, db_driver, line …)."""

@@ -255,7 +255,7 @@ def test_laravel_postgresql_server_side_prepares_say_why(pg_admin: Any, pg_order
         res = audit(PG_URL, ("PG002",), ProbeCache())
         (f,) = findings_for(res, "pid", pid)
         o = origin(f)
-        assert o["phrase"] is None and o["job"] is None and o["application"] is None
+        assert "phrase" not in o and "job" not in o and "application" not in o
         assert any("PDO::ATTR_EMULATE_PREPARES" in u for u in o["unknown"]), o
         assert txn(f)["statements"] == []  # DEALLOCATE is not remembered as a statement
         held = {(lk["relation"], lk["mode"]) for lk in txn(f)["locks"]}
@@ -293,7 +293,7 @@ def test_laravel_mariadb_server_side_prepares_say_why(
         res = audit(pfs.url(), ("MY002",))
         (f,) = findings_for(res, "thread_id", thread)
         o, t = origin(f), txn(f)
-        assert o["phrase"] is None and o["job"] is None and o["application"] is None
+        assert "phrase" not in o and "job" not in o and "application" not in o
         assert any("PDO::ATTR_EMULATE_PREPARES" in u for u in o["unknown"]), o
         assert t["first_statement"] is None, t
         assert "PDO::ATTR_EMULATE_PREPARES" in t["statements_unknown"], t
