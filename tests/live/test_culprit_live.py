@@ -1,7 +1,8 @@
 """Name the culprit on the real servers (issue 23): a tagged idle transaction is named by its
 tags, its locked relations and write state (PostgreSQL) or its statements back to BEGIN
 (MariaDB with performance_schema), the daemon remembers what it ran when young, the root of a
-lock chain is described, and an untagged session gets nothing invented."""
+lock chain is described, a deadlock's tagged participant is named, and an untagged session
+gets nothing invented."""
 from __future__ import annotations
 
 import sys
@@ -215,3 +216,48 @@ def _shared_sleeping(admin: Any, thread: int) -> bool:
                 " ON p.ID = t.trx_mysql_thread_id WHERE p.ID = %s", (thread,))
     row = cur.fetchone()
     return bool(row and row[0])
+
+
+def test_mariadb_deadlock_participants_named_from_their_tags(
+        pfs: mariadb_instance.MariaDbInstance) -> None:
+    """A real opposite-order deadlock between a tagged web request and an untagged session:
+    MY102 names the tagged participant, and only that one."""
+    pfs.query("CREATE TABLE IF NOT EXISTS dl (id int PRIMARY KEY, v int) ENGINE=InnoDB")
+    pfs.query("REPLACE INTO dl VALUES (1, 0), (2, 0)")
+    web, batch = pfs.connect(autocommit=False), pfs.connect(autocommit=False)
+    tag = "/*application='Shop',controller='orders',action='create'*/"
+    outcome: dict[str, object] = {}
+    try:
+        web.cursor().execute(f"UPDATE dl SET v = v + 1 WHERE id = 1 {tag}")
+        batch.cursor().execute("UPDATE dl SET v = v + 1 WHERE id = 2")
+
+        def second(name: str, conn: Any, sql: str) -> None:
+            try:
+                conn.cursor().execute(sql)
+                outcome[name] = "ok"
+            except pymysql.MySQLError as exc:
+                outcome[name] = exc.args[0]
+
+        t = threading.Thread(target=second,
+                             args=("batch", batch, "UPDATE dl SET v = v + 1 WHERE id = 1"))
+        t.start()
+        wait_until(lambda: pfs.query(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+            "WHERE trx_state = 'LOCK WAIT'")[0][0] >= 1)
+        second("web", web, f"UPDATE dl SET v = v + 1 WHERE id = 2 {tag}")
+        t.join(10)
+    finally:
+        web.rollback()
+        batch.rollback()
+        web.close()
+        batch.close()
+    assert 1213 in outcome.values(), outcome  # ER_LOCK_DEADLOCK
+    res = audit(pfs.url(), ("MY102",))
+    (f,) = [f for f in res.evaluation.findings if f.rule == "MY102"]
+    parts = f.evidence["origin"]["participants"]  # type: ignore[index]
+    assert sorted(str(p.get("phrase")) for p in parts) == ["None", "Shop orders#create"], parts
+    assert "Shop orders#create" in f.summary
+    dl = f.evidence["deadlock"]
+    assert isinstance(dl, dict)
+    assert sorted(str(t["origin"].get("phrase")) for t in dl["transactions"]) == [
+        "None", "Shop orders#create"]
