@@ -265,3 +265,16 @@ def test_slack_shows_a_tag_as_text_never_as_markup() -> None:
     text = str(body["text"])
     assert "<!channel>" not in text and "<https://" not in text and "<@U123>" not in text
     assert "&lt;!channel&gt;" in text and "&amp; co" in text
+
+
+def test_terminate_table_says_where_a_tagged_candidate_comes_from() -> None:
+    from dbwatch.actions.guards import Decision, Session
+    from dbwatch.commands.terminate import table
+
+    tagged = Session(target="t", engine="postgresql", pid=4, user="app", application="psql",
+                     query=TAGGED)
+    plain = Session(target="t", engine="postgresql", pid=5, user="app", application="psql",
+                    query="SELECT 1")
+    out = table([Decision(tagged, "would_terminate", "idle"),
+                 Decision(plain, "would_terminate", "idle")], executed=False)
+    assert out.count("from Shop, job ReindexCatalog") == 1 and "from psql" not in out
