@@ -278,3 +278,11 @@ def test_terminate_table_says_where_a_tagged_candidate_comes_from() -> None:
     out = table([Decision(tagged, "would_terminate", "idle"),
                  Decision(plain, "would_terminate", "idle")], executed=False)
     assert out.count("from Shop, job ReindexCatalog") == 1 and "from psql" not in out
+
+
+def test_tags_cut_off_by_the_servers_statement_size_are_said() -> None:
+    long = "SELECT " + "x, " * 330 + "1 FROM t /*application='Shop',job='ReindexCatalog'*/"
+    (f,) = _run("postgresql", {"pg.sessions": [_pg_session(11, long[:1023])]}, ("PG002",))
+    unknown = f.evidence["origin"]["unknown"]  # type: ignore[index]
+    assert any("track_activity_query_size" in u for u in unknown)  # type: ignore[union-attr]
+    assert "application" not in f.evidence["origin"]  # type: ignore[operator]

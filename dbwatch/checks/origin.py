@@ -142,6 +142,14 @@ PDO_DEALLOCATE = (
 )
 
 
+CUT_COMMENT = (
+    "framework tags: a statement ends inside a comment — cut short by the server "
+    "(PostgreSQL: track_activity_query_size, 1 kB by default; raise it, e.g. 4096, restart) "
+    "or by dbwatch's 2 kB read: tags at the end of a long statement are lost; frameworks that "
+    "put them first (knex) are not affected"
+)
+
+
 def tag_unknown(tags: Tags, statements: Sequence[object]) -> list[str]:
     if tags:
         return []
@@ -149,6 +157,8 @@ def tag_unknown(tags: Tags, statements: Sequence[object]) -> list[str]:
         return ["framework tags: no statement text could be read"]
     if any(isinstance(s, str) and s[:19].upper() == "DEALLOCATE PDO_STMT" for s in statements):
         return [PDO_DEALLOCATE]
+    if any(isinstance(s, str) and s.rfind("/*") > s.rfind("*/") for s in statements):
+        return [CUT_COMMENT]
     why = (
         "framework tags: none of its statements carries a sqlcommenter or query-log-tags "
         "comment (enable the framework's SQL comments to name the route or job)"
