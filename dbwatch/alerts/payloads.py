@@ -149,8 +149,16 @@ def webhook_body(receiver: str, a: JSONObject) -> JSONObject:
     }
 
 
+def _slack(a: JSONObject, key: str) -> str:
+    """Text as Slack shows it, never as markup: a query or a framework tag saying
+    `<!channel>` or `<https://…|…>` must not ping or link (Slack's own escaping of & < >)."""
+    return _s(a, key).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def slack_body(a: JSONObject) -> JSONObject:
-    rule, target, subject, summary = (_s(a, k) for k in ("rule", "target", "subject", "summary"))
+    rule, target, subject, summary = (
+        _slack(a, k) for k in ("rule", "target", "subject", "summary")
+    )
     if a.get("kind") == "action":
         head = f":hammer: *ACTION* {_s(a, 'action')} {rule} on `{target}` — {subject}"
         return {"text": f"{head}\n{summary}"}
@@ -162,7 +170,7 @@ def slack_body(a: JSONObject) -> JSONObject:
     head = f"{icon} *{severity.upper()}* {rule} on `{target}` — {subject}"
     text = f"{head}\n{summary}"
     if a.get("fix"):
-        text += f"\n*Fix:* {_s(a, 'fix')}"
+        text += f"\n*Fix:* {_slack(a, 'fix')}"
     return {"text": text}
 
 

@@ -277,8 +277,18 @@ def _row(d: Decision) -> list[object]:
         _cut(d.reason + (f" [{d.error}]" if d.error else ""), 60)
         + "\n  "
         + _cut(statement, 60)
-        + ("\n  " + _cut(s.query, 60) if s.query else ""),
+        + ("\n  " + _cut(s.query, 60) if s.query else "")
+        + (f"\n  from {_cut(phrase, 55)}" if (phrase := _phrase(d)) else ""),
     ]
+
+
+def _phrase(d: Decision) -> str | None:
+    """Where its statement's framework tags say it comes from (the client's own name is in
+    the APP/HOST column already)."""
+    origin = d.to_dict().get("origin")
+    if not isinstance(origin, dict) or origin.get("source") not in ("sqlcommenter", "marginalia"):
+        return None
+    return str(origin["phrase"]) if origin.get("phrase") else None
 
 
 def table(decisions: list[Decision], executed: bool) -> str:
