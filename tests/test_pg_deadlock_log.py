@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dbwatch.deadlocks.diagnosis import diagnose
+from dbwatch.deadlocks.record import deadlock_record
 from dbwatch.parsers.pg_deadlock import PgScanner, iter_pg_deadlocks
 
 FIX = Path(__file__).parent / "fixtures" / "pglog"
@@ -39,7 +40,13 @@ def test_other_prefixes_and_noise() -> None:
         assert sc.recognised > 3
 
 
-def test_no_detail_no_deadlock() -> None:
+def test_no_detail_is_what_the_cut_text_holds() -> None:
+    """log_error_verbosity = terse prints no DETAIL: the deadlock is still reported (the server
+    counted it), with the one process and statement the text holds, flagged as cut."""
     lines = ["2026-11-22 21:51:26 UTC [1] ERROR:  deadlock detected",
              "2026-11-22 21:51:26 UTC [1] STATEMENT:  select 1"]
-    assert list(iter_pg_deadlocks(lines)) == []
+    (dl,) = list(iter_pg_deadlocks(lines))
+    assert [(t.thread_id, t.query, t.victim) for t in dl.transactions] == [(1, "select 1", True)]
+    assert dl.truncated and not dl.locks and "no DETAIL" in dl.unparsed[0]
+    record = deadlock_record(dl)
+    assert record["truncated"] is True and record["unparsed"]

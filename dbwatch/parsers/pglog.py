@@ -1,0 +1,368 @@
+"""The one reader of PostgreSQL server log lines: stderr with any log_line_prefix, csvlog and
+jsonlog, and the wrappings the text picks up on its way to a reader (container/syslog/journald
+prefixes, Markdown quoting, CRLF, indentation). Yields whole messages; grammar in docs/deadlock-grammar.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+MAX_ENTRY = 64 * 1024  # text kept per message part
+MAX_PREFIX = 400  # a log_line_prefix longer than this is not looked into
+# elog.c error_severity(); the secondary parts follow their message in this order
+PRIMARY = frozenset(
+    "LOG ERROR FATAL PANIC WARNING NOTICE INFO DEBUG DEBUG1 DEBUG2 DEBUG3 DEBUG4 DEBUG5".split()
+)
+SECONDARY = ("DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "STATEMENT")
+SEVERITIES = PRIMARY | frozenset(SECONDARY)
+# "WORD:  " (elog.c prints two spaces); one space is accepted for the English words a tracker
+# or a chat squeezed, any upper-case word with two spaces is a translated severity
+_HEAD = re.compile(r"(?:(?<=[\s:\]>)])|^)([^\W\d_]{2,12}\d?):(?:  | (?=\S)|$)")
+_TS = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
+_PID = re.compile(r"[\[<](\d{1,9})(?:-\d+)?[\]>]|\bpid[=:] ?(\d{1,9})")
+_USERDB = re.compile(r"(?:^|[\s:\[(,])([\w$.\[\]-]{1,63})@([\w$.\[\]-]{1,63})")
+_KEYED = re.compile(r"\b(user|db|database|app|application)=([^\s,]{1,63})")
+_SESSION = re.compile(r"(?<![\w.])([0-9a-f]{6,8}\.[0-9a-f]{1,8})(?![\w.])")
+_SQLSTATE = re.compile(r"(?<![\w.])(40P01)(?![\w.])")
+# per-line wrappers, outermost first
+_QUOTE = re.compile(r"^[ \t]{0,3}(?:> ?)+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]{0,62}\s+\| ?")
+_KUBE = re.compile(r"^\[pod/[^\]]{1,200}\] ")
+_RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ")
+_SYSLOG = re.compile(
+    r"^(?:<\d{1,3}>\d? ?)?(?:[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S{8,32})"
+    r" \S{1,255} [^\s:\[]{1,64}(?:\[(\d{1,9})\])?: (?:\[\d{1,12}-(\d{1,6})\] ?)?"
+)
+WRAP_WIDTHS = frozenset({72, 76, 80, 100, 120, 132})
+
+
+@dataclass(slots=True)
+class PgRecord:
+    """One server message: the primary line and its DETAIL/HINT/CONTEXT/STATEMENT parts."""
+
+    severity: str  # as printed (translated servers print their own words)
+    message: str
+    prefix: str = ""
+    line: int = 0  # 1-based line of the message's first line
+    pid: int | None = None
+    at: str | None = None  # "YYYY-MM-DD HH:MM:SS"
+    user: str | None = None
+    dbname: str | None = None
+    session: str | None = None
+    sqlstate: str | None = None
+    # part -> its lines, each with "glued": the line before it was cut at a wrap width
+    parts: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
+    size: int = 0
+
+    @property
+    def english(self) -> bool:
+        return self.severity in SEVERITIES
+
+    def text(self, part: str) -> str | None:
+        lines = self.parts.get(part)
+        if lines is None:
+            return None
+        out: list[str] = []
+        for text, glued in lines:
+            if glued and out:
+                out[-1] += text
+            else:
+                out.append(text)
+        return "\n".join(out)
+
+    def add(self, part: str, text: str, glued: bool = False) -> None:
+        if self.size > MAX_ENTRY:
+            return
+        self.size += len(text) + 1  # newlines count: empty lines are bounded too
+        self.parts.setdefault(part, []).append((text[:MAX_ENTRY], glued))
+
+
+def split_header(line: str) -> tuple[str, str, str] | None:
+    """(prefix, severity, message) of a line that starts a message, whatever log_line_prefix
+    printed before the severity; None for a continuation line."""
+    if line[:1] == "\t":
+        return None
+    m = _HEAD.search(line, 0, MAX_PREFIX + 16)
+    while m is not None:
+        word = m.group(1)
+        two = line[m.end(1) : m.end(1) + 3] == ":  " or m.end() == len(line)
+        if word in SEVERITIES or (two and word.isupper()):
+            prefix = line[: m.start(1)]
+            if "'" not in prefix and '"' not in prefix and len(prefix) <= MAX_PREFIX:
+                return prefix, word, line[m.end() :]
+            return None
+        m = _HEAD.search(line, m.end(1), MAX_PREFIX + 16)
+    return None
+
+
+def prefix_fields(rec: PgRecord, outer_pid: int | None) -> None:
+    """Fill what a log_line_prefix may carry: %m/%t, %p, %u@%d, %c, %e (only 40P01 is looked for)."""
+    p = rec.prefix
+    if t := _TS.search(p):
+        rec.at = f"{t.group(1)} {t.group(2)}"
+    if m := _PID.search(p):
+        rec.pid = int(m.group(1) or m.group(2))
+    elif outer_pid is not None:
+        rec.pid = outer_pid
+    if u := _USERDB.search(p):
+        user, db = u.group(1), u.group(2)
+        rec.user = None if user == "[unknown]" else user
+        rec.dbname = None if db == "[unknown]" else db
+    for key, val in _KEYED.findall(p):
+        if key == "user":
+            rec.user = val
+        elif key in ("db", "database"):
+            rec.dbname = val
+    if s := _SESSION.search(p):
+        rec.session = s.group(1)
+    if _SQLSTATE.search(p):
+        rec.sqlstate = "40P01"
+
+
+@dataclass
+class Unwrap:
+    """Takes off the per-line wrappers (Markdown quote, container, kubectl, syslog/journald)."""
+
+    fence: int = 0  # code-fence lines dropped
+    outer_pid: int | None = None  # syslog's program[pid]
+    syslog_chunk: int | None = None  # syslog_sequence_numbers: [seq-chunk]
+
+    def __call__(self, raw: str) -> str | None:
+        line = raw.rstrip("\r\n")
+        if "\r" in line:
+            line = line.replace("\r", "")
+        if line[:1] in (">", " ") and (q := _QUOTE.match(line)):
+            line = line[q.end() :]
+        if _FENCE.match(line):
+            self.fence += 1
+            return None
+        if (m := _COMPOSE.match(line)) and line[m.end() - 2 : m.end()].strip() == "|":
+            line = line[m.end() :]
+        if line[:5] == "[pod/" and (m := _KUBE.match(line)):
+            line = line[m.end() :]
+        if line[:1].isdigit() and (m := _RFC3339.match(line)) and not _looks_pg_ts(line, m):
+            line = line[m.end() :]
+        self.syslog_chunk = self.outer_pid = None
+        if (m := _SYSLOG.match(line)) is not None:
+            line = line[m.end() :]
+            self.outer_pid = int(m.group(1)) if m.group(1) else None
+            self.syslog_chunk = int(m.group(2)) if m.group(2) else None
+            if line.startswith("#011"):  # rsyslog's escape of the continuation tab
+                line = "\t" + line[4:]
+        return line
+
+
+def _looks_pg_ts(line: str, m: re.Match[str]) -> bool:
+    """An RFC 3339 stamp followed by a severity is PostgreSQL's own prefix, not a shipper's."""
+    rest = line[m.end() :]
+    h = split_header(rest)
+    return h is not None and h[0].strip() == "" and not _TS.match(rest)
+
+
+@dataclass
+class StderrReader:
+    """Line by line: `feed` returns the messages a line completes; `close` the last one."""
+
+    unwrap: Unwrap = field(default_factory=Unwrap)
+    lines: int = 0
+    headers: int = 0  # lines that started a message
+    loose: int = 0  # continuation lines without the tab PostgreSQL puts there
+    indent: str | None = None  # a paste's indentation, learnt from its first header
+    cur: PgRecord | None = None
+    _part: str = ""
+    _last_width: int = 0
+
+    def feed(self, raw: str) -> PgRecord | None:
+        self.lines += 1
+        raw = raw[: MAX_ENTRY * 2].rstrip("\r\n")
+        line = self.unwrap(raw)
+        if line is None:
+            return None
+        width = len(raw) if len(raw) in WRAP_WIDTHS else len(line)
+        if self.indent and line.startswith(self.indent):
+            line = line[len(self.indent) :]
+        head = split_header(line) if self.unwrap.syslog_chunk in (None, 1) else None
+        if head is None:
+            glued = self._last_width in WRAP_WIDTHS
+            self._last_width = width
+            if self.cur is not None and self._part:
+                text = line[1:] if line[:1] == "\t" else line
+                if text[:1] != "\t" and line[:1] != "\t" and text:
+                    self.loose += 1
+                self.cur.add(self._part, text, glued and bool(text))
+            return None
+        self._last_width = width
+        self.headers += 1
+        prefix, sev, msg = head
+        if self.indent is None:
+            self.indent = prefix[: len(prefix) - len(prefix.lstrip())]
+            prefix = prefix.lstrip()
+        done: PgRecord | None = None
+        cur = self.cur
+        if cur is not None and self._secondary(cur, prefix, sev):
+            self._part = sev if sev in SECONDARY else _guess_part(cur, msg)
+            cur.add(self._part, msg)
+            return None
+        done = cur
+        rec = PgRecord(sev, msg[:MAX_ENTRY], prefix, self.lines)
+        rec.add("message", msg)
+        prefix_fields(rec, self.unwrap.outer_pid)
+        self.cur, self._part = rec, "message"
+        return done
+
+    def _secondary(self, cur: PgRecord, prefix: str, sev: str) -> bool:
+        """A DETAIL/HINT/... line belongs to the open message when it came from the same
+        process (the prefix may differ in %l, the line number)."""
+        if sev in PRIMARY or sev == cur.severity:
+            return False
+        if sev not in SECONDARY and cur.english:
+            return False  # a translated word after an English message: a new message
+        m = _PID.search(prefix)
+        pid = int(m.group(1) or m.group(2)) if m else self.unwrap.outer_pid
+        return pid is None or cur.pid is None or pid == cur.pid
+
+    def close(self) -> PgRecord | None:
+        cur, self.cur, self._part = self.cur, None, ""
+        return cur
+
+    def read(self, lines: Iterable[str]) -> Iterator[PgRecord]:
+        for raw in lines:
+            rec = self.feed(raw)
+            if rec is not None:
+                yield rec
+        last = self.close()
+        if last is not None:
+            yield last
+
+
+def _guess_part(cur: PgRecord, msg: str) -> str:
+    """A translated server's secondary parts, by elog.c's fixed order: DETAIL, HINT, then
+    CONTEXT (`... (n,n) ... "relation"`), LOCATION (`function, file.c:n`), STATEMENT last."""
+    if "DETAIL" not in cur.parts:
+        return "DETAIL"
+    if "HINT" not in cur.parts:
+        return "HINT"
+    if re.search(r"\w+, \w+\.c:\d+$", msg):
+        return "LOCATION"
+    if "CONTEXT" not in cur.parts and re.search(r'\(\d+,\d+\).*"', msg):
+        return "CONTEXT"
+    return "STATEMENT"
+
+
+# csvlog columns (9.0-17; 13 added backend_type, 14 leader_pid and query_id at the end)
+CSV_COLUMNS = {
+    "timestamp": 0,
+    "user": 1,
+    "dbname": 2,
+    "pid": 3,
+    "session_id": 5,
+    "error_severity": 11,
+    "state_code": 12,
+    "message": 13,
+    "detail": 14,
+    "hint": 15,
+    "internal_query": 16,
+    "context": 18,
+    "statement": 19,
+}
+_JSON_PARTS = {
+    "detail": "DETAIL",
+    "hint": "HINT",
+    "internal_query": "QUERY",
+    "context": "CONTEXT",
+    "statement": "STATEMENT",
+}
+
+
+def record_of(rec: dict[str, object], line: int = 0) -> PgRecord:
+    """A csvlog row (by CSV_COLUMNS) or a jsonlog object as a PgRecord."""
+    pid = rec.get("pid")
+    out = PgRecord(
+        str(rec.get("error_severity") or ""),
+        str(rec.get("message") or "")[:MAX_ENTRY],
+        line=line,
+        pid=int(pid) if isinstance(pid, int) or (isinstance(pid, str) and pid.isdigit()) else None,
+        at=_ts(str(rec.get("timestamp") or "")),
+        user=str(rec.get("user") or "") or None,
+        dbname=str(rec.get("dbname") or "") or None,
+        session=str(rec.get("session_id") or "") or None,
+        sqlstate=str(rec.get("state_code") or "") or None,
+    )
+    out.add("message", out.message)
+    for key, part in _JSON_PARTS.items():
+        val = rec.get(key)
+        if isinstance(val, str) and val:
+            for piece in val[:MAX_ENTRY].split("\n"):
+                out.add(part, piece)
+    return out
+
+
+def _ts(text: str) -> str | None:
+    m = _TS.search(text)
+    return f"{m.group(1)} {m.group(2)}" if m else None
+
+
+@dataclass
+class Counts:
+    lines: int = 0
+    unreadable: int = 0  # lines or rows no reader could interpret
+
+
+def read_csvlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
+    def counted() -> Iterator[str]:
+        for ln in lines:
+            counts.lines += 1
+            yield ln if ln.endswith("\n") else ln + "\n"
+
+    reader = csv.reader(counted())
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:  # a field over csv's size limit, a stray quote
+            counts.unreadable += 1
+            continue
+        if len(row) < 15:
+            counts.unreadable += 1
+            continue
+        yield record_of(
+            {k: row[i] for k, i in CSV_COLUMNS.items() if i < len(row)}, counts.lines
+        )
+
+
+def read_jsonlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
+    unwrap = Unwrap()
+    for raw in lines:
+        counts.lines += 1
+        line = unwrap(raw)
+        if not line:
+            continue
+        k = line.find("{")
+        try:
+            parsed: object = json.loads(line[k:]) if k >= 0 else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            counts.unreadable += 1
+            continue
+        yield record_of(parsed, counts.lines)
+
+
+_CSV_HEAD = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [A-Za-z+\-0-9:]+)?,")
+
+
+def detect_format(first: str) -> str:
+    """stderr | csvlog | jsonlog, from one non-empty line (wrappers taken off)."""
+    s = Unwrap()(first) or ""
+    s = s.lstrip()
+    if s.startswith("{") and '"timestamp"' in s[:200]:
+        return "jsonlog"
+    if _CSV_HEAD.match(s):
+        return "csvlog"
+    return "stderr"
