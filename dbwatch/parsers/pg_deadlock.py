@@ -35,14 +35,14 @@ _PIDTOK = r"([0-9]{1,10}|[^\s:;.]{1,16})"  # a pid, or what redaction left of it
 _WAITS = re.compile(
     rf"^Process {_PIDTOK} waits for (\S{{1,40}}) on (.{{1,400}}?); blocked by process {_PIDTOK}\.?$"
 )
-_PROC = re.compile(rf"^Process {_PIDTOK}:(?: (.*))?$", re.S)
+_PROC = re.compile(rf"^Process {_PIDTOK}:(?: (.*))?$", re.DOTALL)
 # GetLockmodeName() is never translated: a translated wait line still names its mode
 _MODE = re.compile(
     r"\b((?:AccessShare|RowShare|RowExclusive|ShareUpdateExclusive|ShareRowExclusive|Share"
     r"|AccessExclusive|Exclusive)Lock)\b"
 )
 _INT = re.compile(r"\d{1,10}")
-_TPROC = re.compile(r"^\S{1,30} (\d{1,10}) ?[:：] ?(.*)$", re.S)
+_TPROC = re.compile(r"^\S{1,30} (\d{1,10}) ?[:：] ?(.*)$", re.DOTALL)
 _REL = re.compile(r'in relation "([^"]{1,200})"')
 # DescribeLockTag() (lmgr.c), 9.x-17
 _OBJECTS = (

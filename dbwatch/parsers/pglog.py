@@ -15,7 +15,21 @@ MAX_ENTRY = 64 * 1024  # text kept per message part
 MAX_PREFIX = 400  # a log_line_prefix longer than this is not looked into
 # elog.c error_severity(); the secondary parts follow their message in this order
 PRIMARY = frozenset(
-    "LOG ERROR FATAL PANIC WARNING NOTICE INFO DEBUG DEBUG1 DEBUG2 DEBUG3 DEBUG4 DEBUG5".split()
+    [
+        "LOG",
+        "ERROR",
+        "FATAL",
+        "PANIC",
+        "WARNING",
+        "NOTICE",
+        "INFO",
+        "DEBUG",
+        "DEBUG1",
+        "DEBUG2",
+        "DEBUG3",
+        "DEBUG4",
+        "DEBUG5",
+    ]
 )
 SECONDARY = ("DETAIL", "HINT", "QUERY", "CONTEXT", "LOCATION", "STATEMENT")
 SEVERITIES = PRIMARY | frozenset(SECONDARY)
@@ -90,7 +104,7 @@ def split_header(line: str) -> tuple[str, str, str] | None:
     m = _HEAD.search(line, 0, MAX_PREFIX + 16)
     while m is not None:
         word = m.group(1)
-        two = line[m.end(1) : m.end(1) + 3] == ":  " or m.end() == len(line)
+        two = line[m.end(1) : m.end(1) + 3] == ":  " and line[m.end(1) + 3 : m.end(1) + 4] != " "
         if word in SEVERITIES or (two and word.isupper()):
             prefix = line[: m.start(1)]
             if "'" not in prefix and '"' not in prefix and len(prefix) <= MAX_PREFIX:
@@ -172,6 +186,7 @@ class StderrReader:
     lines: int = 0
     headers: int = 0  # lines that started a message
     loose: int = 0  # continuation lines without the tab PostgreSQL puts there
+    orphan: int = 0  # lines before any message, or after a message's end (none of its parts)
     indent: str | None = None  # a paste's indentation, learnt from its first header
     cur: PgRecord | None = None
     _part: str = ""
@@ -190,7 +205,9 @@ class StderrReader:
         if head is None:
             glued = self._last_width in WRAP_WIDTHS
             self._last_width = width
-            if self.cur is not None and self._part:
+            if self.cur is None or not self._part:
+                self.orphan += 1 if line.strip() else 0
+            else:
                 text = line[1:] if line[:1] == "\t" else line
                 if text[:1] != "\t" and line[:1] != "\t" and text:
                     self.loose += 1
@@ -331,9 +348,7 @@ def read_csvlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
         if len(row) < 15:
             counts.unreadable += 1
             continue
-        yield record_of(
-            {k: row[i] for k, i in CSV_COLUMNS.items() if i < len(row)}, counts.lines
-        )
+        yield record_of({k: row[i] for k, i in CSV_COLUMNS.items() if i < len(row)}, counts.lines)
 
 
 def read_jsonlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
