@@ -82,6 +82,21 @@ class _Detail:
     incomplete: bool = False
 
 
+_ITEM = re.compile(r"^\s*Process \S{1,20}(?: waits for |:)")
+
+
+def _unglue(lines: list[tuple[str, bool]]) -> str:
+    """The part's text, rejoining lines cut at a terminal width unless the next one starts a
+    grammar item (a line that happened to be exactly that wide)."""
+    out: list[str] = []
+    for text, glued in lines:
+        if glued and out and not _ITEM.match(text):
+            out[-1] += text
+        else:
+            out.append(text)
+    return "\n".join(out)
+
+
 def _read_detail(text: str, english: bool) -> _Detail:
     """The DETAIL by position: waits first, then one query per wait in the same order; a line
     that starts nothing continues the item before it (a wrapped wait, a multi-line query)."""
@@ -138,6 +153,8 @@ def _wait(line: str, english: bool) -> _Wait | None:
     ints = _INT.findall(line)
     if mode is None or len(ints) < 2 or not line.rstrip("。.").endswith(ints[-1]):
         return None
+    if _TPROC.match(line) or ";" not in line[mode.end() :] and "；" not in line:
+        return None  # "Word N: query" is a process line, whatever its query says
     what = line[mode.end() :].split(";")[0].split("；")[0].strip(" -")
     return _Wait(ints[0], mode.group(1), what, ints[-1], line)
 
@@ -161,9 +178,9 @@ def _object(what: str) -> str:
 def parse_record(rec: PgRecord) -> Deadlock | None:
     """The deadlock a message reports, or None if it reports none."""
     english = rec.english
-    detail = rec.text("DETAIL") or ""
+    detail = _unglue(rec.lines_of("DETAIL"))
     if rec.severity == "DETAIL":  # the ERROR line was lost: the DETAIL is all there is
-        detail, english = rec.text("message") or "", True
+        detail, english = _unglue(rec.lines_of("message")), True
     d = _read_detail(detail, english)
     if not d.waits and not _is_report(rec):
         return None
@@ -185,6 +202,8 @@ def parse_record(rec: PgRecord) -> Deadlock | None:
     chain = all(d.waits[i].by == d.waits[i + 1].pid for i in range(len(d.waits) - 1))
     if d.waits and not (closed and chain):
         notes.append("the waits do not close a cycle: lines are missing or the report was cut")
+    if 0 < len(d.queries) < len(d.waits):
+        notes.append(f"{len(d.queries)} query line(s) for {len(d.waits)} waits: the report was cut")
     queries = {p: q for p, q in d.queries if p in num}
     victim = pids[0] if pids else None
     if rec.pid is not None and str(rec.pid) in num and str(rec.pid) != victim and not redacted:
@@ -192,7 +211,7 @@ def parse_record(rec: PgRecord) -> Deadlock | None:
         victim = str(rec.pid)
     stmt = (rec.text("STATEMENT") or "").strip()
     if victim is not None and stmt:
-        have = queries.get(victim, "")
+        have = queries.get(victim, "").strip()
         if not have or have in _NO_QUERY or (len(have) >= QUERY_CLIP and stmt.startswith(have)):
             queries[victim] = stmt
     if not d.waits:
@@ -241,7 +260,13 @@ def parse_record(rec: PgRecord) -> Deadlock | None:
         )
         for p in pids
     )
+    # the client's copy of the DETAIL has no query lines and goes on with the HINT; the
+    # server's always has them, so a DETAIL without them and without a HINT was cut
+    cut_queries = not d.queries and "HINT" not in rec.parts
+    if cut_queries and d.waits:
+        notes.append("no `Process N: query` lines: the report was cut after the waits")
     truncated = d.incomplete or not (closed and chain) or 0 < len(d.queries) < len(d.waits)
+    truncated = truncated or (cut_queries and bool(d.waits))
     return Deadlock(
         at=rec.at,
         victim=num.get(victim) if victim is not None else None,
@@ -259,9 +284,10 @@ def _is_report(rec: PgRecord) -> bool:
 
 
 def _query(q: str | None) -> str | None:
+    q = (q or "").strip()
     if not q or q in _NO_QUERY:
         return None
-    return q.strip()[:MAX_ENTRY] or None
+    return q[:MAX_ENTRY]
 
 
 def _candidate(rec: PgRecord) -> bool:

@@ -52,6 +52,7 @@ _SYSLOG = re.compile(
     r"^(?:<\d{1,3}>\d? ?)?(?:[A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S{8,32})"
     r" \S{1,255} [^\s:\[]{1,64}(?:\[(\d{1,9})\])?: (?:\[\d{1,12}-(\d{1,6})\] ?)?"
 )
+_WRAPPED = re.compile(r"^ {1,12}(?:>|```|~~~|\d{4}-\d\d-\d\dT|[A-Z][a-z]{2} [ \d]\d |[A-Za-z0-9][\w.-]*\s+\| )")
 WRAP_WIDTHS = frozenset({72, 76, 80, 100, 120, 132})
 
 
@@ -88,6 +89,9 @@ class PgRecord:
             else:
                 out.append(text)
         return "\n".join(out)
+
+    def lines_of(self, part: str) -> list[tuple[str, bool]]:
+        return self.parts.get(part, [])
 
     def add(self, part: str, text: str, glued: bool = False) -> None:
         if self.size > MAX_ENTRY:
@@ -150,17 +154,23 @@ class Unwrap:
         line = raw.rstrip("\r\n")
         if "\r" in line:
             line = line.replace("\r", "")
-        if line[:1] in (">", " ") and (q := _QUOTE.match(line)):
-            line = line[q.end() :]
-        if _FENCE.match(line):
-            self.fence += 1
-            return None
-        if (m := _COMPOSE.match(line)) and line[m.end() - 2 : m.end()].strip() == "|":
-            line = line[m.end() :]
-        if line[:5] == "[pod/" and (m := _KUBE.match(line)):
-            line = line[m.end() :]
-        if line[:1].isdigit() and (m := _RFC3339.match(line)) and not _looks_pg_ts(line, m):
-            line = line[m.end() :]
+        for _ in range(4):  # wrappers nest in any order (kubectl inside compose, > outside)
+            before = line
+            if line[:1] == " " and _WRAPPED.match(line):  # a paste indented as a whole
+                line = line.lstrip(" ")
+            if line[:1] in (">", " ") and (q := _QUOTE.match(line)):
+                line = line[q.end() :]
+            if _FENCE.match(line):
+                self.fence += 1
+                return None
+            if (m := _COMPOSE.match(line)) and line[m.end() - 2 : m.end()].strip() == "|":
+                line = line[m.end() :]
+            if line[:5] == "[pod/" and (m := _KUBE.match(line)):
+                line = line[m.end() :]
+            if line[:1].isdigit() and (m := _RFC3339.match(line)) and not _looks_pg_ts(line, m):
+                line = line[m.end() :]
+            if line is before or line == before:
+                break
         self.syslog_chunk = self.outer_pid = None
         if (m := _SYSLOG.match(line)) is not None:
             line = line[m.end() :]
@@ -201,9 +211,11 @@ class StderrReader:
         width = len(raw) if len(raw) in WRAP_WIDTHS else len(line)
         if self.indent and line.startswith(self.indent):
             line = line[len(self.indent) :]
-        head = split_header(line) if self.unwrap.syslog_chunk in (None, 1) else None
+        head = split_header(line)
         if head is None:
-            glued = self._last_width in WRAP_WIDTHS
+            # a line cut at a terminal's width goes on without a newline; PostgreSQL's own
+            # continuation lines start with a tab
+            glued = self._last_width in WRAP_WIDTHS and line[:1] != "\t"
             self._last_width = width
             if self.cur is None or not self._part:
                 self.orphan += 1 if line.strip() else 0
