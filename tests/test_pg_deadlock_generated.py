@@ -18,7 +18,7 @@ from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.pg_deadlock import iter_pg_deadlocks
 
 TRANSFORMS = ["compose", "kubectl", "spaces", "crlf", "blank", "quote", "fence", "indent",
-              "onespace"]  # fmt: skip
+              "onespace", "procbreak", "headless"]  # fmt: skip
 
 
 def _ws(text: str | None) -> str:
@@ -71,6 +71,7 @@ def parse(lines: list[str]) -> list[Deadlock]:
 @example(1)  # indent + kubectl + quote: a paste indented as a whole hid every wrapper
 @example(380)  # a line exactly 80 wide glued to the next `Process N:` line
 @example(3772)  # doubled blank lines kept "<backend information not available>" as a query
+@example(1387)  # no %p in the prefix and the ERROR line lost: the DETAIL joined a LOG line
 def test_stderr_any_prefix_any_mangling(seed: int) -> None:
     r = random.Random(seed)
     m = gen.make_model(r)
@@ -92,7 +93,7 @@ def test_syslog_and_journald(seed: int) -> None:
     r = random.Random(seed)
     m = gen.make_model(r)
     template = r.choice(("%m [%p] ", "%q%u@%d ", ""))  # syslog carries its own time and pid
-    lines = gen.syslog(gen.stderr(m, template), m)
+    lines = (gen.syslog if r.random() < 0.5 else gen.journald)(gen.stderr(m, template), m)
     if r.random() < 0.5:
         lines = gen.Mangle().run(r, lines, r.sample(["crlf", "quote", "blank"], 2))
     (dl,) = parse(lines)

@@ -291,6 +291,9 @@ def _query(q: str | None) -> str | None:
 
 
 def _candidate(rec: PgRecord) -> bool:
+    detail = rec.parts.get("DETAIL")
+    if detail and _WAITS.match(detail[0][0].strip()):
+        return True  # whatever it was attached to (a prefix without %p: the ERROR line lost)
     if rec.english:
         if rec.severity == "ERROR":
             return rec.message.startswith(START) or rec.sqlstate == "40P01"

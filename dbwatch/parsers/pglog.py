@@ -118,15 +118,27 @@ def split_header(line: str) -> tuple[str, str, str] | None:
     return None
 
 
+_BARE = re.compile(r"(?<![\w.:/+-])(\d{2,9})(?![\w.:/-])")
+
+
+def pid_of(prefix: str, outer_pid: int | None = None) -> int | None:
+    """%p: `[pid]`, `[pid-line]`, `<pid>`, `pid=N`; else a bare number outside the timestamp
+    (`%m %p `); else the syslog/journald program's [pid]."""
+    if m := _PID.search(prefix):
+        return int(m.group(1) or m.group(2))
+    if outer_pid is not None:
+        return outer_pid
+    if b := _BARE.search(_TS.sub(" ", prefix)):
+        return int(b.group(1))
+    return None
+
+
 def prefix_fields(rec: PgRecord, outer_pid: int | None) -> None:
     """Fill what a log_line_prefix may carry: %m/%t, %p, %u@%d, %c, %e (only 40P01 is looked for)."""
     p = rec.prefix
     if t := _TS.search(p):
         rec.at = f"{t.group(1)} {t.group(2)}"
-    if m := _PID.search(p):
-        rec.pid = int(m.group(1) or m.group(2))
-    elif outer_pid is not None:
-        rec.pid = outer_pid
+    rec.pid = pid_of(p, outer_pid)
     if u := _USERDB.search(p):
         user, db = u.group(1), u.group(2)
         rec.user = None if user == "[unknown]" else user
@@ -251,8 +263,7 @@ class StderrReader:
             return False
         if sev not in SECONDARY and cur.english:
             return False  # a translated word after an English message: a new message
-        m = _PID.search(prefix)
-        pid = int(m.group(1) or m.group(2)) if m else self.unwrap.outer_pid
+        pid = pid_of(prefix, self.unwrap.outer_pid)
         return pid is None or cur.pid is None or pid == cur.pid
 
     def close(self) -> PgRecord | None:

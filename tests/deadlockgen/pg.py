@@ -244,6 +244,12 @@ def syslog(messages: list[list[str]], m: Model) -> list[str]:
     return out
 
 
+def journald(messages: list[list[str]], m: Model) -> list[str]:
+    """stderr captured by systemd-journald, shown by journalctl: every line its own entry."""
+    pid = m.procs[0].pid
+    return [f"Mar 03 {m.at[11:]} db1 postgres[{pid}]: {ln}" for msg in messages for ln in msg]
+
+
 @dataclass
 class Mangle:
     """A composition of transformations; `applied` names them (for the failure message)."""
@@ -293,3 +299,20 @@ class Mangle:
     @staticmethod
     def onespace(r: random.Random, lines: list[str]) -> list[str]:
         return [ln.replace(":  ", ": ", 1) for ln in lines]
+
+    @staticmethod
+    def procbreak(r: random.Random, lines: list[str]) -> list[str]:
+        """`Process N:` alone, its statement on the next line (a paste re-flowed)."""
+        out = []
+        for ln in lines:
+            head, sep, rest = ln.partition(": ")
+            if sep and head.lstrip("\t ").startswith("Process ") and " waits " not in head:
+                out += [head + ":", "\t" + rest]
+            else:
+                out.append(ln)
+        return out
+
+    @staticmethod
+    def headless(r: random.Random, lines: list[str]) -> list[str]:
+        """A paste that starts at the DETAIL: the ERROR line is lost."""
+        return [ln for ln in lines if "deadlock detected" not in ln]
