@@ -177,8 +177,9 @@ def _object(what: str) -> str:
 
 def parse_record(rec: PgRecord) -> Deadlock | None:
     """The deadlock a message reports, or None if it reports none."""
-    english = rec.english
     detail = _unglue(rec.lines_of("DETAIL"))
+    # jsonlog keeps the severity in English whatever lc_messages says: the words decide
+    english = rec.english and (rec.message.startswith(START) or detail.lstrip()[:8] == "Process ")
     if rec.severity == "DETAIL":  # the ERROR line was lost: the DETAIL is all there is
         detail, english = _unglue(rec.lines_of("message")), True
     d = _read_detail(detail, english)
