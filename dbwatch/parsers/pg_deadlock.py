@@ -20,6 +20,7 @@ from dbwatch.parsers.pglog import (
     PgRecord,
     StderrReader,
     detect_format,
+    prefix_fields,
     read_csvlog,
     read_jsonlog,
     split_header,
@@ -177,6 +178,7 @@ def _object(what: str) -> str:
 
 def parse_record(rec: PgRecord) -> Deadlock | None:
     """The deadlock a message reports, or None if it reports none."""
+    prefix_fields(rec)
     detail = _unglue(rec.lines_of("DETAIL"))
     # jsonlog keeps the severity in English whatever lc_messages says: the words decide
     english = rec.english and (rec.message.startswith(START) or detail.lstrip()[:8] == "Process ")
@@ -300,12 +302,18 @@ def _candidate(rec: PgRecord) -> bool:
             return rec.message.startswith(START) or rec.sqlstate == "40P01"
         # a DETAIL whose ERROR line was lost (a paste starting at DETAIL, a wrapped header)
         return rec.severity == "DETAIL" and rec.message.lstrip().startswith("Process ")
+    prefix_fields(rec)
     return rec.sqlstate == "40P01"  # a translated server: only the SQLSTATE says it
 
 
 def _severity_split(line: str) -> tuple[str, str, str] | None:
     """(prefix, severity, message) of a stderr line that starts a message."""
     return split_header(line)
+
+
+# messages that are never a deadlock report: their bodies (LOG statements) need not be kept
+_NOT_REPORTS = frozenset({"LOG", "NOTICE", "INFO", "DEBUG", "DEBUG1", "DEBUG2", "DEBUG3", "DEBUG4",
+                          "DEBUG5"})  # fmt: skip
 
 
 @dataclass
@@ -316,7 +324,7 @@ class PgScanner:
     lines: int = 0
     recognised: int = 0
     out: list[Deadlock] = field(default_factory=list)
-    reader: StderrReader = field(default_factory=StderrReader)
+    reader: StderrReader = field(default_factory=lambda: StderrReader(skip_bodies=_NOT_REPORTS))
 
     def _take(self, rec: PgRecord | None) -> None:
         if rec is not None and _candidate(rec) and (dl := parse_record(rec)) is not None:
@@ -363,7 +371,8 @@ def iter_pg_deadlocks(lines: Iterable[str], scanner: PgScanner | None = None) ->
         counts = Counts()
         reader = read_csvlog if fmt == "csvlog" else read_jsonlog
         try:
-            for rec in reader(stream, counts):
+            # csvlog and jsonlog always carry the SQLSTATE: only 40P01 records are built
+            for rec in reader(stream, counts, "40P01"):
                 sc.feed_record(rec)
                 yield from sc.close()
         finally:

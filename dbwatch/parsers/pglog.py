@@ -55,6 +55,7 @@ _SYSLOG = re.compile(
 _WRAPPED = re.compile(
     r"^ {1,12}(?:>|```|~~~|\d{4}-\d\d-\d\dT|[A-Z][a-z]{2} [ \d]\d |[A-Za-z0-9][\w.-]*\s+\| )"
 )
+_SYSLOG_START = frozenset("<ADFJMNOS")  # a priority, or a month's initial
 WRAP_WIDTHS = frozenset({72, 76, 80, 100, 120, 132})
 
 
@@ -75,6 +76,7 @@ class PgRecord:
     # part -> its lines, each with "glued": the line before it was cut at a wrap width
     parts: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
     size: int = 0
+    filled: bool = False  # prefix_fields() done (csvlog/jsonlog records come filled)
 
     @property
     def english(self) -> bool:
@@ -107,6 +109,22 @@ def split_header(line: str) -> tuple[str, str, str] | None:
     printed before the severity; None for a continuation line."""
     if line[:1] == "\t":
         return None
+    k = line.find(":  ", 0, MAX_PREFIX + 16)
+    if k > 0:  # the common case, as elog.c prints it: no regex
+        j = k
+        while j > 0 and line[j - 1].isalnum():
+            j -= 1
+        word, prefix = line[j:k], line[:j]
+        if (
+            (word in SEVERITIES or (word.isupper() and word.isalpha()))
+            and (j == 0 or line[j - 1] in " :]>)\t")
+            and line[k + 3 : k + 4] != " "
+            and "'" not in prefix
+            and '"' not in prefix
+        ):
+            return prefix, word, line[k + 3 :]
+    elif ":" not in line[: MAX_PREFIX + 16]:
+        return None
     m = _HEAD.search(line, 0, MAX_PREFIX + 16)
     while m is not None:
         word = m.group(1)
@@ -135,12 +153,23 @@ def pid_of(prefix: str, outer_pid: int | None = None) -> int | None:
     return None
 
 
-def prefix_fields(rec: PgRecord, outer_pid: int | None) -> None:
-    """Fill what a log_line_prefix may carry: %m/%t, %p, %u@%d, %c, %e (only 40P01 is looked for)."""
+def session_of(prefix: str) -> str | None:
+    """%c, the session id (`hex(start).hex(pid)`), if the prefix has it."""
+    if "." not in prefix:
+        return None
+    s = _SESSION.search(prefix)
+    return s.group(1) if s else None
+
+
+def prefix_fields(rec: PgRecord) -> None:
+    """Fill what a log_line_prefix may carry: %m/%t, %u@%d, %c, %e (only 40P01 is looked for);
+    the pid is read when the line is (it groups the lines of a message). Done on demand."""
+    if rec.filled:
+        return
+    rec.filled = True
     p = rec.prefix
     if t := _TS.search(p):
         rec.at = f"{t.group(1)} {t.group(2)}"
-    rec.pid = pid_of(p, outer_pid)
     if u := _USERDB.search(p):
         user, db = u.group(1), u.group(2)
         rec.user = None if user == "[unknown]" else user
@@ -174,19 +203,19 @@ class Unwrap:
                 line = line.lstrip(" ")
             if line[:1] in (">", " ") and (q := _QUOTE.match(line)):
                 line = line[q.end() :]
-            if _FENCE.match(line):
+            if ("`" in line[:8] or "~" in line[:8]) and _FENCE.match(line):
                 self.fence += 1
                 return None
-            if (m := _COMPOSE.match(line)) and line[m.end() - 2 : m.end()].strip() == "|":
+            if "|" in line[:80] and (m := _COMPOSE.match(line)):
                 line = line[m.end() :]
             if line[:5] == "[pod/" and (m := _KUBE.match(line)):
                 line = line[m.end() :]
-            if line[:1].isdigit() and (m := _RFC3339.match(line)) and not _looks_pg_ts(line, m):
+            if line[10:11] == "T" and (m := _RFC3339.match(line)) and not _looks_pg_ts(line, m):
                 line = line[m.end() :]
             if line is before or line == before:
                 break
         self.syslog_chunk = self.outer_pid = None
-        if (m := _SYSLOG.match(line)) is not None:
+        if (line[:1] in _SYSLOG_START or line[10:11] == "T") and (m := _SYSLOG.match(line)):
             line = line[m.end() :]
             self.outer_pid = int(m.group(1)) if m.group(1) else None
             self.syslog_chunk = int(m.group(2)) if m.group(2) else None
@@ -213,13 +242,28 @@ class StderrReader:
     orphan: int = 0  # lines before any message, or after a message's end (none of its parts)
     indent: str | None = None  # a paste's indentation, learnt from its first header
     cur: PgRecord | None = None
+    # severities whose message text is not kept beyond its first line (the deadlock scanner
+    # needs no LOG statement's body; their DETAIL etc. are still kept)
+    skip_bodies: frozenset[str] = frozenset()
     _part: str = ""
+    _skip: bool = False
     _last_width: int = 0
 
     def feed(self, raw: str) -> PgRecord | None:
         self.lines += 1
+        if raw[:1] == "\t" and self._part:  # PostgreSQL's own continuation line: the hot path
+            if not self._skip and self.cur is not None:
+                text = raw[1 : MAX_ENTRY * 2].rstrip("\r\n")
+                self._last_width = len(text) + 1
+                self.cur.add(self._part, text)
+            return None
         raw = raw[: MAX_ENTRY * 2].rstrip("\r\n")
-        line = self.unwrap(raw)
+        c = raw[:1]
+        if (c == "\t" or (c.isdigit() and raw[10:11] != "T")) and "|" not in raw[:80]:
+            line: str | None = raw  # a plain server line: no wrapper to take off
+            self.unwrap.outer_pid = self.unwrap.syslog_chunk = None
+        else:
+            line = self.unwrap(raw)
         if line is None:
             return None
         width = len(raw) if len(raw) in WRAP_WIDTHS else len(line)
@@ -233,7 +277,7 @@ class StderrReader:
             self._last_width = width
             if self.cur is None or not self._part:
                 self.orphan += 1 if line.strip() else 0
-            else:
+            elif not self._skip:
                 text = line[1:] if line[:1] == "\t" else line
                 if text[:1] != "\t" and line[:1] != "\t" and text:
                     self.loose += 1
@@ -249,13 +293,15 @@ class StderrReader:
         cur = self.cur
         if cur is not None and self._secondary(cur, prefix, sev):
             self._part = sev if sev in SECONDARY else _guess_part(cur, msg)
+            self._skip = False
             cur.add(self._part, msg)
             return None
         done = cur
         rec = PgRecord(sev, msg[:MAX_ENTRY], prefix, self.lines)
         rec.add("message", msg)
-        prefix_fields(rec, self.unwrap.outer_pid)
+        rec.pid = pid_of(prefix, self.unwrap.outer_pid)
         self.cur, self._part = rec, "message"
+        self._skip = sev in self.skip_bodies
         return done
 
     def _secondary(self, cur: PgRecord, prefix: str, sev: str) -> bool:
@@ -269,7 +315,7 @@ class StderrReader:
         return pid is None or cur.pid is None or pid == cur.pid
 
     def close(self) -> PgRecord | None:
-        cur, self.cur, self._part = self.cur, None, ""
+        cur, self.cur, self._part, self._skip = self.cur, None, "", False
         return cur
 
     def read(self, lines: Iterable[str]) -> Iterator[PgRecord]:
@@ -334,6 +380,7 @@ def record_of(rec: dict[str, object], line: int = 0) -> PgRecord:
         dbname=str(rec.get("dbname") or "") or None,
         session=str(rec.get("session_id") or "") or None,
         sqlstate=str(rec.get("state_code") or "") or None,
+        filled=True,
     )
     out.add("message", out.message)
     for key, part in _JSON_PARTS.items():
@@ -355,7 +402,11 @@ class Counts:
     unreadable: int = 0  # lines or rows no reader could interpret
 
 
-def read_csvlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
+def read_csvlog(
+    lines: Iterable[str], counts: Counts, state: str | None = None
+) -> Iterator[PgRecord]:
+    """Every record, or with `state` only those of that SQLSTATE (the others are not built)."""
+
     def counted() -> Iterator[str]:
         for ln in lines:
             counts.lines += 1
@@ -373,13 +424,20 @@ def read_csvlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
         if len(row) < 15:
             counts.unreadable += 1
             continue
+        if state is not None and row[12] != state:
+            continue
         yield record_of({k: row[i] for k, i in CSV_COLUMNS.items() if i < len(row)}, counts.lines)
 
 
-def read_jsonlog(lines: Iterable[str], counts: Counts) -> Iterator[PgRecord]:
+def read_jsonlog(
+    lines: Iterable[str], counts: Counts, state: str | None = None
+) -> Iterator[PgRecord]:
+    """Every record, or with `state` only the lines naming that SQLSTATE (others not parsed)."""
     unwrap = Unwrap()
     for raw in lines:
         counts.lines += 1
+        if state is not None and state not in raw:
+            continue
         line = unwrap(raw)
         if not line:
             continue

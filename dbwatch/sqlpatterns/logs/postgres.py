@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 
 from dbwatch.parsers import pglog
-from dbwatch.parsers.pglog import Counts, PgRecord, StderrReader
+from dbwatch.parsers.pglog import Counts, PgRecord, StderrReader, session_of
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 _PARAM = re.compile(r"\$(\d+) = (NULL|'(?:[^']++|'')*+(?:'|\Z))")
@@ -78,7 +78,8 @@ def _message(
 
 def _key(rec: PgRecord) -> str:
     """Sessions by %c when the log has it, else by pid, else by the whole prefix."""
-    return rec.session or (str(rec.pid) if rec.pid is not None else rec.prefix)
+    session = rec.session if rec.filled else session_of(rec.prefix)
+    return session or (str(rec.pid) if rec.pid is not None else rec.prefix)
 
 
 def _read(records: Iterable[PgRecord], sink: Sink) -> None:
