@@ -83,6 +83,14 @@ CASES: dict[str, tuple[str | None, list[tuple[int, str | None, int, str, str, st
         ],
         False,
     ),
+    "alertadengue-555.txt": (  # the client's copy inside a Python repr: `\n` escaped
+        None,
+        [
+            (51305, "196410020", 2, "ShareLock", "transaction 196410021", None),
+            (26458, "196410021", 1, "ShareLock", "transaction 196410020", None),
+        ],
+        False,
+    ),
     "performancemonitor-2661.log": (  # statements on the line after `Process N:`
         "2026-08-26 22:25:24",
         [

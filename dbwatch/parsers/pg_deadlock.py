@@ -24,6 +24,7 @@ from dbwatch.parsers.pglog import (
     read_csvlog,
     read_jsonlog,
     split_header,
+    unescape,
 )
 from dbwatch.parsers.statements import classify
 
@@ -307,8 +308,12 @@ def _candidate(rec: PgRecord) -> bool:
 
 
 def _severity_split(line: str) -> tuple[str, str, str] | None:
-    """(prefix, severity, message) of a stderr line that starts a message."""
-    return split_header(line)
+    """(prefix, severity, message) of a stderr line that starts a message (or of the first
+    such line inside an escaped one)."""
+    for piece in unescape(line):
+        if head := split_header(piece):
+            return head
+    return None
 
 
 # messages that are never a deadlock report: their bodies (LOG statements) need not be kept
@@ -332,7 +337,8 @@ class PgScanner:
 
     def feed_stderr(self, raw: str) -> None:
         self.lines += 1
-        self._take(self.reader.feed(raw))
+        for piece in unescape(raw):
+            self._take(self.reader.feed(piece))
         self.recognised = self.reader.headers
 
     @property

@@ -224,6 +224,20 @@ class Unwrap:
         return line
 
 
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;]{0,20}m")
+_ESCAPED = re.compile(r"\\n(?=(?:DETAIL|HINT|CONTEXT|STATEMENT):  |Process \S{1,20} waits for )")
+
+
+def unescape(raw: str) -> list[str]:
+    """A report that went through an exception's repr (`DeadlockDetected('deadlock
+    detected\\nDETAIL:  Process …')`) or a terminal's colours: its lines again."""
+    if "[" in raw and ("\x1b" in raw or "^[" in raw):
+        raw = _ANSI.sub("", raw)
+    if "\\n" not in raw or not _ESCAPED.search(raw):
+        return [raw]
+    return raw.rstrip("\r\n").replace("\\t", "\t").split("\\n")
+
+
 def _looks_pg_ts(line: str, m: re.Match[str]) -> bool:
     """An RFC 3339 stamp followed by a severity is PostgreSQL's own prefix, not a shipper's."""
     rest = line[m.end() :]
@@ -320,9 +334,10 @@ class StderrReader:
 
     def read(self, lines: Iterable[str]) -> Iterator[PgRecord]:
         for raw in lines:
-            rec = self.feed(raw)
-            if rec is not None:
-                yield rec
+            for piece in unescape(raw):
+                rec = self.feed(piece)
+                if rec is not None:
+                    yield rec
         last = self.close()
         if last is not None:
             yield last
