@@ -16,16 +16,13 @@ from dataclasses import dataclass, field
 from dbwatch.parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from dbwatch.parsers.pglog import (
     MAX_ENTRY,
-    Counts,
     PgRecord,
     StderrReader,
-    detect_format,
     prefix_fields,
-    read_csvlog,
-    read_jsonlog,
     split_header,
     unescape,
 )
+from dbwatch.parsers.pglog_records import Counts, detect_format, read_csvlog, read_jsonlog
 from dbwatch.parsers.statements import classify
 
 __all__ = ["MAX_ENTRY", "PgScanner", "detect_format", "iter_pg_deadlocks", "parse_record"]

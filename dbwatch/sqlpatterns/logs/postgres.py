@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from dbwatch.parsers import pglog
-from dbwatch.parsers.pglog import Counts, PgRecord, StderrReader, session_of
+from dbwatch.parsers import pglog_records
+from dbwatch.parsers.pglog import PgRecord, StderrReader, session_of
+from dbwatch.parsers.pglog_records import Counts
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 _PARAM = re.compile(r"\$(\d+) = (NULL|'(?:[^']++|'')*+(?:'|\Z))")
@@ -101,13 +102,13 @@ def read_stderr(lines: Iterable[str], sink: Sink) -> None:
 
 def read_csvlog(lines: Iterable[str], sink: Sink) -> None:
     counts = Counts()
-    _read(pglog.read_csvlog(lines, counts), sink)
+    _read(pglog_records.read_csvlog(lines, counts), sink)
     if counts.unreadable:
         sink.unreadable(counts.unreadable)
 
 
 def read_jsonlog(lines: Iterable[str], sink: Sink) -> None:
     counts = Counts()
-    _read(pglog.read_jsonlog(lines, counts), sink)
+    _read(pglog_records.read_jsonlog(lines, counts), sink)
     if counts.unreadable:
         sink.unreadable(counts.unreadable)
