@@ -173,3 +173,87 @@ def test_one_shot_audit_not_shown_is_the_total_minus_shown(database: str) -> Non
     assert ev["deadlocks_total"] >= 1
     assert ev["not_shown"] == ev["deadlocks_total"] - 1 and ev["not_shown_basis"] == "server total"
     assert "more deadlock(s) not shown here" in my102[0]["summary"] or ev["not_shown"] == 0
+
+
+def test_postgres_pg102_running_count(tmp_path: Path) -> None:
+    """PostgreSQL, a target scoped to its own database: pg_stat_database.deadlocks of that
+    database is ours alone, so the daemon's running count is exactly the deadlocks made."""
+    psycopg = pytest.importorskip("psycopg")
+    from conftest import PG_URL
+
+    base = PG_URL.rsplit("/", 1)[0]
+    name = f"dbw_unshown_{uuid.uuid4().hex[:8]}"
+    admin = psycopg.connect(PG_URL, autocommit=True)
+    admin.execute(f"CREATE DATABASE {name}")
+    url = f"{base}/{name}"
+    try:
+        with psycopg.connect(url, autocommit=True) as c:
+            c.execute("CREATE TABLE t (id int PRIMARY KEY, v int)")
+            c.execute("INSERT INTO t VALUES (1, 0), (2, 0)")
+
+        def deadlock() -> None:
+            a, b = psycopg.connect(url), psycopg.connect(url)
+            try:
+                a.execute("SET deadlock_timeout = '50ms'")
+                b.execute("SET deadlock_timeout = '50ms'")
+                a.execute("UPDATE t SET v = v + 1 WHERE id = 1")
+                b.execute("UPDATE t SET v = v + 1 WHERE id = 2")
+                errs: list[BaseException] = []
+
+                def second(conn: Any, row: int) -> None:
+                    try:
+                        conn.execute("UPDATE t SET v = v + 1 WHERE id = %s", (row,))
+                    except psycopg.errors.DeadlockDetected as exc:
+                        errs.append(exc)
+                    conn.rollback()
+
+                ts = [threading.Thread(target=second, args=(a, 2)),
+                      threading.Thread(target=second, args=(b, 1))]  # fmt: skip
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join(20)
+                assert len(errs) == 1
+            finally:
+                a.close()
+                b.close()
+
+        def counted() -> int:
+            with psycopg.connect(url, autocommit=True) as c:
+                row = c.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = %s",
+                                (name,)).fetchone()  # fmt: skip
+                return int(row[0]) if row else 0
+
+        def settle(n: int) -> None:  # the victim's backend flushes its stats within ~1 s
+            deadline = time.time() + 15
+            while counted() < n and time.time() < deadline:
+                time.sleep(0.2)
+            assert counted() == n
+
+        cfg, state = tmp_path / "dbwatch.toml", tmp_path / "state.db"
+        cfg.write_text(f'[[targets]]\nname = "pg"\nurl = "{url}"\ninterval = "10s"\n')
+        once = ("watch", "--config", str(cfg), "--state", str(state), "--once")
+        assert dbwatch(*once).returncode in (0, 1)  # the baseline
+        for _ in range(3):
+            deadlock()
+        settle(3)
+        assert dbwatch(*once).returncode in (0, 1)
+        deadlock()
+        settle(4)
+        assert dbwatch(*once).returncode in (0, 1)
+        db = sqlite3.connect(state)
+        totals = [int(v) for (v,) in db.execute(
+            "SELECT value FROM series WHERE target = 'pg' AND key = 'deadlocks:not_shown' "
+            "ORDER BY ts")]  # fmt: skip
+        assert totals == [0, 3, 4]
+        rows = db.execute("SELECT data FROM findings WHERE rule = 'PG102'").fetchall()
+        assert any(json.loads(d)["evidence"]["not_shown"] == 4 for (d,) in rows), rows
+        status = dbwatch("status", "--config", str(cfg), "--state", str(state), "--format", "json")
+        (line,) = [t for t in json.loads(status.stdout)["targets"] if t["target"] == "pg"]
+        assert line["deadlocks_not_shown"] == 4
+    finally:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.close()
