@@ -200,3 +200,23 @@ def test_cut_short_reports_what_the_cut_text_holds(seed: int, keep: int) -> None
         if t.query:
             q = m.procs[[p.pid for p in m.procs].index(t.thread_id)].query
             assert q.startswith(t.query) or q.replace("\n", " ").startswith(t.query)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+@example(2)  # a log's first line cut before its severity: the piece starts the log
+@example(7)  # headers cut inside a long prefix (pgbadger's): the piece went to a query
+@example(73)  # `ERROR:` ends the cut line, `  deadlock detected` starts the next
+def test_wrapped_after_wrappers(seed: int) -> None:
+    """Container/kubectl/quote/CRLF/space-indent first, then a terminal's width: long prefixes
+    are cut before the severity; the header is put back together."""
+    r = random.Random(seed)
+    m = gen.make_model(r)
+    lines = [ln for msg in gen.stderr(m, r.choice(gen.PREFIXES)) for ln in msg]
+    names = r.sample(["compose", "kubectl", "quote", "crlf", "spaces"], r.randrange(1, 3))
+    lines = gen.Mangle().run(r, lines, names)
+    lines = [ln.replace("\t", "    ") for ln in lines]
+    w = r.choice([80, 120])
+    wrapped = [c for ln in lines for c in ([ln[i : i + w] for i in range(0, len(ln), w)] or [""])]
+    (dl,) = parse(wrapped)
+    check(dl, m, exact_ws=False, at=False)

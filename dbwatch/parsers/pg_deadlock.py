@@ -179,7 +179,9 @@ def parse_record(rec: PgRecord) -> Deadlock | None:
     prefix_fields(rec)
     detail = _unglue(rec.lines_of("DETAIL"))
     # jsonlog keeps the severity in English whatever lc_messages says: the words decide
-    english = rec.english and (rec.message.startswith(START) or detail.lstrip()[:8] == "Process ")
+    english = rec.english and (
+        (rec.text("message") or "").lstrip().startswith(START) or detail.lstrip()[:8] == "Process "
+    )
     if rec.severity == "DETAIL":  # the ERROR line was lost: the DETAIL is all there is
         detail, english = _unglue(rec.lines_of("message")), True
     d = _read_detail(detail, english)
@@ -281,7 +283,7 @@ def parse_record(rec: PgRecord) -> Deadlock | None:
 
 def _is_report(rec: PgRecord) -> bool:
     """A deadlock ERROR without its waits (terse verbosity, or cut after the first line)."""
-    return rec.severity == "ERROR" and rec.message.startswith(START)
+    return rec.severity == "ERROR" and (rec.text("message") or "").lstrip().startswith(START)
 
 
 def _query(q: str | None) -> str | None:
@@ -297,7 +299,8 @@ def _candidate(rec: PgRecord) -> bool:
         return True  # whatever it was attached to (a prefix without %p: the ERROR line lost)
     if rec.english:
         if rec.severity == "ERROR":
-            return rec.message.startswith(START) or rec.sqlstate == "40P01"
+            msg = rec.message if len(rec.message) >= len(START) else rec.text("message") or ""
+            return msg.lstrip().startswith(START) or rec.sqlstate == "40P01"
         # a DETAIL whose ERROR line was lost (a paste starting at DETAIL, a wrapped header)
         return rec.severity == "DETAIL" and rec.message.lstrip().startswith("Process ")
     prefix_fields(rec)

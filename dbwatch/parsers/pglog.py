@@ -260,10 +260,14 @@ class StderrReader:
     _part: str = ""
     _skip: bool = False
     _last_width: int = 0
+    _piece: str | None = None  # the last line, if cut at a wrap width (maybe a header's start)
+    _piece_added: bool = False
+    _typical: int = -1  # the length of the last header's prefix
 
     def feed(self, raw: str) -> PgRecord | None:
         self.lines += 1
         if raw[:1] == "\t" and self._part:  # PostgreSQL's own continuation line: the hot path
+            self._piece = None
             if not self._skip and self.cur is not None:
                 text = raw[1 : MAX_ENTRY * 2].rstrip("\r\n")
                 self._last_width = len(text) + 1
@@ -281,12 +285,15 @@ class StderrReader:
         width = len(raw) if len(raw) in WRAP_WIDTHS else len(line)
         if self.indent and line.startswith(self.indent):
             line = line[len(self.indent) :]
+        if self._piece is not None:
+            line = self._rejoin(self._piece, line)
         head = split_header(line)
         if head is None:
             # a line cut at a terminal's width goes on without a newline; PostgreSQL's own
             # continuation lines start with a tab
             glued = self._last_width in WRAP_WIDTHS and line[:1] != "\t"
             self._last_width = width
+            self._piece, self._piece_added = (line if width in WRAP_WIDTHS else None), False
             if self.cur is None or not self._part:
                 self.orphan += 1 if line.strip() else 0
             elif not self._skip:
@@ -294,13 +301,16 @@ class StderrReader:
                 if text[:1] != "\t" and line[:1] != "\t" and text:
                     self.loose += 1
                 self.cur.add(self._part, text, glued and bool(text))
+                self._piece_added = True
             return None
         self._last_width = width
+        self._piece = None
         self.headers += 1
         prefix, sev, msg = head
         if self.indent is None:
             self.indent = prefix[: len(prefix) - len(prefix.lstrip())]
             prefix = prefix.lstrip()
+        self._typical = len(prefix)
         done: PgRecord | None = None
         cur = self.cur
         if cur is not None and self._secondary(cur, prefix, sev):
@@ -315,6 +325,28 @@ class StderrReader:
         self.cur, self._part = rec, "message"
         self._skip = sev in self.skip_bodies
         return done
+
+    def _rejoin(self, piece: str, line: str) -> str:
+        """A message's first line cut at a terminal's width before its severity: the piece
+        already read (taken back from where it went) and this line are one header, when the
+        joined prefix is as long as the log's prefixes are and this line's alone is not."""
+        self._piece = None
+        joined = split_header(piece + line)
+        if joined is None:
+            return line
+        alone = split_header(line)
+        t = self._typical
+        # a piece nothing claimed (the log's first line) joins; else the prefixes' length decides
+        if (
+            alone is not None
+            and self._piece_added
+            and not (t >= 0 and abs(len(joined[0]) - t) <= 8 < abs(len(alone[0]) - t))
+        ):
+            return line
+        cur = self.cur
+        if self._piece_added and cur is not None and cur.parts.get(self._part):
+            cur.parts[self._part].pop()
+        return piece + line
 
     def _secondary(self, cur: PgRecord, prefix: str, sev: str) -> bool:
         """A DETAIL/HINT/... line belongs to the open message when it came from the same
