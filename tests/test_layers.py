@@ -40,7 +40,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "inputs": {"errors", "sqlpatterns"},
         # query-log patterns yield findings of their own (headline from the rule's TOML; and
         # read the server version)
-        "sqlpatterns": {"catalogue", "errors", "findings", "queues", "targets"},
+        # ... and read PostgreSQL log lines with the deadlock parser's reader (parsers/pglog.py)
+        "sqlpatterns": {"catalogue", "errors", "findings", "parsers", "queues", "targets"},
         "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {

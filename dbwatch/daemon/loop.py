@@ -23,7 +23,7 @@ from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
 from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec
 from ..targets.pool import ConnectionPool
-from .dispatch import Actions, apply_findings, record_deadlocks
+from .dispatch import Actions, apply_findings, record_deadlocks, record_unshown
 from .fleet import Fleet, default_ttl
 from .health import Misses, not_answering
 from .memory import MemoryKeeper
@@ -222,7 +222,9 @@ class Daemon:
         if result.error and self.misses.current(spec.name) is not None:
             status = "not answering"
         with self.state.transaction():  # one commit (one fsync) for the bookkeeping
-            record_deadlocks(self.state, result)
+            recorded = record_deadlocks(self.state, result)
+            if not tc.log_file and not result.error:
+                record_unshown(self.state, result, recorded, now)
             if values:
                 self.state.record_metrics(spec.name, values, now)
             self.state.record_cycle(
