@@ -42,7 +42,20 @@ def _tables(ctx: CheckContext) -> tuple[QueueTableStats, ...]:
 
 
 def _base(t: QueueTableStats) -> dict[str, object]:
-    return {"table": t.name, "library": t.library, "rows_estimate": t.rows_estimate}
+    out: dict[str, object] = {
+        "table": t.name,
+        "library": t.library,
+        "rows_estimate": t.rows_estimate,
+    }
+    if t.variant:
+        out["client"] = t.variant  # read from the table (Oban: errors jsonb[] / jsonb)
+    return out
+
+
+def _words(t: QueueTableStats) -> dict[str, str]:
+    """The library's words for the client/version the table came from (empty: its defaults)."""
+    lib = library(t.library)
+    return lib.variant_words.get(t.variant or "", {}) if lib is not None else {}
 
 
 @dataclass(frozen=True)
@@ -157,6 +170,8 @@ def _own_fix(t: QueueTableStats, rule: Literal["backlog", "expired", "attempts"]
     lib = library(t.library)
     if lib is None:
         return None
+    if _words(t).get(rule):
+        return _words(t)[rule]
     text = {"backlog": lib.backlog_fix, "expired": lib.expired_fix, "attempts": lib.attempts_fix}
     return text[rule] or None
 
@@ -291,6 +306,8 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _expiry_source(t: QueueTableStats) -> str:
+    if _words(t).get("expiry_source"):
+        return _words(t)["expiry_source"]
     lib = library(t.library)
     return lib.expiry_source if lib is not None else "library default"
 
@@ -521,7 +538,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                 severity=sev,
                 evidence=ev,
                 summary=_failed_summary(ctx, t, g, window, meaning),
-                fix=failure_fix(t.library, g.kind),
+                fix=_words(t).get("failure") or failure_fix(t.library, g.kind),
                 subject=f"failed {t.name}: {_short(g.exception)} {g.job_class}",
                 identity=[t.schema, t.table, g.exception, g.job_class],
             )

@@ -20,6 +20,7 @@ from ..queues import (
     QUEUE_TABLE_NAMES,
     SHAPES,
     attempts_limit,
+    library,
     recognise,
     sibling_names,
 )
@@ -123,6 +124,8 @@ class Discovered:
     siblings: dict[str, str]
     expire: str | None
     heartbeat: bool
+    variant: str | None = None  # the client/version read from column types (Oban)
+    fragments: tuple[tuple[str, str], ...] = ()  # the variant's SQL fragments
 
     @property
     def key(self) -> str:
@@ -143,6 +146,7 @@ class Discovered:
             "siblings": dict(self.siblings),
             "expire": self.expire,
             "heartbeat": self.heartbeat,
+            "variant": self.variant,
         }
 
 
@@ -170,6 +174,8 @@ def discover_all(conn: Connection, engine: str) -> tuple[list[Discovered], bool]
         if shape is None:
             continue
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
+        lib = library(shape.library)
+        variant = lib.variant(cols) if lib is not None and lib.variant is not None else None
         out.append(
             Discovered(
                 schema=to_str(r.get("schema")),
@@ -184,6 +190,8 @@ def discover_all(conn: Connection, engine: str) -> tuple[list[Discovered], bool]
                 siblings=sibling_names(shape, name),
                 expire=next((c for c in EXPIRE_EXPR if c in cols), None),
                 heartbeat="heartbeat_seconds" in cols and "heartbeat_on" in cols,
+                variant=variant.name if variant else None,
+                fragments=tuple(variant.fragments.items()) if variant else (),
             )
         )
     # Within a cycle's cap, the connected database and the libraries' default names first:
@@ -240,6 +248,7 @@ def _render(text: str, engine: str, t: Discovered) -> str:
         idents[sib] = (t.schema, name)
     frags = {"expire": EXPIRE_EXPR[t.expire]} if t.expire else {}
     frags["hb_age"], frags["hb_limit"] = HEARTBEAT_EXPR[t.heartbeat]
+    frags |= dict(t.fragments)
     return compose(engine, text, idents, frags)
 
 

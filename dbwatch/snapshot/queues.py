@@ -168,6 +168,7 @@ class QueueTableStats(
     siblings: tuple[tuple[str, str], ...] = ()  # placeholder -> sibling table name
     expire: str | None = None
     heartbeat: bool = False
+    variant: str | None = None  # the client/version read from the table (Oban: elixir/python)
     window: int = 0  # oldest rows read per table
     failed_window: int = 0  # newest failure rows read
     groups: int = 0  # grouped rows returned per query
