@@ -101,10 +101,15 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
         if t.summary is None:
             continue
         note = _window_note(t)
-        locked = {str(r.queue) for r in t.locks or ()}
+        # graphile-worker: jobs behind a named-queue lock stay a backlog until the lock is old
+        # enough for its own finding (QU002 queue_lock_warning = this rule's handover), then
+        # move to it: the backlog thresholds hold at every moment.
+        handover = ctx.duration("queue_lock_handover")
+        locks = {str(r.queue): r for r in t.locks or ()}
         for row in t.summary:
-            if str(row.queue) in locked:
-                continue  # jobs behind a named-queue lock: QU002 reports the lock itself
+            lock = locks.get(str(row.queue))
+            if lock is not None and lock.locked_seconds >= handover:
+                continue  # QU002 reports the lock itself, with these jobs
             depth = row.available
             age = row.oldest_available_seconds
             if depth <= 0 or age is None:
@@ -130,6 +135,12 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                     "reserved": row.reserved,
                 }
             )
+            if lock is not None:
+                ev["behind_lock"] = {
+                    "worker": " ".join((lock.worker or "?").split())[:200],
+                    "locked_seconds": int(lock.locked_seconds),
+                    "lock_finding_after_seconds": int(handover),
+                }
             depth_txt = f"~{shown}" if shown != depth else str(shown)
             summary = ctx.summary(**(ev | {"depth": depth_txt}))
             if t.kind == "laravel_batches":
