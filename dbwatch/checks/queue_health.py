@@ -24,6 +24,7 @@ from ..queues.symfony_messenger import error_head, message_class
 from ..snapshot.queues import FAILURE_BUCKETS, QueueStats, QueueTableStats, queues_key
 from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
+from . import queue_generic as generic
 
 SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
 # The probe counts failures in fixed windows; the rule's window picks the smallest that
@@ -49,6 +50,8 @@ def _base(t: QueueTableStats) -> dict[str, object]:
     }
     if t.variant:
         out["client"] = t.variant  # read from the table (Oban: errors jsonb[] / jsonb)
+    if generic.is_generic(t):
+        out |= generic.evidence(t)
     return out
 
 
@@ -153,7 +156,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 subject=f"queue {t.name}:{row.queue}",
                 evidence=ev,
                 summary=summary,
-                fix=_own_fix(t, "backlog"),
+                fix=_own_fix(t, "backlog", ctx.snapshot.engine),
                 identity=[t.schema, t.table, row.queue],
             )
 
@@ -176,8 +179,13 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
     return ctx.duration("retry_after"), "rule parameter retry_after"
 
 
-def _own_fix(t: QueueTableStats, rule: Literal["backlog", "expired", "attempts"]) -> str | None:
-    """A library's own words for a finding (None: the rule's generic fix)."""
+def _own_fix(
+    t: QueueTableStats, rule: Literal["backlog", "expired", "attempts"], engine: str
+) -> str | None:
+    """A library's own words for a finding, or the table's for a generic one (None: the
+    rule's fix)."""
+    if generic.is_generic(t):
+        return generic.fix(t, rule, engine)
     lib = library(t.library)
     if lib is None:
         return None
@@ -194,7 +202,7 @@ def _ident(engine: str, t: QueueTableStats) -> str:
 
 
 def _expired_fix(t: QueueTableStats, retry_after: float, engine: str) -> str:
-    own = _own_fix(t, "expired")
+    own = _own_fix(t, "expired", engine)
     if own:
         return own
     now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
@@ -269,6 +277,9 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
     retry_after, source = _retry_after(ctx)
     for t in _tables(ctx):
         if t.reserved is None:
+            continue
+        if generic.is_generic(t):
+            yield from generic.expired_claims(ctx, t)
             continue
         queues: dict[str, int] = defaultdict(int)
         oldest, limits, heartbeat = 0.0, set[float](), False
@@ -419,7 +430,7 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
             subject=f"table {t.name}",
             evidence=ev,
             summary=_attempts_summary(ctx, ev, limit, by_class, near, slow),
-            fix=_own_fix(t, "attempts"),
+            fix=_own_fix(t, "attempts", ctx.snapshot.engine),
             identity=[t.schema, t.table],
         )
 
@@ -465,9 +476,11 @@ class _Failures:
     variants: set[str] = field(default_factory=set)
     latest: str | None = None
     latest_seconds_ago: int | None = None
+    untimed: int = 0  # generic tables: failed rows with no time of failure
 
     def evidence(self) -> dict[str, object]:
         return {
+            "untimed": self.untimed,
             "exception": self.exception,
             "kind": self.kind,
             "job_class": self.job_class,
@@ -503,6 +516,7 @@ def _failure_groups(t: QueueTableStats, key: str) -> list[_Failures]:
             ),
         )
         g.count += n
+        g.untimed += row.untimed
         g.queues.add(str(row.queue))
         if f.variant:
             g.variants.add(f.variant)
@@ -549,7 +563,11 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                 severity=sev,
                 evidence=ev,
                 summary=_failed_summary(ctx, t, g, window, meaning),
-                fix=_words(t).get("failure") or failure_fix(t.library, g.kind),
+                fix=(
+                    generic.fix(t, "failure", ctx.snapshot.engine)
+                    if generic.is_generic(t)
+                    else _words(t).get("failure") or failure_fix(t.library, g.kind)
+                ),
                 subject=f"failed {t.name}: {_short(g.exception)} {g.job_class}",
                 identity=[t.schema, t.table, g.exception, g.job_class],
             )

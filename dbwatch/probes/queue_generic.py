@@ -1,0 +1,452 @@
+"""Queue tables no library module knows, read by the one queue model (queues/roles.py): the
+role columns composed into bounded queries (two windows of rows by an indexed order column),
+the status values read from the data and mapped by meaning, and honest DW002 gaps for what a
+table cannot tell. Catalog names are quoted by the driver's rules; values are bound.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from psycopg import sql as pgsql
+
+from ..errors import ProbeError
+from ..queues import library_family
+from ..queues.roles import (
+    Reading,
+    StatusMap,
+    map_statuses,
+    queue_named,
+    recognise_shape,
+    type_kind,
+    unjudged,
+)
+from ..snapshot import CoverageGap
+from ..snapshot.values import Row, as_row, opt_float, opt_int, to_bool, to_str
+from ..targets import Connection
+from ..targets.quoting import my_ident_for_format
+from . import jsonable, sql
+from .queue_sql import compose
+
+WINDOW = 10_000  # rows per window (oldest and newest by the order column): <= 20,000 read
+VALUES = 50  # status values read per table
+GROUPS = 500
+NONE = "-dbwatch-no-value-"  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
+
+
+@dataclass(frozen=True)
+class GenericTable:
+    """A table the shape recognition read as a queue (or a question): where, roles, types."""
+
+    schema: str
+    table: str
+    reading: Reading
+    types: dict[str, str]
+    indexed: frozenset[str]
+    rows_estimate: int | None
+    current: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    def order(self) -> str | None:
+        """The column the windows are read by: an indexed job id, created-at or runnable-at."""
+        roles = self.reading.roles
+        for role in ("job_id", "created_at", "runnable_at"):
+            col = roles.get(role)
+            if col and col in self.indexed:
+                return col
+        return None
+
+
+def _q(engine: str, col: str) -> str:
+    if engine == "postgresql":
+        return pgsql.Identifier(col.replace("%", "%%")).as_string(None)
+    return my_ident_for_format(col)
+
+
+def _epoch(engine: str, col: str, ctype: str) -> str:
+    q = _q(engine, col)
+    if type_kind(ctype) == "time":
+        # timestamp without time zone is read in the session's time zone (as DEFAULT now() wrote it)
+        return (
+            f"extract(epoch FROM {q}::timestamptz)"
+            if engine == "postgresql"
+            else f"UNIX_TIMESTAMP({q})"
+        )
+    # integers: epoch seconds, or milliseconds past year 5138
+    cast = "::float8" if engine == "postgresql" else ""
+    return f"(CASE WHEN {q} > 100000000000 THEN {q} / 1000.0 ELSE {q} END){cast}"
+
+
+def _text(engine: str, col: str, width: int) -> str:
+    q = _q(engine, col)
+    if engine == "postgresql":
+        return f"left({q}::text, {width})"
+    return f"LEFT(CAST({q} AS CHAR), {width})"
+
+
+def _head(engine: str, col: str) -> str:
+    if engine == "postgresql":
+        return f"split_part({_text(engine, col, 400)}, chr(10), 1)"
+    return f"SUBSTRING_INDEX({_text(engine, col, 400)}, CHAR(10), 1)"
+
+
+def fragments(engine: str, g: GenericTable) -> dict[str, str]:
+    """Each role's SQL expression (typed NULL where the table lacks the role) and the window's
+    order; the projection `cols` every generic query reads its rows through."""
+    pg = engine == "postgresql"
+    roles, types = g.reading.roles, g.types
+    null = (
+        {"e": "NULL::float8", "t": "NULL::text", "i": "NULL::bigint"}
+        if pg
+        else dict.fromkeys("eti", "NULL")
+    )
+
+    def epoch(role: str) -> str:
+        col = roles.get(role)
+        return _epoch(engine, col, types.get(col, "")) if col else null["e"]
+
+    def present(*rs: str) -> str:
+        cols = [_q(engine, roles[r]) for r in rs if r in roles]
+        return "(" + " OR ".join(f"{c} IS NOT NULL" for c in cols) + ")" if cols else "FALSE"
+
+    def num(role: str) -> str:
+        col = roles.get(role)
+        if not col:
+            return null["i"]
+        if role == "timeout" and type_kind(types.get(col, "")) == "interval":
+            return f"extract(epoch FROM {_q(engine, col)})"
+        return f"({_q(engine, col)}){'::bigint' if pg else ''}"
+
+    key = roles.get("job_id") or g.order()
+    cols = {
+        "k": _text(engine, key, 100) if key else null["t"],
+        "queue": f"coalesce({_text(engine, roles['queue'], 255)}, '(none)')"
+        if "queue" in roles
+        else "'(none)'",
+        "status": _text(engine, roles["status"], 64) if "status" in roles else null["t"],
+        "run_e": epoch("runnable_at"),
+        "claim_e": epoch("claimed_at"),
+        "claimed": present("claimed_at", "claimed_by"),
+        "hb_e": epoch("heartbeat"),
+        "exp_e": epoch("claim_expires_at"),
+        "fin_e": epoch("finished_at"),
+        "fin": present("finished_at"),
+        "fail_e": epoch("failed_at"),
+        "upd_e": epoch("updated_at"),
+        "created_e": epoch("created_at"),
+        "att": num("attempts"),
+        "max_att": num("max_attempts"),
+        "tmo": num("timeout"),
+        "err": _head(engine, roles["error"]) if "error" in roles else null["t"],
+        "kind": _text(engine, roles["job_type"], 255) if "job_type" in roles else null["t"],
+    }
+    if not pg:
+        cols["queue"] = cols["queue"].replace("coalesce", "COALESCE")
+    order = g.order()
+    return {
+        "cols": ", ".join(f"{expr} AS {name}" for name, expr in cols.items()),
+        "order": _q(engine, order) if order else "NULL",
+        "order_desc": f"{_q(engine, order)} DESC" if order else "NULL",
+        "second": "%(window)s" if order else "0",
+        "status": _q(engine, roles["status"]) if "status" in roles else "NULL",
+    }
+
+
+def window_text(g: GenericTable) -> str:
+    order = g.order()
+    if order:
+        return f"the oldest and the newest {WINDOW} rows by {order} (indexed)"
+    return f"the first {WINDOW} rows the server returned (no index on an id or time to order by)"
+
+
+def _bind(statuses: StatusMap | None, claim_decides: bool) -> dict[str, object]:
+    def values(state: str) -> object:
+        vals = [NONE, *(statuses.values(state) if statuses else ())]
+        return vals
+
+    out: dict[str, object] = {s: values(s) for s in ("waiting", "running", "failed", "done")}
+    out["claim_decides"] = claim_decides
+    return out
+
+
+def _statuses(
+    conn: Connection, engine: str, g: GenericTable, frags: dict[str, str]
+) -> tuple[StatusMap | None, str]:
+    """The status column's values: the enum's labels, else every value by a skip scan of an index
+    that leads with it, else those in the windows (said in evidence)."""
+    col = g.reading.roles.get("status")
+    if col is None:
+        return None, ""
+    labels = g.reading.enums.get(col) or _my_enum(g.types.get(col, ""))
+    if labels:
+        return map_statuses(list(labels)), "the column's enum labels"
+    indexed = col in g.indexed
+    name = "queue_generic_values_indexed" if indexed else "queue_generic_values"
+    text = compose(engine, sql(engine, name, conn.version), {"table": (g.schema, g.table)}, frags)
+    rows = conn.rows(text, {"window": WINDOW, "values": VALUES})
+    values = [to_str(as_row(r).get("value")) for r in rows]
+    where = (
+        "every distinct value (skip scan of its index)"
+        if indexed
+        else f"the values in {window_text(g)}"
+    )
+    return map_statuses(values), where
+
+
+def _my_enum(ctype: str) -> tuple[str, ...]:
+    t = ctype.strip()
+    if not t.lower().startswith("enum("):
+        return ()
+    return tuple(v.replace("''", "'") for v in _ENUM_VALUE.findall(t))
+
+
+_ENUM_VALUE = re.compile(r"'((?:[^']|'')*)'")
+
+
+def probe_generic(
+    conn: Connection, engine: str, g: GenericTable, base: dict[str, object]
+) -> tuple[dict[str, object], list[CoverageGap]]:
+    """The generic model's bounded queries of one table: the section entry (in the shape every
+    queue table has: summary / reserved / repeated / failed) and its DW002 gaps."""
+    frags = fragments(engine, g)
+    roles = g.reading.roles
+    out = dict(base)
+    out.update(
+        kind="generic",
+        library="generic",
+        scale_depth=False,
+        window=2 * WINDOW if g.order() else WINDOW,
+        failed_window=2 * WINDOW if g.order() else WINDOW,
+        groups=GROUPS,
+        roles=sorted(roles.items()),
+        window_text=window_text(g),
+    )
+    try:
+        statuses, where = _statuses(conn, engine, g, frags)
+    except ProbeError as exc:
+        return out | _failed(g, exc, "status values"), []
+    if statuses is not None:
+        out["statuses"] = sorted((v, s) for s, vs in statuses.states.items() for v in vs)
+        out["unmapped"] = list(statuses.unmapped)
+        out["statuses_from"] = where
+    if g.reading.needs_status and (statuses is None or not statuses.queue_like):
+        # no claim and no status only a queue has: a question where the name or attempts
+        # say queue, else an application's record (an order can be pending and scheduled)
+        if queue_named(g.table) or "attempts" in roles:
+            return {}, [
+                question(g, statuses, "no claim column, and no status value only a queue has")
+            ]
+        return {}, []
+    gaps = []
+    missing = unjudged(roles, statuses)
+    if missing:
+        gaps.append(gap(g, missing, statuses))
+    out["unjudged"] = sorted(missing)
+    claim_decides = statuses is None or not statuses.values("running")
+    params: dict[str, object] = {
+        "window": WINDOW,
+        "groups": GROUPS,
+        "horizon": base.get("horizon") or 7 * 86400,
+    } | _bind(statuses, claim_decides)
+    rows_sql = compose(
+        engine,
+        sql(engine, "queue_generic_rows", conn.version),
+        {"table": (g.schema, g.table)},
+        frags,
+    )
+    summary: list[dict[str, object]] = []
+    for aspect in ("summary", "reserved", "repeated", "failed"):
+        text = compose(
+            engine, sql(engine, f"queue_generic_{aspect}", conn.version), {}, {"rows": rows_sql}
+        )
+        try:
+            rows = [jsonable(r) for r in conn.rows(text, params)]
+        except ProbeError as exc:
+            return out | _failed(g, exc, aspect), gaps
+        if aspect == "summary":
+            summary = rows
+            out["summary"], out["states"] = fold_summary(rows)
+        else:
+            out[aspect] = rows
+    if "stuck" in missing:
+        out["reserved"] = None  # QU002 cannot be judged here: the gap says so
+    if "failed" in missing:
+        out["failed"] = None
+    if "backlog" in missing:
+        out["summary"] = None
+    del summary
+    return out, gaps
+
+
+def _failed(g: GenericTable, exc: ProbeError, what: str) -> dict[str, object]:
+    denied = exc.privilege or "denied" in exc.detail.lower()
+    return {
+        "error": f"{g.key}: {what}: {exc.detail}",
+        "privilege": denied,
+    }
+
+
+def fold_summary(
+    rows: list[dict[str, object]],
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """Per (queue, state) rows -> the per-queue summary every queue table has, plus the state
+    counts per queue for evidence."""
+    queues: dict[str, dict[str, object]] = {}
+    states: dict[str, dict[str, int]] = {}
+    for r in rows:
+        q = to_str(r.get("queue")) or "(none)"
+        st = to_str(r.get("state"))
+        n = opt_int(r.get("n")) or 0
+        age = opt_float(r.get("oldest_seconds"))
+        s = queues.setdefault(
+            q,
+            {
+                "queue": q,
+                "total": 0,
+                "available": 0,
+                "oldest_available_seconds": None,
+                "reserved": 0,
+                "oldest_reserved_seconds": None,
+                "repeated": 0,
+                "max_attempts": None,
+            },
+        )
+        states.setdefault(q, {})[st] = n
+        if st in ("waiting", "scheduled", "running", "unmapped"):
+            s["total"] = int(str(s["total"])) + n
+            s["repeated"] = int(str(s["repeated"])) + (opt_int(r.get("repeated")) or 0)
+            m = opt_int(r.get("max_attempts"))
+            if m is not None:
+                s["max_attempts"] = max(m, opt_int(s["max_attempts"]) or 0)
+        if st == "waiting":
+            s["available"] = n
+            s["oldest_available_seconds"] = age
+        elif st == "running":
+            s["reserved"] = n
+            s["oldest_reserved_seconds"] = age
+    return list(queues.values()), [{"queue": q, "states": v} for q, v in sorted(states.items())]
+
+
+def _seen(g: GenericTable) -> str:
+    cols = list(g.reading.columns)
+    text = ", ".join(cols[:24])
+    return text + (f" (+{len(cols) - 24})" if len(cols) > 24 else "")
+
+
+def gap(g: GenericTable, missing: dict[str, str], statuses: StatusMap | None) -> CoverageGap:
+    """DW002 for a queue table the model reads only in part: what it could not judge and why."""
+    what = ", ".join(k for k in ("backlog", "stuck", "failed") if k in missing) or "states"
+    why = "; ".join(missing.values())
+    unm = (
+        f"; status values not understood: {', '.join(statuses.unmapped[:10])}"
+        if statuses and statuses.unmapped and not statuses.numeric
+        else ""
+    )
+    return CoverageGap(
+        "queue_unjudged",
+        g.key,
+        f"queue table read by its roles (generic model); {what} not judged: {why}{unm}; "
+        f"columns seen: {_seen(g)}",
+    )
+
+
+def question(g: GenericTable, statuses: StatusMap | None, why: str = "") -> CoverageGap:
+    """DW002 for a table that looks like a queue without enough to judge it as one."""
+    roles = ", ".join(f"{r}={c}" for r, c in sorted(g.reading.roles.items()) if r != "job_id")
+    vals = (
+        f"; status values: {', '.join(sum(statuses.states.values(), ())[:10] + statuses.unmapped[:10])}"
+        if statuses
+        else ""
+    )
+    lacking = []
+    if "runnable_at" not in g.reading.roles:
+        lacking.append("a runnable-at time")
+    if not any(
+        r in g.reading.roles for r in ("claimed_at", "claimed_by", "claim_expires_at", "heartbeat")
+    ):
+        lacking.append("a claim (locked/reserved at or by, lease, heartbeat)")
+    if "payload" not in g.reading.roles and "job_type" not in g.reading.roles:
+        lacking.append("a payload or job type")
+    need = f"; it lacks {', '.join(lacking)}" if lacking else ""
+    return CoverageGap(
+        "queue_roles",
+        g.key,
+        "looks like a job queue but is not read as one"
+        + (f" ({why})" if why else "")
+        + f": backlog, stuck and failed not judged; roles seen: {roles or 'none'}{need}{vals}; "
+        f"columns seen: {_seen(g)}",
+    )
+
+
+def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[GenericTable]:
+    """The catalog rows no library shape matched, read by shape: queues and questions, the
+    libraries' own other tables left out. MySQL/MariaDB: one index read per schema."""
+    out: list[GenericTable] = []
+    for r in rows:
+        cols = {str(k): str(v) for k, v in as_mapping(r.get("columns")).items()}
+        name = to_str(r.get("table_name"))
+        if library_family(name, set(cols)):
+            continue
+        enums = {
+            str(k).lower(): tuple(map(str, v))
+            for k, v in as_mapping(r.get("enums")).items()
+            if isinstance(v, (list, tuple))
+        }
+        raw = r.get("indexed")
+        indexed = (
+            frozenset(str(c).lower() for c in raw if c) if isinstance(raw, list) else frozenset()
+        )
+        reading = recognise_shape(cols, name, indexed, enums)
+        if reading is None:
+            continue
+        out.append(
+            GenericTable(
+                schema=to_str(r.get("schema")),
+                table=name,
+                reading=reading,
+                types={k.lower(): v for k, v in cols.items()},
+                indexed=indexed,
+                rows_estimate=_estimate(r.get("rows_estimate")),
+                current=to_bool(r.get("current_db")),
+            )
+        )
+    if engine != "postgresql" and out:
+        out = _my_indexes(conn, out)
+    return out
+
+
+def _my_indexes(conn: Connection, tables: list[GenericTable]) -> list[GenericTable]:
+    by_schema: dict[str, list[GenericTable]] = {}
+    for g in tables:
+        by_schema.setdefault(g.schema, []).append(g)
+    lead: dict[tuple[str, str], set[str]] = {}
+    for schema, group in by_schema.items():
+        rows = conn.rows(
+            sql("mysql", "queue_generic_indexes", conn.version),
+            {"schema": schema, "tables": tuple(g.table for g in group)},
+        )
+        for r in map(as_row, rows):
+            lead.setdefault((schema, to_str(r.get("table_name"))), set()).add(
+                to_str(r.get("column_name"))
+            )
+    return [replace(g, indexed=frozenset(lead.get((g.schema, g.table), ()))) for g in tables]
+
+
+def _estimate(value: object) -> int | None:
+    n = opt_int(value)
+    return n if n is not None and n >= 0 else None
+
+
+def as_mapping(value: object) -> Mapping[str, object]:
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, str) and value.startswith("{"):
+        loaded = json.loads(value)
+        return loaded if isinstance(loaded, dict) else {}
+    return {}
