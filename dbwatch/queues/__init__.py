@@ -26,7 +26,7 @@ from . import (
 )
 from .base import Library, Shape
 from .failures import BATCH_EXCEPTION, FIX, MEANING, Failure, classify_failure
-from .roles import ROLE_COLUMNS
+from .roles import ROLE_COLUMNS, type_kind
 from .text import attempts_limit, job_class, payload_timeout
 
 __all__ = [
@@ -188,6 +188,9 @@ def recognise(columns: dict[str, str], engine: str, table: str = "") -> Shape | 
             continue
         if shape.name_suffix and not table.lower().endswith(shape.name_suffix):
             continue
+        typed = {c.lower(): t for c, t in columns.items()}
+        if any(typed.get(c) and type_kind(typed[c]) != kind for c, kind in shape.kinds):
+            continue  # the library's names with another library's (or an app's) types
         return shape
     return None
 
@@ -218,8 +221,8 @@ def library_family(name: str, columns: dict[str, str] | set[str]) -> bool:
     if base in QUEUE_TABLE_NAMES or base in _NOT_JOB_TABLES or base.startswith(FAMILY_PREFIXES):
         return True
     names = {c.lower() for c in columns}
-    # an archive or copy of a library's table (pg-boss `archive`: the job's columns and more)
-    return any(s.columns <= names for s in SHAPES)
+    # an archive of a library's table (pg-boss `archive`: the job's columns and archived_on)
+    return any(s.columns <= names and s.excludes & names for s in SHAPES)
 
 
 def sibling_names(shape: Shape, table: str) -> dict[str, str]:

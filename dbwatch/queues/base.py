@@ -21,6 +21,10 @@ class Shape:
     excludes: frozenset[str] = frozenset()  # a column that makes it another table (an archive)
     scale_depth: bool = True  # the table's row estimate is the queue (finished rows leave it)
     typed: tuple[str, ...] = ()  # columns whose SQL type the probe reads (expiry variants)
+    # column -> the kind of SQL type it must have (roles.type_kind), where another layout with
+    # the same names exists: Laravel's times are integers, an app's `jobs` with datetimes is not
+    # Laravel's and is read by the queue model instead
+    kinds: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

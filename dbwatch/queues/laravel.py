@@ -11,6 +11,7 @@ JOBS = Shape(
     "laravel_jobs",
     "laravel",
     frozenset({"id", "queue", "payload", "attempts", "reserved_at", "available_at", "created_at"}),
+    kinds=(("reserved_at", "int"), ("available_at", "int")),
 )
 FAILED = Shape(
     "laravel_failed",

@@ -21,7 +21,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "message", "body", "job_data", "job", "func_args", "handler",
     ),
     "job_type": (
-        "job_class", "job_type", "task_name", "task_identifier", "task", "worker", "kind",
+        "handler", "job_class", "job_type", "task_name", "task_identifier", "task", "worker", "kind",
         "entrypoint", "function", "func", "func_name", "job_name", "class_name", "handler_name",
         "callable", "method",
     ),
