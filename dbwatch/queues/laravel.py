@@ -37,7 +37,22 @@ BATCHES = Shape(
     scale_depth=False,
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue",
+    "payload": "payload",
+    "runnable_at": "available_at",
+    "claimed_at": "reserved_at",
+    "attempts": "attempts",
+    "created_at": "created_at",
+    "error": "failed_jobs.exception",
+    "failed_at": "failed_jobs.failed_at",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="laravel",
     title="Laravel",
     versions="5.1–13.x (database driver)",

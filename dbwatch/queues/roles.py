@@ -128,8 +128,12 @@ def queue_named(table: str) -> bool:
 
 
 def business_named(table: str) -> bool:
+    """An application's record by name (orders, shop_order_items), unless a queue word says
+    it holds jobs (order_jobs, payment_tasks)."""
     base = table.rsplit(".", 1)[-1].strip('`"').lower()
-    return base in BUSINESS or base.rsplit("_", 1)[-1] in BUSINESS and not queue_named(base)
+    return base in BUSINESS or (
+        not queue_named(base) and any(w in BUSINESS for w in base.split("_"))
+    )
 
 
 TypeKind = Literal["time", "epoch", "interval", "int", "text", "enum", "bool", "json", "other"]
