@@ -367,7 +367,12 @@ def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str
             f"status {roles['status']} holds integer codes ({', '.join(statuses.unmapped[:8])}):"
             " their meaning is in the application, not the table"
         )
-    no_states = "states" in out
+    elif statuses is not None and statuses.unmapped:
+        out["states"] = (
+            f"status values not understood ({', '.join(statuses.unmapped[:8])}): rows with them "
+            "are counted in no state"
+        )
+    no_states = "states" in out and statuses is not None and statuses.numeric
     if "runnable_at" not in roles and "created_at" not in roles:
         out["backlog"] = "no runnable-at or created-at time on waiting rows: backlog age unknown"
     elif no_states and not any(r in roles for r in CLAIM_ROLES):

@@ -29,6 +29,21 @@ CREATE TABLE queue (id bigserial PRIMARY KEY, enqueued_at timestamptz NOT NULL D
   dequeued_at timestamptz, expected_at timestamptz, schedule_at timestamptz,
   q_name text NOT NULL, data json NOT NULL);
 """
+# a Node app's own work table: a text state (indexed: read by a skip scan), a heartbeat
+PG_WORK = """
+CREATE TABLE work_items (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), kind text NOT NULL,
+  args jsonb NOT NULL DEFAULT '{}', state text NOT NULL DEFAULT 'queued', run_after timestamptz
+  NOT NULL DEFAULT now(), heartbeat_at timestamptz, worker_id text, attempts smallint DEFAULT 0,
+  max_attempts smallint DEFAULT 5, last_error text, finished_at timestamptz,
+  created_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX ON work_items (state, run_after);
+INSERT INTO work_items (kind, state, finished_at) SELECT 'sync', 'done', now()
+  FROM generate_series(1, 50);
+INSERT INTO work_items (kind, state, run_after) SELECT 'sync', 'snoozed', now()
+  FROM generate_series(1, 2);
+INSERT INTO work_items (kind, state, heartbeat_at, worker_id) SELECT 'sync', 'running',
+  now() - interval '30 s', 'w-1' FROM generate_series(1, 2);
+"""
 # an e-commerce schema: statuses, schedules, attempts, errors, a lock column — no queue
 BUSINESS = """
 CREATE TABLE orders (id bigserial PRIMARY KEY, status text NOT NULL, total numeric(10,2),
@@ -81,6 +96,7 @@ def test_generic_model_postgresql(uniq: str) -> None:
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute(PG_TASKS)
             c.execute(PG_PQ)
+            c.execute(PG_WORK)
             c.execute(BUSINESS)
             for stmt in BUSINESS_ROWS:
                 c.execute(stmt)
@@ -116,6 +132,10 @@ def test_generic_model_postgresql(uniq: str) -> None:
     assert gaps["public.queue"]["kind"] == "queue_unjudged"
     assert "failed not judged" in gaps["public.queue"]["reason"]
     assert "q_name" in gaps["public.queue"]["reason"]  # the columns seen
+    # work_items: healthy (a live heartbeat), its statuses read from its index, one unmapped
+    assert queue_findings(data, "public.work_items") == []
+    wi = gaps["public.work_items"]
+    assert wi["kind"] == "queue_unjudged" and "snoozed" in wi["reason"]
     # the business schema: no queue finding, no question about it either
     for table in ("orders", "payments", "invoices", "users", "shop_order_items"):
         assert queue_findings(data, f"public.{table}") == [], table
