@@ -56,17 +56,24 @@ class GenericTable:
     def order(self) -> str | None:
         """The column the windows are read by: an indexed job id, created-at or runnable-at."""
         roles = self.reading.roles
-        for role in ("job_id", "created_at", "runnable_at"):
-            col = roles.get(role)
+        job_id = roles.get("job_id")
+        integer = job_id is not None and type_kind(self.types.get(job_id, "")) == "int"
+        # an integer id grows with time; a uuid or text key does not (a last resort)
+        for col in (
+            job_id if integer else None,
+            roles.get("created_at"),
+            roles.get("runnable_at"),
+            job_id,
+        ):
             if col and col in self.indexed:
                 return col
         return None
 
 
-def _q(engine: str, col: str) -> str:
+def _q(engine: str, *parts: str) -> str:
     if engine == "postgresql":
-        return pgsql.Identifier(col.replace("%", "%%")).as_string(None)
-    return my_ident_for_format(col)
+        return pgsql.Identifier(*(p.replace("%", "%%") for p in parts)).as_string(None)
+    return my_ident_for_format(*parts)
 
 
 def _epoch(engine: str, col: str, ctype: str) -> str:
@@ -83,17 +90,18 @@ def _epoch(engine: str, col: str, ctype: str) -> str:
     return f"(CASE WHEN {q} > 100000000000 THEN {q} / 1000.0 ELSE {q} END){cast}"
 
 
-def _text(engine: str, col: str, width: int) -> str:
-    q = _q(engine, col)
+def _text(engine: str, col: str, width: int, alias: str = "") -> str:
+    q = f"{alias}{_q(engine, col)}"
     if engine == "postgresql":
         return f"left({q}::text, {width})"
-    return f"LEFT(CAST({q} AS CHAR), {width})"
+    # CHAR(n), not CHAR: a sized string keeps MariaDB's temporary tables in memory
+    return f"CAST({q} AS CHAR({width}))"
 
 
-def _head(engine: str, col: str) -> str:
+def _head(engine: str, col: str, alias: str = "") -> str:
     if engine == "postgresql":
-        return f"split_part({_text(engine, col, 400)}, chr(10), 1)"
-    return f"SUBSTRING_INDEX({_text(engine, col, 400)}, CHAR(10), 1)"
+        return f"split_part({_text(engine, col, 400, alias)}, chr(10), 1)"
+    return f"SUBSTRING_INDEX({_text(engine, col, 300, alias)}, CHAR(10), 1)"
 
 
 def fragments(engine: str, g: GenericTable) -> dict[str, str]:
@@ -123,9 +131,7 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
             return f"extract(epoch FROM {_q(engine, col)})"
         return f"({_q(engine, col)}){'::bigint' if pg else ''}"
 
-    key = roles.get("job_id") or g.order()
     cols = {
-        "k": _text(engine, key, 100) if key else null["t"],
         "queue": f"coalesce({_text(engine, roles['queue'], 255)}, '(none)')"
         if "queue" in roles
         else "'(none)'",
@@ -143,13 +149,27 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         "att": num("attempts"),
         "max_att": num("max_attempts"),
         "tmo": num("timeout"),
-        "err": _head(engine, roles["error"]) if "error" in roles else null["t"],
-        "kind": _text(engine, roles["job_type"], 255) if "job_type" in roles else null["t"],
     }
     if not pg:
         cols["queue"] = cols["queue"].replace("coalesce", "COALESCE")
     order = g.order()
-    return {
+    err = (lambda a: _head(engine, roles["error"], a)) if "error" in roles else None
+    kind = (lambda a: _text(engine, roles["job_type"], 255, a)) if "job_type" in roles else None
+    texts: dict[str, str] = {"join": ""}
+    if order and order == roles.get("job_id"):
+        # the texts of the few rows an aspect keeps, by their key: the windows stay narrow
+        # (MariaDB keeps them in memory) and no row's text is read twice
+        cols["k"] = _q(engine, order)
+        texts = {
+            "join": f"JOIN {_q(engine, g.schema, g.table)} t ON t.{_q(engine, order)} = r.k",
+            "err": err("t.") if err else null["t"],
+            "kind": kind("t.") if kind else null["t"],
+        }
+    else:
+        cols["err"] = err("") if err else null["t"]
+        cols["kind"] = kind("") if kind else null["t"]
+        texts |= {"err": "r.err", "kind": "r.kind"}
+    return texts | {
         "cols": ", ".join(f"{expr} AS {name}" for name, expr in cols.items()),
         "order": _q(engine, order) if order else "NULL",
         "order_desc": f"{_q(engine, order)} DESC" if order else "NULL",
@@ -263,7 +283,10 @@ def probe_generic(
     summary: list[dict[str, object]] = []
     for aspect in ("summary", "reserved", "repeated", "failed"):
         text = compose(
-            engine, sql(engine, f"queue_generic_{aspect}", conn.version), {}, {"rows": rows_sql}
+            engine,
+            sql(engine, f"queue_generic_{aspect}", conn.version),
+            {},
+            {"rows": rows_sql} | {k: frags[k] for k in ("join", "err", "kind")},
         )
         try:
             rows = [jsonable(r) for r in conn.rows(text, params)]

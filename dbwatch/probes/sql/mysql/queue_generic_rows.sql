@@ -1,5 +1,6 @@
 -- The one queue model's rows (generic tables, by roles): two bounded windows of the table, the
--- oldest and the newest %(window)s by its indexed order column (without one: its first rows),
+-- oldest and the newest %(window)s by its indexed order column (the newest past the oldest;
+-- without an order column: its first rows),
 -- each row's state from its roles: a status value mapped by meaning (the bound lists), else
 -- its markers (finished / failed at, attempts at max, claimed at/by), else waiting/scheduled.
 -- The role expressions (cols) are composed from the catalog's names and types.
@@ -18,5 +19,9 @@ SELECT w.*, UNIX_TIMESTAMP() AS now_e,
          ELSE 'unmapped'
        END AS state
 FROM ((SELECT {cols} FROM {table} ORDER BY {order} LIMIT %(window)s)
-      UNION
-      (SELECT {cols} FROM {table} ORDER BY {order_desc} LIMIT {second})) w
+      UNION ALL
+      (SELECT {cols} FROM {table}
+       WHERE {order} > (SELECT f.o FROM (SELECT {order} AS o FROM {table}
+                                         ORDER BY {order} LIMIT %(window)s) f
+                        ORDER BY f.o DESC LIMIT 1)
+       ORDER BY {order_desc} LIMIT {second})) w
