@@ -257,3 +257,37 @@ def test_fold_summary_per_queue() -> None:
     assert s["total"] == 303 and s["repeated"] == 1 and s["max_attempts"] == 2
     assert states == [{"queue": "mail", "states": {"waiting": 300, "running": 3, "done": 40,
                                                    "failed": 10}}]
+
+
+def test_generic_claims_by_lease_heartbeat_else_claim_timeout() -> None:
+    """QU002 on a generic table: its own lease (locked-until) first, a heartbeat against
+    heartbeat_timeout (5 min), else the claim's age against claim_timeout (15 min); the
+    summary says which, never a library's retry_after."""
+    from dbwatch.catalogue import load_catalogue
+    from dbwatch.config import Config
+    from dbwatch.evaluate import Selection, evaluate
+    from dbwatch.snapshot import Snapshot
+
+    table = {
+        "schema": "app", "table": "work", "kind": "generic", "library": "generic",
+        "rows_estimate": 50, "window": 20000, "groups": 500,
+        "roles": [["claimed_at", "locked_at"], ["heartbeat", "heartbeat_at"],
+                  ["claim_expires_at", "locked_until"]],
+        "reserved": [
+            {"queue": "q", "reserved_seconds": 100, "n": 2, "lease_overdue": 5},
+            {"queue": "q", "reserved_seconds": 100, "n": 7, "lease_overdue": -50},
+            {"queue": "q", "reserved_seconds": 400, "n": 3, "heartbeat": True},
+            {"queue": "q", "reserved_seconds": 200, "n": 4, "heartbeat": True},
+            {"queue": "q", "reserved_seconds": 800, "n": 1},
+            {"queue": "r", "reserved_seconds": 1000, "n": 6},
+        ],
+    }
+    snap = Snapshot(target="t", engine="postgresql", server_version="15.0", version_num=150000,
+                    taken_at=1_800_000_000.0, sections={"pg.queues": {"tables": [table]}},
+                    failures=(), features=frozenset(), gaps=())
+    result = evaluate(snap, load_catalogue(), Config(), Selection(select=("QU002",)))
+    (f,) = [f for f in result.findings if f.rule == "QU002"]
+    assert f.evidence["count"] == 11 and f.evidence["queues"] == {"q": 5, "r": 6}
+    assert f.evidence["library"] == "generic" and len(f.evidence["stuck_by"]) == 3
+    assert "retry_after" not in f.summary and "artisan" not in f.fix
+    assert "locked_until" in f.summary and "heartbeat_timeout" in f.summary
