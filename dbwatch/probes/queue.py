@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import ProbeError
 from ..queues import (
     CATALOG_COLUMNS,
+    MARKER_COLUMNS,
     QUEUE_TABLE_NAMES,
     SHAPES,
     attempts_limit,
@@ -138,10 +139,12 @@ def discover_tables(
         text = sql(engine, "queue_tables", conn.version)
         params = {
             "markers": list(CATALOG_COLUMNS),
+            "library": list(MARKER_COLUMNS),
             "core": list(CORE_COLUMNS),
             "name_pattern": QUEUE_WORDS_PATTERN,
         }
         rows = [as_row(r) for r in conn.rows(text, params)]
+        capped = len(rows) >= PG_CATALOG_ROWS
     else:
         rows, capped = _my_candidates(conn)
     out = []
@@ -181,6 +184,7 @@ def discover_tables(
 
 
 MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
+PG_CATALOG_ROWS = 2000  # candidate tables returned by PostgreSQL's catalog query (its LIMIT)
 
 
 def _my_candidates(conn: Connection) -> tuple[list[Row], bool]:
@@ -342,8 +346,9 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
         gaps.append(
             CoverageGap(
                 "queue_table",
-                "information_schema.COLUMNS",
-                f"the queue-table catalog read stopped at {MY_CATALOG_ROWS} column rows: "
+                "information_schema.COLUMNS" if engine != "postgresql" else "pg_attribute",
+                f"the queue-table catalog read stopped at "
+                f"{MY_CATALOG_ROWS if engine != 'postgresql' else PG_CATALOG_ROWS} rows: "
                 "queue tables beyond it were not found; scope the target to one database",
             )
         )
