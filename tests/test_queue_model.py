@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from dbwatch.probes.queue_generic import GenericTable, fold_summary, fragments, window_text
+from dbwatch.probes.queue_generic import fold_summary, fragments, window_text
+from dbwatch.probes.queue_shape import GenericTable
 from dbwatch.queues import LIBRARIES, SHAPES, library_family, recognise
 from dbwatch.queues.roles import (
     ROLES,

@@ -29,7 +29,8 @@ from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
 from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
-from .queue_generic import GenericTable, generic_tables, probe_generic, question
+from .queue_generic import probe_generic
+from .queue_shape import GenericTable, generic_tables, question
 from .queue_sql import compose, qualified
 
 log = logging.getLogger(__name__)
