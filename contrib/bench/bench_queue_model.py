@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 import pymysql
 
+from dbwatch.errors import ProbeError
 from dbwatch.probes import sql
 from dbwatch.probes.queue import discover_tables
 from dbwatch.probes.queue_generic import WINDOW, _bind, fragments
@@ -135,7 +136,7 @@ def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
                   "values": 50} | _bind(statuses, False)
         ident = {"table": (g.schema, g.table)}
         rows_sql = compose(engine, sql(engine, "queue_generic_rows", conn.version), ident, frags)
-        aspects: dict[str, float] = {}
+        aspects: dict[str, float | str] = {}
         for name in ("values_indexed", "summary", "reserved", "repeated", "failed"):
             text = sql(engine, f"queue_generic_{name}", conn.version)
             text = compose(engine, text, ident if name == "values_indexed" else {},
@@ -144,9 +145,14 @@ def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
             ms = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                conn.rows(text, params)
+                try:
+                    conn.rows(text, params)
+                except ProbeError as exc:  # a statement past the session's timeout: say so
+                    aspects[name] = f"failed: {exc.detail}"
+                    break
                 ms.append((time.perf_counter() - t0) * 1000)
-            aspects[name] = round(statistics.median(ms), 1)
+            else:
+                aspects[name] = round(statistics.median(ms), 1)
         conn.close()
         return {
             "engine": engine,
@@ -168,8 +174,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--engines", default="postgresql,mysql")
     args = ap.parse_args()
-    out = [measure(e, args.tables, args.rows, args.runs) for e in args.engines.split(",")]
-    print(json.dumps(out, indent=2))
+    for engine in args.engines.split(","):
+        print(json.dumps(measure(engine, args.tables, args.rows, args.runs), indent=2), flush=True)
 
 
 if __name__ == "__main__":

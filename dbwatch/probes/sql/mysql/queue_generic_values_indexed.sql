@@ -1,10 +1,8 @@
--- Generic queue table: every distinct value of its status column by a skip scan of the index
--- that leads with it (one index probe per value), at most %(values)s values.
-WITH RECURSIVE v (s, depth) AS (
-  (SELECT {status}, 1 FROM {table} WHERE {status} IS NOT NULL ORDER BY {status} LIMIT 1)
-  UNION ALL
-  SELECT (SELECT t.{status} FROM {table} t WHERE t.{status} > v.s
-          ORDER BY t.{status} LIMIT 1), v.depth + 1
-  FROM v WHERE v.s IS NOT NULL AND v.depth < %(values)s
-)
-SELECT LEFT(CAST(s AS CHAR), 64) AS value, NULL AS n FROM v WHERE s IS NOT NULL
+-- Generic queue table: every distinct value of its status column, read by a loose index scan
+-- of the index that leads with it ("Using index for group-by": one index probe per value; a
+-- recursive CTE was measured taking > 5 s at 1 M rows on MariaDB 10.11), at most %(values)s.
+SELECT LEFT(CAST(t.{status} AS CHAR(64)), 64) AS value, NULL AS n
+FROM {table} t
+WHERE t.{status} IS NOT NULL
+GROUP BY t.{status}
+LIMIT %(values)s
