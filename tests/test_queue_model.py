@@ -292,3 +292,43 @@ def test_generic_claims_by_lease_heartbeat_else_claim_timeout() -> None:
     assert f.evidence["library"] == "generic" and len(f.evidence["stuck_by"]) == 3
     assert "retry_after" not in f.summary and "artisan" not in f.fix
     assert "locked_until" in f.summary and "heartbeat_timeout" in f.summary
+
+
+# Framework sample apps' own tables (Django 5 auth/admin/sessions, Rails 7 Active Storage /
+# Action Mailbox / Action Text, Laravel 11's default migrations but its queue tables).
+FRAMEWORK_TABLES: dict[str, dict[str, str]] = {
+    "django_admin_log": {"id": "integer", "action_time": TS, "object_id": "text",
+                         "object_repr": "character varying(200)", "action_flag": "smallint",
+                         "change_message": "text", "content_type_id": "integer",
+                         "user_id": "integer"},
+    "django_session": {"session_key": "character varying(40)", "session_data": "text",
+                       "expire_date": TS},
+    "auth_user": {"id": "integer", "password": "character varying(128)", "last_login": TS,
+                  "is_superuser": "boolean", "username": "character varying(150)",
+                  "date_joined": TS, "is_active": "boolean"},
+    "action_mailbox_inbound_emails": {"id": "bigint", "status": "integer",
+                                      "message_id": "character varying", "message_checksum":
+                                      "character varying", "created_at": "timestamp(6) without time zone",
+                                      "updated_at": "timestamp(6) without time zone"},
+    "active_storage_blobs": {"id": "bigint", "key": "character varying", "filename":
+                             "character varying", "content_type": "character varying",
+                             "metadata": "text", "service_name": "character varying",
+                             "byte_size": "bigint", "checksum": "character varying",
+                             "created_at": "timestamp(6) without time zone"},
+    "action_text_rich_texts": {"id": "bigint", "name": "character varying", "body": "text",
+                               "record_type": "character varying", "record_id": "bigint",
+                               "created_at": TS, "updated_at": TS},
+    "cache_locks": {"key": "varchar(255)", "owner": "varchar(255)", "expiration": "int(11)"},
+    "password_reset_tokens": {"email": "varchar(255)", "token": "varchar(255)",
+                              "created_at": "timestamp"},
+    "personal_access_tokens": {"id": "bigint(20) unsigned", "tokenable_type": "varchar(255)",
+                               "tokenable_id": "bigint(20) unsigned", "name": "varchar(255)",
+                               "token": "varchar(64)", "abilities": "text",
+                               "last_used_at": "timestamp", "expires_at": "timestamp",
+                               "created_at": "timestamp", "updated_at": "timestamp"},
+}
+
+
+@pytest.mark.parametrize("table", sorted(FRAMEWORK_TABLES))
+def test_framework_sample_app_tables_are_not_queues(table: str) -> None:
+    assert recognise_shape(FRAMEWORK_TABLES[table], table) is None, table
