@@ -27,6 +27,7 @@ from .queue_sql import compose
 WINDOW = 10_000  # rows per window (oldest and newest by the order column): <= 20,000 read
 VALUES = 50  # status values read per table
 GROUPS = 500
+ASPECTS = ("summary", "reserved", "repeated", "failed")
 NONE = "-dbwatch-no-value-"  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
 
 
@@ -230,8 +231,11 @@ def probe_generic(
         {"table": (g.schema, g.table)},
         frags,
     )
-    summary: list[dict[str, object]] = []
-    for aspect in ("summary", "reserved", "repeated", "failed"):
+    # an aspect the table cannot tell is not queried: its section entry stays None (the rule
+    # judges nothing there) and the gap above says why
+    skip = {"backlog": "summary", "stuck": "reserved", "failed": "failed"}
+    aspects = [a for a in ASPECTS if a not in {skip[k] for k in missing if k in skip}]
+    for aspect in aspects:
         text = compose(
             engine,
             sql(engine, f"queue_generic_{aspect}", conn.version),
@@ -243,17 +247,9 @@ def probe_generic(
         except ProbeError as exc:
             return out | _failed(g, exc, aspect), gaps
         if aspect == "summary":
-            summary = rows
             out["summary"], out["states"] = fold_summary(rows)
         else:
             out[aspect] = rows
-    if "stuck" in missing:
-        out["reserved"] = None  # QU002 cannot be judged here: the gap says so
-    if "failed" in missing:
-        out["failed"] = None
-    if "backlog" in missing:
-        out["summary"] = None
-    del summary
     return out, gaps
 
 
