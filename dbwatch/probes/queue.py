@@ -185,6 +185,7 @@ def discover_tables(
 
 
 MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
+_LIBRARY_MARKERS = frozenset(MARKER_COLUMNS)  # the 6-column rule counts library markers only
 PG_CATALOG_ROWS = 2000  # candidate tables returned by PostgreSQL's catalog query (its LIMIT)
 
 
@@ -205,7 +206,7 @@ def _my_candidates(conn: Connection) -> tuple[list[Row], bool]:
     out: list[Row] = [
         {"schema": s, "table_name": t, "columns": cols, "current_db": s == current}
         for (s, t), cols in tables.items()
-        if len(cols) >= 6
+        if len(_LIBRARY_MARKERS.intersection(cols)) >= 6
         or (len(cols) >= 3 and not CORE_COLUMNS.isdisjoint(cols))
         or (len(cols) >= 2 and queue_named(t))
     ]
