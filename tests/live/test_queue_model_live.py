@@ -236,3 +236,24 @@ def test_generic_model_mariadb(my_db: tuple[str, Any]) -> None:
     assert gaps[f"{db}.tasks"]["kind"] == "queue_roles"
     assert "backlog, stuck and failed not judged" in gaps[f"{db}.tasks"]["reason"]
     assert f"{db}.payments" not in gaps
+
+
+def test_generic_table_refused_is_a_grant(uniq: str) -> None:
+    """A privilege really missing on a generic queue table: DW001 names the table with the
+    GRANT that fixes it (the other side of the unreadable-table test)."""
+    db, role = f"dbw_gmg_{uniq}", f"dbw_mon_{uniq}"
+    with pg_database(db) as dsn:
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(PG_TASKS)
+            _fill_tasks(c)
+            c.execute(f"CREATE ROLE {role} LOGIN")
+        try:
+            data = audit(f"postgresql://{role}@127.0.0.1:5432/{db}", "--select", "QU,DW")
+        finally:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute(f"DROP OWNED BY {role}")
+            with psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True) as c:
+                c.execute(f"DROP ROLE {role}")
+    dw001 = [f for f in by_rule(data, "DW001") if "background_task" in f["summary"]]
+    assert dw001 and 'GRANT SELECT ON "public"."background_task"' in dw001[0]["fix"]
+    assert queue_findings(data, "public.background_task") == []
