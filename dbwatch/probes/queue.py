@@ -7,10 +7,8 @@ What a cycle cannot reach (cap, time budget) is a DW002 gap; the daemon rotates 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ProbeError
@@ -24,13 +22,21 @@ from ..queues import (
     recognise,
     sibling_names,
 )
-from ..queues.roles import CORE_COLUMNS, QUEUE_WORDS_PATTERN, queue_named
+from ..queues.roles import CORE_COLUMNS, QUEUE_WORDS_PATTERN
 from ..snapshot import CoverageGap
-from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
+from ..snapshot.values import Row, as_row, opt_int, to_bool, to_str
 from ..targets import Connection
 from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
 from .queue_generic import probe_generic
-from .queue_shape import GenericTable, generic_tables, question
+from .queue_shape import (
+    MY_CATALOG_ROWS,
+    PG_CATALOG_ROWS,
+    GenericTable,
+    columns_of,
+    generic_tables,
+    my_candidates,
+    question,
+)
 from .queue_sql import compose, qualified
 
 log = logging.getLogger(__name__)
@@ -57,20 +63,6 @@ HEARTBEAT_EXPR = {
     ),
     False: ("NULL::bigint", "NULL::int"),
 }
-
-
-def _columns(value: object) -> dict[str, str]:
-    """name -> SQL type: PostgreSQL's JSON object, MySQL's dict built here, or 'name type,...'."""
-    if isinstance(value, Mapping):
-        return {str(k).lower(): str(v or "") for k, v in value.items()}
-    if isinstance(value, str) and value.startswith("{"):
-        return _columns(json.loads(value))
-    out = {}
-    for item in str(value or "").split(","):
-        name, _, ctype = item.strip().partition(" ")
-        if name:
-            out[name.lower()] = ctype.strip()
-    return out
 
 
 @dataclass(frozen=True)
@@ -147,11 +139,11 @@ def discover_tables(
         rows = [as_row(r) for r in conn.rows(text, params)]
         capped = len(rows) >= PG_CATALOG_ROWS
     else:
-        rows, capped = _my_candidates(conn)
+        rows, capped = my_candidates(conn)
     out = []
     unknown: list[Row] = []
     for r in rows:
-        cols = _columns(r.get("columns"))
+        cols = columns_of(r.get("columns"))
         name = to_str(r.get("table_name"))
         shape = recognise(cols, engine, name)
         if shape is None:
@@ -182,36 +174,6 @@ def discover_tables(
     # those are the live queues; prefixed copies come after (and are rotated in by the daemon).
     out.sort(key=lambda t: (not t.current, t.table not in CANONICAL))
     return out, capped, generic_tables(conn, engine, unknown)
-
-
-MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
-_LIBRARY_MARKERS = frozenset(MARKER_COLUMNS)  # the 6-column rule counts library markers only
-PG_CATALOG_ROWS = 2000  # candidate tables returned by PostgreSQL's catalog query (its LIMIT)
-
-
-def _my_candidates(conn: Connection) -> tuple[list[Row], bool]:
-    """MySQL/MariaDB: marker columns per table, grouped here (see queue_tables.sql for why),
-    in the shape of PostgreSQL's catalog query: schema, table_name, columns, current_db."""
-    schema = opt_str(getattr(conn.spec, "scoped_database", None))
-    name = "queue_tables_scoped" if schema else "queue_tables"
-    params: dict[str, object] = {"markers": tuple(CATALOG_COLUMNS)}
-    if schema:
-        params["schema"] = schema
-    current = schema or opt_str(getattr(conn.spec, "database", None))
-    tables: dict[tuple[str, str], dict[str, str]] = {}
-    raw = conn.rows(sql("mysql", name, conn.version), params)
-    for r in map(as_row, raw):
-        key = (to_str(r.get("schema")), to_str(r.get("table_name")))
-        tables.setdefault(key, {})[to_str(r.get("column_name"))] = to_str(r.get("column_type"))
-    out: list[Row] = [
-        {"schema": s, "table_name": t, "columns": cols, "current_db": s == current}
-        for (s, t), cols in tables.items()
-        if len(_LIBRARY_MARKERS.intersection(cols)) >= 6
-        or (len(cols) >= 3 and not CORE_COLUMNS.isdisjoint(cols))
-        or (len(cols) >= 2 and queue_named(t))
-    ]
-    out.sort(key=lambda r: (not r["current_db"], str(r["schema"]), str(r["table_name"])))
-    return out, len(raw) >= MY_CATALOG_ROWS
 
 
 def _estimate(value: object) -> int | None:

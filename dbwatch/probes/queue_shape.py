@@ -1,6 +1,7 @@
 """Recognition by shape for queue tables no library module knows: the catalog rows read by the
 one queue model (queues/roles.py) into queues and questions, the libraries' own other tables
-left out, and the DW002 texts for what the model cannot judge (named table, roles, columns).
+left out, the DW002 texts for what the model cannot judge (named table, roles, columns), and
+MySQL/MariaDB's catalog rows grouped per table.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from ..queues import library_family
-from ..queues.roles import Reading, StatusMap, recognise_shape, type_kind
+from ..queues import CATALOG_COLUMNS, MARKER_COLUMNS, library_family
+from ..queues.roles import CORE_COLUMNS, Reading, StatusMap, queue_named, recognise_shape, type_kind
 from ..snapshot import CoverageGap
-from ..snapshot.values import Row, as_row, opt_int, to_bool, to_str
+from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
 from . import sql
 
@@ -173,3 +174,47 @@ def as_mapping(value: object) -> Mapping[str, object]:
         loaded = json.loads(value)
         return loaded if isinstance(loaded, dict) else {}
     return {}
+
+
+def columns_of(value: object) -> dict[str, str]:
+    """name -> SQL type: PostgreSQL's JSON object, MySQL's dict built here, or 'name type,...'."""
+    if isinstance(value, Mapping):
+        return {str(k).lower(): str(v or "") for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("{"):
+        return columns_of(json.loads(value))
+    out = {}
+    for item in str(value or "").split(","):
+        name, _, ctype = item.strip().partition(" ")
+        if name:
+            out[name.lower()] = ctype.strip()
+    return out
+
+
+MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
+_LIBRARY_MARKERS = frozenset(MARKER_COLUMNS)  # the 6-column rule counts library markers only
+PG_CATALOG_ROWS = 2000  # candidate tables returned by PostgreSQL's catalog query (its LIMIT)
+
+
+def my_candidates(conn: Connection) -> tuple[list[Row], bool]:
+    """MySQL/MariaDB: marker columns per table, grouped here (see queue_tables.sql for why),
+    in the shape of PostgreSQL's catalog query: schema, table_name, columns, current_db."""
+    schema = opt_str(getattr(conn.spec, "scoped_database", None))
+    name = "queue_tables_scoped" if schema else "queue_tables"
+    params: dict[str, object] = {"markers": tuple(CATALOG_COLUMNS)}
+    if schema:
+        params["schema"] = schema
+    current = schema or opt_str(getattr(conn.spec, "database", None))
+    tables: dict[tuple[str, str], dict[str, str]] = {}
+    raw = conn.rows(sql("mysql", name, conn.version), params)
+    for r in map(as_row, raw):
+        key = (to_str(r.get("schema")), to_str(r.get("table_name")))
+        tables.setdefault(key, {})[to_str(r.get("column_name"))] = to_str(r.get("column_type"))
+    out: list[Row] = [
+        {"schema": s, "table_name": t, "columns": cols, "current_db": s == current}
+        for (s, t), cols in tables.items()
+        if len(_LIBRARY_MARKERS.intersection(cols)) >= 6
+        or (len(cols) >= 3 and not CORE_COLUMNS.isdisjoint(cols))
+        or (len(cols) >= 2 and queue_named(t))
+    ]
+    out.sort(key=lambda r: (not r["current_db"], str(r["schema"]), str(r["table_name"])))
+    return out, len(raw) >= MY_CATALOG_ROWS
