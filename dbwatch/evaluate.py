@@ -160,7 +160,7 @@ def probe_failures(
         else:
             problem = f"probe {f.probe} failed"
             summary = checks.render(template, {"problem": problem, "error": f.message})
-            severity, fix = "warning", f.grant or fix_default
+            severity, fix = "warning", f.fix or f.grant or fix_default
         out.append(
             _dw001(
                 snap, f"probe {f.probe}", summary, severity, fix, [f], affected, identity=f.probe
