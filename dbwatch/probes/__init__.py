@@ -11,13 +11,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date
 from datetime import time as dtime
 from decimal import Decimal
 from functools import cache, partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..config import Config
 from ..errors import ProbeError, TargetError
@@ -36,6 +37,7 @@ ALWAYS = ("pg.privileges", "my.privileges")
 # result is driver rows (or Covered / PartialResult of them), typed by the section builder
 ProbeFn = Callable[..., object]
 F = TypeVar("F", bound=ProbeFn)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -196,13 +198,104 @@ class ProbeStats:
     per_probe: dict[str, float] = field(default_factory=dict)
 
 
+_LOADED = False
+
+
 def _load_all() -> None:
-    """Import every probe module in this package so its probes register."""
+    """Import every probe module in this package so its probes register (once: listing the
+    package from disk every cycle cost more than the cycle's own work)."""
+    global _LOADED
+    if _LOADED:
+        return
     import importlib
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
+    _LOADED = True
+
+
+# The daemon's shared store and this target's server key while its probes run (set by
+# run_probes): lets a probe read a server-wide part of its data once per server (per_server).
+_SHARED: ContextVar[tuple[SharedProbes, str] | None] = ContextVar("dbwatch_shared", default=None)
+
+
+# A catalog read cached by the daemon is re-read at least this often whatever the marker says
+# (a marker that cannot see a change: statistics off, counters reset to the same values).
+CATALOG_MAX_AGE = 300.0
+
+
+@dataclass
+class _Cycle:
+    """One target's probing pass: its connection and cache, and the catalog marker read at
+    most once in it (None: not trusted, the catalog reads run every time)."""
+
+    conn: Connection
+    cache: ProbeCache | None
+    marker: tuple[object, ...] | None = None
+    read: bool = False
+
+
+_CYCLE: ContextVar[_Cycle | None] = ContextVar("dbwatch_cycle", default=None)
+
+
+def catalog_cached(name: str, read: Callable[[], T]) -> T:
+    """`read()`'s last result while the target's catalog is unchanged (the daemon: the DDL
+    marker of catalog_marker.sql, once per cycle; at most CATALOG_MAX_AGE old), a fresh
+    `read()` otherwise and always outside the daemon. For what only DDL changes: which tables
+    are queue tables and their columns, whether an extension is installed."""
+    cyc = _CYCLE.get()
+    if cyc is None or cyc.cache is None:
+        return read()
+    marker = _marker(cyc)
+    if marker is None:
+        return read()
+    hit = cyc.cache.get(f"catalog:{name}", CATALOG_MAX_AGE)
+    if isinstance(hit, tuple) and len(hit) == 2 and hit[0] == marker:
+        return cast(T, hit[1])
+    data = read()
+    cyc.cache.put(f"catalog:{name}", (marker, data))
+    return data
+
+
+def _marker(cyc: _Cycle) -> tuple[object, ...] | None:
+    if not cyc.read:
+        cyc.read = True
+        conn = cyc.conn
+        try:
+            if conn.engine == "postgresql":
+                cyc.marker = _pg_marker(conn)
+            else:  # server-wide counters: one read per server serves its targets
+                got = per_server("catalog_marker", partial(_my_marker, conn))
+                cyc.marker = got if isinstance(got, tuple) else None
+        except ProbeError as exc:  # not readable: no caching, the reads run every cycle
+            log.debug("catalog marker of %s not read: %s", conn.spec.name, exc.detail)
+            cyc.marker = None
+    return cyc.marker
+
+
+def _pg_marker(conn: Connection) -> tuple[object, ...] | None:
+    rows = conn.rows(sql("postgresql", "catalog_marker", conn.version))
+    if not rows or rows[0].get("track_counts") != "on":
+        return None
+    return ("pg", rows[0].get("marker"))
+
+
+def _my_marker(conn: Connection) -> tuple[object, ...] | None:
+    rows = conn.rows(sql("mysql", "catalog_marker", conn.version))
+    got = sorted((str(r.get("name")).lower(), str(r.get("value"))) for r in rows)
+    return ("my", *got) if got else None
+
+
+def per_server(name: str, read: Callable[[], object]) -> object:
+    """`read()` once per server and user per share interval in the daemon (single flight;
+    the targets of that server get the same result), every time elsewhere (audit). For the
+    server-wide part of a probe whose other part is the target's own (pg.horizon's peers)."""
+    shared = _SHARED.get()
+    if shared is None:
+        return read()
+    store, key = shared
+    return store.get_or_run(key, name, read)
 
 
 def run_probes(
@@ -220,6 +313,25 @@ def run_probes(
     `shared` (the daemon: store and server key), server-wide probes run once per server.
     Probes not started within the time budget are left None and listed as gaps (DW002)."""
     _load_all()
+    token = _SHARED.set(shared)
+    cycle = _CYCLE.set(_Cycle(conn, cache))
+    try:
+        return _run_probes(conn, target, needs, stats, config, cache, budget, shared)
+    finally:
+        _CYCLE.reset(cycle)
+        _SHARED.reset(token)
+
+
+def _run_probes(
+    conn: Connection,
+    target: str,
+    needs: Iterable[str],
+    stats: ProbeStats | None,
+    config: Config | None,
+    cache: ProbeCache | None,
+    budget: float,
+    shared: tuple[SharedProbes, str] | None,
+) -> Snapshot:
     started = time.time()
     sections: dict[str, object] = {}
     failures: list[ProbeFailure] = []
@@ -240,8 +352,10 @@ def run_probes(
             continue
         t0 = time.perf_counter()
         data: object
+        typed = False
         try:
             if shared is not None and p.server_wide:
+                typed = True
                 store, key = shared
                 # built inside the single flight: every target shares the same typed rows
                 data = store.get_or_run(key, name, partial(_built, name, p, conn, config))
@@ -275,7 +389,8 @@ def run_probes(
         if isinstance(data, PartialResult):
             failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
             data, complete = data.data, False
-        data = build_section(name, data)  # typed rows, once, at the probe boundary
+        if not typed:  # shared results were typed once, inside the single flight
+            data = build_section(name, data)  # typed rows, once, at the probe boundary
         if cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data

@@ -6,10 +6,12 @@ Extra sessions (other databases, a standby's primary) are opened one at a time a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from ..config import Config, TargetConfig
@@ -28,7 +30,7 @@ from ..snapshot.pg import (
 from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
-from . import Covered, PartialResult, jsonable, probe, sql
+from . import Covered, PartialResult, jsonable, per_server, probe, sql
 from .postgresql import session_rows
 
 R = TypeVar("R", bound=FromRow)
@@ -126,11 +128,34 @@ def _peer(config: object, name: str, fetch: Callable[[Connection, str], PgPeer])
         return PgPeer(name, error=str(exc))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Local:
+    """The server's own horizon holders but the backends: the same for every target of it."""
+
+    instance: PgInstance
+    prepared: tuple[PgPrepared, ...]
+    slots: tuple[PgSlot, ...]
+    replication: tuple[PgReplication, ...]
+
+
+def _local(conn: Connection) -> _Local:
+    return _Local(
+        _instance(conn),
+        _horizon_rows(conn, "horizon_prepared", PgPrepared),
+        _horizon_rows(conn, "horizon_slots", PgSlot),
+        _horizon_rows(conn, "horizon_replication", PgReplication),
+    )
+
+
 @probe("pg.horizon", "postgresql", grant=MONITOR_GRANT, with_config=True)
 def horizon(conn: Connection, config: object = None) -> PgHorizon:
-    """Every kind of horizon holder but the backends, once per target (the horizon is per
-    instance): the backends are the pg.sessions rows, read once per cycle."""
-    inst = _instance(conn)
+    """Every kind of horizon holder but the backends (the horizon is per instance): the
+    backends are the pg.sessions rows, read once per cycle. The instance's own holders are
+    read once per server by the daemon (per_server); the peers are this target's own."""
+    local = per_server("pg.horizon:local", partial(_local, conn))
+    if not isinstance(local, _Local):  # per_server returns what _local returned
+        raise TypeError("pg.horizon: shared read of another type")
+    inst = dataclasses.replace(local.instance, database=opt_str(getattr(conn, "database", None)))
     primary, standbys = None, []
     me = _target_config(config, conn.spec.name)
     if inst.in_recovery:
@@ -142,9 +167,9 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
                 standbys.append(_peer(config, peer.name, _standby_view))
     return PgHorizon(
         instance=inst,
-        prepared=_horizon_rows(conn, "horizon_prepared", PgPrepared),
-        slots=_horizon_rows(conn, "horizon_slots", PgSlot),
-        replication=_horizon_rows(conn, "horizon_replication", PgReplication),
+        prepared=local.prepared,
+        slots=local.slots,
+        replication=local.replication,
         primary=primary,
         standbys=tuple(standbys),
     )

@@ -27,7 +27,17 @@ from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format, pg_ident_text
-from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
+from . import (
+    SQL_DIR,
+    Covered,
+    PartialResult,
+    ProbeCache,
+    _sql_variants,
+    catalog_cached,
+    jsonable,
+    probe,
+    sql,
+)
 
 log = logging.getLogger(__name__)
 
@@ -320,11 +330,8 @@ def _schedule(found: list[Discovered], state: Rotation | None) -> list[Discovere
 
 def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
     engine = conn.engine
-    if conn.version.at_least("postgresql", 11):
-        # With cold statistics a 1 M-row table's estimates pass jit_above_cost and JIT
-        # compilation alone took seconds (measured: 3.5 s for a query reading no row).
-        conn.rows("SET jit = off")
-    found, catalog_capped = discover_all(conn, engine)
+    # jit is off for the whole session from its start (targets.postgres), not SET per cycle
+    found, catalog_capped = catalog_cached("queue_tables", lambda: discover_all(conn, engine))
     kept: object = cache.get(ROTATION, float("inf")) if cache is not None else None
     state = kept if isinstance(kept, Rotation) else Rotation()
     last_results = dict(state.results)

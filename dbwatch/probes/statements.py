@@ -24,7 +24,7 @@ from ..snapshot.statements import (
 )
 from ..targets import Connection
 from ..targets.quoting import pg_ident
-from . import PartialResult, probe, sql
+from . import PartialResult, catalog_cached, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,10 @@ def _digests_sql(conn: Connection, schema: str) -> str:
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
 def pg_statement_digests(conn: Connection) -> Digests | PartialResult:
     """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
-    ext: list[Row] = list(conn.rows(sql("postgresql", "statement_digests_extension", conn.version)))
+    ext: list[Row] = catalog_cached(
+        "pg_stat_statements",
+        lambda: list(conn.rows(sql("postgresql", "statement_digests_extension", conn.version))),
+    )
     if not ext:
         return unavailable(
             conn,

@@ -73,6 +73,11 @@ class PgConnection:
             kwargs["password"] = password
         try:
             conn = psycopg.connect(url, **kwargs)
+            if conn.info.server_version >= 110000:
+                # once per session, not per cycle: with cold statistics a 1 M-row queue
+                # table's estimates pass jit_above_cost and JIT compilation alone took seconds
+                # (3.5 s for a query reading no row). Not in _OPTIONS: PostgreSQL 10 has no jit
+                conn.execute("SET jit = off")
         except (psycopg.Error, ValueError) as exc:
             raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
         return cls(spec, conn)
