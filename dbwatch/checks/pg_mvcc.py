@@ -15,7 +15,7 @@ from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
-from .history import History
+from .history import History, LastPoint
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .pg_horizon import Cause, Holder, attribute, holders
 from .session_advice import pg_identity
@@ -38,6 +38,18 @@ def _xid_grade(ctx: CheckContext, xid_age: int) -> str | None:
 
 def _min_age(ctx: CheckContext) -> float:
     return ctx.duration("cause_min_age")
+
+
+def latest(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[tuple[float, float]]:
+    """The daemon's last point of key within `since` ([] when none), as a 0/1-point history:
+    one row, not a week of points read each cycle for the last one."""
+    st: object = ctx.state
+    if not isinstance(st, LastPoint):
+        return history(ctx, key, since)[-1:]
+    try:
+        return [(float(t), float(v)) for t, v in st.last_point(ctx.snapshot.target, key, since)]
+    except Exception:  # noqa: BLE001 - history is a nicety; a state problem must not hide the finding
+        return []
 
 
 def history(

@@ -12,7 +12,7 @@ from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS
 from . import CheckContext, check
 from .lockgraph import LockGraph
-from .pg_mvcc import history
+from .pg_mvcc import latest
 from .session_advice import pg_identity, pg_session_setting
 
 
@@ -150,7 +150,7 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
             else "the statistics were created (never reset)"
         )
         if daemon:
-            points = history(ctx, f"pg.deadlocks:{d.database}", 7 * 86400.0)
+            points = latest(ctx, f"pg.deadlocks:{d.database}", 7 * 86400.0)
             if not points:
                 continue  # first look: the counter is the baseline
             last = int(points[-1][1])
