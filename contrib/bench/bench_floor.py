@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# DBWATCH_BENCH_ROOT: another checkout to measure (the "before" of a change)
+sys.path.insert(0, os.environ.get("DBWATCH_BENCH_ROOT") or str(Path(__file__).resolve().parents[2]))
 
 from dbwatch.catalogue import load_catalogue  # noqa: E402
 from dbwatch.config import Config, DaemonConfig, TargetConfig  # noqa: E402
