@@ -45,7 +45,9 @@ def test_floor(tmp_path: Path) -> None:
 def test_floor_mysql(tmp_path: Path) -> None:
     run("bench_floor.py", "--engine", "mysql", "--json", str(tmp_path / "m.json"))
     res = json.loads((tmp_path / "m.json").read_text())
-    assert res["engine"] == "mysql" and res["statements_per_cycle"] >= 1
+    assert res["engine"] == "mysql"
+    # every MySQL read of an idle schema is server-wide (shared) or catalog (cached)
+    assert len(res["statements"]) == res["statements_per_cycle"] <= 3
     assert res["floor_cpu_ms_per_cycle"] is not None
 
 

@@ -24,7 +24,7 @@ from ..snapshot.statements import (
 )
 from ..targets import Connection
 from ..targets.quoting import pg_ident
-from . import PartialResult, catalog_cached, probe, sql
+from . import PartialResult, catalog_cached, per_server, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,14 @@ class Consumers:
 
 
 def consumers(conn: Connection) -> Consumers:
-    """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
+    """performance_schema on/off, the enabled statement consumers and the buffer sizes: the
+    server's, read once per server and share interval in the daemon (both statement probes
+    of every schema of that server ask)."""
+    got = per_server("my.statement_consumers", lambda: _consumers(conn))
+    return got if isinstance(got, Consumers) else _consumers(conn)
+
+
+def _consumers(conn: Connection) -> Consumers:
     var = {
         _text(r["Variable_name"]).lower(): _text(r["Value"])
         for r in _rows(conn, "statement_variables")
