@@ -86,9 +86,26 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
     return out
 
 
+# snapshot_holders of the last few snapshots (PG201, PG202, the history values and the
+# metrics all ask, each cycle): the snapshot is held, so its id stays its own
+_HOLDERS: dict[int, tuple[Snapshot, list[Holder] | None]] = {}
+
+
 def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
     """The horizon's holders in this snapshot (None without pg.horizon): its backends are
-    the pg.sessions rows of the whole cluster."""
+    the pg.sessions rows of the whole cluster. Computed once per snapshot; callers must not
+    change the list."""
+    hit = _HOLDERS.get(id(snapshot))
+    if hit is not None and hit[0] is snapshot:
+        return hit[1]
+    out = _snapshot_holders(snapshot)
+    if len(_HOLDERS) > 256:
+        _HOLDERS.clear()
+    _HOLDERS[id(snapshot)] = (snapshot, out)
+    return out
+
+
+def _snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
     hz = snapshot.get(PG_HORIZON)
     if hz is None:
         return None

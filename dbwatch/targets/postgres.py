@@ -90,7 +90,8 @@ class PgConnection:
                     cur.execute("SET jit = off")
                     self._jit_on = False
                 cur.execute(sql, params)
-                if cur.description is None:
+                res = cur.pgresult  # not cur.description: that builds every column's object
+                if res is None or res.status != psycopg.pq.ExecStatus.TUPLES_OK:
                     return []
                 return list(cur.fetchmany(limit) if limit else cur.fetchall())
         except psycopg.OperationalError as exc:
