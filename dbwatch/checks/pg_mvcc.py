@@ -12,7 +12,7 @@ from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
-from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable
+from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
 from .history import History, LastPoint
@@ -76,7 +76,7 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
     for t in _dead_tables(snapshot):
         out[f"pg.n_dead_tup:{t.key}"] = float(t.dead)
         out[f"pg.autovacuum_count:{t.key}"] = float(t.autovacuum_count or 0)
-    for d in snapshot.get(PG_DEADLOCKS) or ():
+    for d in deadlocks_in_scope(snapshot.get(PG_DEADLOCKS), snapshot.scope):
         if snapshot.scope is not None and d.database != snapshot.scope:
             continue
         out[f"pg.deadlocks:{d.database}"] = float(d.deadlocks or 0)

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ..durations import format_duration
 from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
-from ..snapshot.pg_mvcc import PG_DEADLOCKS
+from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from . import CheckContext, check
 from .lockgraph import LockGraph
 from .pg_mvcc import latest
@@ -140,7 +140,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
 def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
     daemon = ctx.state is not None and hasattr(ctx.state, "history")
     scope = ctx.snapshot.scope
-    for d in ctx.snapshot.get(PG_DEADLOCKS) or ():
+    for d in deadlocks_in_scope(ctx.snapshot.get(PG_DEADLOCKS), scope):
         if scope is not None and d.database != scope:
             continue  # the read covers the server; the target is its own database
         now = d.deadlocks or 0

@@ -63,11 +63,36 @@ def _targets(config: object) -> tuple[TargetConfig, ...]:
     return config.targets if isinstance(config, Config) else ()
 
 
-def _target_config(config: object, name: str) -> TargetConfig | None:
+@dataclasses.dataclass(frozen=True)
+class _Index:
+    """A config's targets by name and by the primary they name (held with the config: a
+    fleet of 2,000 targets is not walked twice per target and cycle)."""
+
+    config: object
+    by_name: dict[str, TargetConfig]
+    standbys: dict[str, tuple[TargetConfig, ...]]
+
+
+_INDEX: list[_Index] = []
+
+
+def _index(config: object) -> _Index:
+    last = _INDEX[-1] if _INDEX else None
+    if last is not None and last.config is config:
+        return last
+    by_name: dict[str, TargetConfig] = {}
+    standbys: dict[str, list[TargetConfig]] = {}
     for t in _targets(config):
-        if t.name == name:
-            return t
-    return None
+        by_name.setdefault(t.name, t)
+        if t.primary:
+            standbys.setdefault(t.primary, []).append(t)
+    made = _Index(config, by_name, {k: tuple(v) for k, v in standbys.items()})
+    _INDEX[:] = [made]
+    return made
+
+
+def _target_config(config: object, name: str) -> TargetConfig | None:
+    return _index(config).by_name.get(name)
 
 
 @contextmanager
@@ -162,9 +187,8 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
         if me is not None and me.primary:
             primary = _peer(config, me.primary, _primary_view)
     else:
-        for peer in _targets(config):
-            if peer.primary == conn.spec.name:
-                standbys.append(_peer(config, peer.name, _standby_view))
+        for peer in _index(config).standbys.get(conn.spec.name, ()):
+            standbys.append(_peer(config, peer.name, _standby_view))
     return PgHorizon(
         instance=inst,
         prepared=local.prepared,

@@ -70,3 +70,24 @@ class PgDeadlockCounter(TypedRow):
 
 PG_DEAD_TUPLES = section("pg.dead_tuples", PgDeadTuples.build)
 PG_DEADLOCKS = section("pg.deadlocks", rows_of(PgDeadlockCounter))
+# by_database() of the last few shared pg.deadlocks reads (held: their ids stay theirs)
+_BY_DB: dict[int, tuple[object, dict[str, tuple[PgDeadlockCounter, ...]]]] = {}
+
+
+def deadlocks_in_scope(
+    rows: tuple[PgDeadlockCounter, ...] | None, scope: str | None
+) -> tuple[PgDeadlockCounter, ...]:
+    """The counters a target looks at: its database's row (pg.deadlocks is read for the whole
+    server once and shared: 2,000 targets must not each walk 2,000 rows), all unscoped."""
+    if not rows or scope is None:
+        return rows or ()
+    hit = _BY_DB.get(id(rows))
+    if hit is None or hit[0] is not rows:
+        index: dict[str, list[PgDeadlockCounter]] = {}
+        for r in rows:
+            index.setdefault(r.database, []).append(r)
+        if len(_BY_DB) > 64:
+            _BY_DB.clear()
+        hit = (rows, {k: tuple(v) for k, v in index.items()})
+        _BY_DB[id(rows)] = hit
+    return hit[1].get(scope, ())
