@@ -185,9 +185,16 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         srv_cpu0 = server_cpu()
         cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
         sched.start()
-        time.sleep(min(interval, 15.0) + interval * (cycles - 1) + 0.5)
+        # steady state: what the cycles after the first interval (connections open, catalog
+        # read, caches filled) cost
+        time.sleep(interval)
+        steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
+        steady_srv0 = server_cpu()
+        time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         sched.shutdown(wait=True)
         runner.stop(30.0)
+        steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
+        steady_srv1 = server_cpu()
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
         srv_cpu1 = server_cpu()
         srv = server_ms(base)
@@ -209,6 +216,13 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "statements_per_cycle": round(stmts[0] / max(len(records), 1), 2) if stmts else None,
         "rows_per_cycle": round(stmts[1] / max(len(records), 1), 2) if stmts else None,
         "loadavg_1m": round(os.getloadavg()[0], 2),
+        "steady_cycles": steady_n,
+        "steady_cpu_ms_per_cycle": round(1000 * steady_cpu / max(steady_n, 1), 2),
+        "steady_server_cpu_ms_per_cycle": (
+            round(1000 * (steady_srv1 - steady_srv0) / max(steady_n, 1), 2)
+            if steady_srv0 is not None and steady_srv1 is not None else None),
+        "steady_lateness_p95": _q(sorted(r[2] - r[1] for r in records if r[1] >= steady_t0),
+                                  0.95),
         "cycles_run": len(records), "cycles_expected": n * cycles,
         "skipped": sched.missed + runner.skipped,
         "lateness_p50": _q(late, 0.5), "lateness_p95": _q(late, 0.95), "lateness_max": round(late[-1], 3) if late else None,
