@@ -215,7 +215,8 @@ class Daemon:
         )
         if result.error and self.misses.current(spec.name) is not None:
             status = "not answering"
-        with self.state.transaction():  # one commit (one fsync) for the bookkeeping
+        # one commit for the bookkeeping, not waiting for the disk (statebase.transaction)
+        with self.state.transaction(durable=False):
             record_deadlocks(self.state, result)
             if values:
                 self.state.record_metrics(spec.name, values, now)
