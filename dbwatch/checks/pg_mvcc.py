@@ -4,6 +4,8 @@ with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,8 +89,10 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
 
 
 # snapshot_holders of the last few snapshots (PG201, PG202, the history values and the
-# metrics all ask, each cycle): the snapshot is held, so its id stays its own
-_HOLDERS: dict[int, tuple[Snapshot, list[Holder] | None]] = {}
+# metrics all ask, each cycle), by id with a weak reference: a snapshot is not kept alive
+# here, and a new one at a recycled address does not match
+_HOLDERS: dict[int, tuple[weakref.ref[Snapshot], list[Holder] | None]] = {}
+_HOLDERS_LOCK = threading.Lock()
 
 
 def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
@@ -96,12 +100,13 @@ def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
     the pg.sessions rows of the whole cluster. Computed once per snapshot; callers must not
     change the list."""
     hit = _HOLDERS.get(id(snapshot))
-    if hit is not None and hit[0] is snapshot:
+    if hit is not None and hit[0]() is snapshot:
         return hit[1]
     out = _snapshot_holders(snapshot)
-    if len(_HOLDERS) > 256:
-        _HOLDERS.clear()
-    _HOLDERS[id(snapshot)] = (snapshot, out)
+    with _HOLDERS_LOCK:  # the daemon's threads: eviction iterates the dict
+        _HOLDERS[id(snapshot)] = (weakref.ref(snapshot), out)
+        while len(_HOLDERS) > 64:
+            _HOLDERS.pop(next(iter(_HOLDERS)), None)
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TypeVar, cast
@@ -80,8 +81,10 @@ T = TypeVar("T")
 
 # Results derived from one server-wide pg.sessions read, which the daemon shares between
 # that server's targets: computed once per read, not once per target (keyed by the rows
-# object, held here so its id stays its own; a few reads per server are alive at a time).
+# object, held here so its id stays its own; the newest few are kept).
 _DERIVED: dict[tuple[int, str, object], tuple[object, object]] = {}
+DERIVED_KEPT = 16
+_DERIVED_LOCK = threading.Lock()
 
 
 def _derived(rows: tuple[PgSession, ...], what: str, arg: object, make: Callable[[], T]) -> T:
@@ -90,9 +93,10 @@ def _derived(rows: tuple[PgSession, ...], what: str, arg: object, make: Callable
     if hit is not None and hit[0] is rows:
         return cast(T, hit[1])
     out = make()
-    if len(_DERIVED) > 512:
-        _DERIVED.clear()
-    _DERIVED[key] = (rows, out)
+    with _DERIVED_LOCK:  # the daemon's threads: eviction iterates the dict
+        _DERIVED[key] = (rows, out)
+        while len(_DERIVED) > DERIVED_KEPT:  # the oldest go: a read of 5,000 sessions is big
+            _DERIVED.pop(next(iter(_DERIVED)), None)
     return out
 
 

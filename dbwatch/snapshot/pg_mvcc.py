@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -72,6 +73,7 @@ PG_DEAD_TUPLES = section("pg.dead_tuples", PgDeadTuples.build)
 PG_DEADLOCKS = section("pg.deadlocks", rows_of(PgDeadlockCounter))
 # by_database() of the last few shared pg.deadlocks reads (held: their ids stay theirs)
 _BY_DB: dict[int, tuple[object, dict[str, tuple[PgDeadlockCounter, ...]]]] = {}
+_BY_DB_LOCK = threading.Lock()
 
 
 def deadlocks_in_scope(
@@ -86,8 +88,9 @@ def deadlocks_in_scope(
         index: dict[str, list[PgDeadlockCounter]] = {}
         for r in rows:
             index.setdefault(r.database, []).append(r)
-        if len(_BY_DB) > 64:
-            _BY_DB.clear()
         hit = (rows, {k: tuple(v) for k, v in index.items()})
-        _BY_DB[id(rows)] = hit
+        with _BY_DB_LOCK:  # the daemon's threads: eviction iterates the dict
+            _BY_DB[id(rows)] = hit
+            while len(_BY_DB) > 8:  # the oldest reads go
+                _BY_DB.pop(next(iter(_BY_DB)), None)
     return hit[1].get(scope, ())
