@@ -1,6 +1,7 @@
-"""One InnoDB deadlock report (status section or error-log block) -> Deadlock.
+"""One InnoDB deadlock report (status section or error-log block) -> Deadlock, line by line.
 
-Reads MySQL 5.0-9.x and MariaDB spellings line by line; never raises.
+Follows the grammar the servers' printers produce, written down per version with its quirks in
+docs/deadlock-grammar-innodb.md; lines outside it are named (Deadlock.unparsed). Never raises.
 """
 
 from __future__ import annotations
@@ -52,13 +53,21 @@ _STRUCT_START = ("***", "RECORD LOCKS", "TABLE LOCK", "TRANSACTION ", "LOCK WAIT
 TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
 
 
+MAX_RAW = 8_192  # raw text kept per transaction section, shown when it cannot be verified
+MAX_UNPARSED = 16
+
+
 @dataclass
 class _Trx:
     n: int
+    numbered: bool = True  # `*** (n) TRANSACTION:`; TOO DEEP prints `*** TRANSACTION:`
     fields: dict[str, Any] = field(default_factory=dict)
     query: list[str] = field(default_factory=list)
     query_len: int = 0
     in_query: bool = False
+    suspect: bool = False  # a structural problem was seen inside this section
+    raw: list[str] = field(default_factory=list)
+    raw_len: int = 0
 
 
 @dataclass
@@ -73,10 +82,21 @@ class _State:
     done: bool = False  # the victim line was read: anything structural after it is suspect
     problems: list[str] = field(default_factory=list)
     roles_seen: set[tuple[int, str]] = field(default_factory=set)
+    unparsed: list[str] = field(default_factory=list)
+    # How often each (n, role) marker was printed, whatever section it sits in: a second one
+    # means the two readings (structure or query text) disagree on that transaction's locks.
+    role_count: dict[tuple[int, str], int] = field(default_factory=dict)
 
     def suspect(self, why: str) -> None:
         if len(self.problems) < 8:
             self.problems.append(why)
+        if self.trxs:
+            self.trxs[-1].suspect = True
+
+    def unknown(self, line: str) -> None:
+        """A line the printers do not produce here: kept (bounded) to be shown."""
+        if len(self.unparsed) < MAX_UNPARSED:
+            self.unparsed.append(line.strip()[:200])
 
 
 def _on_star(st: _State, line: str) -> None:
@@ -89,10 +109,12 @@ def _on_star(st: _State, line: str) -> None:
             st.suspect("a transaction section after the victim line")
             return
         n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
-        if n != len(st.trxs) + 1:
-            st.suspect(f"transaction ({n}) out of sequence")
         if len(st.trxs) < MAX_TRX:
-            st.trxs.append(_Trx(n))
+            st.trxs.append(_Trx(n, numbered=m.group(1) is not None))
+        if n != len(st.trxs):
+            st.suspect(f"transaction ({n}) out of sequence")
+        elif not m.group(1) and not st.too_deep:
+            st.suspect("an unnumbered transaction section outside a TOO DEEP report")
         st.role = ""
         return
     if st.trxs:
@@ -111,6 +133,8 @@ def _on_star(st: _State, line: str) -> None:
             if (cur, role) in st.roles_seen:
                 st.suspect(f"two {role} sections for transaction ({cur})")
             st.roles_seen.add((cur, role))
+            said = (int(m.group(1)) if m.group(1) else cur, role)
+            st.role_count[said] = st.role_count.get(said, 0) + 1
             st.role = role
             return
     m = _VICTIM.match(line) if "WE ROLL BACK" in line else None
@@ -137,10 +161,6 @@ def _on_lock(st: _State, lock: dict[str, Any]) -> None:
         return
     if not st.role:
         st.suspect(f"a lock line inside transaction ({cur.n})'s header or query")
-    elif st.role != "conflicting":
-        own = cur.fields.get("trx_id")
-        if own and lock["trx_id"] != own:
-            st.suspect(f"a lock of trx {lock['trx_id']} listed under transaction ({cur.n})")
     cur.in_query = False
     lock["owner_n"] = cur.n
     lock["role"] = st.role
@@ -178,9 +198,23 @@ def _on_body(st: _State, line: str) -> None:
         if len(heaps) < 16 and num.isdigit():
             heaps.append(int(num))
         return
-    if cur.in_query and cur.query_len < MAX_QUERY:
-        cur.query.append(line)
-        cur.query_len += len(line) + 1
+    if cur.in_query:
+        if cur.query_len < MAX_QUERY:
+            cur.query.append(line)
+            cur.query_len += len(line) + 1
+        return
+    if not _is_lock_detail(line):
+        st.unknown(line)
+
+
+def _is_lock_detail(line: str) -> bool:
+    """What the printers put after a lock line besides `Record lock, heap no`: the record's
+    fields (' 0: len 4; hex …' / '1: SQL NULL;'), possibly without their leading blank,
+    the 'LOCK WAIT ' of a transaction without lock structs, and debug/partition notes."""
+    head = line.lstrip()[:14]
+    if head[:1].isdigit() and (": len " in head or ": SQL NULL" in head):
+        return True
+    return line.startswith(("LOCK WAIT", "Record lock, heap no", "holds adaptive hash latch"))
 
 
 def feed_line(st: _State, raw: str) -> None:
@@ -194,6 +228,11 @@ def feed_line(st: _State, raw: str) -> None:
         if at is not None:
             st.at = st.at or at
             return
+    if st.trxs and not st.done:
+        cur = st.trxs[-1]
+        if cur.raw_len < MAX_RAW:
+            cur.raw.append(line)
+            cur.raw_len += len(line) + 1
     head = line.lstrip()
     if head[:1] == "*" and head.startswith("***"):
         _on_star(st, squeeze(head))
@@ -204,8 +243,14 @@ def feed_line(st: _State, raw: str) -> None:
         lock = parse_lock_line(head)
         if lock is not None:
             _on_lock(st, lock)
+        elif st.trxs and not st.trxs[-1].in_query and not st.done:
+            st.unknown(head)  # a lock line the grammar does not read: named, not dropped
         return
-    if not st.trxs or (line[0] == " " and is_record_dump(line)):
+    if line[0] == " " and is_record_dump(line):
+        return
+    if not st.trxs:
+        if TOO_DEEP not in line:
+            st.unknown(line)
         return
     if st.done:
         if head.startswith(_STRUCT_START) or head.startswith(("MySQL thread", "MariaDB thread")):
@@ -232,113 +277,9 @@ def parse_deadlock_lines(lines: Iterable[str], at: str | None = None) -> Deadloc
 
 def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock | None:
     """Build the Deadlock; `live_trx_ids` (from TRANSACTIONS) helps pick the victim."""
-    if not st.trxs:
-        return None
-    by_id = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
-    if st.victim and st.victim not in {t.n for t in st.trxs}:
-        st.suspect(f"the victim ({st.victim}) is not one of the transactions printed")
-    for t in st.trxs:
-        if t.n == st.victim and "trx_id" not in t.fields:
-            # Every printed transaction has its `TRANSACTION <id>` line: a victim without
-            # one is a `*** (n) TRANSACTION:` marker from query text, never a transaction.
-            st.suspect(f"the victim ({t.n}) has no transaction header")
-    locks = _build_locks(st, by_id)
-    victim, source = _pick_victim(st, live_trx_ids)
-    ambiguous = "; ".join(dict.fromkeys(st.problems)) or None
-    if ambiguous:
-        victim, source = None, "none"
-    trxs = []
-    for t in st.trxs:
-        f = t.fields
-        tables = tuple(
-            dict.fromkeys(
-                f"{lk.db}.{lk.table}" if lk.db else str(lk.table)
-                for lk in locks
-                if lk.n == t.n and lk.table
-            )
-        )
-        query = "\n".join(t.query).strip()[:MAX_QUERY] or None
-        trxs.append(
-            DeadlockTrx(
-                n=t.n,
-                trx_id=f.get("trx_id"),
-                thread_id=f.get("thread_id"),
-                user=f.get("user"),
-                host=f.get("host"),
-                query=query,
-                active_seconds=f.get("active_seconds"),
-                lock_structs=f.get("lock_structs"),
-                row_locks=f.get("row_locks"),
-                undo_entries=f.get("undo_entries"),
-                tables=tables,
-                victim=t.n == victim,
-                state=f.get("state") or None,
-                query_id=f.get("query_id"),
-                ip=f.get("ip"),
-                tables_in_use=f.get("tables_in_use"),
-                tables_locked=f.get("tables_locked"),
-            )
-        )
-    return Deadlock(
-        at=st.at,
-        victim=victim,
-        transactions=tuple(trxs),
-        locks=locks,
-        too_deep=st.too_deep,
-        truncated=st.victim is None and not st.too_deep,
-        printed_victim=st.victim,
-        victim_source=source,
-        ambiguous=ambiguous,
-    )
+    from dbwatch.parsers.innodb_report import build
 
-
-def _build_locks(st: _State, by_id: dict[Any, int]) -> tuple[DeadlockLock, ...]:
-    """Attribute each lock to its transaction; MariaDB's CONFLICTING WITH lists the
-    other transaction's locks, so ownership goes by trx id (0: not in the report)."""
-    out: list[DeadlockLock] = []
-    for lk in st.locks:
-        owner = by_id.get(lk["trx_id"])
-        if owner is None:
-            owner = 0 if lk["role"] == "conflicting" else lk["owner_n"]
-        waiting = lk["waiting"] or lk["role"] == "waiting"
-        out.append(lock_from(lk, owner, waiting, tuple(lk["heap_nos"])))
-    return tuple(dict.fromkeys(out))
-
-
-def _weight(t: _Trx) -> tuple[int, int]:
-    """InnoDB rolls back the lighter transaction (undo entries + locks); ties -> (1)."""
-    f = t.fields
-    return (f.get("undo_entries") or 0) + (f.get("lock_structs") or 0), t.n
-
-
-def _pick_victim(st: _State, live: frozenset[str] | None) -> tuple[int | None, str]:
-    """The printed number, checked against the live transaction list when we have it.
-
-    A rolled-back transaction's id never appears again, so a deadlock transaction
-    still listed under TRANSACTIONS cannot be the victim. MariaDB printed "(0)"
-    (MDEV-29187) in some releases; then the one transaction gone from the list is
-    the victim, else the lightest one, which is what InnoDB itself picks.
-    """
-    ns = {t.n: t for t in st.trxs}
-    printed = st.victim
-    if printed is None and st.too_deep and len(st.trxs) == 1:
-        return st.trxs[0].n, "printed"
-    gone = [
-        t
-        for t in st.trxs
-        if live is not None and t.fields.get("trx_id") and t.fields["trx_id"] not in live
-    ]
-    if printed in ns:
-        tid = ns[printed].fields.get("trx_id")
-        if live is not None and tid in live and gone:
-            return min(gone, key=_weight).n, "transactions-list"
-        return printed, "printed"
-    if printed is None:
-        return None, "none"
-    if len(gone) == 1:
-        return gone[0].n, "transactions-list"
-    pool = gone or st.trxs
-    return min(pool, key=_weight).n, "weight"
+    return build(st, live_trx_ids)
 
 
 def lock_from(
