@@ -36,7 +36,7 @@ _PREFIX = re.compile(
     r"(?: +(\[InnoDB\]|InnoDB:))?"
 )
 _TAGS = re.compile(r"^(?:\[(\w+)\] *)?(?:\[(MY-\d+)\] *)?(\[InnoDB\]|InnoDB:)")
-_SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?: ")
+_SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?:(?: |$)")
 _MONTHS = frozenset(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 )
@@ -146,6 +146,10 @@ class Scanner:
     pending: Deadlock | None = None
     rule_seen: bool = False  # a dashed rule inside a report: a section header must follow
     memo: PrefixMemo = field(default_factory=PrefixMemo)
+    # The last line was a bare timestamp ("2024-09-27 18:01:00 0x7f86936af700"): the first line
+    # the printer writes after the section header. A report pasted without its header starts
+    # there, so `*** (1) TRANSACTION:` right after it opens a report even in a prefixed log.
+    bare_ts: str | None = None
 
     @property
     def safe_offset(self) -> int | None:
@@ -237,14 +241,19 @@ class Scanner:
                 return
             if blk.state.at is None and ln.ts:
                 blk.state.at = normalize_ts(ln.ts)[0]
+        bare_ts, self.bare_ts = self.bare_ts, None
+        if not body and ln.ts and not ln.innodb:
+            self.bare_ts = ln.ts
         if (
-            body[:3] == "***"
+            body[:3] in ("***", "TOO")
             and (blk is None or blk.state.done)
-            and not self.structured
-            and body.replace(" ", "").startswith("***(1)TRANSACTION:")
+            and (not self.structured or bare_ts is not None or body.startswith(TOO_DEEP))
+            and (
+                body.replace(" ", "").startswith("***(1)TRANSACTION:") or body.startswith(TOO_DEEP)
+            )
         ):
             self.recognised += 1  # a bare report pasted without its header
-            self._open(ln.ts, None, offset)
+            self._open(bare_ts or ln.ts, None, offset)
             feed_line(self.block.state, body)  # type: ignore[union-attr]
             return
         if blk is None:

@@ -219,9 +219,35 @@ def parse_thread(line: str) -> dict[str, Any] | None:
 _WHO: dict[str, tuple[str | None, str | None, str | None, str | None]] = {}
 
 
+# Thread states (proc_info) a deadlock report prints after the user, lower case. When a
+# report's author removed the host or the user, the state is recognised from the end instead of
+# being taken for a user name.
+_STATES = frozenset(
+    (
+        "updating", "update", "sending data", "statistics", "starting", "executing", "init",
+        "end", "optimizing", "preparing", "searching rows for update", "sending to client",
+        "system lock", "opening tables", "query end", "closing tables", "freeing items",
+        "cleaning up", "checking permissions", "creating sort index", "sorting result",
+        "copying to tmp table", "removing tmp table", "deleting", "deleting from main table",
+        "deleting from reference tables", "updating main table", "updating reference tables",
+        "unlocking tables", "locked", "insert", "inserting", "writing to net", "reading from net",
+        "logging slow query", "after create", "creating table", "altering table", "rolling back",
+        "commit", "starting cleanup", "waiting for handler commit", "fetching rows",
+    )
+)  # fmt: skip
+
+
 def _parse_who(tail: str) -> tuple[str | None, str | None, str | None, str | None]:
     """(host, ip, user, state) after the query id; the same few tails repeat per server."""
     toks = tail.split()
+    state = None
+    for k in range(min(len(toks), 5), 0, -1):  # the longest known state at the end
+        said = " ".join(toks[-k:])
+        low = said.lower()
+        if low in _STATES or low.startswith("waiting for "):
+            state, toks = said, toks[:-k]
+            break
+    toks = [t if t.strip(".…*#xX") else "" for t in toks]  # "...", "xxx": redacted
     host = ip = user = None
     i = 0
     if toks:
@@ -230,7 +256,8 @@ def _parse_who(tail: str) -> tuple[str | None, str | None, str | None, str | Non
             ip, i = toks[1], 2
         if i < len(toks):
             user, i = toks[i], i + 1
-    return host, ip, user, " ".join(toks[i:]) or None
+    rest = " ".join(toks[i:]) or None
+    return host or None, ip, user or None, state or rest
 
 
 def _unquote(ident: str) -> str:

@@ -86,6 +86,7 @@ class _State:
     # How often each (n, role) marker was printed, whatever section it sits in: a second one
     # means the two readings (structure or query text) disagree on that transaction's locks.
     role_count: dict[tuple[int, str], int] = field(default_factory=dict)
+    elided: int = 0  # lines the report's author replaced by "..."
 
     def suspect(self, why: str) -> None:
         if len(self.problems) < 8:
@@ -94,8 +95,11 @@ class _State:
             self.trxs[-1].suspect = True
 
     def unknown(self, line: str) -> None:
-        """A line the printers do not produce here: kept (bounded) to be shown."""
-        if len(self.unparsed) < MAX_UNPARSED:
+        """A line the printers do not produce here: kept (bounded) to be shown; an author's
+        elision ("...", "[…]") is counted instead."""
+        if not line.strip(" .…[]()"):
+            self.elided += 1
+        elif len(self.unparsed) < MAX_UNPARSED:
             self.unparsed.append(line.strip()[:200])
 
 

@@ -20,6 +20,8 @@ def build(st: _State, live: frozenset[str] | None = None) -> Deadlock | None:
         return None
     ids = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
     notes = _check_owners(st, ids)
+    if st.elided:
+        notes.append(f"{st.elided} line(s) elided by the report's author ('...')")
     too_deep = st.too_deep and len(st.trxs) == 1 and not st.trxs[0].numbered
     if st.victim and st.victim not in {t.n for t in st.trxs} and not too_deep:
         st.suspect(f"the victim ({st.victim}) is not one of the transactions printed")
