@@ -37,6 +37,12 @@ _PREFIX = re.compile(
 )
 _TAGS = re.compile(r"^(?:\[(\w+)\] *)?(?:\[(MY-\d+)\] *)?(\[InnoDB\]|InnoDB:)")
 _SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?:(?: |$)")
+# Per-line wrappers a log picks up on its way: docker compose ("db-1  | "), CRI/kubectl
+# ("<RFC 3339> stderr F "), journald short-iso ("<ISO> host prog[pid]: "). Each is tried once.
+_COMPOSE = re.compile(r"^[\w.-]{1,64} +\| ?")
+_ISO = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})"
+_CRI = re.compile(_ISO + r" (?:stdout|stderr) [FP](?: |$)")
+_JOURNAL_ISO = re.compile(_ISO + r" [\w.-]+ [\w./-]+(?:\[\d+\])?:(?: |$)")
 _MONTHS = frozenset(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 )
@@ -72,6 +78,7 @@ class PrefixMemo:
     text: str = "\0"  # never the start of a line that begins with a digit
     ts: str | None = None
     thread: str | None = None
+    wrapped: bool = False  # a per-line wrapper (container, CRI, journald) was seen
 
 
 def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
@@ -89,6 +96,10 @@ def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
         if not line:
             return Line(None, None, True, False, "")
         c = line[0]
+    line = _unwrap(line, memo)
+    if not line:
+        return Line(None, None, True, False, "")
+    c = line[0]
     if c.isdigit():
         if memo is not None and line.startswith(memo.text):
             body = _src_suffix(line[len(memo.text) :].lstrip())
@@ -107,6 +118,27 @@ def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
     return Line(None, None, False, False, line)
 
 
+def _unwrap(line: str, memo: PrefixMemo | None) -> str:
+    """The line without a container/CRI/journald wrapper (each at most once, in the order
+    they are added on the way: container outside, then the collector's)."""
+    c = line[0]
+    found = False
+    if c.isalnum() and "|" in line[:72] and (m := _COMPOSE.match(line)):
+        line, found = line[m.end() :], True
+        if not line:
+            return ""
+        c = line[0]
+    if c.isdigit() and line[10:11] == "T":
+        m = _CRI.match(line) or _JOURNAL_ISO.match(line)
+        if m:
+            line, found = line[m.end() :], True
+    if found:
+        if memo is not None:
+            memo.wrapped = True
+        line = line.lstrip(" \t>")
+    return line
+
+
 def _is_dump(body: str) -> bool:
     """A record dump line seen after its leading blank was stripped ('0: len 4; hex …')."""
     head = body[:14]
@@ -118,7 +150,11 @@ def _is_report_body(body: str) -> bool:
 
 
 def is_start(body: str) -> bool:
-    return (_START in body or _START in body.lower()) if "eadlock detected" in body else False
+    """The error-log header. The message is unique: its first words are enough when a soft
+    wrap put "dumping detailed information." on the next line."""
+    if "eadlock detected" not in body:
+        return False
+    return _START in body or _START in body.lower() or "ransactions deadlock detected," in body
 
 
 @dataclass
@@ -202,6 +238,7 @@ class Scanner:
         if (
             blk is not None
             and not self.rule_seen
+            and not self.memo.wrapped
             and c.isalpha()
             and c not in _SLOW_FIRST
             and "eadlock detected" not in raw
@@ -241,13 +278,20 @@ class Scanner:
                 return
             if blk.state.at is None and ln.ts:
                 blk.state.at = normalize_ts(ln.ts)[0]
-        bare_ts, self.bare_ts = self.bare_ts, None
-        if not body and ln.ts and not ln.innodb:
+        bare_ts = self.bare_ts
+        if body:
+            self.bare_ts = None
+        elif ln.ts and not ln.innodb:
             self.bare_ts = ln.ts
         if (
             body[:3] in ("***", "TOO")
             and (blk is None or blk.state.done)
-            and (not self.structured or bare_ts is not None or body.startswith(TOO_DEEP))
+            and (
+                not self.structured
+                or bare_ts is not None
+                or ln.innodb  # the InnoDB prefix: the printer wrote it, its header was lost
+                or body.startswith(TOO_DEEP)
+            )
             and (
                 body.replace(" ", "").startswith("***(1)TRANSACTION:") or body.startswith(TOO_DEEP)
             )
@@ -264,7 +308,7 @@ class Scanner:
                 self.recognised += 1
                 self._taint("report lines follow it outside any report")
             return
-        if self.rule_seen:
+        if self.rule_seen and body:  # blank lines (doubled, or wrapped in a prefix) carry nothing
             self.rule_seen = False
             if _SECTION_NAME.match(body):
                 self._close()  # the next status section: the report is over

@@ -40,17 +40,36 @@ MAX_TRX = 64  # a cycle longer than this is not printed by any server anyway
 MAX_LOCKS = 1_000
 
 _STAR_TRX = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?TRANSACTION:")
-_STAR_WAIT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?WAITING FOR THIS LOCK TO BE GRANTED")
-_STAR_HOLDS = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?HOLDS THE LOCK\(S\)")
-_STAR_CONFLICT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?CONFLICTING WITH")
+# Matched on their first words: a soft wrap may put the rest ("TO BE GRANTED:") on the next line.
+_STAR_WAIT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?WAITING FOR(?: |$)")
+_STAR_HOLDS = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?HOLDS THE(?: |$)")
+_STAR_CONFLICT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?CONFLICTING(?: |$)")
 _VICTIM = re.compile(r"^\*\*\* ?WE ROLL BACK TRANSACTION \((\d+)\)")
 _ROLES = (
-    (_STAR_WAIT, "WAITING FOR THIS LOCK", "waiting"),
-    (_STAR_HOLDS, "HOLDS THE LOCK", "holds"),
-    (_STAR_CONFLICT, "CONFLICTING WITH", "conflicting"),
+    (_STAR_WAIT, "WAITING FOR", "waiting"),
+    (_STAR_HOLDS, "HOLDS THE", "holds"),
+    (_STAR_CONFLICT, "CONFLICTING", "conflicting"),
 )
 _STRUCT_START = ("***", "RECORD LOCKS", "TABLE LOCK", "TRANSACTION ", "LOCK WAIT ")
-TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
+TOO_DEEP = "TOO DEEP OR LONG SEARCH"  # "… IN THE LOCK TABLE WAITS-FOR GRAPH, WE WILL ROLL BACK …"
+# Pieces of the printer's one-line messages that a soft wrap (mail, trackers) put on a line of
+# their own: read as part of the line before, never as unparsed text.
+_FRAGMENTS = (
+    "IN THE LOCK TABLE WAITS-FOR GRAPH",
+    "WAITS-FOR GRAPH",
+    "GRAPH, WE WILL ROLL BACK",
+    "FOLLOWING TRANSACTION",
+    "dumping detailed information",
+    "detailed information",
+    "information.",
+    "(lock0lock.cc:",
+)
+_MARKER_TAILS = ("GRANTED:", "LOCK(S):", "WITH:")
+# Words a wrapped lock line continues with.
+_LOCK_WORDS = frozenset(
+    "locks rec but not gap before insert intention waiting lock_mode lock mode X S IX IS "
+    "AUTO-INC".split()
+)
 
 
 MAX_RAW = 8_192  # raw text kept per transaction section, shown when it cannot be verified
@@ -87,6 +106,7 @@ class _State:
     # means the two readings (structure or query text) disagree on that transaction's locks.
     role_count: dict[tuple[int, str], int] = field(default_factory=dict)
     elided: int = 0  # lines the report's author replaced by "..."
+    pending: str = ""  # a lock line that did not parse: perhaps wrapped onto the next line
 
     def suspect(self, why: str) -> None:
         if len(self.problems) < 8:
@@ -191,11 +211,17 @@ def _on_body(st: _State, line: str) -> None:
         if counts is not None:
             f.update(counts)
             return
-        th = parse_thread(line)
+        pending = f.pop("_thread", None)
+        th = parse_thread(pending + " " + line if pending else line)
         if th is not None:
             f.update(th)
             cur.in_query = True
             return
+        if pending is None and line.startswith(("MySQL thread id", "MariaDB thread id")):
+            f["_thread"] = line  # cut by a soft wrap: read with the next line
+            return
+        if pending is not None:
+            st.unknown(pending)
     if line.startswith("Record lock, heap no ") and st.locks:
         heaps = st.locks[-1]["heap_nos"]
         num = line[21:].split(" ", 1)[0]
@@ -211,6 +237,11 @@ def _on_body(st: _State, line: str) -> None:
         st.unknown(line)
 
 
+def _continues_lock(line: str) -> bool:
+    words = line.split()
+    return bool(words) and len(words) <= 12 and all(w in _LOCK_WORDS for w in words)
+
+
 def _is_lock_detail(line: str) -> bool:
     """What the printers put after a lock line besides `Record lock, heap no`: the record's
     fields (' 0: len 4; hex …' / '1: SQL NULL;'), possibly without their leading blank,
@@ -218,7 +249,19 @@ def _is_lock_detail(line: str) -> bool:
     head = line.lstrip()[:14]
     if head[:1].isdigit() and (": len " in head or ": SQL NULL" in head):
         return True
-    return line.startswith(("LOCK WAIT", "Record lock, heap no", "holds adaptive hash latch"))
+    if line.startswith(("LOCK WAIT", "Record lock, heap no", "holds adaptive hash latch")):
+        return True
+    # the record header and dump continued on a line of their own by a wrap, or the tail
+    # of a `***` marker
+    return (
+        line.isdigit()
+        or (line.endswith(_MARKER_TAILS) and line.isupper() and len(line) < 40)
+        or line.endswith((";;", "info bits 0", "compact format;"))
+        or "PHYSICAL RECORD" in line
+        or "info bits " in line
+        or line.startswith(("asc ", "hex ", "(total "))
+        or any(f in line for f in _FRAGMENTS)
+    )
 
 
 def feed_line(st: _State, raw: str) -> None:
@@ -243,17 +286,34 @@ def feed_line(st: _State, raw: str) -> None:
         return
     if not head:
         return
+    if st.pending:  # a lock line cut by a soft wrap: joined with its continuation
+        pending, st.pending = st.pending, ""
+        lock = parse_lock_line(pending + " " + head)
+        if lock is not None:
+            lock["raw"] = pending + " " + head
+            _on_lock(st, lock)
+            return
+        st.unknown(pending)
     if head[0] in "RT" and head.startswith(("RECORD LOCKS", "TABLE LOCK")):
         lock = parse_lock_line(head)
         if lock is not None:
+            lock["raw"] = head
             _on_lock(st, lock)
         elif st.trxs and not st.trxs[-1].in_query and not st.done:
-            st.unknown(head)  # a lock line the grammar does not read: named, not dropped
+            st.pending = head  # joined with the next line, or named as unparsed
         return
+    if st.locks and st.role and not st.trxs[-1].in_query and _continues_lock(head):
+        last = st.locks[-1]
+        again = parse_lock_line(last["raw"] + " " + head)
+        if again is not None:
+            for k in ("mode", "special", "insert_intention", "waiting"):
+                last[k] = again[k]
+            last["raw"] += " " + head
+            return
     if line[0] == " " and is_record_dump(line):
         return
     if not st.trxs:
-        if TOO_DEEP not in line:
+        if TOO_DEEP not in line and not any(f in line for f in _FRAGMENTS):
             st.unknown(line)
         return
     if st.done:

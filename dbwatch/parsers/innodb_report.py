@@ -16,6 +16,9 @@ MAX_INCONSISTENCIES = 8
 
 
 def build(st: _State, live: frozenset[str] | None = None) -> Deadlock | None:
+    if st.pending:
+        st.unknown(st.pending)
+        st.pending = ""
     if not st.trxs:
         return None
     ids = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
