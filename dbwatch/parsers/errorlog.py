@@ -193,13 +193,24 @@ class Scanner:
 
     def _taint(self, why: str) -> None:
         p = self.pending
-        if p is not None and not p.ambiguous:
+        if p is not None and not p.ambiguous and p.transactions:
+            # What follows came from the last statement's text: the last transaction's header is
+            # the printer's, its locks and the victim line may not be.
+            last = p.transactions[-1].n
             self.pending = replace(
                 p,
                 ambiguous=why,
                 victim=None,
                 victim_source="none",
-                transactions=tuple(replace(t, victim=False) for t in p.transactions),
+                transactions=tuple(
+                    replace(t, victim=False, blocked_by=None, tables=() if t.n == last else t.tables)
+                    for t in p.transactions
+                ),
+                locks=tuple(lk for lk in p.locks if lk.n != last),
+                unverified=(
+                    f"the locks printed for transaction ({last}) and the victim line: the text "
+                    "that follows the report shows they may come from its statement",
+                ),
             )
 
     def _close(self) -> None:

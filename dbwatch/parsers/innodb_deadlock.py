@@ -108,11 +108,18 @@ class _State:
     elided: int = 0  # lines the report's author replaced by "..."
     pending: str = ""  # a lock line that did not parse: perhaps wrapped onto the next line
 
-    def suspect(self, why: str) -> None:
+    # How many sections' `*** (n) TRANSACTION:` markers were read before the first doubt: those
+    # markers are the printer's in every reading of the report.
+    doubt_at: int | None = None
+
+    def suspect(self, why: str, at_marker: bool = False) -> None:
+        """A structural problem; `at_marker`: raised by the section marker just read."""
         if len(self.problems) < 8:
             self.problems.append(why)
         if self.trxs:
             self.trxs[-1].suspect = True
+        if self.doubt_at is None:
+            self.doubt_at = len(self.trxs) - (1 if at_marker else 0)
 
     def unknown(self, line: str) -> None:
         """A line the printers do not produce here: kept (bounded) to be shown; an author's
@@ -129,16 +136,17 @@ def _on_star(st: _State, line: str) -> None:
     # Each regex needs its literal: a substring test first skips the ones that cannot match.
     m = _STAR_TRX.match(line) if "TRANSACTION:" in line else None
     if m:
+        n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
+        st.role_count[(n, "transaction")] = st.role_count.get((n, "transaction"), 0) + 1
         if st.done:
             st.suspect("a transaction section after the victim line")
             return
-        n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
         if len(st.trxs) < MAX_TRX:
             st.trxs.append(_Trx(n, numbered=m.group(1) is not None))
         if n != len(st.trxs):
-            st.suspect(f"transaction ({n}) out of sequence")
+            st.suspect(f"transaction ({n}) out of sequence", at_marker=True)
         elif not m.group(1) and not st.too_deep:
-            st.suspect("an unnumbered transaction section outside a TOO DEEP report")
+            st.suspect("an unnumbered transaction section outside a TOO DEEP report", True)
         st.role = ""
         return
     if st.trxs:
@@ -146,19 +154,19 @@ def _on_star(st: _State, line: str) -> None:
     for rx, word, role in _ROLES:
         m = rx.match(line) if word in line else None
         if m:
+            cur = st.trxs[-1].n if st.trxs else 0
+            said = (int(m.group(1)) if m.group(1) else cur, role)
+            st.role_count[said] = st.role_count.get(said, 0) + 1
             if not st.trxs:
                 st.suspect(f"a {role} section before any transaction")
             if st.done:
                 st.suspect(f"a {role} section after the victim line")
                 return
-            cur = st.trxs[-1].n if st.trxs else 0
             if m.group(1) and int(m.group(1)) != cur:
                 st.suspect(f"({m.group(1)}) {role} section inside transaction ({cur})")
             if (cur, role) in st.roles_seen:
                 st.suspect(f"two {role} sections for transaction ({cur})")
             st.roles_seen.add((cur, role))
-            said = (int(m.group(1)) if m.group(1) else cur, role)
-            st.role_count[said] = st.role_count.get(said, 0) + 1
             st.role = role
             return
     m = _VICTIM.match(line) if "WE ROLL BACK" in line else None
@@ -275,9 +283,9 @@ def feed_line(st: _State, raw: str) -> None:
         if at is not None:
             st.at = st.at or at
             return
-    if st.trxs and not st.done:
+    if st.trxs:
         cur = st.trxs[-1]
-        if cur.raw_len < MAX_RAW:
+        if cur.raw_len < MAX_RAW:  # after the victim line too: shown if the report is ambiguous
             cur.raw.append(line)
             cur.raw_len += len(line) + 1
     head = line.lstrip()

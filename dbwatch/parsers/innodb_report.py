@@ -41,7 +41,7 @@ def build(st: _State, live: frozenset[str] | None = None) -> Deadlock | None:
     else:
         victim, source = _pick_victim(st, live)
     keep = _agreed(st) if ambiguous else {t.n for t in st.trxs}
-    sure = {n for n in keep if all(c == 1 for (k, _r), c in st.role_count.items() if k == n)}
+    sure = _sure(st, keep) if ambiguous else keep
     unverified: tuple[str, ...] = ()
     if ambiguous:
         victim, source = None, "none"
@@ -89,6 +89,8 @@ def _check_owners(st: _State, ids: dict[Any, int]) -> list[str]:
         other = ids.get(lk["trx_id"])
         if other is not None and other != t.n:
             t.suspect = True
+            at = st.trxs.index(t) + 1
+            st.doubt_at = at if st.doubt_at is None else min(st.doubt_at, at)
             if len(st.problems) < 8:
                 st.problems.append(
                     f"a lock of transaction ({other}) listed under transaction ({t.n})"
@@ -102,19 +104,28 @@ def _check_owners(st: _State, ids: dict[Any, int]) -> list[str]:
 
 
 def _dup(st: _State, t: _Trx) -> bool:
-    return sum(1 for o in st.trxs if o.n == t.n) > 1
+    """Its `*** (n) TRANSACTION:` printed more than once, wherever (after the victim line too)."""
+    return st.role_count.get((t.n, "transaction"), 0) > 1
 
 
 def _agreed(st: _State) -> set[int]:
-    """The transactions every reading of an ambiguous report agrees on: a section whose number
-    is printed once, in sequence, with its header, and inside which nothing was out of place.
-    Whether the suspect lines are query text or structure, such a section reads the same."""
+    """The transactions every reading of an ambiguous report agrees on. Query text can only
+    imitate report lines after the query starts: a section whose marker was read before the
+    first doubt is the printer's (its header, thread and statement come before its query ends),
+    printed once, in sequence, with its header. Its locks are facts only if nothing was out of
+    place inside it and no marker for it was printed twice (_sure)."""
     out: set[int] = set()
-    for i, t in enumerate(st.trxs):
-        if t.suspect or _dup(st, t) or t.n != i + 1 or "trx_id" not in t.fields:
-            break  # after the first doubt, the numbering itself is in question
+    upto = len(st.trxs) if st.doubt_at is None else st.doubt_at
+    for i, t in enumerate(st.trxs[:upto]):
+        if _dup(st, t) or t.n != i + 1 or "trx_id" not in t.fields:
+            break
         out.add(t.n)
     return out
+
+
+def _sure(st: _State, keep: set[int]) -> set[int]:
+    ns = {t.n for t in st.trxs if t.n in keep and not t.suspect}
+    return {n for n in ns if all(c == 1 for (k, _r), c in st.role_count.items() if k == n)}
 
 
 def _trusted_lock(lk: DeadlockLock, st: _State) -> bool:
