@@ -203,13 +203,17 @@ class Scanner:
                 victim=None,
                 victim_source="none",
                 transactions=tuple(
-                    replace(t, victim=False, blocked_by=None, tables=() if t.n == last else t.tables)
+                    replace(
+                        t, victim=False, blocked_by=None, tables=() if t.n == last else t.tables
+                    )
                     for t in p.transactions
                 ),
                 locks=tuple(lk for lk in p.locks if lk.n != last),
                 unverified=(
-                    f"the locks printed for transaction ({last}) and the victim line: the text "
-                    "that follows the report shows they may come from its statement",
+                    (
+                        f"the locks printed for transaction ({last}) and the victim line: the text "
+                        "that follows the report shows they may come from its statement"
+                    ),
                 ),
             )
 

@@ -67,8 +67,25 @@ _FRAGMENTS = (
 _MARKER_TAILS = ("GRANTED:", "LOCK(S):", "WITH:")
 # Words a wrapped lock line continues with.
 _LOCK_WORDS = frozenset(
-    "locks rec but not gap before insert intention waiting lock_mode lock mode X S IX IS "
-    "AUTO-INC".split()
+    [
+        "locks",
+        "rec",
+        "but",
+        "not",
+        "gap",
+        "before",
+        "insert",
+        "intention",
+        "waiting",
+        "lock_mode",
+        "lock",
+        "mode",
+        "X",
+        "S",
+        "IX",
+        "IS",
+        "AUTO-INC",
+    ]
 )
 
 

@@ -172,7 +172,9 @@ def _blocked_by(st: _State, ids: dict[Any, int]) -> dict[int, int]:
     return out
 
 
-def _trx(t: _Trx, locks: tuple[DeadlockLock, ...], victim: int | None, by: int | None) -> DeadlockTrx:
+def _trx(
+    t: _Trx, locks: tuple[DeadlockLock, ...], victim: int | None, by: int | None
+) -> DeadlockTrx:
     f = t.fields
     tables = tuple(
         dict.fromkeys(
