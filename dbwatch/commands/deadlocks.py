@@ -199,8 +199,18 @@ def render_table(deadlocks: list[Record]) -> str:
         )
         if dl.get("victim_inferred"):
             out.append(f"\nVictim inferred: {dl.get('victim_evidence')}")
+        elif dl.get("victim_evidence"):
+            out.append(f"\nVictim: {dl.get('victim_evidence')}")
         if dl.get("ambiguous"):
             out.append(f"\nStructure ambiguous: {dl.get('ambiguity')}; no victim named")
+        for text in str_list(dl.get("unverified")):
+            # never facts: the text as read, quoted, so that it cannot pass for dbwatch's output
+            out.append("\nUnverified (text, not facts):")
+            out.extend("  | " + line for line in text.splitlines()[:40])
+        for what, key in (("Not understood", "unparsed"), ("Inconsistent", "inconsistencies")):
+            items = str_list(dl.get(key))
+            if items:
+                out.append(f"\n{what}: " + "; ".join(items[:8]))
         diag = as_row(dl.get("diagnosis"))
         rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
         out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
