@@ -96,10 +96,11 @@ def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
         if not line:
             return Line(None, None, True, False, "")
         c = line[0]
-    line = _unwrap(line, memo)
-    if not line:
-        return Line(None, None, True, False, "")
-    c = line[0]
+    if (c.isdigit() and line[10:11] == "T") or ("|" in line[:72] and c.isalnum()):
+        line = _unwrap(line, memo)
+        if not line:
+            return Line(None, None, True, False, "")
+        c = line[0]
     if c.isdigit():
         if memo is not None and line.startswith(memo.text):
             body = _src_suffix(line[len(memo.text) :].lstrip())

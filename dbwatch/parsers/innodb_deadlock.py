@@ -87,9 +87,10 @@ _LOCK_WORDS = frozenset(
         "AUTO-INC",
     ]
 )
+_LOCK_FIRST = frozenset(w[0] for w in _LOCK_WORDS)
 
 
-MAX_RAW = 8_192  # raw text kept per transaction section, shown when it cannot be verified
+MAX_RAW_LINES = 2_000  # report lines kept, to show the sections that cannot be verified
 MAX_UNPARSED = 16
 
 
@@ -102,8 +103,7 @@ class _Trx:
     query_len: int = 0
     in_query: bool = False
     suspect: bool = False  # a structural problem was seen inside this section
-    raw: list[str] = field(default_factory=list)
-    raw_len: int = 0
+    start: int = 0  # index in _State.raw of this section's first line
 
 
 @dataclass
@@ -119,6 +119,7 @@ class _State:
     problems: list[str] = field(default_factory=list)
     roles_seen: set[tuple[int, str]] = field(default_factory=set)
     unparsed: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)  # the report's lines from its first section
     # How often each (n, role) marker was printed, whatever section it sits in: a second one
     # means the two readings (structure or query text) disagree on that transaction's locks.
     role_count: dict[tuple[int, str], int] = field(default_factory=dict)
@@ -159,7 +160,7 @@ def _on_star(st: _State, line: str) -> None:
             st.suspect("a transaction section after the victim line")
             return
         if len(st.trxs) < MAX_TRX:
-            st.trxs.append(_Trx(n, numbered=m.group(1) is not None))
+            st.trxs.append(_Trx(n, numbered=m.group(1) is not None, start=len(st.raw)))
         if n != len(st.trxs):
             st.suspect(f"transaction ({n}) out of sequence", at_marker=True)
         elif not m.group(1) and not st.too_deep:
@@ -300,11 +301,8 @@ def feed_line(st: _State, raw: str) -> None:
         if at is not None:
             st.at = st.at or at
             return
-    if st.trxs:
-        cur = st.trxs[-1]
-        if cur.raw_len < MAX_RAW:  # after the victim line too: shown if the report is ambiguous
-            cur.raw.append(line)
-            cur.raw_len += len(line) + 1
+    if st.trxs and len(st.raw) < MAX_RAW_LINES:  # after the victim line too (unverified text)
+        st.raw.append(line)
     head = line.lstrip()
     if head[:1] == "*" and head.startswith("***"):
         _on_star(st, squeeze(head))
@@ -327,7 +325,13 @@ def feed_line(st: _State, raw: str) -> None:
         elif st.trxs and not st.trxs[-1].in_query and not st.done:
             st.pending = head  # joined with the next line, or named as unparsed
         return
-    if st.locks and st.role and not st.trxs[-1].in_query and _continues_lock(head):
+    if (
+        head[0] in _LOCK_FIRST
+        and st.locks
+        and st.role
+        and not st.trxs[-1].in_query
+        and _continues_lock(head)
+    ):
         last = st.locks[-1]
         again = parse_lock_line(last["raw"] + " " + head)
         if again is not None:

@@ -45,8 +45,11 @@ def build(st: _State, live: frozenset[str] | None = None) -> Deadlock | None:
     unverified: tuple[str, ...] = ()
     if ambiguous:
         victim, source = None, "none"
+        ends = [t.start for t in st.trxs[1:]] + [len(st.raw)]
         unverified = tuple(
-            "\n".join(t.raw).strip() for t in st.trxs if t.n not in sure or _dup(st, t)
+            "\n".join(st.raw[t.start : end]).strip()
+            for t, end in zip(st.trxs, ends, strict=True)
+            if t.n not in sure or _dup(st, t)
         )
     locks = tuple(
         lk for lk in _locks(st, ids) if not ambiguous or (lk.n in sure and _trusted_lock(lk, st))
