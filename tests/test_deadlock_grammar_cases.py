@@ -201,3 +201,16 @@ def test_spoofed_statement_lists_only_agreed_participants() -> None:
     rec = deadlock_record(dl)
     assert rec["diagnosis"]["pattern"] == "ambiguous"  # type: ignore[index]
     assert rec["unverified"]
+
+
+def test_trx_ids_are_checked_against_the_servers_counter() -> None:
+    text = (Path(__file__).parent / "fixtures" / "innodb" / "mariadb-laravel-queue-index.txt"
+            ).read_text()
+    st = parse_status(text)
+    assert st.deadlock is not None and st.deadlock.inconsistencies == ()
+    forged = text.replace(f"Trx id counter {st.trx_id_counter}", "Trx id counter 95610")
+    dl = parse_status(forged).deadlock
+    assert dl is not None and dl.victim == st.deadlock.victim  # kept: noted, not fatal
+    assert dl.inconsistencies == (
+        "trx id (1) 95662 not below the server's trx id counter 95610: not as the server "
+        "printed it",)
