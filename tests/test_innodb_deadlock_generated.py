@@ -91,7 +91,8 @@ def norm(q: str | None) -> str:
     return " ".join((q or "").split())
 
 
-def check(m: gen.Model, dl: Deadlock, width: int | None = None, redacted: bool = False) -> None:
+def check(m: gen.Model, dl: Deadlock, width: int | None = None, redacted: bool = False,
+          anonymous: bool = False) -> None:
     """The parsed deadlock is the model: transactions, locks, victim, statements, blocked_by."""
     assert not dl.ambiguous, dl.ambiguous
     assert dl.unparsed == (), dl.unparsed
@@ -106,7 +107,8 @@ def check(m: gen.Model, dl: Deadlock, width: int | None = None, redacted: bool =
         assert got.undo_entries == want.undo and got.lock_structs == want.structs
         thread_line = want.header(product)[3]
         if width is None or len(thread_line) + 8 <= width:  # a wrapped thread line loses its tail
-            assert (got.user, got.host, got.ip) == (want.user, want.host, want.ip)
+            who = (None, None) if anonymous else (want.user, want.host)
+            assert (got.user, got.host, got.ip) == (*who, want.ip)
             assert norm(got.query) == norm(want.query)
         cycle = len(m.trxs) > 1
         assert got.blocked_by == ((n % len(m.trxs)) + 1 if cycle else None)
@@ -161,24 +163,33 @@ DECOR = [None, gen.COMPOSE, gen.SYSLOG, gen.JOURNAL_ISO, gen.CRI]
     st.sampled_from([None, 80, 120]),  # soft wrap
     st.booleans(),  # header lost
     st.booleans(),  # lock-line trx ids redacted
+    st.booleans(),  # hosts and users redacted
 )
 @example(  # found: MariaDB status pasted without its header, trailing double blanks
     gen.Model("mariadb", (
         gen.Trx(28480029, 901455, QUERIES[0], gen.Lock("jobs"), (gen.Lock("jobs", heap=3),)),
         gen.Trx(28480030, 901452, QUERIES[1], gen.Lock("jobs", heap=6), (gen.Lock("jobs"),))),
         victim=2),
-    "status", None, None, False, False, False, True, False, None, True, False)
+    "status", None, None, False, False, False, True, False, None, True, False, False)
 @example(  # found: TOO DEEP, 5.7 error log, redacted: the victim was thrown away
     gen.Model("too_deep", (gen.Trx(77, 5, QUERIES[0], gen.Lock("jobs")),), victim=1),
-    "log57", None, None, False, False, False, False, False, None, False, True)
+    "log57", None, None, False, False, False, False, False, None, False, True, False)
+@example(  # found: a user redacted as `***` wrapped to the start of a line read as a marker
+    gen.Model("mysql57", (
+        gen.Trx(7001, 123456789, QUERIES[4], gen.Lock("ledger"), (gen.Lock("ledger", heap=3),)),
+        gen.Trx(7002, 735, QUERIES[2], gen.Lock("ledger", heap=3), (gen.Lock("ledger"),))),
+        victim=1),
+    "logmaria", None, None, False, True, False, False, True, 80, False, False, True)
 def test_damaged_text_still_reads_as_the_model(
     m: gen.Model, container: str, decor: str | None, ind: str | None, quoted: bool,
     fenced: bool, doubled: bool, trail: bool, crlf: bool, width: int | None, headless: bool,
-    redact: bool,
+    redact: bool, anonymous: bool,
 ) -> None:
     lines = gen.render_in(m, container)
     if redact:
         lines = gen.redact_lock_ids(lines, m)
+    if anonymous:
+        lines = gen.redact_names(lines, m)
     if headless:
         lines = gen.lose_header(lines)
     if width and (decor is None or width == 120) and container in ("status", "logmaria", "log56"):
@@ -201,7 +212,10 @@ def test_damaged_text_still_reads_as_the_model(
         lines = gen.crlf(lines)
     dls = parse_text(lines, "status" if container == "status" and not headless else "log")
     assert len(dls) == 1, (len(dls), lines[:12])
-    check(m, dls[0], width, redacted=redact)
+    check(m, dls[0], width, redacted=redact, anonymous=anonymous)
+    # the chunked byte path of `deadlocks --log` reads the same text the same way
+    (dl2,) = list(iter_deadlocks_bytes([("\n".join(lines) + "\n").encode()]))
+    check(m, dl2, width, redacted=redact, anonymous=anonymous)
 
 
 # --- a report cut short: exactly what the cut text holds -----------------------------------

@@ -148,9 +148,10 @@ class _State:
             self.unparsed.append(line.strip()[:200])
 
 
-def _on_star(st: _State, line: str) -> None:
-    """`*** …` lines. Query text is data: a marker out of sequence, repeated, or after
-    the victim line can only come from text inside a query, so the report is suspect."""
+def _on_star(st: _State, line: str) -> bool:
+    """`*** …` lines; False if it is no marker (then it is text: a wrapped `***` redaction).
+    Query text is data: a marker out of sequence, repeated, or after the victim line can only
+    come from text inside a query, so the report is suspect."""
     # Each regex needs its literal: a substring test first skips the ones that cannot match.
     m = _STAR_TRX.match(line) if "TRANSACTION:" in line else None
     if m:
@@ -158,7 +159,7 @@ def _on_star(st: _State, line: str) -> None:
         st.role_count[(n, "transaction")] = st.role_count.get((n, "transaction"), 0) + 1
         if st.done:
             st.suspect("a transaction section after the victim line")
-            return
+            return True
         if len(st.trxs) < MAX_TRX:
             st.trxs.append(_Trx(n, numbered=m.group(1) is not None, start=len(st.raw)))
         if n != len(st.trxs):
@@ -166,12 +167,12 @@ def _on_star(st: _State, line: str) -> None:
         elif not m.group(1) and not st.too_deep:
             st.suspect("an unnumbered transaction section outside a TOO DEEP report", True)
         st.role = ""
-        return
-    if st.trxs:
-        st.trxs[-1].in_query = False
+        return True
     for rx, word, role in _ROLES:
         m = rx.match(line) if word in line else None
         if m:
+            if st.trxs:
+                st.trxs[-1].in_query = False
             cur = st.trxs[-1].n if st.trxs else 0
             said = (int(m.group(1)) if m.group(1) else cur, role)
             st.role_count[said] = st.role_count.get(said, 0) + 1
@@ -179,24 +180,28 @@ def _on_star(st: _State, line: str) -> None:
                 st.suspect(f"a {role} section before any transaction")
             if st.done:
                 st.suspect(f"a {role} section after the victim line")
-                return
+                return True
             if m.group(1) and int(m.group(1)) != cur:
                 st.suspect(f"({m.group(1)}) {role} section inside transaction ({cur})")
             if (cur, role) in st.roles_seen:
                 st.suspect(f"two {role} sections for transaction ({cur})")
             st.roles_seen.add((cur, role))
             st.role = role
-            return
+            return True
     m = _VICTIM.match(line) if "WE ROLL BACK" in line else None
-    if m:
-        if not st.trxs:
-            st.suspect("a victim line before any transaction")
-        if st.done:
-            st.suspect("two victim lines")
-            return
-        st.victim = int(m.group(1))
-        st.role = ""
-        st.done = True
+    if m is None:
+        return False
+    if st.trxs:
+        st.trxs[-1].in_query = False
+    if not st.trxs:
+        st.suspect("a victim line before any transaction")
+    if st.done:
+        st.suspect("two victim lines")
+        return True
+    st.victim = int(m.group(1))
+    st.role = ""
+    st.done = True
+    return True
 
 
 def _on_lock(st: _State, lock: dict[str, Any]) -> None:
@@ -304,8 +309,7 @@ def feed_line(st: _State, raw: str) -> None:
     if st.trxs and len(st.raw) < MAX_RAW_LINES:  # after the victim line too (unverified text)
         st.raw.append(line)
     head = line.lstrip()
-    if head[:1] == "*" and head.startswith("***"):
-        _on_star(st, squeeze(head))
+    if head[:1] == "*" and head.startswith("***") and _on_star(st, squeeze(head)):
         return
     if not head:
         return

@@ -155,7 +155,9 @@ def _check_counter(dl: Deadlock, counter: object) -> Deadlock:
     if not beyond:
         return dl
     said = ", ".join(f"({t.n}) {t.trx_id}" for t in beyond)
-    note = f"trx id {said} not below the server's trx id counter {top}: not as the server printed it"
+    note = (
+        f"trx id {said} not below the server's trx id counter {top}: not as the server printed it"
+    )
     return replace(dl, inconsistencies=(*dl.inconsistencies, note))
 
 

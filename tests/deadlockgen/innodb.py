@@ -321,3 +321,17 @@ def redact_lock_ids(lines: list[str], m: Model) -> list[str]:
 
 def cut(lines: list[str], at: int) -> list[str]:
     return lines[:at]
+
+
+def redact_names(lines: list[str], m: Model) -> list[str]:
+    """An author hides hosts and users in the thread lines (`xxx`, `***`)."""
+    out = []
+    for x in lines:
+        i = x.find(" query id ")
+        if i >= 0 and "thread id" in x:
+            head, tail = x[:i], x[i:]
+            for t in m.trxs:
+                tail = tail.replace(f" {t.host} ", " xxx ", 1).replace(f" {t.user} ", " *** ", 1)
+            x = head + tail
+        out.append(x)
+    return out
