@@ -130,6 +130,12 @@ class _State:
     # markers are the printer's in every reading of the report.
     doubt_at: int | None = None
 
+    def count(self, key: tuple[int, str]) -> None:
+        if key in self.role_count or len(self.role_count) < 256:  # bounded: numbers are text
+            self.role_count[key] = self.role_count.get(key, 0) + 1
+        else:
+            self.suspect("too many report markers")
+
     def suspect(self, why: str, at_marker: bool = False) -> None:
         """A structural problem; `at_marker`: raised by the section marker just read."""
         if len(self.problems) < 8:
@@ -156,7 +162,7 @@ def _on_star(st: _State, line: str) -> bool:
     m = _STAR_TRX.match(line) if "TRANSACTION:" in line else None
     if m:
         n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
-        st.role_count[(n, "transaction")] = st.role_count.get((n, "transaction"), 0) + 1
+        st.count((n, "transaction"))
         if st.done:
             st.suspect("a transaction section after the victim line")
             return True
@@ -175,7 +181,7 @@ def _on_star(st: _State, line: str) -> bool:
                 st.trxs[-1].in_query = False
             cur = st.trxs[-1].n if st.trxs else 0
             said = (int(m.group(1)) if m.group(1) else cur, role)
-            st.role_count[said] = st.role_count.get(said, 0) + 1
+            st.count(said)
             if not st.trxs:
                 st.suspect(f"a {role} section before any transaction")
             if st.done:
