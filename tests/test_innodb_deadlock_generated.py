@@ -238,7 +238,9 @@ def test_cut_short_gives_exactly_what_is_left(m: gen.Model, container: str, at: 
             want = m.trxs[got.n - 1]
             assert got.trx_id in (None, str(want.trx_id))
             assert got.thread_id in (None, want.thread_id)
-        assert lock_set(dl) <= m.expected_locks()
+        want = m.expected_locks()
+        for lk in lock_set(dl):  # a CONFLICTING WITH lock whose owner was cut off: owner 0
+            assert lk in want or (lk[0] == 0 and any(w[1:] == lk[1:] for w in want)), lk
 
 
 # --- statements carrying fake report lines: never a fabricated participant ----------------
@@ -261,6 +263,9 @@ FAKE = [
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(models(), st.sampled_from(gen.LOGS), st.lists(st.sampled_from(FAKE), min_size=1,
                                                       max_size=12), st.integers(0, 2))
+@example(  # found: TOO DEEP prints one unnumbered section; a fake `(2)` was in sequence
+    gen.Model("too_deep", (gen.Trx(1000, 1, QUERIES[0], gen.Lock("jobs")),), victim=1),
+    "status", FAKE[:3], 0)
 def test_fake_report_lines_in_a_statement_make_nothing_up(
     m: gen.Model, container: str, fake: list[str], which: int
 ) -> None:

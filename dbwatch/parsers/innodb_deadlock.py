@@ -170,6 +170,8 @@ def _on_star(st: _State, line: str) -> bool:
             st.trxs.append(_Trx(n, numbered=m.group(1) is not None, start=len(st.raw)))
         if n != len(st.trxs):
             st.suspect(f"transaction ({n}) out of sequence", at_marker=True)
+        elif st.too_deep and len(st.trxs) > 1:  # TOO DEEP prints one `*** TRANSACTION:`
+            st.suspect(f"transaction ({n}) in a TOO DEEP report", at_marker=True)
         elif not m.group(1) and not st.too_deep:
             st.suspect("an unnumbered transaction section outside a TOO DEEP report", True)
         st.role = ""
@@ -304,7 +306,7 @@ def _is_lock_detail(line: str) -> bool:
 def feed_line(st: _State, raw: str) -> None:
     """Consume one line of a deadlock report (already stripped of any log prefix)."""
     line = raw[:MAX_LINE].rstrip()
-    if TOO_DEEP in line:
+    if not st.trxs and TOO_DEEP in line:  # the report's first line; later, it is query text
         st.too_deep = True
     if not st.seen_first and line.strip():
         st.seen_first = True
