@@ -81,7 +81,9 @@ def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
         if not line:
             return Line(None, None, True, False, "")
         c = line[0]
-    if (c.isdigit() and line[10:11] == "T") or ("|" in line[:72] and c.isalnum()):
+    if (c.isdigit() and line[10:11] == "T" and (" std" in line[19:44] or "]:" in line[20:120])) or (
+        "|" in line[:72] and c.isalnum()
+    ):
         line = _unwrap(line, memo)
         if not line:
             return Line(None, None, True, False, "")
