@@ -78,6 +78,19 @@ ALLOWED: dict[str, frozenset[str]] = {
             "targets",
         },
         "report": {"findings", "pipeline", "targets", "termout"},
+        # a target's measured figures: the daemon's metrics and history, the Nagios perfdata
+        "figures": {"checks", "findings", "snapshot"},
+        # `--format nagios`: the status line, the findings as long text, perfdata with the rules'
+        # own thresholds
+        "nagios": {
+            "catalogue",
+            "config",
+            "durations",
+            "figures",
+            "findings",
+            "pipeline",
+            "targets",
+        },
         # the daemon's state records, below daemon/ and its readers (alerts/, web/, commands/)
         "records": {"findings", "snapshot", "targets"},
         # alerts see the state through alerts.state.AlertState, never daemon/
@@ -104,6 +117,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "errors",
             "evaluate",
+            "figures",
             "findings",
             "parsers",
             "pipeline",
@@ -129,8 +143,10 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "errors",
             "evaluate",
+            "figures",
             "findings",
             "inputs",
+            "nagios",
             "parsers",
             "pipeline",
             "probes",

@@ -1,4 +1,5 @@
-"""Pure payload builders: Alertmanager webhook v4 shape, Slack incoming webhook, Alertmanager API.
+"""Pure payload builders: Alertmanager webhook v4 shape, Slack incoming webhook, Alertmanager API,
+PagerDuty Events API v2 (pagerduty.py).
 
 An outbox message holds an `alert` dict (see alert_data); build() turns it into the exact
 bytes and headers one receiver kind expects.
@@ -17,6 +18,7 @@ from types import MappingProxyType
 from ..records import FindingRow, loads
 from ..snapshot.values import JSON, JSONObject, to_float, to_str
 from ..targets.secrets import scrub_tree
+from . import pagerduty
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
@@ -188,10 +190,18 @@ def sign(body: bytes, secret: str) -> str:
 
 
 def build(
-    kind: str, receiver: str, a: JSONObject, now: float, secret: str | None = None
+    kind: str,
+    receiver: str,
+    a: JSONObject,
+    now: float,
+    secret: str | None = None,
+    routing_key: str | None = None,
 ) -> tuple[bytes, dict[str, str]]:
     """The exact body and headers for one receiver kind."""
     doc: JSON
+    if kind == "pagerduty":  # scrubbed inside: its routing key is a secret that must stay
+        body = json.dumps(pagerduty.event(a, routing_key or ""), default=str).encode()
+        return body, {"Content-Type": "application/json", "User-Agent": "dbwatch"}
     if kind == "slack":
         doc = slack_body(a)
     elif kind == "alertmanager":
