@@ -214,3 +214,19 @@ def test_trx_ids_are_checked_against_the_servers_counter() -> None:
     assert dl.inconsistencies == (
         "trx id (1) 95662 not below the server's trx id counter 95610: not as the server "
         "printed it",)
+
+
+def test_every_record_here_matches_the_json_schema() -> None:
+    from schemas import validate
+
+    texts = [TOO_DEEP_57, LOG57,
+             LOG57.replace("trx id 41722335 ", "trx id XXXX "),
+             LOG57.replace("RECORD LOCKS space id 412 page no 4", "RECORD LOCKS space ???", 1),
+             LOG57.replace("delete from laravel.jobs\n", "delete from laravel.jobs\n"
+                           "*** (2) TRANSACTION:\nTRANSACTION 999, ACTIVE 5 sec\n")]
+    texts += [p.read_text() for p in sorted(PUB.glob("*.txt"))]
+    recs = [deadlock_record(dl) for t in texts for dl in iter_deadlocks(t.splitlines())]
+    assert len(recs) == len(texts)
+    assert any(r.get("unparsed") for r in recs) and any(r.get("inconsistencies") for r in recs)
+    assert any(r.get("unverified") for r in recs)
+    validate({"deadlocks": recs}, "deadlocks")

@@ -11,6 +11,9 @@ from deadlockgen import innodb as gen
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from schemas import validate
+
+from dbwatch.deadlocks.record import deadlock_record
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import iter_deadlocks, iter_deadlocks_bytes
 from dbwatch.parsers.innodb_status import parse_status
@@ -117,6 +120,7 @@ def check(m: gen.Model, dl: Deadlock, width: int | None = None, redacted: bool =
         # CONFLICTING WITH names owners only by trx id: redacted, the owner is unknown (0)
         want_locks = {(0, *x[1:]) if not x[1] else x for x in want_locks}
     assert lock_set(dl) == want_locks
+    validate({"deadlocks": [deadlock_record(dl)]}, "deadlocks")
     if redacted:
         assert dl.inconsistencies
     else:
