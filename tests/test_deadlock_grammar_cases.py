@@ -230,3 +230,21 @@ def test_every_record_here_matches_the_json_schema() -> None:
     assert any(r.get("unparsed") for r in recs) and any(r.get("inconsistencies") for r in recs)
     assert any(r.get("unverified") for r in recs)
     validate({"deadlocks": recs}, "deadlocks")
+
+
+def test_published_mysql8_report_cut_short_gives_what_it_holds() -> None:
+    text = (PUB / "mysql8-hibernate-cut.txt").read_text()
+    for dl in (parse_status(text).deadlock, one(text)):
+        assert dl is not None and not dl.ambiguous and dl.unparsed == ()
+        assert dl.victim is None and dl.truncated and dl.at == "2022-03-24 00:05:03"
+        (t,) = dl.transactions
+        assert (t.trx_id, t.thread_id, t.user, t.host, t.ip, t.state) == (
+            "2000", 54, "root", "localhost", "127.0.0.1", "inserting")
+        assert (t.undo_entries, t.lock_structs, t.row_locks) == (2, 6, 3)
+        assert t.query is not None and t.query.startswith("/* mysql-connector-java-8.0.27")
+        assert t.query.endswith("values (1648076703544, '79', '2000', 79)")
+        assert {(lk.n, lk.waiting, lk.mode, lk.index, lk.special, lk.insert_intention,
+                 lk.heap_nos) for lk in dl.locks} == {
+            (1, False, "S", "invoice_id", None, False, (1,)),
+            (1, True, "X", "invoice_id", "gap", True, (1,))}
+        assert all(lk.table == "sequenceid" and lk.db is None for lk in dl.locks)
