@@ -248,3 +248,18 @@ def test_published_mysql8_report_cut_short_gives_what_it_holds() -> None:
             (1, False, "S", "invoice_id", None, False, (1,)),
             (1, True, "X", "invoice_id", "gap", True, (1,))}
         assert all(lk.table == "sequenceid" and lk.db is None for lk in dl.locks)
+
+
+def test_printed_threads_checked_against_the_live_thread_list() -> None:
+    from dbwatch.deadlocks.record import check_threads
+    from dbwatch.snapshot.my import MyThread
+
+    dl = one(LOG57)  # (1) thread 2240 laravel trx 41722335, (2) thread 2245 laravel trx 41722336
+    same = [MyThread.from_row({"thread_id": 2245, "user": "laravel", "trx_id": "41722336"})]
+    assert check_threads(dl, same) is dl
+    other = [MyThread.from_row({"thread_id": 2240, "user": "reporting", "trx_id": None}),
+             MyThread.from_row({"thread_id": 3001, "user": "laravel", "trx_id": "41722336"})]
+    notes = check_threads(dl, other).inconsistencies
+    assert notes == (
+        "(1) thread 2240 is printed as user laravel, but that thread is connected now as reporting",
+        "(2) trx 41722336 is printed in thread 2245, but it runs now in thread 3001")
