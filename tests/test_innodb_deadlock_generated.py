@@ -196,10 +196,8 @@ def test_damaged_text_still_reads_as_the_model(
         lines = gen.redact_names(lines, m)
     if headless:
         lines = gen.lose_header(lines)
-    if width and (decor is None or width == 120) and container in ("status", "logmaria", "log56"):
+    if width:
         lines = gen.wrap(lines, width)
-    else:
-        width = None
     if decor:
         lines = gen.prefix_lines(lines, decor)
     if ind:

@@ -32,6 +32,7 @@ from dbwatch.parsers.innodb_logline import (
     _is_report_body,
     clean,
     is_start,
+    message_state,
 )
 
 __all__ = [
@@ -80,6 +81,9 @@ class Scanner:
     # the printer writes after the section header. A report pasted without its header starts
     # there, so `*** (1) TRANSACTION:` right after it opens a report even in a prefixed log.
     bare_ts: str | None = None
+    # A printer message cut by a soft wrap ("… [InnoDB] *** (1) WAITING FOR THIS LOCK TO BE" /
+    # "GRANTED:"): held until the next line completes it or shows it was not cut.
+    partial: tuple[Line, int] | None = None
 
     @property
     def safe_offset(self) -> int | None:
@@ -148,6 +152,7 @@ class Scanner:
             blk is not None
             and not self.rule_seen
             and not self.memo.wrapped
+            and self.partial is None
             and c.isalpha()
             and c not in _SLOW_FIRST
             and "eadlock detected" not in raw
@@ -165,6 +170,26 @@ class Scanner:
                 self.block.lines += 1
             return  # row contents: most of a report's bytes
         ln = clean(raw, self.memo)
+        if self.partial is not None:  # the rest of a printer message a soft wrap cut
+            if not ln.body and not ln.prefixed:
+                return  # a blank line between the two halves (blank lines doubled)
+            held, at = self.partial
+            self.partial = None
+            joined = f"{held.body} {ln.body}" if ln.body and not ln.prefixed else ""
+            state = message_state(joined) if joined else None
+            if state == "partial":
+                self.partial = (held._replace(body=joined), at)
+                return
+            if state == "complete":
+                self._feed(held._replace(body=joined), at)
+                return
+            self._feed(held, at)  # not a continuation: the held line as it was
+        elif ln.body[:1] in "*Tt" and message_state(ln.body) == "partial":
+            self.partial = (ln, offset)
+            return
+        self._feed(ln, offset)
+
+    def _feed(self, ln: Line, offset: int) -> None:
         body = ln.body
         if ln.prefixed:
             self.recognised += 1
@@ -248,6 +273,10 @@ class Scanner:
         return out
 
     def close(self) -> list[Deadlock]:
+        if self.partial is not None:
+            held, at = self.partial
+            self.partial = None
+            self._feed(held, at)
         self._close()
         return self.flush(quiet=True)
 

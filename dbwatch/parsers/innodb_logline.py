@@ -143,3 +143,40 @@ def is_start(body: str) -> bool:
     if "eadlock detected" not in body:
         return False
     return _START in body or _START in body.lower() or "ransactions deadlock detected," in body
+
+
+# The printers' own one-line messages (docs/deadlock-grammar-innodb.md), numbers as "(#)": a line
+# holding only the start of one was cut by a soft wrap and continues on the next line.
+_MESSAGES = (
+    "Transactions deadlock detected, dumping detailed information.",
+    "transactions deadlock detected, dumping detailed information.",
+    (
+        "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH, WE WILL ROLL BACK FOLLOWING "
+        "TRANSACTION"
+    ),
+    "*** (#) TRANSACTION:",
+    "*** TRANSACTION:",
+    "*** (#) WAITING FOR THIS LOCK TO BE GRANTED:",
+    "*** WAITING FOR THIS LOCK TO BE GRANTED:",
+    "*** (#) HOLDS THE LOCK(S):",
+    "*** CONFLICTING WITH:",
+    "*** WE ROLL BACK TRANSACTION (#)",
+)
+_NUMBER = re.compile(r"\(\d{1,6}\)")
+_OPEN_NUMBER = re.compile(r" \(\d{0,6}$")
+
+
+def message_state(body: str) -> str | None:
+    """ "complete" (a whole printer message), "partial" (the start of one, cut), else None."""
+    if len(body) > 120 or not body.startswith(("***", "Transactions", "transactions", "TOO DEEP")):
+        return None
+    norm = _NUMBER.sub("(#)", " ".join(body.split()))
+    cut = _OPEN_NUMBER.search(norm)
+    if cut:  # a number cut inside its parenthesis: the rest follows
+        norm = norm[: cut.start()]
+        return "partial" if any(m.startswith(norm + " (#)") for m in _MESSAGES) else None
+    if any(m == norm for m in _MESSAGES):
+        return "complete"
+    if any(m.startswith(norm) and m[len(norm)] == " " for m in _MESSAGES if len(m) > len(norm)):
+        return "partial"
+    return None
