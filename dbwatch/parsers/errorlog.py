@@ -184,7 +184,7 @@ class Scanner:
                 self._feed(held._replace(body=joined), at)
                 return
             self._feed(held, at)  # not a continuation: the held line as it was
-        elif ln.body[:1] in "*Tt" and message_state(ln.body) == "partial":
+        elif ln.body and ln.body[0] in "*Tt" and message_state(ln.body) == "partial":
             self.partial = (ln, offset)
             return
         self._feed(ln, offset)

@@ -162,6 +162,7 @@ _MESSAGES = (
     "*** CONFLICTING WITH:",
     "*** WE ROLL BACK TRANSACTION (#)",
 )
+_COMPLETE = frozenset(_MESSAGES)
 _NUMBER = re.compile(r"\(\d{1,6}\)")
 _OPEN_NUMBER = re.compile(r" \(\d{0,6}$")
 
@@ -170,7 +171,11 @@ def message_state(body: str) -> str | None:
     """ "complete" (a whole printer message), "partial" (the start of one, cut), else None."""
     if len(body) > 120 or not body.startswith(("***", "Transactions", "transactions", "TOO DEEP")):
         return None
-    norm = _NUMBER.sub("(#)", " ".join(body.split()))
+    norm = " ".join(body.split()) if "  " in body or "\t" in body else body
+    if "(" in norm:
+        norm = _NUMBER.sub("(#)", norm)
+    if norm in _COMPLETE:  # the usual case: a whole message
+        return "complete"
     cut = _OPEN_NUMBER.search(norm)
     if cut:  # a number cut inside its parenthesis: the rest follows
         norm = norm[: cut.start()]
