@@ -24,6 +24,7 @@ from dbwatch.parsers.innodb_common import (
     parse_trx_header,
     squeeze,
 )
+from dbwatch.parsers.innodb_report import build, lock_from
 
 __all__ = [
     "TOO_DEEP",
@@ -32,6 +33,7 @@ __all__ = [
     "DeadlockTrx",
     "feed_line",
     "finish",
+    "lock_from",
     "new_state",
     "parse_deadlock_lines",
 ]
@@ -382,28 +384,4 @@ def parse_deadlock_lines(lines: Iterable[str], at: str | None = None) -> Deadloc
 
 def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock | None:
     """Build the Deadlock; `live_trx_ids` (from TRANSACTIONS) helps pick the victim."""
-    from dbwatch.parsers.innodb_report import build
-
     return build(st, live_trx_ids)
-
-
-def lock_from(
-    lk: dict[str, Any], n: int, waiting: bool, heap_nos: tuple[int, ...] = ()
-) -> DeadlockLock:
-    """A DeadlockLock from a parsed lock line's fields (deadlock sections and the
-    TRANSACTIONS list share the line format)."""
-    return DeadlockLock(
-        n=n,
-        waiting=waiting,
-        mode=lk["mode"],
-        db=lk["db"],
-        table=lk["table"],
-        index=lk["index"],
-        special=lk["special"],
-        insert_intention=lk["insert_intention"],
-        lock_type=lk["lock_type"],
-        trx_id=lk["trx_id"],
-        space_id=lk["space_id"],
-        page_no=lk["page_no"],
-        heap_nos=heap_nos,
-    )
