@@ -72,8 +72,11 @@ def models(draw: st.DrawFn, printer: str | None = None) -> gen.Model:
             user=draw(st.sampled_from(USERS)),
             host=draw(st.sampled_from(HOSTS)),
             ip=draw(st.sampled_from([None, "172.19.0.1"])),
-            undo=draw(st.integers(0, 5)),
-            structs=draw(st.integers(2, 9)),
+            undo=draw(st.sampled_from([0, 1, 4, 12345])),
+            structs=draw(st.sampled_from([2, 9, 1234])),
+            rows=draw(st.sampled_from([2, 65432])),
+            active=draw(st.sampled_from([0, 12345])),
+            inside=draw(st.sampled_from([None, 4999])),
         )
         for i in range(n)
     )
@@ -107,7 +110,8 @@ def check(m: gen.Model, dl: Deadlock, width: int | None = None, redacted: bool =
         assert got.n == n
         assert got.trx_id == str(want.trx_id)
         assert got.thread_id == want.thread_id
-        assert got.undo_entries == want.undo and got.lock_structs == want.structs
+        assert (got.undo_entries, got.lock_structs, got.row_locks, got.active_seconds) == (
+            want.undo, want.structs, want.rows, want.active)
         thread_line = want.header(product)[3]
         if width is None or len(thread_line) + 8 <= width:  # a wrapped thread line loses its tail
             who = (None, None) if anonymous else (want.user, want.host)
@@ -184,6 +188,14 @@ DECOR = [None, gen.COMPOSE, gen.SYSLOG, gen.JOURNAL_ISO, gen.CRI]
         gen.Trx(7002, 735, QUERIES[2], gen.Lock("ledger", heap=3), (gen.Lock("ledger"),))),
         victim=1),
     "logmaria", None, None, False, True, False, False, True, 80, False, False, True)
+@example(  # found: a long header or counts line wrapped; its tail ("InnoDB 4999", "entries 1")
+    gen.Model("mysql57", (
+        gen.Trx(8912811226, 1118382, QUERIES[3], gen.Lock("accounts"), (gen.Lock("accounts"),),
+                undo=12345, structs=1234, rows=65432, active=12345, inside=4999),
+        gen.Trx(8912811219, 1118752, QUERIES[2], gen.Lock("accounts", heap=3),
+                (gen.Lock("accounts"),), undo=1)),
+        victim=2),
+    "status", None, None, False, False, False, False, False, 80, False, False, False)
 def test_damaged_text_still_reads_as_the_model(
     m: gen.Model, container: str, decor: str | None, ind: str | None, quoted: bool,
     fenced: bool, doubled: bool, trail: bool, crlf: bool, width: int | None, headless: bool,

@@ -241,8 +241,10 @@ def _on_body(st: _State, line: str) -> None:
         hd = parse_trx_header(line)
         if hd is not None:
             f.update(trx_id=hd.trx_id, active_seconds=hd.active_seconds, state=hd.state)
+            f["_last"] = line
             return
     if "thread_id" not in f:
+        last = f.pop("_last", None)
         if line.startswith("mysql tables in use"):
             tu = parse_tables_in_use(line)
             if tu:
@@ -251,6 +253,9 @@ def _on_body(st: _State, line: str) -> None:
         counts = parse_counts(line)
         if counts is not None:
             f.update(counts)
+            f["_last"] = line
+            return
+        if last is not None and _header_tail(f, last, line):
             return
         pending = f.pop("_thread", None)
         th = parse_thread(pending + " " + line if pending else line)
@@ -276,6 +281,26 @@ def _on_body(st: _State, line: str) -> None:
         return
     if not _is_lock_detail(line):
         st.unknown(line)
+
+
+def _header_tail(f: dict[str, Any], last: str, line: str) -> bool:
+    """The rest of a transaction's header or counts line that a soft wrap put on its own line
+    ("… thread declared inside InnoDB" / "5000", "… undo log" / "entries 4"): read joined."""
+    if line.startswith(("MySQL thread id", "MariaDB thread id", "mysql tables", "LOCK WAIT")):
+        return False
+    joined = f"{last} {line}"
+    if last.startswith("TRANSACTION") or last.startswith("---TRANSACTION"):
+        hd = parse_trx_header(joined)
+        if hd is None or hd.trx_id != f.get("trx_id"):
+            return False
+        f.update(active_seconds=hd.active_seconds, state=hd.state)
+    else:
+        counts = parse_counts(joined)
+        if counts is None or not line[:1].isalnum():
+            return False
+        f.update(counts)
+    f["_last"] = joined
+    return True
 
 
 def _continues_lock(line: str) -> bool:

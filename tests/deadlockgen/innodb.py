@@ -82,6 +82,7 @@ class Trx:
     rows: int = 2
     undo: int = 0
     query_id: int = 900
+    inside: int | None = None  # ", thread declared inside InnoDB N" (a long header line)
 
     def header(self, product: str) -> list[str]:
         counts = f"LOCK WAIT {self.structs} lock struct(s), heap size 1136, {self.rows} row lock(s)"
@@ -89,7 +90,8 @@ class Trx:
             counts += f", undo log entries {self.undo}"
         who = " ".join(x for x in (self.host, self.ip, self.user, self.state) if x)
         return [
-            f"TRANSACTION {self.trx_id}, ACTIVE {self.active} sec starting index read",
+            f"TRANSACTION {self.trx_id}, ACTIVE {self.active} sec starting index read"
+            + (f", thread declared inside InnoDB {self.inside}" if self.inside else ""),
             "mysql tables in use 1, locked 1",
             counts,
             f"{product} thread id {self.thread_id}, OS thread handle 140387448583936, "
