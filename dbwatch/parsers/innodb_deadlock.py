@@ -289,7 +289,7 @@ def _header_tail(f: dict[str, Any], last: str, line: str) -> bool:
     if line.startswith(("MySQL thread id", "MariaDB thread id", "mysql tables", "LOCK WAIT")):
         return False
     joined = f"{last} {line}"
-    if last.startswith("TRANSACTION") or last.startswith("---TRANSACTION"):
+    if last.startswith(("TRANSACTION", "---TRANSACTION")):
         hd = parse_trx_header(joined)
         if hd is None or hd.trx_id != f.get("trx_id"):
             return False
