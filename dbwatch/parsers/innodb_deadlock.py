@@ -25,6 +25,13 @@ from dbwatch.parsers.innodb_common import (
     squeeze,
 )
 from dbwatch.parsers.innodb_report import build, lock_from
+from dbwatch.parsers.innodb_wrap import (
+    FRAGMENTS,
+    LOCK_FIRST,
+    continues_lock,
+    header_tail,
+    is_lock_detail,
+)
 
 __all__ = [
     "TOO_DEEP",
@@ -54,42 +61,6 @@ _ROLES = (
 )
 _STRUCT_START = ("***", "RECORD LOCKS", "TABLE LOCK", "TRANSACTION ", "LOCK WAIT ")
 TOO_DEEP = "TOO DEEP OR LONG SEARCH"  # "… IN THE LOCK TABLE WAITS-FOR GRAPH, WE WILL ROLL BACK …"
-# Pieces of the printer's one-line messages that a soft wrap (mail, trackers) put on a line of
-# their own: read as part of the line before, never as unparsed text.
-_FRAGMENTS = (
-    "IN THE LOCK TABLE WAITS-FOR GRAPH",
-    "WAITS-FOR GRAPH",
-    "GRAPH, WE WILL ROLL BACK",
-    "FOLLOWING TRANSACTION",
-    "dumping detailed information",
-    "detailed information",
-    "information.",
-    "(lock0lock.cc:",
-)
-_MARKER_TAILS = ("GRANTED:", "LOCK(S):", "WITH:")
-# Words a wrapped lock line continues with.
-_LOCK_WORDS = frozenset(
-    [
-        "locks",
-        "rec",
-        "but",
-        "not",
-        "gap",
-        "before",
-        "insert",
-        "intention",
-        "waiting",
-        "lock_mode",
-        "lock",
-        "mode",
-        "X",
-        "S",
-        "IX",
-        "IS",
-        "AUTO-INC",
-    ]
-)
-_LOCK_FIRST = frozenset(w[0] for w in _LOCK_WORDS)
 
 
 MAX_RAW_LINES = 2_000  # report lines kept, to show the sections that cannot be verified
@@ -255,7 +226,7 @@ def _on_body(st: _State, line: str) -> None:
             f.update(counts)
             f["_last"] = line
             return
-        if last is not None and _header_tail(f, last, line):
+        if last is not None and header_tail(f, last, line):
             return
         pending = f.pop("_thread", None)
         th = parse_thread(pending + " " + line if pending else line)
@@ -279,55 +250,8 @@ def _on_body(st: _State, line: str) -> None:
             cur.query.append(line)
             cur.query_len += len(line) + 1
         return
-    if not _is_lock_detail(line):
+    if not is_lock_detail(line):
         st.unknown(line)
-
-
-def _header_tail(f: dict[str, Any], last: str, line: str) -> bool:
-    """The rest of a transaction's header or counts line that a soft wrap put on its own line
-    ("… thread declared inside InnoDB" / "5000", "… undo log" / "entries 4"): read joined."""
-    if line.startswith(("MySQL thread id", "MariaDB thread id", "mysql tables", "LOCK WAIT")):
-        return False
-    joined = f"{last} {line}"
-    if last.startswith(("TRANSACTION", "---TRANSACTION")):
-        hd = parse_trx_header(joined)
-        if hd is None or hd.trx_id != f.get("trx_id"):
-            return False
-        f.update(active_seconds=hd.active_seconds, state=hd.state)
-    else:
-        counts = parse_counts(joined)
-        if counts is None or not line[:1].isalnum():
-            return False
-        f.update(counts)
-    f["_last"] = joined
-    return True
-
-
-def _continues_lock(line: str) -> bool:
-    words = line.split()
-    return bool(words) and len(words) <= 12 and all(w in _LOCK_WORDS for w in words)
-
-
-def _is_lock_detail(line: str) -> bool:
-    """What the printers put after a lock line besides `Record lock, heap no`: the record's
-    fields (' 0: len 4; hex …' / '1: SQL NULL;'), possibly without their leading blank,
-    the 'LOCK WAIT ' of a transaction without lock structs, and debug/partition notes."""
-    head = line.lstrip()[:14]
-    if head[:1].isdigit() and (": len " in head or ": SQL NULL" in head):
-        return True
-    if line.startswith(("LOCK WAIT", "Record lock, heap no", "holds adaptive hash latch")):
-        return True
-    # the record header and dump continued on a line of their own by a wrap, or the tail
-    # of a `***` marker
-    return (
-        line.isdigit()
-        or (line.endswith(_MARKER_TAILS) and line.isupper() and len(line) < 40)
-        or line.endswith((";;", "info bits 0", "compact format;"))
-        or "PHYSICAL RECORD" in line
-        or "info bits " in line
-        or line.startswith(("asc ", "hex ", "(total "))
-        or any(f in line for f in _FRAGMENTS)
-    )
 
 
 def feed_line(st: _State, raw: str) -> None:
@@ -365,11 +289,11 @@ def feed_line(st: _State, raw: str) -> None:
             st.pending = head  # joined with the next line, or named as unparsed
         return
     if (
-        head[0] in _LOCK_FIRST
+        head[0] in LOCK_FIRST
         and st.locks
         and st.role
         and not st.trxs[-1].in_query
-        and _continues_lock(head)
+        and continues_lock(head)
     ):
         last = st.locks[-1]
         again = parse_lock_line(last["raw"] + " " + head)
@@ -381,7 +305,7 @@ def feed_line(st: _State, raw: str) -> None:
     if line[0] == " " and is_record_dump(line):
         return
     if not st.trxs:
-        if TOO_DEEP not in line and not any(f in line for f in _FRAGMENTS):
+        if TOO_DEEP not in line and not any(f in line for f in FRAGMENTS):
             st.unknown(line)
         return
     if st.done:
