@@ -10,12 +10,12 @@ from collections.abc import Iterator, Mapping
 
 from tabulate import tabulate
 
-from ..deadlocks.record import deadlock_record
+from ..deadlocks.record import check_threads, deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
-from ..snapshot.my import MY_INNODB_STATUS
+from ..snapshot.my import MY_INNODB_STATUS, MY_TRX
 from ..snapshot.values import as_row, as_rows, str_list
 from .common import add_all_databases, arg_flag, arg_int, arg_str
 
@@ -72,7 +72,7 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
         raise UsageError("name one mysql:// target (or use --file / --error-log / --history)")
     conn = open_target(specs[0])
     try:
-        snap = run_probes(conn, specs[0].name, ["my.innodb_status"])
+        snap = run_probes(conn, specs[0].name, ["my.innodb_status", "my.trx"])
     finally:
         conn.close()
     status = snap.get(MY_INNODB_STATUS)
@@ -82,7 +82,9 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
             f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
             + (f" — {f.grant}" if f.grant else "")
         )
-    dl = deadlock_record(status.deadlock) if status.deadlock else None
+    # what the live server can still confirm: the printed threads and open transactions
+    threads = snap.get(MY_TRX) or ()
+    dl = deadlock_record(check_threads(status.deadlock, threads)) if status.deadlock else None
     scope = specs[0].scoped_database
     if dl and not deadlock_in_scope(dl, scope):
         print(
@@ -217,8 +219,18 @@ def render_table(deadlocks: list[Record]) -> str:
         )
         if dl.get("victim_inferred"):
             out.append(f"\nVictim inferred: {dl.get('victim_evidence')}")
+        elif dl.get("victim_evidence"):
+            out.append(f"\nVictim: {dl.get('victim_evidence')}")
         if dl.get("ambiguous"):
             out.append(f"\nStructure ambiguous: {dl.get('ambiguity')}; no victim named")
+        for text in str_list(dl.get("unverified")):
+            # never facts: the text as read, quoted, so that it cannot pass for dbwatch's output
+            out.append("\nUnverified (text, not facts):")
+            out.extend("  | " + line for line in text.splitlines()[:40])
+        for what, key in (("Not understood", "unparsed"), ("Inconsistent", "inconsistencies")):
+            items = str_list(dl.get(key))
+            if items:
+                out.append(f"\n{what}: " + "; ".join(items[:8]))
         diag = as_row(dl.get("diagnosis"))
         rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
         out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
