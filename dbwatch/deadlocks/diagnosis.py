@@ -378,12 +378,20 @@ def too_deep(dl: Deadlock) -> Diagnosis:
     return Diagnosis("too-deep", (), text, fix)
 
 
+def _object(lk: DeadlockLock) -> str:
+    """What a lock is on, as far as the report names it (a PostgreSQL log without %d in its
+    prefix names no database; a transaction-id lock names no table)."""
+    if lk.table:
+        return f"{lk.db}.{lk.table}" if lk.db else lk.table
+    return lk.special or "an object the report does not name"
+
+
 def generic(dl: Deadlock) -> Diagnosis:
     waits = (
         "; ".join(
-            f"({lk.n}) waits for {lk.mode or '?'} on {lk.db}.{lk.table}"
+            f"({lk.n}) waits for {lk.mode or '?'} on {_object(lk)}"
             + (f" index {lk.index}" if lk.index else "")
-            + (f" ({lk.special})" if lk.special else "")
+            + (f" ({lk.special})" if lk.special and lk.table else "")
             for lk in _waiting(dl)
         )
         or "no waiting lock printed"

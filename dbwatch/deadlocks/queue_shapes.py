@@ -63,7 +63,10 @@ def short(query: str | None) -> str:
 def who(t: DeadlockTrx | None) -> str:
     if t is None:
         return "an unknown transaction"
-    return f"transaction ({t.n}) (thread {t.thread_id}, `{short(t.query)}`)"
+    about = [f"thread {t.thread_id}"] if t.thread_id is not None else []
+    if t.query:
+        about.append(f"`{short(t.query)}`")
+    return f"transaction ({t.n})" + (f" ({', '.join(about)})" if about else "")
 
 
 def victim_of(dl: Deadlock) -> DeadlockTrx | None:
