@@ -10,13 +10,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import checks
 from .catalogue import Rule
-from .checks import CheckContext, culprit, first_paragraph, load_checks
+from .checks import CheckContext, culprit, dw001_probe_failed, load_checks
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
-from .snapshot import ProbeFailure, Snapshot
+from .snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 # dbwatch's own health: produced here for every target, not listed among the rules run
@@ -137,6 +136,24 @@ def evaluate(
     return result
 
 
+def probe_failures(
+    snap: Snapshot, catalogue: dict[str, Rule], unknown: dict[str, str]
+) -> list[Finding]:
+    """DW001 through its registered check (config overrides do not apply: what dbwatch could
+    not read is always said); a catalogue without DW001 still gets the findings."""
+    rule, chk = catalogue.get("DW001"), load_checks().get("probe_failed")
+    if rule is None or chk is None:
+        return dw001_probe_failed.findings(snap, None, unknown)
+    ctx = CheckContext(
+        rule=rule,
+        snapshot=snap,
+        thresholds=rule.thresholds,
+        params=dict(rule.params),
+        unknown=unknown,
+    )
+    return list(chk.fn(ctx))
+
+
 def coverage(
     snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: History | None
 ) -> list[Finding]:
@@ -153,83 +170,3 @@ def _unignored(found: list[Finding], override: RuleOverride | None) -> list[Find
         return found
     pats = [re.compile(p) for p in override.ignore]
     return [f for f in found if not any(p.search(f.subject) for p in pats)]
-
-
-def probe_failures(
-    snap: Snapshot, catalogue: dict[str, Rule], unknown: dict[str, str]
-) -> list[Finding]:
-    """DW001: one finding per failed probe — or one per missing grant when several probes were
-    refused for the same privilege — naming the rules left unknown and what fixes it."""
-    rule = catalogue.get("DW001")
-    fix_default = first_paragraph(rule.fix) if rule else ""
-    template = rule.summary if rule else "{problem}: {error}"
-    out = []
-    refused: dict[str, list[ProbeFailure]] = {}
-    for f in snap.failures:
-        if f.privilege and f.grant and f.probe != "connect":
-            refused.setdefault(f.grant, []).append(f)
-            continue
-        affected = _affected(unknown, [f.probe])
-        if f.probe == "connect":
-            summary = checks.render(template, {"problem": "target unreachable", "error": f.message})
-            severity, fix = (
-                "critical",
-                "Check the URL, network, credentials and that the server is up.",
-            )
-        else:
-            problem = f"probe {f.probe} failed"
-            summary = checks.render(template, {"problem": problem, "error": f.message})
-            severity, fix = "warning", f.fix or f.grant or fix_default
-        out.append(
-            _dw001(
-                snap, f"probe {f.probe}", summary, severity, fix, [f], affected, identity=f.probe
-            )
-        )
-    for grant, fails in refused.items():
-        probes = [f.probe for f in fails]
-        affected = _affected(unknown, probes)
-        problem = f"probe{'s' if len(probes) > 1 else ''} {', '.join(probes)} refused or partial"
-        summary = checks.render(template, {"problem": problem, "error": fails[0].message})
-        subject = (
-            f"probe {probes[0]}" if len(probes) == 1 else f"privilege for {len(probes)} probes"
-        )
-        out.append(
-            _dw001(
-                snap, subject, summary, "warning", grant, fails, affected, identity=["grant", grant]
-            )
-        )
-    return out
-
-
-def _affected(unknown: dict[str, str], probes: list[str]) -> list[str]:
-    return sorted(r for r, why in unknown.items() if any(p in why for p in probes))
-
-
-def _dw001(
-    snap: Snapshot,
-    subject: str,
-    summary: str,
-    severity: str,
-    fix: str,
-    fails: list[ProbeFailure],
-    affected: list[str],
-    identity: object,
-) -> Finding:
-    if affected:
-        summary += f" (unknown: {', '.join(affected)})"
-    return Finding(
-        rule="DW001",
-        severity=severity,
-        target=snap.target,
-        subject=subject,
-        summary=summary,
-        fix=fix,
-        evidence={
-            "probe": fails[0].probe,
-            "probes": [f.probe for f in fails],
-            "error": fails[0].message,
-            "grant": fails[0].grant,
-            "rules_unknown": affected,
-        },
-        identity=identity,
-    )

@@ -29,13 +29,13 @@ def _num(value: object) -> float | None:
 
 
 def _pg_values(snap: Snapshot) -> dict[str, float]:
-    """The keys PG202/PG102/PG201 read back (dbwatch.checks.pg_mvcc), plus the horizon age."""
+    """The keys PG202/PG102/PG201 read back (dbwatch.checks.models), plus the horizon age."""
     try:
-        from .checks.pg_mvcc import history_values, snapshot_holders
+        from .checks.models import history_values, horizon_holders
     except ImportError:
         return {}
     out = dict(history_values(snap))
-    hs = snapshot_holders(snap)
+    hs = horizon_holders(snap)
     if hs is not None:
         ages = [h.age_seconds for h in hs if h.age_seconds is not None]
         out["pg.horizon_age_seconds"] = max(ages, default=0.0)

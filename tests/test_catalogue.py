@@ -37,8 +37,42 @@ def test_catalogue_loads_and_docs_are_complete() -> None:
 def test_active_rules_have_a_registered_check() -> None:
     checks = load_checks()
     for rule in load_catalogue().values():
-        if not rule.planned and rule.id != "DW001":
+        if not rule.planned:
             assert rule.check in checks, f"{rule.id}: check {rule.check} missing"
+
+
+def test_every_registered_check_is_named_by_a_rule() -> None:
+    named = {rule.check for rule in load_catalogue().values()}
+    assert set(load_checks()) - named == set(), "a check no rule file names: dead code"
+
+
+# The queue family's modules (queue_health.py, queue_schema.py) say QU by their name already.
+QUEUE_MODULES = {"queue_health", "queue_schema"}
+ID_PREFIX = re.compile(r"^((?:[a-z]{2}\d{3}_)+)")
+
+
+def test_a_rule_is_found_by_its_id_in_the_module_name() -> None:
+    """A newcomer looking for PG201 opens checks/pg201_*.py: a module that registers a check
+    is named by the IDs of the rules using it (lower case, then its topic); helper modules
+    (lockgraph, pg_horizon, models, ...) carry no ID."""
+    checks = load_checks()
+    owners: dict[str, set[str]] = {}
+    for rule in load_catalogue().values():
+        if rule.planned:
+            continue
+        module = checks[rule.check].fn.__module__.rpartition(".")[2]
+        owners.setdefault(module, set()).add(rule.id.lower())
+        if module in QUEUE_MODULES:
+            assert rule.id.startswith("QU"), (rule.id, module)
+            continue
+        assert rule.id.lower() in module.split("_"), f"{rule.id}: its check lives in {module}.py"
+    for path in sorted((ROOT / "dbwatch" / "checks").glob("*.py")):
+        if path.stem in QUEUE_MODULES:
+            continue
+        m = ID_PREFIX.match(path.stem)
+        ids = set(m.group(1).rstrip("_").split("_")) if m else set()
+        # the IDs in the name are exactly the rules whose checks it registers
+        assert ids == owners.get(path.stem, set()), f"{path.name}: names {ids}"
 
 
 def test_thresholds_parse_and_are_ordered() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from dbwatch.catalogue import load_catalogue
 from dbwatch.checks import CheckContext, load_checks
-from dbwatch.checks.lockgraph import LockGraph, chain_roots
+from dbwatch.checks.lockgraph import LockGraph
 from dbwatch.findings import Finding
 from dbwatch.snapshot import Snapshot
 
@@ -26,8 +26,8 @@ def test_lock_graph_chains_roots_cycles() -> None:
     assert g.chain(3) == [3, 2, 1] and g.root_of(3) == 1
     assert g.roots_of(5) == [4, 1]
     assert g.roots() == {1: 3, 4: 1}
-    assert g.root_of(7) is None and g.in_cycle(7) and not g.waiting(9)
-    assert chain_roots({3: [2], 2: [1], 5: [4, 1]}) == {1: 3, 4: 1}
+    assert g.root_of(7) is None and g.waiting(g.chain(7)[-1]) and not g.waiting(9)
+    assert LockGraph.from_blocked_by({3: [2], 2: [1], 5: [4, 1]}).roots() == {1: 3, 4: 1}
 
 
 def test_checks_do_not_import_actions() -> None:

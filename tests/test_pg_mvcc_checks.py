@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from dbwatch.catalogue import load_catalogue
-from dbwatch.checks import CheckContext, load_checks
-from dbwatch.checks import pg_horizon
+from dbwatch.checks import CheckContext, load_checks, pg_horizon
+from dbwatch.checks.models import history_values
 from dbwatch.checks.pg_horizon import Holder
-from dbwatch.checks.pg_mvcc import history_values
 from dbwatch.findings import Finding
 from dbwatch.probes.pg_mvcc import receiver_app_name as probe_app_name
 from dbwatch.snapshot import Snapshot

@@ -15,19 +15,19 @@ import io
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbwatch.checks.statements import analyse_history
+from dbwatch.checks.qu401_qu402_statements import analyse_history
 from dbwatch.sqlpatterns.detect import parse_server_version, shown_name
 from dbwatch.sqlpatterns.fingerprint import (
     Classifier,
-    first_word,
     fingerprint,
+    first_word,
     prenormalise,
     quick_kind,
 )
@@ -254,7 +254,7 @@ def test_hypothesis_patterns_stay_within_budget(pattern: list[str], tail: str) -
 
 
 def test_statement_history_over_its_time_budget_counts_the_rest(monkeypatch: Any) -> None:
-    from dbwatch.checks import statements
+    from dbwatch.checks import qu401_qu402_statements as statements
 
     monkeypatch.setattr(statements, "HISTORY_BUDGET_S", 0.0)
     rows = [[n, 1, "delete from jobs where id = 1"] for n in range(1000)]

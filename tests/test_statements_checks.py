@@ -177,7 +177,7 @@ def test_postgresql_pg_stat_statements() -> None:
 
 
 def test_both_checks_share_one_analysis_of_a_section() -> None:
-    from dbwatch.checks.statements import analyse_history
+    from dbwatch.checks.qu401_qu402_statements import analyse_history
     sec = history(laravel(1))
     first = analyse_history(sec)
     assert first is not None and analyse_history(sec) is first

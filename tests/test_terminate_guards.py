@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from dbwatch.actions.daemon_action import daemon_decision, eligible
-from dbwatch.checks.lockgraph import chain_roots
 from dbwatch.actions.guards import (
     Criteria,
     Policy,
@@ -24,7 +23,8 @@ from dbwatch.actions.my_kill import LiveTrx, live_transactions, same_live_trx
 from dbwatch.actions.terminate import mark_holders
 from dbwatch.catalogue import load_catalogue
 from dbwatch.checks import CheckContext
-from dbwatch.checks.my_locks import my_lock_waits
+from dbwatch.checks.lockgraph import LockGraph
+from dbwatch.checks.my101_lock_waits import my_lock_waits
 from dbwatch.config import TerminateConfig
 from dbwatch.findings import Finding, SessionIdentity
 from dbwatch.snapshot import Snapshot
@@ -210,8 +210,8 @@ def test_standby_running_query_is_cancelled() -> None:
 
 def test_chain_roots() -> None:
     # 3 waits on 2, 2 waits on 1; 5 waits on 4 and 1: roots 1 (three behind) and 4 (one)
-    assert chain_roots({3: [2], 2: [1], 5: [4, 1]}) == {1: 3, 4: 1}
-    assert chain_roots({1: [2], 2: [1]}) == {}       # a deadlock cycle has no root
+    assert LockGraph.from_blocked_by({3: [2], 2: [1], 5: [4, 1]}).roots() == {1: 3, 4: 1}
+    assert LockGraph.from_blocked_by({1: [2], 2: [1]}).roots() == {}       # a deadlock cycle has no root
 
 
 def test_holding_xmin_marks_only_what_pg201_reports() -> None:

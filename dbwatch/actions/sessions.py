@@ -10,8 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..checks.lockgraph import LockGraph
-from ..checks.my_locks import graph_of
+from ..checks.lockgraph import my_graph_of, pg_graph_of
 from ..errors import ProbeError
 from ..findings import as_datetime
 from ..probes.my_locks import read_lock_waits
@@ -60,7 +59,7 @@ def candidates(
     """The pg.sessions rows (a live read, or the daemon's cycle snapshot) as terminate's
     candidates: chain roots from the one lock graph (over the whole listing), own sessions
     by connection id, only `database`'s rows when one is given."""
-    roots = LockGraph.from_blocked_by({r.pid: r.blocked_by for r in rows}).roots()
+    roots = pg_graph_of(rows).roots()
     at = time.monotonic() if seen is None else seen
     return [
         pg_session(r, target, r.pid in own, roots.get(r.pid, 0), at)
@@ -151,7 +150,7 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
         to_int(p.get("thread_id")): to_str(p.get("program")) for p in map(as_row, read or [])
     }
     supers = my_superusers(conn)
-    roots: dict[int, int] = graph_of(read_lock_waits(conn)).roots() if blocking else {}
+    roots: dict[int, int] = my_graph_of(read_lock_waits(conn)).roots() if blocking else {}
     out = [_my_session(t, conn.flavour, target, programs, supers, roots) for t in threads]
     return [
         replace(s, is_self=s.is_self or s.thread_id in own, programs_known=bool(read), seen_at=seen)

@@ -6,7 +6,7 @@ and params, the snapshot) and yields Findings.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..catalogue import Param, Rule, Thresholds
@@ -24,6 +24,8 @@ class CheckContext:
     thresholds: Thresholds | None
     params: dict[str, Param]
     state: History | None = None  # the daemon's history; None in one-shot audits
+    # rule -> why it could not run, for DW001 (which runs after every other rule)
+    unknown: Mapping[str, str] = field(default_factory=dict)
 
     def grade(self, value: float | None) -> str | None:
         if self.thresholds is None:

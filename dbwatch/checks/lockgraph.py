@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from ..snapshot.my import MyLockWaits
+    from ..snapshot.pg import PgSession
 
 Node = TypeVar("Node", bound=Hashable)  # a pid or a thread id
 
@@ -80,11 +84,13 @@ class LockGraph(Generic[Node]):
                 behind.setdefault(root, set()).add(waiter)
         return {root: len(waiters) for root, waiters in behind.items()}
 
-    def in_cycle(self, node: Node) -> bool:
-        chain = self.chain(node)
-        return self.waiting(chain[-1])
+
+def pg_graph_of(sessions: Iterable[PgSession]) -> LockGraph[int]:
+    """The lock graph of pg.sessions rows (pg_blocking_pids of each waiting backend)."""
+    return LockGraph.from_blocked_by({s.pid: s.blocked_by for s in sessions})
 
 
-def chain_roots(blocked_by: Mapping[Node, Iterable[Node]]) -> dict[Node, int]:
-    """root -> sessions waiting behind it (for callers holding a plain waiter->blockers map)."""
-    return LockGraph.from_blocked_by(blocked_by).roots()
+def my_graph_of(data: MyLockWaits | None) -> LockGraph[int]:
+    """The lock graph of a my.lock_waits section (thread ids)."""
+    waits = data.waits if data is not None else ()
+    return LockGraph.from_pairs((w.waiting_thread_id, w.blocking_thread_id) for w in waits)

@@ -15,8 +15,7 @@ from ..findings import SessionIdentity, as_datetime
 from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
 from ..snapshot.pg import IDLE_STATES, PgSession
 from ..targets.quoting import pg_ident_text
-from .lockgraph import LockGraph
-from .my_locks import graph_of
+from .lockgraph import LockGraph, my_graph_of
 
 PG_TRANSACTION_TIMEOUT = 170000  # transaction_timeout exists from PostgreSQL 17
 
@@ -132,7 +131,7 @@ def my_graph(
 ) -> tuple[LockGraph[int], dict[int | None, MyLockWait]]:
     """The lock graph of my.lock_waits and, per blocking thread, what the server says of it."""
     waits = lock_waits.waits if lock_waits is not None else ()
-    graph = graph_of(lock_waits)
+    graph = my_graph_of(lock_waits)
     blockers: dict[int | None, MyLockWait] = {}
     for w in waits:
         blockers.setdefault(w.blocking_thread_id, w)

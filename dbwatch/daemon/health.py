@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from ..findings import Finding
 
 SUBJECT = "target not answering"
-# The identity of the connect failure's DW001 (dbwatch.evaluate): one finding per target for
-# "cannot talk to it", so a connect timeout and missed cycles never alert twice.
+# The identity of the connect failure's DW001 (dbwatch.checks.dw001_probe_failed): one
+# finding per target for "cannot talk to it", so a connect timeout and missed cycles never alert twice.
 IDENTITY = "connect"
 
 

@@ -74,12 +74,6 @@ def head_hash(fh: BinaryIO, offset: int) -> str:
     return h.hexdigest()
 
 
-@dataclass
-class ReadResult:
-    deadlocks: list[tuple[Deadlock, int]]  # with the offset of the report's first line
-    end: Position | None  # where to resume in the current file
-
-
 def _scan(fh: BinaryIO, offset: int, engine: str, final: bool) -> tuple[list[Deadlock], int]:
     """Deadlocks complete in fh[offset:]; returns them and the safe resume offset."""
     fh.seek(offset)

@@ -62,10 +62,7 @@ class _Block:
 
 @dataclass
 class Scanner:
-    """Feed lines (with an offset of the caller's choosing); collect finished deadlocks.
-
-    `safe_offset` is where a restart must resume so that no report is lost or cut.
-    """
+    """Feed lines (with an offset of the caller's choosing); collect finished deadlocks."""
 
     lines: int = 0
     recognised: int = 0  # log-prefixed or report lines: "is this a log at all?"
@@ -84,10 +81,6 @@ class Scanner:
     # A printer message cut by a soft wrap ("… [InnoDB] *** (1) WAITING FOR THIS LOCK TO BE" /
     # "GRANTED:"): held until the next line completes it or shows it was not cut.
     partial: tuple[Line, int] | None = None
-
-    @property
-    def safe_offset(self) -> int | None:
-        return self.block.start if self.block is not None else None
 
     def _taint(self, why: str) -> None:
         p = self.pending

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..queues import is_job_table
-
 MAX_TEXT = 8192
 
 CLAIM, RESERVE, DELETE, COMPLETE, FETCH, OTHER, UNKNOWN = (
@@ -43,11 +41,6 @@ _CLAIM_COLUMNS = (
 )
 _RESERVE_COLUMNS = ("reserved_at", "locked_at", "locked_by", "claimed", "reserved", "worker")
 _MODIFIERS = frozenset({"low_priority", "quick", "ignore", "only"})
-
-
-def is_queue_name(table: str | None) -> bool:
-    """A table jobs are claimed from, by name (the queue registry's one definition)."""
-    return is_job_table(table)
 
 
 def normalize(query: str | None) -> str:

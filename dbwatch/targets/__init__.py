@@ -32,7 +32,7 @@ APP_NAME = "dbwatch"
 @dataclass(frozen=True)
 class TargetSpec:
     name: str
-    url: str = field(repr=False)  # may hold a password: never shown; safe_url is
+    url: str = field(repr=False)  # may hold a password: never shown (redact_url)
     engine: str  # "postgresql" or "mysql" (flavour refined after connecting)
     retry_after: float | None = None  # queue tables: the target's Laravel retry_after
     # Scope (SPEC §3): a URL naming a database scopes per-database rules to it, unless widened.
@@ -51,10 +51,6 @@ class TargetSpec:
     def scoped_database(self) -> str | None:
         """The database everything per-database is scoped to; None means every database."""
         return None if self.all_databases else self.database
-
-    @property
-    def safe_url(self) -> str:
-        return redact_url(self.url)
 
 
 def engine_of(url: str) -> str:

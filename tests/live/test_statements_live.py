@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dbwatch.checks.statements import analyse_history
+from dbwatch.checks.qu401_qu402_statements import analyse_history
 from dbwatch.probes import ProbeStats, run_probes
 from dbwatch.targets import open_target, spec_for
 

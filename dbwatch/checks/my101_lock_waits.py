@@ -8,13 +8,7 @@ from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MyLockWait, MyLockWaits
 from . import CheckContext, check
-from .lockgraph import LockGraph
-
-
-def graph_of(data: MyLockWaits | None) -> LockGraph[int]:
-    """The lock graph of a my.lock_waits section (thread ids)."""
-    waits = data.waits if data is not None else ()
-    return LockGraph.from_pairs((w.waiting_thread_id, w.blocking_thread_id) for w in waits)
+from .lockgraph import my_graph_of
 
 
 def _blocker_row(thread: int | None, waits: tuple[MyLockWait, ...]) -> MyLockWait:
@@ -69,7 +63,7 @@ def _schema_of(table: str | None) -> str | None:
 @check("my_lock_waits", mysql=["my.lock_waits"])
 def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
     data = ctx.snapshot.get(MY_LOCK_WAITS) or MyLockWaits()
-    graph = graph_of(data)
+    graph = my_graph_of(data)
     roots = graph.roots()
     seen: set[int | None] = set()
     for w in data.waits:

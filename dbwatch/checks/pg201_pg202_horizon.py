@@ -4,25 +4,20 @@ with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
-from ..snapshot import Snapshot
-from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
-from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
+from ..snapshot.pg_mvcc import PgDeadTable
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
-from .history import History, LastPoint
+from .history import history
 from .horizon_rank import pinning, ranked_evidence, same_horizon
-from .pg_horizon import Cause, Holder, attribute, holders
+from .models import dead_tables, horizon_holders
+from .pg_horizon import Cause, Holder, attribute
 from .session_advice import pg_identity
-
-HISTORY_WINDOW = 3600.0
 
 
 def _worst(*sevs: str | None) -> str | None:
@@ -40,82 +35,6 @@ def _xid_grade(ctx: CheckContext, xid_age: int) -> str | None:
 
 def _min_age(ctx: CheckContext) -> float:
     return ctx.duration("cause_min_age")
-
-
-def latest(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[tuple[float, float]]:
-    """The daemon's last point of key within `since` ([] when none), as a 0/1-point history:
-    one row, not a week of points read each cycle for the last one."""
-    st: object = ctx.state
-    if not isinstance(st, LastPoint):
-        return history(ctx, key, since)[-1:]
-    try:
-        return [(float(t), float(v)) for t, v in st.last_point(ctx.snapshot.target, key, since)]
-    except Exception:  # noqa: BLE001 - history is a nicety; a state problem must not hide the finding
-        return []
-
-
-def history(
-    ctx: CheckContext, key: str, since: float = HISTORY_WINDOW
-) -> list[tuple[float, float]]:
-    """The daemon's history for key, oldest first; [] in a one-shot audit or without state."""
-    st: object = ctx.state
-    if not isinstance(st, History):
-        return []
-    try:
-        return [(float(t), float(v)) for t, v in st.history(ctx.snapshot.target, key, since)]
-    except Exception:  # noqa: BLE001 - history is a nicety; a state problem must not hide the finding
-        return []
-
-
-def _dead_tables(snapshot: Snapshot) -> tuple[PgDeadTable, ...]:
-    dead = snapshot.get(PG_DEAD_TUPLES)
-    return () if dead is None else dead.tables
-
-
-def history_values(snapshot: Snapshot) -> dict[str, float]:
-    """Values the daemon should record each cycle (keys read back by PG202 and PG102)."""
-    out: dict[str, float] = {}
-    for t in _dead_tables(snapshot):
-        out[f"pg.n_dead_tup:{t.key}"] = float(t.dead)
-        out[f"pg.autovacuum_count:{t.key}"] = float(t.autovacuum_count or 0)
-    for d in deadlocks_in_scope(snapshot.get(PG_DEADLOCKS), snapshot.scope):
-        if snapshot.scope is not None and d.database != snapshot.scope:
-            continue
-        out[f"pg.deadlocks:{d.database}"] = float(d.deadlocks or 0)
-    hs = snapshot_holders(snapshot)
-    if hs is not None:
-        out["pg.horizon_xid_age"] = float(hs[0].xid_age if hs else 0)
-    return out
-
-
-# snapshot_holders of the last few snapshots (PG201, PG202, the history values and the
-# metrics all ask, each cycle), by id with a weak reference: a snapshot is not kept alive
-# here, and a new one at a recycled address does not match
-_HOLDERS: dict[int, tuple[weakref.ref[Snapshot], list[Holder] | None]] = {}
-_HOLDERS_LOCK = threading.Lock()
-
-
-def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
-    """The horizon's holders in this snapshot (None without pg.horizon): its backends are
-    the pg.sessions rows of the whole cluster. Computed once per snapshot; callers must not
-    change the list."""
-    hit = _HOLDERS.get(id(snapshot))
-    if hit is not None and hit[0]() is snapshot:
-        return hit[1]
-    out = _snapshot_holders(snapshot)
-    with _HOLDERS_LOCK:  # the daemon's threads: eviction iterates the dict
-        _HOLDERS[id(snapshot)] = (weakref.ref(snapshot), out)
-        while len(_HOLDERS) > 64:
-            _HOLDERS.pop(next(iter(_HOLDERS)), None)
-    return out
-
-
-def _snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
-    hz = snapshot.get(PG_HORIZON)
-    if hz is None:
-        return None
-    sessions = snapshot.get(PG_SESSIONS)
-    return holders(hz, snapshot.target, sessions or ())
 
 
 def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str, object]:
@@ -143,7 +62,7 @@ def _holder_evidence(h: Holder, rank: int, scope: str | None = None) -> dict[str
 def _causes(ctx: CheckContext, hs: list[Holder]) -> dict[int, list[tuple[PgDeadTable, Cause]]]:
     """Tables with many dead tuples that each holder keeps (PG201's harm path)."""
     out: dict[int, list[tuple[PgDeadTable, Cause]]] = {}
-    for t in _dead_tables(ctx.snapshot):
+    for t in dead_tables(ctx.snapshot):
         limit = ctx.count("harm_queue_dead_tuples" if t.queue else "harm_dead_tuples")
         if t.dead < limit:
             continue
@@ -172,7 +91,7 @@ def holder_session(target: str, h: Holder) -> SessionIdentity | None:
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
     scope = ctx.snapshot.scope
-    hs = snapshot_holders(ctx.snapshot) or []
+    hs = horizon_holders(ctx.snapshot) or []
     # scoped: a backend or prepared transaction of another database does not pin this one
     hs = [h for h in hs if scope is None or h.database is None or h.database == scope]
     harm = _causes(ctx, hs)
@@ -309,9 +228,9 @@ def _no_holder_cause(off: str | None) -> str:
 @also_reads(postgresql=["pg.sessions"])
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
 def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
-    hs = snapshot_holders(ctx.snapshot) or []
+    hs = horizon_holders(ctx.snapshot) or []
     ratio_min = ctx.number("min_dead_ratio")
-    for t in _dead_tables(ctx.snapshot):
+    for t in dead_tables(ctx.snapshot):
         dead, live = t.dead, t.n_live_tup or 0
         ratio = dead / (dead + live) if dead + live else 0.0
         sev = _dead_grade(ctx, t)

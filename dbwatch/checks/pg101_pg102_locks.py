@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 
 from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration
@@ -12,24 +12,14 @@ from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from . import CheckContext, check
-from .lockgraph import LockGraph
-from .pg_mvcc import latest
+from .history import latest
+from .lockgraph import pg_graph_of
 from .session_advice import pg_identity, pg_session_setting
 
 
 def _wait(s: PgSession) -> float:
     """How long a blocked session has waited: its current statement's age."""
     return s.query_seconds or s.state_seconds or 0.0
-
-
-def graph_of(sessions: Sequence[PgSession]) -> LockGraph[int]:
-    """The lock graph of pg.sessions (pg_blocking_pids of each waiting backend)."""
-    return LockGraph.from_blocked_by({s.pid: s.blocked_by for s in sessions})
-
-
-def chain_to_root(pid: int, by_pid: Mapping[int, PgSession]) -> list[int]:
-    """pid, its first blocker, that one's first blocker … up to a session not waiting."""
-    return graph_of(list(by_pid.values())).chain(pid)
 
 
 def _root_fix(root: PgSession | None, pid: int) -> str:
@@ -46,7 +36,7 @@ def _root_fix(root: PgSession | None, pid: int) -> str:
 
 
 def _groups(sessions: Sequence[PgSession]) -> dict[int, list[list[int]]]:
-    graph = graph_of(sessions)
+    graph = pg_graph_of(sessions)
     roots: dict[int, list[list[int]]] = {}
     for s in sessions:
         if graph.waiting(s.pid):
