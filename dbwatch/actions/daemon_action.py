@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from ..checks.models import pg_lock_graph
 from ..config import TerminateConfig
 from ..errors import TargetError
 from ..findings import Finding, SessionIdentity, as_datetime
@@ -173,7 +174,8 @@ class DaemonTerminator:
             database = spec.scoped_database if conn.engine == "postgresql" else None
             if rows is not None and conn.engine == "postgresql":
                 own = OWN_SESSIONS.ids(conn.server_key)
-                live = candidates(rows, spec.name, own, database)
+                graph = pg_lock_graph(snapshot) if snapshot is not None else None
+                live = candidates(rows, spec.name, own, database, graph=graph)
             else:
                 live = read_sessions(conn, spec.name, database=database)
             policy = Policy.from_config(cfg)

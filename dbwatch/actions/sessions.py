@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..checks.lockgraph import my_graph_of, pg_graph_of
+from ..checks.lockgraph import LockGraph, my_graph_of, pg_graph_of
 from ..errors import ProbeError
 from ..findings import as_datetime
 from ..probes.my_locks import read_lock_waits
@@ -55,11 +55,13 @@ def candidates(
     own: frozenset[int] = frozenset(),
     database: str | None = None,
     seen: float | None = None,
+    graph: LockGraph[int] | None = None,
 ) -> list[Session]:
     """The pg.sessions rows (a live read, or the daemon's cycle snapshot) as terminate's
     candidates: chain roots from the one lock graph (over the whole listing), own sessions
-    by connection id, only `database`'s rows when one is given."""
-    roots = pg_graph_of(rows).roots()
+    by connection id, only `database`'s rows when one is given. `graph`: the snapshot's
+    (checks.models.pg_lock_graph) when the rows are its pg.sessions."""
+    roots = (graph if graph is not None else pg_graph_of(rows)).roots()
     at = time.monotonic() if seen is None else seen
     return [
         pg_session(r, target, r.pid in own, roots.get(r.pid, 0), at)

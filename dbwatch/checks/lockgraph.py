@@ -39,6 +39,12 @@ class LockGraph(Generic[Node]):
     def from_blocked_by(cls, blocked_by: Mapping[Node, Iterable[Node] | None]) -> LockGraph[Node]:
         return cls.from_pairs((w, b) for w, bs in blocked_by.items() for b in bs or ())
 
+    def among(self, waiters: Iterable[Node]) -> LockGraph[Node]:
+        """The waits of `waiters` only (a target's database out of the cluster's graph): the
+        same edges a build from their rows alone gives, without building again."""
+        keep = set(waiters)
+        return LockGraph({w: b for w, b in self.edges.items() if w in keep})
+
     def waiting(self, node: Node) -> bool:
         return bool(self.edges.get(node))
 

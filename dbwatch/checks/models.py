@@ -1,15 +1,55 @@
-"""The per-snapshot models several consumers share: the horizon holders (PG201, PG202,
-terminate, the figures) and the PostgreSQL figures the daemon records for PG102/PG202."""
+"""The per-snapshot models several consumers share, each built once per snapshot (memoised
+on it, Snapshot.model): the lock graphs (PG101, PG001/PG002, MY001/MY002, MY101, terminate),
+the horizon holders (PG201, PG202, the figures, the metrics, Nagios perfdata), and the
+PostgreSQL figures the daemon records for PG102/PG202 to read back."""
 
 from __future__ import annotations
 
-import threading
-import weakref
-
 from ..snapshot import Snapshot
-from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
+from ..snapshot.my import MY_LOCK_WAITS
+from ..snapshot.pg import PG_HORIZON, PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
+from .lockgraph import LockGraph, my_graph_of, pg_graph_of
 from .pg_horizon import Holder, holders
+
+
+def pg_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
+    """The lock graph of every pg.sessions row (the cluster's listing: terminate's extent)."""
+    return snapshot.model("pg.lock_graph", _pg_lock_graph)
+
+
+def _pg_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
+    rows: tuple[PgSession, ...] = snapshot.get(PG_SESSIONS) or ()
+    return pg_graph_of(rows)
+
+
+def pg_scoped_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
+    """The waits of the target's own sessions (what its rules look at), out of the one
+    graph: the sessions of other databases and dbwatch's own connection do not wait here."""
+
+    def view(s: Snapshot) -> LockGraph[int]:
+        return pg_lock_graph(s).among(r.pid for r in scoped(s.get(PG_SESSIONS) or (), s.scope))
+
+    return snapshot.model("pg.lock_graph.scoped", view)
+
+
+def my_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
+    """The lock graph of my.lock_waits (thread ids); empty when it was not read."""
+    return snapshot.model("my.lock_graph", lambda s: my_graph_of(s.get(MY_LOCK_WAITS)))
+
+
+def horizon_holders(snapshot: Snapshot) -> list[Holder] | None:
+    """The horizon's holders in this snapshot (None without pg.horizon): its backends are
+    the pg.sessions rows of the whole cluster. Callers must not change the list."""
+    return snapshot.model("pg.horizon_holders", _horizon_holders)
+
+
+def _horizon_holders(snapshot: Snapshot) -> list[Holder] | None:
+    hz = snapshot.get(PG_HORIZON)
+    if hz is None:
+        return None
+    rows: tuple[PgSession, ...] = snapshot.get(PG_SESSIONS) or ()
+    return holders(hz, snapshot.target, rows)
 
 
 def dead_tables(snapshot: Snapshot) -> tuple[PgDeadTable, ...]:
@@ -31,33 +71,3 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
     if hs is not None:
         out["pg.horizon_xid_age"] = float(hs[0].xid_age if hs else 0)
     return out
-
-
-# horizon_holders of the last few snapshots (PG201, PG202, the history values and the
-# metrics all ask, each cycle), by id with a weak reference: a snapshot is not kept alive
-# here, and a new one at a recycled address does not match
-_HOLDERS: dict[int, tuple[weakref.ref[Snapshot], list[Holder] | None]] = {}
-_HOLDERS_LOCK = threading.Lock()
-
-
-def horizon_holders(snapshot: Snapshot) -> list[Holder] | None:
-    """The horizon's holders in this snapshot (None without pg.horizon): its backends are
-    the pg.sessions rows of the whole cluster. Computed once per snapshot; callers must not
-    change the list."""
-    hit = _HOLDERS.get(id(snapshot))
-    if hit is not None and hit[0]() is snapshot:
-        return hit[1]
-    out = _horizon_holders(snapshot)
-    with _HOLDERS_LOCK:  # the daemon's threads: eviction iterates the dict
-        _HOLDERS[id(snapshot)] = (weakref.ref(snapshot), out)
-        while len(_HOLDERS) > 64:
-            _HOLDERS.pop(next(iter(_HOLDERS)), None)
-    return out
-
-
-def _horizon_holders(snapshot: Snapshot) -> list[Holder] | None:
-    hz = snapshot.get(PG_HORIZON)
-    if hz is None:
-        return None
-    sessions = snapshot.get(PG_SESSIONS)
-    return holders(hz, snapshot.target, sessions or ())

@@ -8,7 +8,7 @@ from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MyLockWait, MyLockWaits
 from . import CheckContext, check
-from .lockgraph import my_graph_of
+from .models import my_lock_graph
 
 
 def _blocker_row(thread: int | None, waits: tuple[MyLockWait, ...]) -> MyLockWait:
@@ -63,7 +63,7 @@ def _schema_of(table: str | None) -> str | None:
 @check("my_lock_waits", mysql=["my.lock_waits"])
 def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
     data = ctx.snapshot.get(MY_LOCK_WAITS) or MyLockWaits()
-    graph = my_graph_of(data)
+    graph = my_lock_graph(ctx.snapshot)
     roots = graph.roots()
     seen: set[int | None] = set()
     for w in data.waits:

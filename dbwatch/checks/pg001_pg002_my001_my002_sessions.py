@@ -10,7 +10,7 @@ from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
 from . import CheckContext, also_reads, check
-from .lockgraph import pg_graph_of
+from .models import my_lock_graph, pg_scoped_lock_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix, pg_identity
 
 
@@ -79,7 +79,7 @@ def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[
     """(fix, summary tail): the root of its lock chain when it waits, else by its state."""
     sessions = _pg_sessions(ctx)
     by_pid = {r.pid: r for r in sessions}
-    graph = pg_graph_of(sessions)
+    graph = pg_scoped_lock_graph(ctx.snapshot)
     blocked = pg_blocked_fix(s.pid, graph, by_pid)
     if blocked is None:
         return pg_fix(s, ctx.snapshot.version_num), None
@@ -94,7 +94,7 @@ def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[
 
 
 def _my_advice(ctx: CheckContext, t: MyThread, ev: dict[str, object]) -> tuple[str, str | None]:
-    blocked = my_blocked(t, ctx.snapshot.get(MY_LOCK_WAITS))
+    blocked = my_blocked(t, ctx.snapshot.get(MY_LOCK_WAITS), my_lock_graph(ctx.snapshot))
     if blocked is None:
         return my_fix(t, ctx.snapshot.engine), None
     extra, tail, fix = blocked

@@ -13,7 +13,8 @@ from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from . import CheckContext, check
 from .history import latest
-from .lockgraph import pg_graph_of
+from .lockgraph import LockGraph
+from .models import pg_scoped_lock_graph
 from .session_advice import pg_identity, pg_session_setting
 
 
@@ -35,8 +36,7 @@ def _root_fix(root: PgSession | None, pid: int) -> str:
     )
 
 
-def _groups(sessions: Sequence[PgSession]) -> dict[int, list[list[int]]]:
-    graph = pg_graph_of(sessions)
+def _groups(sessions: Sequence[PgSession], graph: LockGraph[int]) -> dict[int, list[list[int]]]:
     roots: dict[int, list[list[int]]] = {}
     for s in sessions:
         if graph.waiting(s.pid):
@@ -79,7 +79,7 @@ def _root_evidence(root: PgSession | None) -> dict[str, object]:
 def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
     sessions = scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
     by_pid = {s.pid: s for s in sessions}
-    for root_pid, chains in _groups(sessions).items():
+    for root_pid, chains in _groups(sessions, pg_scoped_lock_graph(ctx.snapshot)).items():
         waits = sorted(((_wait(by_pid[c[0]]), c) for c in chains), key=lambda w: -w[0])
         longest, chain = waits[0]
         sev = ctx.grade(longest)

@@ -15,7 +15,7 @@ from ..findings import SessionIdentity, as_datetime
 from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
 from ..snapshot.pg import IDLE_STATES, PgSession
 from ..targets.quoting import pg_ident_text
-from .lockgraph import LockGraph, my_graph_of
+from .lockgraph import LockGraph
 
 PG_TRANSACTION_TIMEOUT = 170000  # transaction_timeout exists from PostgreSQL 17
 
@@ -126,25 +126,21 @@ def pg_fix(s: PgSession, version_num: int, idle_after: float | None = None) -> s
     )
 
 
-def my_graph(
-    lock_waits: MyLockWaits | None,
-) -> tuple[LockGraph[int], dict[int | None, MyLockWait]]:
-    """The lock graph of my.lock_waits and, per blocking thread, what the server says of it."""
-    waits = lock_waits.waits if lock_waits is not None else ()
-    graph = my_graph_of(lock_waits)
+def my_blockers(lock_waits: MyLockWaits | None) -> dict[int | None, MyLockWait]:
+    """Per blocking thread of my.lock_waits, what the server says of it."""
     blockers: dict[int | None, MyLockWait] = {}
-    for w in waits:
+    for w in lock_waits.waits if lock_waits is not None else ():
         blockers.setdefault(w.blocking_thread_id, w)
-    return graph, blockers
+    return blockers
 
 
 def my_blocked(
-    t: MyThread, lock_waits: MyLockWaits | None
+    t: MyThread, lock_waits: MyLockWaits | None, graph: LockGraph[int]
 ) -> tuple[dict[str, object], str, str] | None:
     """For a waiting InnoDB transaction: (evidence, summary tail, fix) naming its blocker and
     the root of its chain; None when it is not waiting."""
     thread = t.thread_id
-    graph, rows = my_graph(lock_waits)
+    rows = my_blockers(lock_waits)
     if lock_waits is None or not graph.waiting(thread):
         if (t.trx_state or "").upper() != "LOCK WAIT":
             return None

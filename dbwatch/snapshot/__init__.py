@@ -6,8 +6,9 @@ unknown (DW001), never a silent OK.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from .sections import SectionKey, build
 from .values import JSON, as_json
@@ -46,6 +47,9 @@ class Snapshot:
     features: frozenset[str] = frozenset()  # detected by query: "skip_locked", "performance_schema"
     gaps: tuple[CoverageGap, ...] = ()  # what was not examined (DW002)
     scope: str | None = None  # the database per-database rules are limited to; None = all
+    # the models derived from the sections (lock graph, horizon holders), built once on first
+    # use and shared by every check, terminate and the figures; not data (not in to_dict)
+    _models: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # every section typed once, whoever built the snapshot (probes, tests, the daemon)
@@ -56,6 +60,15 @@ class Snapshot:
         """The section's typed data, or None if the probe failed or was not run."""
         data = self.sections.get(key.name)
         return None if data is None else key.build(data)
+
+    def model(self, name: str, build: Callable[[Snapshot], T]) -> T:
+        """This snapshot's model `name`, built by `build` on first use and the same object for
+        every later caller (who must not change it). Two threads asking at once may both
+        build; the first stored wins."""
+        try:
+            return cast(T, self._models[name])
+        except KeyError:
+            return cast(T, self._models.setdefault(name, build(self)))
 
     def has(self, name: str) -> bool:
         return self.sections.get(name) is not None
