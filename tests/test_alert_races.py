@@ -23,7 +23,7 @@ from dbwatch.commands.status import as_table, collect
 from dbwatch.config import AlertConfig, Config
 from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
-from dbwatch.web.store import StateReader
+from dbwatch.statereader import StateReader
 
 
 class Recorder:

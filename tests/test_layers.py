@@ -130,8 +130,19 @@ ALLOWED: dict[str, frozenset[str]] = {
             "sqlpatterns",
             "targets",
         },
+        # the read-only state reader: status, history and the dashboard all read through it
+        "statereader": {"daemon", "findings", "records", "snapshot"},
         # the dashboard reads the daemon's state (read-only)
-        "web": {ROOT, "daemon", "durations", "findings", "records", "snapshot", "targets"},
+        "web": {
+            ROOT,
+            "daemon",
+            "durations",
+            "findings",
+            "records",
+            "snapshot",
+            "statereader",
+            "targets",
+        },
         # one module per command: anything but cli (the parser reaches completion by argument)
         "commands": {
             "actions",
@@ -157,6 +168,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "scope",
             "snapshot",
             "sqlpatterns",
+            "statereader",
             "targets",
             "termout",
             "web",

@@ -13,9 +13,9 @@ from ..errors import UsageError
 from ..records import json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
+from ..statereader import StateReader
 from ..targets.secrets import scrub, scrub_tree
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
-from ..web.store import StateReader
 from .status import add_state_arguments, open_reader
 
 HELP = "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)"

@@ -23,9 +23,9 @@ from ..errors import UsageError
 from ..inputs import check_state_path
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_int, to_str
-from ..targets.secrets import scrub, scrub_tree
+from ..statereader import Page, StateReader
+from ..targets.secrets import redact, scrub, scrub_tree
 from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
-from ..web.store import Page, StateReader, redact
 from ..web.view import cycle_status, stale_after
 
 HELP = "what the daemon has firing now and each target's last cycle (Nagios exit code)"

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the daemon is imported when it runs, not to build the parse
     from ..config import StateConfig
     from ..daemon.loop import Daemon
     from ..daemon.state import State
-    from ..web.store import StateReader
+    from ..statereader import StateReader
 
 HELP = "the watchdog daemon: probe every target on its interval, alert, act"
 
@@ -164,7 +164,7 @@ def _start_dashboard(
     """The dashboard reads the state through its own connection: SQLite read-only per request,
     or one State of its own on a PostgreSQL state (never the daemon's)."""
     from ..daemon.state import State
-    from ..web.store import StateReader
+    from ..statereader import StateReader
 
     reader: Callable[[], StateReader] | None = None
     if state.dialect != "sqlite" and fleet_cfg.url is not None:

@@ -14,12 +14,6 @@ from ..snapshot.values import Row
 from .statedb import Param, StateConn, is_pg_url, migrate, open_conn
 
 
-def _redact(url: str) -> str:
-    from ..targets import redact_url
-
-    return redact_url(url)
-
-
 class StateBase:
     """One connection behind a re-entrant lock; writes are short transactions."""
 
@@ -30,7 +24,11 @@ class StateBase:
         tables live in `schema` (default $DBWATCH_STATE_SCHEMA, else "dbwatch")."""
         schema = schema or os.environ.get("DBWATCH_STATE_SCHEMA") or "dbwatch"
         location = str(path)
-        self.path = _redact(location) if is_pg_url(location) else location
+        self.path = location
+        if is_pg_url(location):  # targets (the one redaction) only when a URL is shown
+            from ..targets import redact_url
+
+            self.path = redact_url(location)
         self.retention = retention
         self._lock = threading.RLock()
         self._depth = 0

@@ -3,13 +3,15 @@
 Every password dbwatch learns (from a URL, a password file, PGPASSWORD, MYSQL_PWD) is
 registered here. scrub() removes each of them, and every fragment of 4 or more characters,
 case-insensitively, in plain and percent-encoded form, from a text before it is shown,
-logged, stored in the state DB or sent in an alert.
+logged, stored in the state DB or sent in an alert. redact() adds what no registration
+knows: a password inside any URL or `password=` pair of a text (a stored error, say).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -95,6 +97,20 @@ def scrub(text: object, extra: Iterable[str | None] = ()) -> str:
     for pattern in _known(extra):
         out = _mask(out, pattern)
     return out
+
+
+_URL_SECRET = re.compile(
+    r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]*@", re.IGNORECASE
+)
+_KV_SECRET = re.compile(
+    r"(?P<k>\b(?:password|passwd|pwd|secret|token)\s*[=:]\s*)\S+", re.IGNORECASE
+)
+
+
+def redact(text: str) -> str:
+    """Passwords out of URLs and key=value pairs; whatever else is in the text stays."""
+    text = _URL_SECRET.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+    return _KV_SECRET.sub(lambda m: f"{m['k']}***", text)
 
 
 def scrub_opt(text: str | None) -> str | None:

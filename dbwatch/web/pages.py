@@ -19,8 +19,8 @@ from .. import __version__
 from ..durations import format_duration
 from ..records import json_object
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_str
+from ..statereader import StateReader
 from . import svg
-from .store import StateReader
 from .view import (
     Site,
     ago,

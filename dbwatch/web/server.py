@@ -23,8 +23,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from markupsafe import Markup
 
+from ..statereader import StateReader
 from .pages import Pages
-from .store import StateReader
 from .view import Site
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,7 @@ from urllib.parse import urlencode
 
 from ..durations import format_duration
 from ..snapshot.values import to_float, to_str
-from ..targets.secrets import scrub
-from .store import redact
+from ..targets.secrets import redact, scrub
 
 TEXT_CAP = 4000  # characters of one untrusted string shown (query text, deadlock queries)
 

@@ -59,7 +59,7 @@ def test_dashboard_and_history_over_a_postgresql_state(
     from web_fixtures import fill
 
     from dbwatch.web.server import Dashboard, serve
-    from dbwatch.web.store import StateReader
+    from dbwatch.statereader import StateReader
 
     monkeypatch.setenv("DBWATCH_STATE_SCHEMA", pg_state)
     fill(PG_URL, deadlocks=12)  # the same writes as the SQLite tests, through State

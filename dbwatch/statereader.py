@@ -1,39 +1,27 @@
 """Read-only, bounded queries over the daemon's state DB (dbwatch.daemon.state's schema).
 
 Opens SQLite with mode=ro, one connection per call, so a web request or `dbwatch status`
-can never write, lock out or grow the daemon's state. Every query has a LIMIT.
+can never write, lock out or grow the daemon's state. Every query has a LIMIT. Below
+commands/ and web/: `dbwatch status`, `history` and the dashboard all read through it.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..daemon.state import State
-from ..daemon.statedb import Param
-from ..daemon.statedb import dict_row as _dict_row
-from ..findings import severity_rank
-from ..records import row_json
-from ..snapshot.values import JSONObject, Row, to_float, to_int, to_str
+from .daemon.state import State
+from .daemon.statedb import Param
+from .daemon.statedb import dict_row as _dict_row
+from .findings import severity_rank
+from .records import row_json
+from .snapshot.values import JSONObject, Row, to_float, to_int, to_str
 
 # critical first, then unknown (could not be read), then warning: the Nagios precedence
 SEVERITY_ORDER = {"critical": 0, "unknown": 1, "warning": 2}
-_URL_SECRET = re.compile(
-    r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]*@", re.IGNORECASE
-)
-_KV_SECRET = re.compile(
-    r"(?P<k>\b(?:password|passwd|pwd|secret|token)\s*[=:]\s*)\S+", re.IGNORECASE
-)
-
-
-def redact(text: str) -> str:
-    """Passwords out of URLs and key=value pairs; whatever else is in the text stays."""
-    text = _URL_SECRET.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
-    return _KV_SECRET.sub(lambda m: f"{m['k']}***", text)
 
 
 @dataclass(frozen=True)
@@ -107,7 +95,7 @@ class StateReader:
 
     def series_last(self, key: str) -> dict[str, tuple[float, float]]:
         """target -> (ts, value) of one series' newest point (the daemon's own query)."""
-        from ..daemon.journal import series_last
+        from .daemon.journal import series_last
 
         return series_last(lambda sql, p: self._rows(sql, p), key)
 
