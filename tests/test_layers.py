@@ -37,16 +37,26 @@ ALLOWED: dict[str, frozenset[str]] = {
         "snapshot": {"parsers"},
         "findings": {"snapshot"},
         "scope": {"snapshot"},
-        "inputs": {"errors", "sqlpatterns"},
+        # the one input-file opener (gzip by magic) and binary sniffing, typed paths
+        "inputs": {"errors"},
         # query-log patterns yield findings of their own (headline from the rule's TOML; and
         # read the server version)
         # ... and read PostgreSQL log lines with the deadlock parser's reader (parsers/pglog.py)
-        "sqlpatterns": {"catalogue", "errors", "findings", "parsers", "queues", "targets"},
+        "sqlpatterns": {
+            "catalogue",
+            "errors",
+            "findings",
+            "inputs",
+            "parsers",
+            "queues",
+            "targets",
+        },
         "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {
             "errors",
             "findings",
+            "inputs",
             "parsers",
             "queues",
             "snapshot",

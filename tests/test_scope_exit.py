@@ -15,7 +15,8 @@ from dbwatch.config import Config
 from dbwatch.errors import UsageError
 from dbwatch.evaluate import Evaluation, Selection, evaluate
 from dbwatch.findings import Finding
-from dbwatch.inputs import check_log, check_state_path
+from dbwatch.inputs import check_state_path
+from dbwatch.sqlpatterns.logs.sniff import check_log
 from dbwatch.pipeline import AuditResult, TargetResult
 from dbwatch.probes.privileges import account_literal, can_select, exact_grant, parse_grants
 from dbwatch.scope import deadlock_in_scope

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from ..evaluate import Selection
 from ..findings import Finding
-from ..inputs import check_log
 from ..nagios import render_nagios
 from ..pipeline import AuditResult, run_audit
 from ..report import render
+from ..sqlpatterns.logs.sniff import check_log
 from ..targets import TargetSpec
 from .common import (
     add_all_databases,

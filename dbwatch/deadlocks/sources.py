@@ -4,7 +4,6 @@ in it is an error naming the file, never "no deadlocks"."""
 
 from __future__ import annotations
 
-import gzip
 import io
 import itertools
 import sys
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from ..errors import UsageError
+from ..inputs import is_gzip, open_input
 from ..parsers.errorlog import CHUNK, Scanner, iter_deadlocks, iter_deadlocks_bytes
 from ..parsers.pg_deadlock import PgScanner, detect_format, iter_pg_deadlocks
 from .record import DeadlockRecord, deadlock_record
@@ -36,17 +36,13 @@ def open_text(path: str) -> IO[str]:
     """The file as text (gzip recognised by its magic); binary files are refused."""
     if path == "-":
         return sys.stdin
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 (handed to the caller's with-block)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    head = raw.read(8192)
-    raw.seek(0)
-    if head[:2] == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
-    if b"\x00" in head:
-        raw.close()
-        raise UsageError(f"{path}: a binary file, not a log or status text; {EXPECTED}")
+    raw = open_binary(path)
+    if not is_gzip(raw):
+        head = raw.read(8192)
+        raw.seek(0)
+        if b"\x00" in head:
+            raw.close()
+            raise UsageError(f"{path}: a binary file, not a log or status text; {EXPECTED}")
     return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
@@ -78,14 +74,9 @@ def open_binary(path: str) -> IO[bytes]:
     if path == "-":
         return sys.stdin.buffer
     try:
-        raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 (handed to the caller's with-block)
+        return open_input(path)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    if raw.read(2) == b"\x1f\x8b":
-        raw.seek(0)
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
-    raw.seek(0)
-    return raw
 
 
 def _chunks(path: str, fh: IO[bytes]) -> Iterator[bytes]:

@@ -6,11 +6,12 @@ Reads 1 MiB chunks and splits them in C: constant memory however large the log o
 from __future__ import annotations
 
 import codecs
-import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from ...inputs import open_input
 
 CHUNK = 1 << 20
 MAX_LINE = 1 << 20  # longer lines are cut here; the classifier looks at 16 KiB anyway
@@ -26,12 +27,7 @@ class LineStats:
 
 def open_log(path: str | Path) -> BinaryIO:
     """Open a log for binary reading, decompressing gzip when the magic bytes say so."""
-    f = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
-    return f
+    return open_input(path)
 
 
 def iter_lines(stream: BinaryIO, stats: LineStats, max_line: int = MAX_LINE) -> Iterator[str]:
