@@ -106,13 +106,15 @@ ALLOWED: dict[str, frozenset[str]] = {
         "records": {"findings", "snapshot", "targets"},
         # alerts see the state through alerts.state.AlertState, never daemon/
         "alerts": {"config", "findings", "records", "snapshot", "targets"},
-        # terminate reuses the one lock graph (checks) and reads sessions through probes
+        # terminate reuses the one lock graph (checks), reads sessions through probes and the
+        # live InnoDB transaction list with the one parser of it (parsers.innodb_trx)
         "actions": {
             "checks",
             "config",
             "durations",
             "errors",
             "findings",
+            "parsers",
             "probes",
             "snapshot",
             "targets",

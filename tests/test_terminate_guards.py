@@ -165,6 +165,10 @@ def test_live_transactions_from_the_status_text() -> None:
         "---TRANSACTION 41217, ACTIVE 1 sec\nMariaDB thread id 381, OS thread handle 1, "
         "query id 57541 h u")
     assert len(live_transactions(forged, 381)) == 2
+    # no transaction list, or a thread line with no readable query id: nothing to match
+    assert live_transactions(STATUS.replace("LIST OF TRANSACTIONS", "LIST OF THINGS"), 379) == []
+    odd = STATUS.replace("query id 57532", "query id ???")
+    assert live_transactions(odd, 379) == [LiveTrx("41217", 1, None)]
 
 
 def test_same_live_trx() -> None:

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
+from ..parsers.innodb_trx import parse_transaction_list
 from ..snapshot.values import as_row, to_int, to_str
 from ..targets import Connection
 from .guards import Decision, Session, is_dump_statement
@@ -36,11 +37,7 @@ from .statements import action_sql
 log = logging.getLogger(__name__)
 GONE = "no longer the same session or transaction at the moment of the kill; nothing signalled"
 _MY_UNKNOWN_THREAD, _MY_REFUSED = 1094, (1095, 1227)
-_HEADER = re.compile(r"---TRANSACTION (\d{1,20}|\(0x[0-9a-fA-F]{1,16}\)), (.{0,200})")
-_ACTIVE = re.compile(r"ACTIVE (?:\(PREPARED\) )?(\d{1,10}) sec")
-_THREAD = re.compile(
-    r"(?:MySQL|MariaDB) thread id (\d{1,20}), OS thread handle \w{1,40}, query id (\d{1,20})"
-)
+_LIST = "LIST OF TRANSACTIONS FOR EACH SESSION"
 _MAX_STATUS_LINES = 2_000_000
 
 
@@ -50,40 +47,23 @@ class LiveTrx:
 
     trx_id: str | None  # None: a read-only transaction (no id assigned)
     active_seconds: int | None
-    query_id: int
+    query_id: int | None  # None: the thread line printed none readable (never matches)
 
 
 def live_transactions(text: str, thread_id: int) -> list[LiveTrx]:
-    """Every entry of SHOW ENGINE INNODB STATUS's transaction list naming this thread.
+    """Every entry of SHOW ENGINE INNODB STATUS's transaction list naming this thread, read
+    by the one transaction-list parser (parsers.innodb_trx).
 
     Query text sits inside entries and is untrusted: more than one entry for the thread
     (a forged header in someone's query) makes the caller refuse, never guess."""
-    out: list[LiveTrx] = []
-    header: tuple[str | None, int | None] | None = None
-    in_list = False
-    for n, line in enumerate(text.split("\n")):
-        if n > _MAX_STATUS_LINES:
-            break
-        if not in_list:
-            in_list = line.startswith("LIST OF TRANSACTIONS FOR EACH SESSION")
-            continue
-        if line.startswith("---TRANSACTION "):
-            m = _HEADER.match(line)
-            if m is None:
-                header = None
-                continue
-            raw, rest = m.groups()
-            am = _ACTIVE.search(rest)
-            header = (None if raw.startswith("(") else raw, int(am.group(1)) if am else None)
-            continue
-        if header is None:
-            continue
-        tm = _THREAD.match(line)
-        if tm is not None:
-            if int(tm.group(1)) == thread_id:
-                out.append(LiveTrx(header[0], header[1], int(tm.group(2))))
-            header = None  # one thread line per entry; later lines are its query text
-    return out
+    lines = text.split("\n", _MAX_STATUS_LINES + 1)[: _MAX_STATUS_LINES + 1]
+    start = next((n for n, line in enumerate(lines) if line.startswith(_LIST)), None)
+    if start is None:
+        return []
+    _, entries = parse_transaction_list(lines, start + 1, len(lines))
+    return [
+        LiveTrx(t.trx_id, t.active_seconds, t.query_id) for t in entries if t.thread_id == thread_id
+    ]
 
 
 def same_live_trx(s: Session, live: LiveTrx, elapsed: float) -> bool:
@@ -139,7 +119,11 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
     if not same_live_trx(s, live, elapsed):
         return replace(d, action="gone", reason=GONE)
     if conn.flavour == "mariadb":
-        if now.get("query_id") is None or int(str(now["query_id"])) != live.query_id:
+        if (
+            live.query_id is None
+            or now.get("query_id") is None
+            or int(str(now["query_id"])) != live.query_id
+        ):
             return replace(d, action="gone", reason=GONE)  # a statement in between
         name = "terminate_kill_query" if cancel else "terminate_kill"
         params = {
