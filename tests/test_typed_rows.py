@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dbwatch.snapshot.sections import _load
+from dbwatch.snapshot import load_sections
 from dbwatch.snapshot.values import Read, TypedRow, _plan
 
 
@@ -18,7 +18,7 @@ def _subclasses(cls: type[TypedRow]) -> list[type[TypedRow]]:
 
 
 def test_every_row_class_has_a_reading() -> None:
-    _load()
+    load_sections()
     classes = [c for c in _subclasses(TypedRow) if c.__module__.startswith("dbwatch.")]
     assert len(classes) >= 25
     for cls in classes:

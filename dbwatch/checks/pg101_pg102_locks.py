@@ -12,9 +12,9 @@ from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from . import CheckContext, check
-from .history import latest
 from .lockgraph import LockGraph
 from .models import pg_scoped_lock_graph
+from .series import latest
 from .session_advice import pg_identity, pg_session_setting
 
 

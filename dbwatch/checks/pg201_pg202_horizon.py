@@ -13,10 +13,10 @@ from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..snapshot.pg_mvcc import PgDeadTable
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
-from .history import history
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .models import dead_tables, horizon_holders
 from .pg_horizon import Cause, Holder, attribute
+from .series import history
 from .session_advice import pg_identity
 
 

@@ -17,7 +17,6 @@ from dbwatch.parsers.innodb_common import is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import (
     TOO_DEEP,
     Deadlock,
-    _State,
     feed_line,
     finish,
     new_state,
@@ -34,6 +33,7 @@ from dbwatch.parsers.innodb_logline import (
     is_start,
     message_state,
 )
+from dbwatch.parsers.innodb_report import _State
 
 __all__ = [
     "CHUNK",

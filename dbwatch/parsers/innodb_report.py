@@ -1,18 +1,78 @@
 """The parsed lines of one InnoDB deadlock report -> Deadlock: owners, victim, blocked_by, and
-what an ambiguous report may still state as fact (docs/deadlock-grammar-innodb.md).
+what an ambiguous report may still state as fact (docs/deadlock-grammar-innodb.md). The
+reader's state (_State, _Trx) lives here, below the reader (innodb_deadlock) that fills it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from dbwatch.parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from dbwatch.parsers.innodb_common import MAX_QUERY
 
-if TYPE_CHECKING:
-    from dbwatch.parsers.innodb_deadlock import _State, _Trx
-
 MAX_INCONSISTENCIES = 8
+MAX_UNPARSED = 16
+
+
+@dataclass
+class _Trx:
+    n: int
+    numbered: bool = True  # `*** (n) TRANSACTION:`; TOO DEEP prints `*** TRANSACTION:`
+    fields: dict[str, Any] = field(default_factory=dict)
+    query: list[str] = field(default_factory=list)
+    query_len: int = 0
+    in_query: bool = False
+    suspect: bool = False  # a structural problem was seen inside this section
+    start: int = 0  # index in _State.raw of this section's first line
+
+
+@dataclass
+class _State:
+    at: str | None = None
+    too_deep: bool = False
+    victim: int | None = None
+    trxs: list[_Trx] = field(default_factory=list)
+    locks: list[dict[str, Any]] = field(default_factory=list)
+    role: str = ""  # waiting | holds | conflicting
+    seen_first: bool = False
+    done: bool = False  # the victim line was read: anything structural after it is suspect
+    problems: list[str] = field(default_factory=list)
+    roles_seen: set[tuple[int, str]] = field(default_factory=set)
+    unparsed: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)  # the report's lines from its first section
+    # How often each (n, role) marker was printed, whatever section it sits in: a second one
+    # means the two readings (structure or query text) disagree on that transaction's locks.
+    role_count: dict[tuple[int, str], int] = field(default_factory=dict)
+    elided: int = 0  # lines the report's author replaced by "..."
+    pending: str = ""  # a lock line that did not parse: perhaps wrapped onto the next line
+
+    # How many sections' `*** (n) TRANSACTION:` markers were read before the first doubt: those
+    # markers are the printer's in every reading of the report.
+    doubt_at: int | None = None
+
+    def count(self, key: tuple[int, str]) -> None:
+        if key in self.role_count or len(self.role_count) < 256:  # bounded: numbers are text
+            self.role_count[key] = self.role_count.get(key, 0) + 1
+        else:
+            self.suspect("too many report markers")
+
+    def suspect(self, why: str, at_marker: bool = False) -> None:
+        """A structural problem; `at_marker`: raised by the section marker just read."""
+        if len(self.problems) < 8:
+            self.problems.append(why)
+        if self.trxs:
+            self.trxs[-1].suspect = True
+        if self.doubt_at is None:
+            self.doubt_at = len(self.trxs) - (1 if at_marker else 0)
+
+    def unknown(self, line: str) -> None:
+        """A line the printers do not produce here: kept (bounded) to be shown; an author's
+        elision ("...", "[…]") is counted instead."""
+        if not line.strip(" .…[]()"):
+            self.elided += 1
+        elif len(self.unparsed) < MAX_UNPARSED:
+            self.unparsed.append(line.strip()[:200])
 
 
 def build(st: _State, live: frozenset[str] | None = None) -> Deadlock | None:

@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 
 from ..config import Config
 from ..errors import ProbeError, TargetError
-from ..snapshot import CoverageGap, ProbeFailure, Snapshot
-from ..snapshot.sections import build as build_section
+from ..snapshot import CoverageGap, ProbeFailure, Snapshot, build_section
 from ..targets import Connection, scrub
 from ..targets.version import FLAVOURS, ServerVersion
 from .share import (

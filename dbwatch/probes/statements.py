@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from psycopg import sql as psql
-
 from ..errors import ProbeError
 from ..snapshot.statements import (
     Digest,
@@ -23,7 +21,7 @@ from ..snapshot.statements import (
     Unavailable,
 )
 from ..targets import Connection
-from ..targets.quoting import pg_ident
+from ..targets.quoting import pg_compose, pg_ident
 from . import PartialResult, catalog_cached, per_server, probe, sql
 
 log = logging.getLogger(__name__)
@@ -233,7 +231,7 @@ def _digests_sql(conn: Connection, schema: str) -> str:
     pg_extension is an identifier, never template text); '%' doubled for the paramstyle."""
     view = pg_ident(schema.replace("%", "%%"), "pg_stat_statements")
     text = sql("postgresql", "statement_digests", conn.version)
-    return psql.SQL(text).format(view=view).as_string(None)
+    return pg_compose(text, view=view)
 
 
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)

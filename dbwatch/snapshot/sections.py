@@ -69,21 +69,10 @@ def one_of(cls: type[R]) -> Callable[[object], R]:
     return build
 
 
-_LOADED: list[bool] = []
-
-
-def _load() -> None:
-    if _LOADED:
-        return
-    from . import my, origin, pg, pg_mvcc, queues, settings, statements  # noqa: F401  (registration)
-
-    _LOADED.append(True)
-
-
 def build(name: str, data: object) -> object:
-    """The section's typed data (None stays None); an unregistered section is kept as is."""
+    """The section's typed data (None stays None); an unregistered section is kept as is.
+    The families register on import: dbwatch.snapshot.build_section imports them first."""
     if data is None:
         return None
-    _load()
     key = SECTIONS.get(name)
     return data if key is None else key.build(data)

@@ -13,6 +13,12 @@ def pg_ident(*parts: str) -> sql.Composable:
     return sql.Identifier(*parts)
 
 
+def pg_compose(template: str, **idents: sql.Composable) -> str:
+    """An SQL text with `{name}` placeholders filled by composed identifiers, as text the
+    driver runs (psycopg's own composition: a name is never template text)."""
+    return sql.SQL(template).format(**idents).as_string(None)
+
+
 def pg_ident_text(*parts: str) -> str:
     """The same identifier as text, for fixes shown to people (standard double-quote rules)."""
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
