@@ -81,12 +81,18 @@ class PgConnection:
             conn = psycopg.connect(url, **kwargs)
         except (psycopg.Error, ValueError) as exc:
             raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
-        try:
-            conn.execute(_SESSION_SETS)
-        except psycopg.Error as exc:
-            conn.close()
-            raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
         return cls(spec, conn)
+
+    def set_timeouts(self) -> None:
+        """The probe session's own timeouts; called once the daemon's deadline knows this
+        connection (targets.open_target), so a server that freezes here is still cut."""
+        try:
+            self.conn.execute(_SESSION_SETS)
+        except psycopg.Error as exc:
+            self.close()
+            raise TargetError(
+                self.spec.name, f"cannot connect: {scrub(str(exc), self.spec)}"
+            ) from None
 
     def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:

@@ -17,8 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import mariadb_instance  # noqa: E402
 import pgcluster  # noqa: E402
 
-from dbwatch.targets import TargetSpec  # noqa: E402
-from dbwatch.targets.postgres import PgConnection  # noqa: E402
+from dbwatch.targets import TargetSpec, open_target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +45,7 @@ def test_pg501_fires_on_a_server_without_timeouts_despite_dbwatchs_own(
         cluster: pgcluster.PgCluster) -> None:
     url = cluster.url("nc_app")
     # dbwatch's own probe session does run with short timeouts ...
-    conn = PgConnection.open(TargetSpec(name="pg", url=url, engine="postgresql"))
+    conn = open_target(TargetSpec(name="pg", url=url, engine="postgresql"))
     try:
         own = {r["name"]: r["setting"] for r in conn.rows(
             "SELECT name, setting FROM pg_settings WHERE name IN "
