@@ -48,6 +48,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "findings",
             "parsers",
             "queues",
+            "scope",  # the daemon's log tail keeps a scoped target's deadlocks only
             "snapshot",
             "sqlpatterns",
         },

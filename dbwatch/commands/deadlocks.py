@@ -95,24 +95,28 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
 
 
 def _from_history(args: argparse.Namespace) -> list[Record]:
-    """Deadlocks recorded by the daemon, oldest first, each tagged with its target."""
-    from pathlib import Path
+    """Deadlocks recorded by the daemon, oldest first, each tagged with its target. The state
+    is found as `status` and `history` find it (--state, else [daemon] state / [state] url of
+    --config, else the default path); a configured target scoped to one schema lists only
+    the deadlocks that touch it, even those recorded before the daemon filtered them."""
+    from ..targets import spec_from_config
+    from .status import open_reader
 
-    from ..daemon.state import State, default_state_path
-
-    state = arg_str(args, "state")
-    path = Path(state) if state else default_state_path()
-    if not path.exists():
-        raise UsageError(f"{path}: no state database (has `dbwatch watch` run? use --state)")
-    st = State(path)
-    try:
-        rows = st.deadlocks(target=arg_str(args, "target"), limit=arg_int(args, "limit") or 1000)
-    finally:
-        st.close()
+    reader, config = open_reader(args)
+    limit = arg_int(args, "limit") or 1000
+    rows = reader.deadlocks(target=arg_str(args, "target"), limit=limit).rows
+    scopes = {
+        t.name: spec.scoped_database
+        for t in config.targets
+        if (spec := spec_from_config(t)).engine == "mysql" and not arg_flag(args, "all_databases")
+    }
     out: list[Record] = []
     for r in reversed(rows):
         data = r["data"] if isinstance(r["data"], dict) else {}
-        out.append({**data, "target": r.get("target")})
+        target = r.get("target")
+        if isinstance(target, str) and not deadlock_in_scope(data, scopes.get(target)):
+            continue
+        out.append({**data, "target": target})
     return out
 
 

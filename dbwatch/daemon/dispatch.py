@@ -13,6 +13,7 @@ from ..deadlocks.record import deadlock_record
 from ..findings import Finding
 from ..pipeline import TargetResult
 from ..records import FindingRow, Transitions
+from ..scope import deadlock_in_scope
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_STATUS
 from ..targets import TargetSpec
@@ -83,11 +84,14 @@ class Actions:
 
 
 def record_deadlocks(state: State, result: TargetResult) -> None:
-    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`)."""
+    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`),
+    if it touches the target's scope (the same test as `dbwatch deadlocks URL` and MY102)."""
     status = result.snapshot.get(MY_INNODB_STATUS)
     if status is None or status.deadlock is None:
         return
     dl = deadlock_record(status.deadlock)
+    if not deadlock_in_scope(dl, result.spec.scoped_database):
+        return  # another schema's: not this target's to record, list, log or alert on
     if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
         log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
 
