@@ -19,6 +19,7 @@ from ..daemon.state import FindingRow, State, default_state_path
 from ..daemon.statedb import is_pg_url
 from ..durations import format_duration
 from ..errors import UsageError
+from ..findings import nagios_status
 from ..inputs import check_state_path
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_int, to_str
@@ -226,17 +227,14 @@ def collect(reader: Reader, config: Config, now: float) -> StatusDoc:
 
 
 def verdict(doc: StatusDoc) -> tuple[str, int]:
-    """Critical firing 2; else anything unknown (a stale daemon, an unreachable target) 3;
-    else warning 1; else 0."""
-    sev = {f["severity"] for f in doc["firing"]}
+    """The verdict `audit` and `watch --once` give (findings.nagios_status): a critical finding
+    2; else anything unknown — a firing DW001 (a target unreachable or unreadable: not counted
+    as critical, as in `audit`), a stale daemon, a target without a good cycle — 3; else
+    warning 1; else 0."""
+    sev = [f["severity"] for f in doc["firing"] if f["rule"] != "DW001"]
+    unknown = sum(1 for f in doc["firing"] if f["rule"] == "DW001" or f["severity"] == "unknown")
     blind = not doc["targets"] or any(t["status"] not in ("ok", "degraded") for t in doc["targets"])
-    if "critical" in sev:
-        return "critical", 2
-    if "unknown" in sev or blind:
-        return "unknown", 3
-    if "warning" in sev:
-        return "warning", 1
-    return "ok", 0
+    return nagios_status(sev.count("critical"), unknown + blind, sev.count("warning"))
 
 
 def as_table(doc: StatusDoc, width: int, colour: bool) -> str:
