@@ -23,9 +23,7 @@ def nagios_status(critical: int, unknown: int, warning: int) -> tuple[str, int]:
     """The one verdict of `audit`, `watch --once` and `status` (README's exit table): any
     critical finding 2; else anything unread or unreachable (DW001 counts here, not as
     critical) 3; else any warning 1; else 0."""
-    status = (
-        "critical" if critical else "unknown" if unknown else "warning" if warning else "ok"
-    )
+    status = "critical" if critical else "unknown" if unknown else "warning" if warning else "ok"
     return status, EXIT_CODES[status]
 
 

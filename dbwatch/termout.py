@@ -109,10 +109,6 @@ def table(
     return "\n".join(out)
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
-
-
 def column_width(texts: Sequence[str], low: int, high: int, limit: int) -> int:
     """Fit the longest word within [low, high]; widen up to `limit` for one long name part."""
     words = [w for t in texts for w in str(t).split()]

@@ -129,7 +129,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 subject=f"queue {t.name}:{row.queue}",
                 evidence=ev,
                 summary=summary,
-                fix=_own_fix(t, "backlog"),
+                fix=_own_fix(t, "backlog", None if t.kind == "laravel_batches" else row.queue),
                 identity=[t.schema, t.table, row.queue],
             )
 
@@ -152,11 +152,18 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
     return ctx.duration("retry_after"), "rule parameter retry_after"
 
 
-def _own_fix(t: QueueTableStats, rule: Literal["backlog", "expired", "attempts"]) -> str | None:
-    """A library's own words for a finding (None: the rule's generic fix)."""
+def _own_fix(
+    t: QueueTableStats,
+    rule: Literal["backlog", "expired", "attempts"],
+    queue: object = None,
+) -> str | None:
+    """A library's own words for a finding (None: the rule's generic fix); a backlog's names
+    its queue where the library says how (Laravel's queue:monitor)."""
     lib = library(t.library)
     if lib is None:
         return None
+    if rule == "backlog" and lib.backlog_text is not None:
+        return lib.backlog_text(None if queue is None else str(queue))
     text = {"backlog": lib.backlog_fix, "expired": lib.expired_fix, "attempts": lib.attempts_fix}
     return text[rule] or None
 

@@ -30,6 +30,11 @@ from .common import (
 HELP = "one pass of every selected rule over every target"
 
 
+def _n(n: int, word: str) -> str:
+    """A count with thousands separators and its noun: `1 line`, `12,345 lines`."""
+    return f"{n:,} {word if n == 1 else word + 's'}"
+
+
 def add_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(a)
@@ -90,8 +95,8 @@ def audit_logs(
     result.logs.append(info)
     mb = st.bytes / 1e6
     print(
-        f"dbwatch: {mb:.1f} MB, {st.lines:,} lines, {st.statements:,} statements, "
-        f"{st.transactions:,} transactions, {st.unparsable:,} unparsable, "
+        f"dbwatch: {mb:.1f} MB, {_n(st.lines, 'line')}, {_n(st.statements, 'statement')}, "
+        f"{_n(st.transactions, 'transaction')}, {st.unparsable:,} unparsable, "
         f"format {st.format}, server {st.server_version or 'unknown'}, "
         f"{mb / seconds if seconds else 0:.1f} MB/s",
         file=sys.stderr,

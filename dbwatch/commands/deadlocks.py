@@ -234,7 +234,9 @@ def run(args: argparse.Namespace) -> int:
     if as_json:
         print(json.dumps({"deadlocks": deadlocks}, indent=2, default=str))
     elif not deadlocks and source:
-        print(f"no deadlocks in {source} ({stats.lines:,} lines read, {stats.kind})")
+        print(
+            f"no deadlocks in {source} ({stats.lines:,} {'line' if stats.lines == 1 else 'lines'} read, {stats.kind})"
+        )
     else:
         print(render_table(deadlocks))
     return 0

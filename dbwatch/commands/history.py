@@ -8,13 +8,13 @@ import json
 import time
 from typing import TypedDict
 
-from ..durations import format_duration, parse_duration
+from ..durations import format_duration, parse_duration, plural
 from ..errors import UsageError
 from ..records import json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..targets.secrets import scrub, scrub_tree
-from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
+from ..termout import column_width, paint, table, term_width, use_colour, wrap
 from ..web.store import StateReader
 from .status import add_state_arguments, open_reader
 

@@ -17,14 +17,14 @@ from ..catalogue import load_catalogue
 from ..config import Config, find_config_path, load_config
 from ..daemon.state import FindingRow, State, default_state_path
 from ..daemon.statedb import is_pg_url
-from ..durations import format_duration
+from ..durations import format_duration, plural
 from ..errors import UsageError
 from ..findings import nagios_status
 from ..inputs import check_state_path
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_int, to_str
 from ..targets.secrets import scrub, scrub_tree
-from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
+from ..termout import column_width, paint, table, term_width, use_colour, wrap
 from ..web.store import Page, StateReader, redact
 from ..web.view import cycle_status, stale_after
 

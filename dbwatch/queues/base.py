@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -42,3 +43,6 @@ class Library:
     # its own failure texts: (substring of the message, kind)
     failure_texts: tuple[tuple[str, str], ...] = ()
     expiry_source: str = "library default"  # QU002 evidence when no per-job expiry is read
+    # QU001 naming the lagging queue (None: backlog_fix as is); given the queue's name, or
+    # None when the row is not a queue (a batch name)
+    backlog_text: Callable[[str | None], str] | None = None
