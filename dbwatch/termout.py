@@ -3,6 +3,7 @@ identifier mid-name, severity colour only on a TTY without NO_COLOR, and a plain
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -116,3 +117,75 @@ def column_width(texts: Sequence[str], low: int, high: int, limit: int) -> int:
     name = max((len(p) for w in words for p in re.split(r"(?<=[.,/])", w)), default=low)
     width = min(max(longest, low), high)
     return min(name, limit) if name > width else width
+
+
+def hanging(text: str, width: int, first: str = "", rest: str = "  ") -> list[str]:
+    """One paragraph wrapped to `width` (names never cut): the first line after `first`,
+    the others after `rest` — a labelled block such as `fix: …` or a list item."""
+    room = max(width - max(len(first), len(rest)), 8)
+    lines = wrap(text, room)
+    return [(first if i == 0 else rest) + ln for i, ln in enumerate(lines)]
+
+
+def _usage_tokens(flat: str) -> list[str]:
+    """A usage line split at spaces outside [ ] and ( ): an option group stays whole."""
+    tokens, cur, depth = [], "", 0
+    for ch in flat:
+        depth += (ch in "[(") - (ch in "])")
+        if ch == " " and depth == 0:
+            if cur:
+                tokens.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*tokens, cur] if cur else tokens
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """--help within COLUMNS: a description or epilog is refilled per paragraph (blank-line
+    separated; an indented line, e.g. a command to copy, keeps its own line and wraps with a
+    hanging indent), and a usage line argparse cannot fit (it never breaks an option group)
+    is re-flowed at option boundaries under a short indent."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        # argparse's own 2-column margin on the width every other command uses (COLUMNS)
+        width = width or term_width() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for para in re.split(r"\n[ \t]*\n", text.strip("\n")):
+            lines: list[str] = []
+            prose: list[str] = []
+            for line in para.splitlines():
+                if line[:1].isspace():
+                    lines += wrap(" ".join(prose), width) if prose else []
+                    prose = []
+                    lead = line[: len(line) - len(line.lstrip())]
+                    lines += hanging(line.strip(), width, lead, lead + "    ")
+                else:
+                    prose.append(line.strip())
+            lines += wrap(" ".join(prose), width) if prose else []
+            out.append("\n".join(indent + ln for ln in lines))
+        return "\n\n".join(out)
+
+    def _format_usage(self, *args: object, **kwargs: object) -> str:
+        text: str = super()._format_usage(*args, **kwargs)  # type: ignore[arg-type]
+        body = text.rstrip("\n")
+        if all(len(ln) <= self._width for ln in body.splitlines()):
+            return text
+        lines: list[str] = []
+        cur = ""
+        for tok in _usage_tokens(" ".join(body.split())):
+            if cur and len(cur) + 1 + len(tok) > self._width:
+                lines.append(cur)
+                cur = "    " + tok
+            else:
+                cur = f"{cur} {tok}" if cur else tok
+        return "\n".join([*lines, cur]) + "\n\n"

@@ -145,7 +145,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "termout",
             "web",
         },
-        "cli": {ROOT, "commands", "errors", "targets"},
+        "cli": {ROOT, "commands", "errors", "targets", "termout"},  # --help at COLUMNS
         "manpage": {ROOT, "cli"},
         "__main__": {"cli"},
     }.items()

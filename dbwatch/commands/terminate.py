@@ -15,6 +15,7 @@ from ..durations import format_duration, parse_duration
 from ..errors import TargetError, UsageError
 from ..findings import Finding
 from ..targets import TargetSpec
+from ..termout import HelpFormatter
 from .common import add_all_databases
 
 HELP = "find offending sessions and (only with --execute) cancel or terminate them"
@@ -50,6 +51,7 @@ changed in between, or whose identity cannot be established, is reported as gone
 --format json prints a JSON array, one object per candidate: action (would_terminate,
 would_cancel, terminated, cancelled, skipped_protected, gone, failed), target, pid or
 thread_id, database, user, application, host, age, state, query, reason, statement, error.
+
 Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable or bad input.
 """
 
@@ -57,7 +59,7 @@ Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from .common import add_common, add_password_file
 
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.formatter_class = HelpFormatter
     p.epilog = EPILOG
     p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(p)
