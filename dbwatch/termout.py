@@ -127,6 +127,31 @@ def hanging(text: str, width: int, first: str = "", rest: str = "  ") -> list[st
     return [(first if i == 0 else rest) + ln for i, ln in enumerate(lines)]
 
 
+_ITEM = re.compile(r"\s|[-*•] |\d+[.)] ")
+
+
+def fill(text: str, width: int) -> list[str]:
+    """Prose refilled to `width`: paragraphs are separated by blank lines; inside one, an
+    indented line or a list item (`- `, `* `, `1. `) starts its own block with a hanging
+    indent, any other line continues the block before it. Names are never cut (wrap)."""
+    out: list[str] = []
+    for para in re.split(r"\n[ \t]*\n", str(text).strip("\n")):
+        blocks: list[tuple[str, str, list[str]]] = []  # first-line indent, hanging indent, text
+        for line in para.splitlines():
+            if blocks and not _ITEM.match(line):
+                blocks[-1][2].append(line.strip())
+                continue
+            lead = line[: len(line) - len(line.lstrip())]
+            marker = _ITEM.match(line.lstrip())
+            cont = lead + " " * marker.end() if marker else lead + ("    " if lead else "")
+            blocks.append((lead, cont, [line.strip()]))
+        if out:
+            out.append("")
+        for first, cont, words in blocks:
+            out += hanging(" ".join(words), width, first, cont)
+    return out
+
+
 def _usage_tokens(flat: str) -> list[str]:
     """A usage line split at spaces outside [ ] and ( ): an option group stays whole."""
     tokens, cur, depth = [], "", 0
@@ -159,21 +184,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        out: list[str] = []
-        for para in re.split(r"\n[ \t]*\n", text.strip("\n")):
-            lines: list[str] = []
-            prose: list[str] = []
-            for line in para.splitlines():
-                if line[:1].isspace():
-                    lines += wrap(" ".join(prose), width) if prose else []
-                    prose = []
-                    lead = line[: len(line) - len(line.lstrip())]
-                    lines += hanging(line.strip(), width, lead, lead + "    ")
-                else:
-                    prose.append(line.strip())
-            lines += wrap(" ".join(prose), width) if prose else []
-            out.append("\n".join(indent + ln for ln in lines))
-        return "\n\n".join(out)
+        return "\n".join(indent + ln if ln else "" for ln in fill(text, width))
 
     def _format_usage(self, *args: object, **kwargs: object) -> str:
         text: str = super()._format_usage(*args, **kwargs)  # type: ignore[arg-type]
