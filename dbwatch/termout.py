@@ -16,6 +16,7 @@ _COLOURS = {"critical": "1;31", "warning": "33", "unknown": "35", "ok": "32", "s
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # other sessions' query text may carry terminal escapes: never let them reach the terminal
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_PARTS = re.compile(r"[^.,/]+[.,/]?|[.,/]")  # a dotted name's parts, each with its separator
 
 
 def term_width(stream: TextIO | None = None) -> int:
@@ -52,7 +53,7 @@ def _pieces(word: str, width: int) -> list[str]:
     """A word longer than the width, split only after '.', ',' or '/' (between names)."""
     if len(word) <= width:
         return [word]
-    parts = re.findall(r"[^.,/]+[.,/]?|[.,/]", word)
+    parts = _PARTS.findall(word)
     out, cur = [], ""
     for p in parts:
         if cur and len(cur) + len(p) > width:
@@ -200,3 +201,50 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             else:
                 cur = f"{cur} {tok}" if cur else tok
         return "\n".join([*lines, cur]) + "\n\n"
+
+
+def fit_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    after: Sequence[list[str]] | None = None,
+) -> str:
+    """A plain table within `width`: every column as wide as its longest value, then the
+    widest ones narrowed (their cells wrap at words or name parts, never cut) until the row
+    fits. When even that cannot fit (long unbreakable names), each row becomes a block of
+    `header: value` lines instead — wider than `width` only for a single longer word."""
+    cells = [[str(c) if c is not None else "" for c in row] for row in rows]
+    n = len(headers)
+    natural = [max([len(headers[i]), *(len(r[i]) for r in cells)]) for i in range(n)]
+    floor = [
+        max([len(headers[i]), *(len(p) for r in cells for p in _unbreakable(r[i]))])
+        for i in range(n)
+    ]
+    widths = list(natural)
+    budget = width - 2 * (n - 1)
+    while sum(widths) > budget:
+        i = max(range(n), key=lambda k: widths[k] - floor[k])
+        if widths[i] <= floor[i]:
+            return _records(headers, cells, width, after)
+        widths[i] -= 1
+    wrapped = [[wrap(c, widths[i]) for i, c in enumerate(r)] for r in cells]
+    return table(list(headers), wrapped, widths, after)
+
+
+def _records(
+    headers: Sequence[str],
+    cells: list[list[str]],
+    width: int,
+    after: Sequence[list[str]] | None,
+) -> str:
+    out: list[str] = []
+    for k, row in enumerate(cells):
+        fields = [f"{h}: {c}" for h, c in zip(headers[1:], row[1:], strict=False) if c]
+        out += hanging(", ".join(fields), width, f"{headers[0]} {row[0]}: ", "    ")
+        out += list(after[k]) if after else []
+    return "\n".join(out)
+
+
+def _unbreakable(text: str) -> list[str]:
+    """The pieces wrap() will not split further: words, and long words' name parts."""
+    return [p for w in text.split() for p in _PARTS.findall(w)]

@@ -8,15 +8,15 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 
-from tabulate import tabulate
-
 from ..deadlocks.record import deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
+from ..durations import plural
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
 from ..snapshot.my import MY_INNODB_STATUS
 from ..snapshot.values import as_row, as_rows, str_list
+from ..termout import fit_table, hanging, term_width
 from .common import add_all_databases, arg_flag, arg_int, arg_str
 
 Record = Mapping[str, object]
@@ -139,48 +139,39 @@ def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterato
     yield from _from_target(args)
 
 
-def _short(q: object, n: int = 60) -> str:
-    text = " ".join(str(q or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+def _cell(value: object) -> str:
+    return "" if value is None else str(value)
 
 
-def render_table(deadlocks: list[Record]) -> str:
+def render_table(deadlocks: list[Record], width: int | None = None) -> str:
+    """innotop-style transaction and lock tables and the diagnosis, within `width` (COLUMNS):
+    each statement on its own lines under its transaction, paragraphs wrapped, nothing cut."""
+    width = width or term_width()
     if not deadlocks:
         return "No deadlocks found."
     out = []
     for i, dl in enumerate(deadlocks, 1):
         out.append(f"== Deadlock {i} at {dl.get('at') or '?'}")
+        rows = as_rows(dl.get("transactions"))
         trx = [
             [
                 t["n"],
-                dl.get("at"),
                 t.get("user"),
                 t.get("host"),
                 "yes" if t.get("victim") else "",
                 t.get("active_seconds"),
                 t.get("undo_entries"),
                 t.get("lock_structs"),
-                _short(t.get("query")),
             ]
-            for t in as_rows(dl.get("transactions"))
+            for t in rows
+        ]
+        queries = [
+            hanging(" ".join(str(t.get("query") or "?").split()), width, "    query: ", " " * 11)
+            for t in rows
         ]
         out.append("Deadlock Transactions")
-        out.append(
-            tabulate(
-                trx,
-                headers=[
-                    "ID",
-                    "Timestamp",
-                    "User",
-                    "Host",
-                    "Victim",
-                    "Time",
-                    "Undo",
-                    "LStrcts",
-                    "Query",
-                ],
-            )
-        )
+        heads = ["ID", "User", "Host", "Victim", "Time", "Undo", "LStrcts"]
+        out.append(fit_table(heads, [[_cell(v) for v in r] for r in trx], width, queries))
         locks = [
             [
                 lk["n"],
@@ -195,24 +186,21 @@ def render_table(deadlocks: list[Record]) -> str:
             for lk in as_rows(dl.get("locks"))
         ]
         out.append("\nDeadlock Locks")
-        out.append(
-            tabulate(
-                locks,
-                headers=["ID", "Waiting", "Mode", "DB", "Table", "Index", "Special", "Ins Intent"],
-            )
-        )
+        heads = ["ID", "Wait", "Mode", "DB", "Table", "Index", "Special", "InsInt"]
+        out.append(fit_table(heads, [[_cell(v) for v in r] for r in locks], width))
         if dl.get("victim_inferred"):
-            out.append(f"\nVictim inferred: {dl.get('victim_evidence')}")
+            out += ["", *hanging(f"Victim inferred: {dl.get('victim_evidence')}", width)]
         if dl.get("ambiguous"):
-            out.append(f"\nStructure ambiguous: {dl.get('ambiguity')}; no victim named")
+            text = f"Structure ambiguous: {dl.get('ambiguity')}; no victim named"
+            out += ["", *hanging(text, width)]
         diag = as_row(dl.get("diagnosis"))
         rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
-        out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
-        out.append(f"  {diag.get('explanation', '')}")
+        out += ["", *hanging(f"Diagnosis: {diag.get('pattern', 'generic')}{rules}", width)]
+        out += hanging(str(diag.get("explanation", "")), width, "  ", "  ")
         if diag.get("fix"):
-            out.append(f"  Fix: {diag['fix']}")
+            out += hanging(str(diag["fix"]), width, "  Fix: ", "       ")
         out.append("")
-    out.append(f"{len(deadlocks)} deadlock(s).")
+    out.append(f"{plural(len(deadlocks), 'deadlock')}.")
     return "\n".join(out)
 
 
