@@ -248,3 +248,16 @@ def _records(
 def _unbreakable(text: str) -> list[str]:
     """The pieces wrap() will not split further: words, and long words' name parts."""
     return [p for w in text.split() for p in _PARTS.findall(w)]
+
+
+def fit_lines(text: str, width: int) -> str:
+    """Preformatted lines within `width`: a longer one wraps at words (names never cut),
+    continuing under its own indent plus four."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if visible_len(line) <= width:
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        out += hanging(line.strip(), width, lead, lead + "    ")
+    return "\n".join(out)

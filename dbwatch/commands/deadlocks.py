@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..scope import deadlock_in_scope
 from ..snapshot.my import MY_INNODB_STATUS
 from ..snapshot.values import as_row, as_rows, str_list
-from ..termout import fit_table, hanging, term_width
+from ..termout import fit_lines, fit_table, hanging, term_width
 from .common import add_all_databases, arg_flag, arg_int, arg_str
 
 Record = Mapping[str, object]
@@ -213,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
         if as_json:
             print(json.dumps({"summary": summary.to_dict()}, indent=2, default=str))
         else:
-            print(summary.render(source or arg_str(args, "target") or "the daemon's history"))
+            text = summary.render(source or arg_str(args, "target") or "the daemon's history")
+            print(fit_lines(text, term_width()))
         return 0
     deadlocks = list(collect(args, stats))
     limit = arg_int(args, "limit")
