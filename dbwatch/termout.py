@@ -239,10 +239,19 @@ def _records(
 ) -> str:
     out: list[str] = []
     for k, row in enumerate(cells):
-        fields = [f"{h}: {c}" for h, c in zip(headers[1:], row[1:], strict=False) if c]
-        out += hanging(", ".join(fields), width, f"{headers[0]} {row[0]}: ", "    ")
+        fields = [f"{h}: {c}" for h, c in zip(headers, row, strict=False) if c]
+        out += hanging(", ".join(fields), width, "", "    ")
         out += list(after[k]) if after else []
     return "\n".join(out)
+
+
+def chop(text: str, width: int) -> str:
+    """Free text (another session's query) whose single words may exceed `width`: those are
+    broken into `width`-long pieces, so wrap() can keep every line within the width."""
+    width = max(width, 8)
+    return " ".join(
+        " ".join(w[i : i + width] for i in range(0, len(w), width)) for w in str(text).split()
+    )
 
 
 def _unbreakable(text: str) -> list[str]:

@@ -15,7 +15,7 @@ from ..durations import format_duration, parse_duration
 from ..errors import TargetError, UsageError
 from ..findings import Finding
 from ..targets import TargetSpec
-from ..termout import HelpFormatter
+from ..termout import HelpFormatter, chop, fit_table, hanging, term_width
 from .common import add_all_databases
 
 HELP = "find offending sessions and (only with --execute) cancel or terminate them"
@@ -259,50 +259,49 @@ def render(decisions: list[Decision], fmt: str, executed: bool) -> str:
 
 
 def _cut(text: object, width: int) -> str:
+    """Other sessions' query text only: bounded (targets, reasons and statements never are)."""
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def _row(d: Decision) -> list[object]:
+def _row(d: Decision) -> list[str]:
     s = d.session
     state = s.state if not s.is_mysql else (s.command or s.state)
-    statement = statement_for(s, d.action)
     return [
         d.action,
-        _cut(s.target, 24),
-        s.pid if s.pid is not None else (s.thread_id or s.name),
-        _cut(s.database, 16) or "-",
-        _cut(s.user, 16),
-        _cut(s.application or s.host, 16),
+        s.target,
+        str(s.pid if s.pid is not None else (s.thread_id or s.name)),
+        s.database or "-",
+        s.user or "",
+        s.application or s.host or "",
         format_duration(round(s.age, 1)) if s.age is not None else "-",
-        _cut(state, 20),
-        _cut(d.reason + (f" [{d.error}]" if d.error else ""), 60)
-        + "\n  "
-        + _cut(statement, 60)
-        + ("\n  " + _cut(s.query, 60) if s.query else ""),
+        state or "",
     ]
 
 
-def table(decisions: list[Decision], executed: bool) -> str:
-    from tabulate import tabulate
+def _details(d: Decision, width: int) -> list[str]:
+    """The reason, the statement that ends the session and its query, each wrapped whole."""
+    s = d.session
+    reason = d.reason + (f" [{d.error}]" if d.error else "")
+    out = hanging(reason, width, "  reason: ", " " * 10)
+    statement = statement_for(s, d.action)
+    if statement:
+        out += hanging(statement, width, "  statement: ", " " * 13)
+    if s.query:
+        out += hanging(chop(_cut(s.query, 300), width - 9), width, "  query: ", " " * 9)
+    return out
 
+
+def table(decisions: list[Decision], executed: bool, width: int | None = None) -> str:
+    """One row per session within `width` (COLUMNS); under it, its reason, statement and query."""
+    width = width or term_width()
     head = "" if executed else "DRY RUN: nothing was changed; add --execute to act.\n"
     if not decisions:
         return head + "No session matches the criteria."
     counts = Counter(d.action for d in decisions)
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
-    grid: str = tabulate(
-        [_row(d) for d in decisions],
-        headers=[
-            "ACTION",
-            "TARGET",
-            "PID/THREAD",
-            "DATABASE",
-            "USER",
-            "APP/HOST",
-            "AGE",
-            "STATE",
-            "REASON / STATEMENT / QUERY",
-        ],
+    headers = ["ACTION", "TARGET", "PID/THREAD", "DATABASE", "USER", "APP/HOST", "AGE", "STATE"]
+    grid = fit_table(
+        headers, [_row(d) for d in decisions], width, [_details(d, width) for d in decisions]
     )
     return head + grid + f"\n\n{summary}"
