@@ -215,7 +215,7 @@ def fit_table(
     `header: value` lines instead — wider than `width` only for a single longer word."""
     cells = [[str(c) if c is not None else "" for c in row] for row in rows]
     n = len(headers)
-    natural = [max([len(headers[i]), *(len(r[i]) for r in cells)]) for i in range(n)]
+    natural = [max([len(headers[i]), *(visible_len(r[i]) for r in cells)]) for i in range(n)]
     floor = [
         max([len(headers[i]), *(len(p) for r in cells for p in _unbreakable(r[i]))])
         for i in range(n)
@@ -256,7 +256,7 @@ def chop(text: str, width: int) -> str:
 
 def _unbreakable(text: str) -> list[str]:
     """The pieces wrap() will not split further: words, and long words' name parts."""
-    return [p for w in text.split() for p in _PARTS.findall(w)]
+    return [p for w in _ANSI.sub("", text).split() for p in _PARTS.findall(w)]
 
 
 def fit_lines(text: str, width: int) -> str:

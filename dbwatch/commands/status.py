@@ -24,7 +24,7 @@ from ..inputs import check_state_path
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_int, to_str
 from ..targets.secrets import scrub, scrub_tree
-from ..termout import column_width, paint, table, term_width, use_colour, wrap
+from ..termout import column_width, fit_table, paint, table, term_width, use_colour, wrap
 from ..web.store import Page, StateReader, redact
 from ..web.view import cycle_status, stale_after
 
@@ -247,23 +247,10 @@ def as_table(doc: StatusDoc, width: int, colour: bool) -> str:
             )
             st = c["status"]
             tint = {"stale": "stale", "ok": "ok", "degraded": "warning"}.get(st, "critical")
-            rows.append(
-                [
-                    [c["target"]],
-                    [paint(st, tint, colour) + " " * (12 - len(st))],
-                    [age],
-                    [f"{(c['duration'] or 0):.2f}s"],
-                    wrap(c["error"] or "", max(20, width - 60)),
-                ]
-            )
-        name_w = min(max(6, *(len(c["target"]) for c in doc["targets"])), 30)
-        lines.append(
-            table(
-                ["TARGET".ljust(name_w), "LAST CYCLE", "WHEN", "TOOK", "ERROR"],
-                rows,
-                [name_w, 12, 14, 7, max(20, width - name_w - 41)],
-            )
-        )
+            took = f"{(c['duration'] or 0):.2f}s"
+            rows.append([c["target"], paint(st, tint, colour), age, took, c["error"] or ""])
+        heads = ["TARGET", "LAST CYCLE", "WHEN", "TOOK", "ERROR"]
+        lines.append(fit_table(heads, rows, width))
         stale = [c for c in doc["targets"] if c["status"] == "stale"]
         if stale:
             text = (
