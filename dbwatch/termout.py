@@ -17,6 +17,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # other sessions' query text may carry terminal escapes: never let them reach the terminal
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _PARTS = re.compile(r"[^.,/]+[.,/]?|[.,/]")  # a dotted name's parts, each with its separator
+_DASHED = re.compile(r"[^-]+-?|-")
 
 
 def term_width(stream: TextIO | None = None) -> int:
@@ -50,10 +51,14 @@ def visible_len(text: str) -> int:
 
 
 def _pieces(word: str, width: int) -> list[str]:
-    """A word longer than the width, split only after '.', ',' or '/' (between names)."""
+    """A word longer than the width, split only after '.', ',' or '/' (between names); a
+    part still longer (a long option such as `performance-schema-consumer-…`) also after
+    '-'."""
     if len(word) <= width:
         return [word]
-    parts = _PARTS.findall(word)
+    parts = [
+        q for p in _PARTS.findall(word) for q in (_DASHED.findall(p) if len(p) > width else [p])
+    ]
     out, cur = [], ""
     for p in parts:
         if cur and len(cur) + len(p) > width:
@@ -256,7 +261,12 @@ def chop(text: str, width: int) -> str:
 
 def _unbreakable(text: str) -> list[str]:
     """The pieces wrap() will not split further: words, and long words' name parts."""
-    return [p for w in _ANSI.sub("", text).split() for p in _PARTS.findall(w)]
+    return [
+        q
+        for w in _ANSI.sub("", text).split()
+        for p in _PARTS.findall(w)
+        for q in _DASHED.findall(p)
+    ]
 
 
 def fit_lines(text: str, width: int) -> str:

@@ -74,6 +74,16 @@ def _table(rows: list[dict[str, str]], width: int) -> str:
     return table(heads, cells, [w["id"], name, w["engine"], w["status"], sev])
 
 
+def _url_lines(url: str, width: int) -> list[str]:
+    """A reference URL indented, broken (if it must be) only after / - _ . # ? or &."""
+    lines = ["  "]
+    for part in re.findall(r"[^-/_.#?&]+[-/_.#?&]?|[-/_.#?&]", url):
+        if lines[-1].strip() and len(lines[-1]) + len(part) > width:
+            lines.append("    ")
+        lines[-1] += part
+    return lines
+
+
 def _parts(name: str, width: int) -> list[str]:
     """A rule name in lines of at most `width`, broken only after a '-'."""
     lines = [""]
@@ -107,6 +117,6 @@ def run_explain(args: argparse.Namespace) -> int:
         out += ["", sec.upper(), *fill(str(rule.doc[sec]), width)]
     out += ["", "REFERENCES"]
     for ref in rule.references:
-        out += hanging(ref, width, "  ", "    ")
+        out += _url_lines(ref, width)
     print("\n".join(out))
     return 0
