@@ -58,6 +58,36 @@ def my_admin() -> Iterator[object]:
     conn.close()
 
 
+@pytest.fixture
+def own_pg_url(uniq: str) -> Iterator[str]:
+    """A PostgreSQL database made for this test (dropped after): audit this, not `test`."""
+    import psycopg
+
+    name = f"dbw_own_{uniq}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{PG_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def own_my_url(uniq: str) -> Iterator[str]:
+    """A MariaDB schema made for this test (dropped after): audit this, not `test`."""
+    import pymysql
+
+    name = f"dbw_own_{uniq}"
+    with pymysql.connect(host="127.0.0.1", port=3306, user="root", password="") as conn:
+        conn.cursor().execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield f"{MY_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with pymysql.connect(host="127.0.0.1", port=3306, user="root", password="") as conn:
+            conn.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
 @pytest.fixture(scope="session")
 def state_pg_db() -> Iterator[str]:
     """One database on the local PostgreSQL for State tests (each test has its own schema)."""
