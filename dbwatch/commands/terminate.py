@@ -266,24 +266,24 @@ def _cut(text: object, width: int) -> str:
 
 def _row(d: Decision) -> list[str]:
     s = d.session
-    state = s.state if not s.is_mysql else (s.command or s.state)
     return [
         d.action,
-        s.target,
         str(s.pid if s.pid is not None else (s.thread_id or s.name)),
         s.database or "-",
         s.user or "",
         s.application or s.host or "",
         format_duration(round(s.age, 1)) if s.age is not None else "-",
-        state or "",
     ]
 
 
 def _details(d: Decision, width: int) -> list[str]:
-    """The reason, the statement that ends the session and its query, each wrapped whole."""
+    """Its state, the reason, the statement that ends the session and its query, each
+    wrapped whole under the row."""
     s = d.session
+    state = s.state if not s.is_mysql else (s.command or s.state)
     reason = d.reason + (f" [{d.error}]" if d.error else "")
-    out = hanging(reason, width, "  reason: ", " " * 10)
+    out = hanging(state or "-", width, "  state: ", " " * 9)
+    out += hanging(reason, width, "  reason: ", " " * 10)
     statement = statement_for(s, d.action)
     if statement:
         out += hanging(statement, width, "  statement: ", " " * 13)
@@ -293,15 +293,21 @@ def _details(d: Decision, width: int) -> list[str]:
 
 
 def table(decisions: list[Decision], executed: bool, width: int | None = None) -> str:
-    """One row per session within `width` (COLUMNS); under it, its reason, statement and query."""
+    """Per target (its name on a line of its own, whole), one row per session within `width`
+    (COLUMNS); under each row its state, reason, statement and query."""
     width = width or term_width()
     head = "" if executed else "DRY RUN: nothing was changed; add --execute to act.\n"
     if not decisions:
         return head + "No session matches the criteria."
     counts = Counter(d.action for d in decisions)
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
-    headers = ["ACTION", "TARGET", "PID/THREAD", "DATABASE", "USER", "APP/HOST", "AGE", "STATE"]
-    grid = fit_table(
-        headers, [_row(d) for d in decisions], width, [_details(d, width) for d in decisions]
-    )
-    return head + grid + f"\n\n{summary}"
+    headers = ["ACTION", "PID/THREAD", "DATABASE", "USER", "APP/HOST", "AGE"]
+    by_target: dict[str, list[Decision]] = {}
+    for d in decisions:
+        by_target.setdefault(d.session.target, []).append(d)
+    parts = []
+    for target, mine in by_target.items():
+        rows, details = [_row(d) for d in mine], [_details(d, width) for d in mine]
+        parts.append("\n".join([*hanging(target, width, "== ", "   "), ""]))
+        parts[-1] += fit_table(headers, rows, width, details)
+    return head + "\n\n".join(parts) + f"\n\n{summary}"
