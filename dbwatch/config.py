@@ -15,7 +15,9 @@ from .errors import ConfigError, TargetError
 from .targets.secrets import register_secret
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-ALERT_KINDS = ("webhook", "slack", "alertmanager")
+ALERT_KINDS = ("webhook", "slack", "alertmanager", "pagerduty")
+# kind = "pagerduty": the Events API v2 enqueue endpoint unless `url` says otherwise
+PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class AlertConfig:
     name: str = ""
     # kind = "alertmanager": every peer of the Alertmanager cluster (url is the first)
     urls: tuple[str, ...] = ()
+    routing_key: str | None = None  # kind = "pagerduty": the integration key (a secret)
 
     @property
     def peers(self) -> tuple[str, ...]:
@@ -416,6 +419,7 @@ def _alerts(raw: object, col: _Collector) -> tuple[AlertConfig, ...]:
         "send_resolved",
         "timeout",
         "name",
+        "routing_key",
     }
     for i, item in enumerate(raw):
         where = f"alerts[{i}]"
@@ -427,13 +431,14 @@ def _alerts(raw: object, col: _Collector) -> tuple[AlertConfig, ...]:
         kind = col.text(a, where, "kind", "webhook")
         if kind not in ALERT_KINDS:
             col.err(f"{where}.kind", f"must be one of {', '.join(ALERT_KINDS)}")
-        raw_url = a.get("url", "")
+        default_url = PAGERDUTY_URL if kind == "pagerduty" else ""
+        raw_url = a.get("url", default_url)
         if isinstance(raw_url, list) and kind == "alertmanager":
             urls = tuple(u for u in raw_url if isinstance(u, str))
             if not urls or len(urls) != len(raw_url):
                 col.err(f"{where}.url", "must be a URL or a non-empty list of URLs")
         else:
-            urls = (col.text(a, where, "url", ""),)
+            urls = (col.text(a, where, "url", default_url),)
         for u in urls:
             if not u.startswith(("http://", "https://")):
                 col.err(f"{where}.url", f"{u!r} must be an http:// or https:// URL")
@@ -443,6 +448,7 @@ def _alerts(raw: object, col: _Collector) -> tuple[AlertConfig, ...]:
             col.err(f"{where}.min_severity", "must be warning or critical")
         secret = col.text(a, where, "secret", None) or None
         register_secret(secret)  # never echoed in a message, log line or payload
+        routing_key = _routing_key(a, where, kind, col)
         out.append(
             AlertConfig(
                 kind=kind,
@@ -454,9 +460,29 @@ def _alerts(raw: object, col: _Collector) -> tuple[AlertConfig, ...]:
                 timeout=col.duration(a, where, "timeout", 5.0),
                 name=col.text(a, where, "name", "") or f"{kind}{i + 1}",
                 urls=urls if len(urls) > 1 else (),
+                routing_key=routing_key,
             )
         )
     return tuple(out)
+
+
+def _routing_key(a: Table, where: str, kind: str, col: _Collector) -> str | None:
+    """PagerDuty's integration key: required for kind = "pagerduty" (32 characters), a secret."""
+    key = col.text(a, where, "routing_key", None) or None
+    register_secret(key)
+    if kind != "pagerduty":
+        if key is not None:
+            col.err(f"{where}.routing_key", 'only for kind = "pagerduty"')
+        return None
+    if key is None:
+        col.err(
+            f"{where}.routing_key", 'required for kind = "pagerduty" (e.g. "${PD_ROUTING_KEY}")'
+        )
+    elif len(key) != 32:
+        col.err(f"{where}.routing_key", f"must be the 32-character integration key, not {len(key)}")
+    if a.get("secret") is not None:
+        col.err(f"{where}.secret", 'not used by kind = "pagerduty" (the routing_key authenticates)')
+    return key
 
 
 def _state(data: object, col: _Collector) -> StateConfig:

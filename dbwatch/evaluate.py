@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import checks
 from .catalogue import Rule
-from .checks import CheckContext, first_paragraph, load_checks
+from .checks import CheckContext, culprit, first_paragraph, load_checks
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
@@ -66,7 +66,7 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
         chk = checks.get(rule.check)
         if chk is not None:
             needs.update(chk.probes_for(engine))
-    return needs
+    return needs | culprit.sections_for(engine, (r.id for r in rules))
 
 
 def _context(
@@ -108,7 +108,7 @@ def evaluate(
             result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
             continue
         result.ran.append(rule.id)
-        result.findings.extend(_unignored(found, override))
+        result.findings.extend(_unignored(culprit.enrich(found, snap), override))
     # what dbwatch could not read or examine is said whatever --select chose; only --ignore
     # (or `enabled = false`) silences it
     if not selection.ignores("DW001"):
@@ -160,7 +160,7 @@ def probe_failures(
         else:
             problem = f"probe {f.probe} failed"
             summary = checks.render(template, {"problem": problem, "error": f.message})
-            severity, fix = "warning", f.grant or fix_default
+            severity, fix = "warning", f.fix or f.grant or fix_default
         out.append(
             _dw001(
                 snap, f"probe {f.probe}", summary, severity, fix, [f], affected, identity=f.probe

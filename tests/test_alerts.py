@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from schemas import load_json
 
 from dbwatch.alerts.delivery import Delivery, Worker, endpoint, send, where
 from dbwatch.alerts.payloads import ZERO_TIME, alert_data, build
@@ -78,7 +79,7 @@ def test_webhook_shape_and_signature(tmp_path: Path) -> None:
     st = State(tmp_path / "s.db")
     data = alert_data(row_for(st, finding()), "firing", 1000.0, 240.0)
     body, headers = build("webhook", "ops", data, 1000.0, secret="k3y")
-    doc = json.loads(body)
+    doc = load_json(body, "webhook")
     assert doc["version"] == "4" and doc["status"] == "firing" and doc["receiver"] == "ops"
     assert doc["groupKey"]
     (a,) = doc["alerts"]

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import gzip
-import json
 import subprocess
 import sys
 from pathlib import Path
+from schemas import load_json
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 
@@ -18,7 +18,7 @@ def audit(*args: str) -> subprocess.CompletedProcess[str]:
 def test_general_log_of_fetch_before_delete_reports_qu401() -> None:
     proc = audit("--log", str(LOGS / "mariadb-general-pdo-prepared.log"))
     assert proc.returncode == 1, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = load_json(proc.stdout, "audit")
     rules = {f["rule"]: f for f in doc["findings"]}
     assert rules["QU401"]["evidence"]["count"] >= 1
     assert "DELETE" in rules["QU401"]["fix"].upper()
@@ -31,13 +31,13 @@ def test_general_log_of_fetch_before_delete_reports_qu401() -> None:
 def test_single_delete_worker_log_is_clean() -> None:
     proc = audit("--log", str(LOGS / "mariadb-general-single-delete.log"))
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["findings"] == []
+    assert load_json(proc.stdout, "audit")["findings"] == []
 
 
 def test_gzip_and_select(tmp_path: Path) -> None:
     gz = tmp_path / "general.log.gz"
     gz.write_bytes(gzip.compress((LOGS / "mariadb-general-explicit.log").read_bytes()))
-    doc = json.loads(audit("--log", str(gz), "--select", "QU401").stdout)
+    doc = load_json(audit("--log", str(gz), "--select", "QU401").stdout, "audit")
     assert [f["rule"] for f in doc["findings"]] == ["QU401"]
 
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from schemas import load_json
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = ROOT / "tests" / "fixtures" / "innodb" / "variants"
@@ -58,7 +58,7 @@ def test_summary_json_and_table(tmp_path: Path) -> None:
     big.write_text(one * 3 + laravel * 2)
     r = run("--log", str(big), "--summary", "--format", "json")
     assert r.returncode == 0, r.stderr
-    s = json.loads(r.stdout)["summary"]
+    s = load_json(r.stdout, "deadlocks")["summary"]
     assert s["deadlocks"] == 14
     assert s["by_pattern"] == {"queue-legacy-index": 12, "queue-claim-vs-delete": 2}
     assert s["by_table"]["laravel.jobs"] == 2
@@ -74,7 +74,7 @@ def test_victim_inferred_in_json(tmp_path: Path) -> None:
     f.write_text(text.replace("WE ROLL BACK TRANSACTION (1)", "WE ROLL BACK TRANSACTION (0)")
                  .replace("WE ROLL BACK TRANSACTION (2)", "WE ROLL BACK TRANSACTION (0)"))
     r = run("--file", str(f), "--format", "json")
-    (dl,) = json.loads(r.stdout)["deadlocks"]
+    (dl,) = load_json(r.stdout, "deadlocks")["deadlocks"]
     assert dl["victim_inferred"] is True and dl["victim_evidence"]
     assert run("--file", str(f)).stdout.count("Victim inferred: ") == 1
 
@@ -86,4 +86,4 @@ def test_paste_of_only_the_section_via_file(tmp_path: Path) -> None:
     f = tmp_path / "paste.txt"
     f.write_text("\n".join("> " + ln for ln in text[a:b].splitlines()))
     r = run("--file", str(f), "--format", "json")
-    assert r.returncode == 0 and len(json.loads(r.stdout)["deadlocks"]) == 1
+    assert r.returncode == 0 and len(load_json(r.stdout, "deadlocks")["deadlocks"]) == 1

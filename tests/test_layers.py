@@ -40,7 +40,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "inputs": {"errors", "sqlpatterns"},
         # query-log patterns yield findings of their own (headline from the rule's TOML; and
         # read the server version)
-        "sqlpatterns": {"catalogue", "errors", "findings", "queues", "targets"},
+        # ... and read PostgreSQL log lines with the deadlock parser's reader (parsers/pglog.py)
+        "sqlpatterns": {"catalogue", "errors", "findings", "parsers", "queues", "targets"},
         "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {
@@ -79,6 +80,19 @@ ALLOWED: dict[str, frozenset[str]] = {
             "targets",
         },
         "report": {"findings", "pipeline", "targets", "termout"},
+        # a target's measured figures: the daemon's metrics and history, the Nagios perfdata
+        "figures": {"checks", "findings", "snapshot"},
+        # `--format nagios`: the status line, the findings as long text, perfdata with the rules'
+        # own thresholds
+        "nagios": {
+            "catalogue",
+            "config",
+            "durations",
+            "figures",
+            "findings",
+            "pipeline",
+            "targets",
+        },
         # the daemon's state records, below daemon/ and its readers (alerts/, web/, commands/)
         "records": {"findings", "snapshot", "targets"},
         # alerts see the state through alerts.state.AlertState, never daemon/
@@ -105,6 +119,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "errors",
             "evaluate",
+            "figures",
             "findings",
             "parsers",
             "pipeline",
@@ -130,8 +145,10 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "errors",
             "evaluate",
+            "figures",
             "findings",
             "inputs",
+            "nagios",
             "parsers",
             "pipeline",
             "probes",

@@ -33,6 +33,7 @@ from dbwatch.sqlpatterns.fingerprint import (
 )
 from dbwatch.sqlpatterns.logs import analyse_logs
 from dbwatch.sqlpatterns.logs.transcript import has_several, split_statements
+from dbwatch.sqlpatterns.tags import parse_tags, without_comments
 
 BUDGET_PER_100KB = 0.05
 CEILING = 10 * BUDGET_PER_100KB  # generous: shared CI cores
@@ -126,6 +127,8 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "parse_server_version": parse_server_version,
     "shown_name": lambda t: shown_name("test.jobs", [t]),
     "statement-history": _history,
+    "parse_tags": parse_tags,
+    "without_comments": without_comments,
 }
 LOG_FORMATS = (
     "mysql-general",

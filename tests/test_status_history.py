@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from web_fixtures import fill
 from dbwatch.cli import main
 from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
+from schemas import load_json
 
 
 def dbwatch(*args: str, columns: str = "100") -> subprocess.CompletedProcess[str]:
@@ -72,7 +72,7 @@ def test_status_finds_the_state_from_the_config_and_flags_a_stale_daemon(tmp_pat
     assert sev == sorted(sev, key=["CRITICAL", "UNKNOWN", "WARNING"].index) and sev[0] == "CRITICAL"
     assert "hunter2" not in out.stdout
     assert max(len(ln) for ln in lines) <= 100 or "jobs_queue_reserved_at_index" in out.stdout
-    doc = json.loads(dbwatch("status", "--config", str(cfg), "--format", "json").stdout)
+    doc = load_json(dbwatch("status", "--config", str(cfg), "--format", "json").stdout, "status")
     assert {t["target"]: t["status"] for t in doc["targets"]} == {"maria-queue": "stale",
                                                                    "pg-main": "ok"}
     assert doc["exit_code"] == 2 and doc["firing"][0]["severity"] == "critical"
@@ -113,7 +113,8 @@ def test_history_over_a_window(tmp_path: Path) -> None:
     st.update("pg-main", [gone], now - 7200)
     st.update("pg-main", [], now - 3600)  # resolved an hour ago (the other pg-main findings too)
     st.close()
-    doc = json.loads(dbwatch("history", "--state", str(path), "--since", "2h", "--format", "json").stdout)
+    doc = load_json(dbwatch("history", "--state", str(path), "--since", "2h", "--format", "json").stdout,
+                    "history")
     assert any(r["rule"] == "PG001" and r["fired_for_seconds"] == 3600.0 for r in doc["resolved"])
     assert doc["deadlocks"]["total"] == 4  # 12 spread over 6 h: the last 2 h hold 4
     assert sum(doc["deadlocks"]["by_pattern"].values()) == 4
@@ -155,8 +156,8 @@ def test_status_fits_80_columns(tmp_path: Path) -> None:
 def test_history_of_one_target(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     fill(path, payload="")
-    doc = json.loads(dbwatch("history", "--state", str(path), "--since", "24h", "--target",
-                             "maria-queue", "--format", "json").stdout)
+    doc = load_json(dbwatch("history", "--state", str(path), "--since", "24h", "--target",
+                             "maria-queue", "--format", "json").stdout, "history")
     assert doc["fired"] and {f["target"] for f in doc["fired"]} == {"maria-queue"}
     assert doc["actions"] == []  # every action of the fixture is on pg-main
     assert doc["deadlocks"]["total"] == 12

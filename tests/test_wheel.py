@@ -7,6 +7,8 @@ import sys
 import venv
 from pathlib import Path
 
+from schemas import load_json
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -28,10 +30,17 @@ def test_wheel_installs_with_rules(tmp_path: Path) -> None:
     for url in ("postgresql://postgres@127.0.0.1:5432/test", "mysql://root@127.0.0.1:3306/test"):
         audit = subprocess.run([str(env_dir / "bin" / "dbwatch"), "audit", url, "--format", "json"],
                                capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        [target] = json.loads(audit.stdout)["targets"]
+        [target] = load_json(audit.stdout, "audit")["targets"]
         # the .sql files travel in the wheel: every rule ran, none is unknown for lack of SQL
         assert target["status"] == "ok" and len(target["rules_run"]) >= 9, audit.stderr
         assert not [r for r, why in target["rules_unknown"].items() if "no SQL" in why]
     loc = subprocess.run([str(py), "-c", "import dbwatch.catalogue as c; print(c.rules_dir())"],
                          check=True, capture_output=True, text=True, cwd=tmp_path)
     assert str(env_dir) in loc.stdout     # rules come from the wheel, not the checkout
+    # the JSON Schemas of the outputs travel in the wheel too, as package data of dbwatch.schema
+    shipped = subprocess.run(
+        [str(py), "-c", "import importlib.resources as r; "
+         "print('\\n'.join(sorted(p.name for p in r.files('dbwatch.schema').iterdir())))"],
+        check=True, capture_output=True, text=True, cwd=tmp_path)
+    expected_schemas = sorted(p.name for p in (ROOT / "docs" / "schema").glob("*.schema.json"))
+    assert shipped.stdout.split() == expected_schemas and len(expected_schemas) >= 7

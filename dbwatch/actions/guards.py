@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..checks.origin import statement_origin
 from ..config import TerminateConfig
 from ..durations import format_duration
 
@@ -221,6 +222,7 @@ class Decision:
             "xact_start": _iso(s.xact_start),
             "trx_id": s.trx_id,
             "name": s.name,
+            "origin": statement_origin(s.query, s.application, s.host),
         }
 
 

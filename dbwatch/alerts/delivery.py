@@ -56,9 +56,8 @@ def idempotency_key(msg: OutboxMessage) -> str:
 def send(cfg: AlertConfig, payload: JSONObject, now: float | None = None) -> Outcome:
     """POST one message. Alertmanager peers each get it (the cluster deduplicates): delivered
     when at least one peer accepted it."""
-    body, headers = build(
-        cfg.kind, cfg.name, payload, time.time() if now is None else now, cfg.secret
-    )
+    now = time.time() if now is None else now
+    body, headers = build(cfg.kind, cfg.name, payload, now, cfg.secret, cfg.routing_key)
     if cfg.kind != "alertmanager" or len(cfg.peers) == 1:
         return _post(endpoint(cfg), body, headers, cfg.timeout)
     outcomes = [

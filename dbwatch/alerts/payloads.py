@@ -1,4 +1,5 @@
-"""Pure payload builders: Alertmanager webhook v4 shape, Slack incoming webhook, Alertmanager API.
+"""Pure payload builders: Alertmanager webhook v4 shape, Slack incoming webhook, Alertmanager API,
+PagerDuty Events API v2 (pagerduty.py).
 
 An outbox message holds an `alert` dict (see alert_data); build() turns it into the exact
 bytes and headers one receiver kind expects.
@@ -17,6 +18,7 @@ from types import MappingProxyType
 from ..records import FindingRow, loads
 from ..snapshot.values import JSON, JSONObject, to_float, to_str
 from ..targets.secrets import scrub_tree
+from . import pagerduty
 
 ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 SIGNATURE_HEADER = "X-Dbwatch-Signature"
@@ -147,8 +149,16 @@ def webhook_body(receiver: str, a: JSONObject) -> JSONObject:
     }
 
 
+def _slack(a: JSONObject, key: str) -> str:
+    """Text as Slack shows it, never as markup: a query or a framework tag saying
+    `<!channel>` or `<https://…|…>` must not ping or link (Slack's own escaping of & < >)."""
+    return _s(a, key).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def slack_body(a: JSONObject) -> JSONObject:
-    rule, target, subject, summary = (_s(a, k) for k in ("rule", "target", "subject", "summary"))
+    rule, target, subject, summary = (
+        _slack(a, k) for k in ("rule", "target", "subject", "summary")
+    )
     if a.get("kind") == "action":
         head = f":hammer: *ACTION* {_s(a, 'action')} {rule} on `{target}` — {subject}"
         return {"text": f"{head}\n{summary}"}
@@ -160,7 +170,7 @@ def slack_body(a: JSONObject) -> JSONObject:
     head = f"{icon} *{severity.upper()}* {rule} on `{target}` — {subject}"
     text = f"{head}\n{summary}"
     if a.get("fix"):
-        text += f"\n*Fix:* {_s(a, 'fix')}"
+        text += f"\n*Fix:* {_slack(a, 'fix')}"
     return {"text": text}
 
 
@@ -188,10 +198,18 @@ def sign(body: bytes, secret: str) -> str:
 
 
 def build(
-    kind: str, receiver: str, a: JSONObject, now: float, secret: str | None = None
+    kind: str,
+    receiver: str,
+    a: JSONObject,
+    now: float,
+    secret: str | None = None,
+    routing_key: str | None = None,
 ) -> tuple[bytes, dict[str, str]]:
     """The exact body and headers for one receiver kind."""
     doc: JSON
+    if kind == "pagerduty":  # scrubbed inside: its routing key is a secret that must stay
+        body = json.dumps(pagerduty.event(a, routing_key or ""), default=str).encode()
+        return body, {"Content-Type": "application/json", "User-Agent": "dbwatch"}
     if kind == "slack":
         doc = slack_body(a)
     elif kind == "alertmanager":

@@ -113,4 +113,6 @@ def announce(
     fingerprint = to_str(data["fingerprint"])
     with state.transaction():
         for p in policies:
+            if p.kind == "pagerduty":  # an action taken is no incident to page about
+                continue
             state.enqueue(p.name, fingerprint, "action", data, now)

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from ..deadlocks.record import deadlock_record
 from ..deadlocks.text import deadlock_fields, victim_text
+from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration, plural
 from ..findings import Finding
 from ..scope import deadlock_in_scope
@@ -85,11 +86,12 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
             yield _unseen(ctx, since, counter, scope)
         return
     diag = as_row(dl.get("diagnosis"))
+    unshown = not_shown_evidence(ctx.state, ctx.snapshot.target, counter, since, 1)
     extra = (
         f"; {since} deadlocks since the last probe, {since - 1} of them not shown "
         f"(SHOW ENGINE INNODB STATUS keeps only the latest): {SEE_ALL}"
         if since and since > 1
-        else ""
+        else _not_shown_text(unshown)
     )
     summary = (
         ctx.summary(
@@ -111,7 +113,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
             "rules": diag.get("rules", []),
             "deadlocks_total": counter,
             "deadlocks_since_last_probe": since,
-            "not_shown": max(since - 1, 0) if since else 0,
+            **unshown,
             "age_seconds": age,
         },
         identity=dl.get("key"),
@@ -122,6 +124,16 @@ SEE_ALL = (
     "to see every one, set innodb_print_all_deadlocks = ON and give the target "
     '`log_file = "<error log>"` (MySQL 8.0.22+: performance_schema.error_log)'
 )
+
+
+def _not_shown_text(ev: Mapping[str, object]) -> str:
+    """The count the finding does not show, when the finding says nothing of it already."""
+    n = ev.get("not_shown")
+    if not isinstance(n, int) or n <= 0:
+        return ""
+    if ev.get("not_shown_basis") == "server total":
+        return f"; the server counts {n} more deadlock(s) not shown here: {SEE_ALL}"
+    return f"; {n} deadlock(s) not shown since the count started: {SEE_ALL}"
 
 
 def _unseen(ctx: CheckContext, since: int, counter: int | None, scope: str | None) -> Finding:
@@ -137,7 +149,7 @@ def _unseen(ctx: CheckContext, since: int, counter: int | None, scope: str | Non
         "for this target so the daemon reads every deadlock with its diagnosis.",
         evidence={
             "deadlocks_since_last_probe": since,
-            "not_shown": since,
+            **not_shown_evidence(ctx.state, ctx.snapshot.target, counter, since, 0),
             "deadlocks_total": counter,
         },
         identity=f"unseen:{counter}",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration
 from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
@@ -168,7 +169,10 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
             "stats_reset": d.stats_reset,
             "one_shot": not daemon,
         }
-        ev["not_shown"] = count
+        # one-shot: the counter (nothing shown in detail); daemon: the running total of the
+        # target's deadlocks counted and not recorded, this cycle's included
+        ev.update(not_shown_evidence(ctx.state, ctx.snapshot.target, now, count, 0))
+        ev["not_shown_database"] = count
         summary = ctx.summary(**ev)
         if not daemon:
             summary += " (cumulative counter: a one-shot audit cannot tell when they happened)"

@@ -24,6 +24,7 @@ from ..queues.symfony_messenger import error_head, message_class
 from ..snapshot.queues import FAILURE_BUCKETS, QueueStats, QueueTableStats, queues_key
 from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
+from . import queue_generic as generic
 
 SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
 # The probe counts failures in fixed windows; the rule's window picks the smallest that
@@ -42,7 +43,22 @@ def _tables(ctx: CheckContext) -> tuple[QueueTableStats, ...]:
 
 
 def _base(t: QueueTableStats) -> dict[str, object]:
-    return {"table": t.name, "library": t.library, "rows_estimate": t.rows_estimate}
+    out: dict[str, object] = {
+        "table": t.name,
+        "library": t.library,
+        "rows_estimate": t.rows_estimate,
+    }
+    if t.variant:
+        out["client"] = t.variant  # read from the table (Oban: errors jsonb[] / jsonb)
+    if generic.is_generic(t):
+        out |= generic.evidence(t)
+    return out
+
+
+def _words(t: QueueTableStats) -> dict[str, str]:
+    """The library's words for the client/version the table came from (empty: its defaults)."""
+    lib = library(t.library)
+    return lib.variant_words.get(t.variant or "", {}) if lib is not None else {}
 
 
 @dataclass(frozen=True)
@@ -88,10 +104,15 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
         if t.summary is None:
             continue
         note = _window_note(t)
-        locked = {str(r.queue) for r in t.locks or ()}
+        # graphile-worker: jobs behind a named-queue lock stay a backlog until the lock is old
+        # enough for its own finding (QU002 queue_lock_warning = this rule's handover), then
+        # move to it: the backlog thresholds hold at every moment.
+        handover = ctx.duration("queue_lock_handover")
+        locks = {str(r.queue): r for r in t.locks or ()}
         for row in t.summary:
-            if str(row.queue) in locked:
-                continue  # jobs behind a named-queue lock: QU002 reports the lock itself
+            lock = locks.get(str(row.queue))
+            if lock is not None and lock.locked_seconds >= handover:
+                continue  # QU002 reports the lock itself, with these jobs
             depth = row.available
             age = row.oldest_available_seconds
             if depth <= 0 or age is None:
@@ -117,6 +138,12 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                     "reserved": row.reserved,
                 }
             )
+            if lock is not None:
+                ev["behind_lock"] = {
+                    "worker": " ".join((lock.worker or "?").split())[:200],
+                    "locked_seconds": int(lock.locked_seconds),
+                    "lock_finding_after_seconds": int(handover),
+                }
             depth_txt = f"~{shown}" if shown != depth else str(shown)
             summary = ctx.summary(**(ev | {"depth": depth_txt}))
             if t.kind == "laravel_batches":
@@ -129,7 +156,12 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 subject=f"queue {t.name}:{row.queue}",
                 evidence=ev,
                 summary=summary,
-                fix=_own_fix(t, "backlog", None if t.kind == "laravel_batches" else row.queue),
+                fix=_own_fix(
+                    t,
+                    "backlog",
+                    ctx.snapshot.engine,
+                    None if t.kind == "laravel_batches" else row.queue,
+                ),
                 identity=[t.schema, t.table, row.queue],
             )
 
@@ -155,13 +187,19 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
 def _own_fix(
     t: QueueTableStats,
     rule: Literal["backlog", "expired", "attempts"],
+    engine: str,
     queue: object = None,
 ) -> str | None:
-    """A library's own words for a finding (None: the rule's generic fix); a backlog's names
-    its queue where the library says how (Laravel's queue:monitor)."""
+    """A library's own words for a finding, or the table's for a generic one (None: the
+    rule's fix); a backlog's names its queue where the library says how (Laravel's
+    queue:monitor)."""
+    if generic.is_generic(t):
+        return generic.fix(t, rule, engine)
     lib = library(t.library)
     if lib is None:
         return None
+    if _words(t).get(rule):
+        return _words(t)[rule]
     if rule == "backlog" and lib.backlog_text is not None:
         return lib.backlog_text(None if queue is None else str(queue))
     text = {"backlog": lib.backlog_fix, "expired": lib.expired_fix, "attempts": lib.attempts_fix}
@@ -175,7 +213,7 @@ def _ident(engine: str, t: QueueTableStats) -> str:
 
 
 def _expired_fix(t: QueueTableStats, retry_after: float, engine: str) -> str:
-    own = _own_fix(t, "expired")
+    own = _own_fix(t, "expired", engine)
     if own:
         return own
     now = "extract(epoch FROM now())" if engine == "postgresql" else "UNIX_TIMESTAMP()"
@@ -251,6 +289,9 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
     for t in _tables(ctx):
         if t.reserved is None:
             continue
+        if generic.is_generic(t):
+            yield from generic.expired_claims(ctx, t)
+            continue
         queues: dict[str, int] = defaultdict(int)
         oldest, limits, heartbeat = 0.0, set[float](), False
         for row in t.reserved:
@@ -298,6 +339,8 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _expiry_source(t: QueueTableStats) -> str:
+    if _words(t).get("expiry_source"):
+        return _words(t)["expiry_source"]
     lib = library(t.library)
     return lib.expiry_source if lib is not None else "library default"
 
@@ -398,7 +441,7 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
             subject=f"table {t.name}",
             evidence=ev,
             summary=_attempts_summary(ctx, ev, limit, by_class, near, slow),
-            fix=_own_fix(t, "attempts"),
+            fix=_own_fix(t, "attempts", ctx.snapshot.engine),
             identity=[t.schema, t.table],
         )
 
@@ -444,9 +487,11 @@ class _Failures:
     variants: set[str] = field(default_factory=set)
     latest: str | None = None
     latest_seconds_ago: int | None = None
+    untimed: int = 0  # generic tables: failed rows with no time of failure
 
     def evidence(self) -> dict[str, object]:
         return {
+            "untimed": self.untimed,
             "exception": self.exception,
             "kind": self.kind,
             "job_class": self.job_class,
@@ -482,6 +527,7 @@ def _failure_groups(t: QueueTableStats, key: str) -> list[_Failures]:
             ),
         )
         g.count += n
+        g.untimed += row.untimed
         g.queues.add(str(row.queue))
         if f.variant:
             g.variants.add(f.variant)
@@ -528,7 +574,11 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
                 severity=sev,
                 evidence=ev,
                 summary=_failed_summary(ctx, t, g, window, meaning),
-                fix=failure_fix(t.library, g.kind),
+                fix=(
+                    generic.fix(t, "failure", ctx.snapshot.engine)
+                    if generic.is_generic(t)
+                    else _words(t).get("failure") or failure_fix(t.library, g.kind)
+                ),
                 subject=f"failed {t.name}: {_short(g.exception)} {g.job_class}",
                 identity=[t.schema, t.table, g.exception, g.job_class],
             )

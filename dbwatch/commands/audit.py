@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ..evaluate import Selection
 from ..findings import Finding
 from ..inputs import check_log
+from ..nagios import render_nagios
 from ..pipeline import AuditResult, run_audit
 from ..report import render
 from ..sqlpatterns.logs import analyse_logs
@@ -39,7 +40,9 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(a)
     add_password_file(a)
-    a.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table")
+    a.add_argument(
+        "--format", "-f", choices=("table", "json", "markdown", "nagios"), default="table"
+    )
     a.add_argument("--select", action="append", help="only rules with these ID prefixes (PG,QU3)")
     a.add_argument("--ignore", action="append", help="skip rules with these ID prefixes")
     a.add_argument(
@@ -74,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
     if logs:
         version = arg_str(args, "server_version")
         result.extra_findings.extend(audit_logs(logs, version, result, selection))
-    print(render(result, arg_str(args, "format") or "table"))
+    fmt = arg_str(args, "format") or "table"
+    if fmt == "nagios":  # status line, long text, perfdata (docs/nagios.md)
+        print(render_nagios(result, catalogue, config))
+    else:
+        print(render(result, fmt))
     for t in result.targets:
         if t.error:
             print(f"dbwatch: {t.spec.name}: {t.error}", file=sys.stderr)

@@ -120,6 +120,24 @@ def _from_history(args: argparse.Namespace) -> list[Record]:
     return out
 
 
+def history_not_shown(args: argparse.Namespace) -> dict[str, int]:
+    """Per target, the deadlocks the server counted that the daemon did not record."""
+    from pathlib import Path
+
+    from ..daemon.state import State, default_state_path
+    from ..deadlocks.unshown import NOT_SHOWN_KEY
+
+    state = arg_str(args, "state")
+    path = Path(state) if state else default_state_path()
+    st = State(path)
+    try:
+        last = st.series_last(NOT_SHOWN_KEY)
+    finally:
+        st.close()
+    want = arg_str(args, "target")
+    return {t: int(v) for t, (_ts, v) in sorted(last.items()) if want in (None, "", t)}
+
+
 def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterator[Record]:
     """Deadlock records from the chosen source; files must hold something recognisable."""
     stats = stats if stats is not None else ReadStats()
@@ -220,12 +238,22 @@ def run(args: argparse.Namespace) -> int:
     limit = arg_int(args, "limit")
     if limit:
         deadlocks = deadlocks[-limit:]
+    unshown = history_not_shown(args) if arg_flag(args, "history") else {}
     if as_json:
-        print(json.dumps({"deadlocks": deadlocks}, indent=2, default=str))
+        doc: dict[str, object] = {"deadlocks": deadlocks}
+        if arg_flag(args, "history"):
+            doc["not_shown"] = unshown
+        print(json.dumps(doc, indent=2, default=str))
     elif not deadlocks and source:
         print(
             f"no deadlocks in {source} ({stats.lines:,} {'line' if stats.lines == 1 else 'lines'} read, {stats.kind})"
         )
     else:
         print(render_table(deadlocks))
+    for target, n in unshown.items():
+        if n and not as_json:
+            print(
+                f"{target}: {n} more deadlock(s) counted by the server and not shown (the "
+                "daemon reads only the latest without log_file): give the target `log_file`"
+            )
     return 0

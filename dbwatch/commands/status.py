@@ -17,6 +17,7 @@ from ..catalogue import load_catalogue
 from ..config import Config, find_config_path, load_config
 from ..daemon.state import FindingRow, State, default_state_path
 from ..daemon.statedb import is_pg_url
+from ..deadlocks.unshown import NOT_SHOWN_KEY
 from ..durations import format_duration, plural
 from ..errors import UsageError
 from ..findings import nagios_status
@@ -66,6 +67,9 @@ class FleetState:
 
     def dropped(self) -> list[JSONObject]:
         return self.state.dropped()
+
+    def series_last(self, key: str) -> dict[str, tuple[float, float]]:
+        return self.state.series_last(key)
 
     def leases(self) -> dict[str, JSON]:
         from ..daemon.fleet import holders
@@ -131,6 +135,8 @@ class TargetLine(TypedDict):
     error: str | None
     findings: int | None
     daemon: NotRequired[JSON]
+    # deadlocks the server counted that the daemon did not record (no log_file)
+    deadlocks_not_shown: NotRequired[int]
 
 
 class FiringLine(TypedDict):
@@ -199,6 +205,10 @@ def collect(reader: Reader, config: Config, now: float) -> StatusDoc:
         seen.add(name)
         interval = intervals.get(name, DEFAULT_INTERVAL)
         targets.append(_target_line(c, interval, now, leases.get(name) if leases else None))
+    unshown = reader.series_last(NOT_SHOWN_KEY)
+    for line in targets:
+        if line["target"] in unshown:
+            line["deadlocks_not_shown"] = int(unshown[line["target"]][1])
     for name in sorted(set(intervals) - seen):
         targets.append(
             TargetLine(
@@ -263,6 +273,14 @@ def as_table(doc: StatusDoc, width: int, colour: bool) -> str:
             )
     else:
         lines.append("No cycle recorded yet: the daemon has not finished a probe cycle.")
+    for c in doc["targets"]:
+        if c.get("deadlocks_not_shown"):
+            n = c.get("deadlocks_not_shown", 0)
+            text = (
+                f"{c['target']}: {plural(n, 'deadlock')} the server counted and the daemon did "
+                "not show (no log_file): give the target `log_file` to read every one"
+            )
+            lines.append("\n" + "\n".join(wrap(text, width)))
     firing = doc["firing"]
     if firing:
         lines.append(f"\nFIRING ({len(firing)})")

@@ -276,9 +276,18 @@ def _row(d: Decision) -> list[str]:
     ]
 
 
+def _phrase(d: Decision) -> str | None:
+    """Where its statement's framework tags say it comes from (the client's own name is in
+    the APP/HOST column already)."""
+    origin = d.to_dict().get("origin")
+    if not isinstance(origin, dict) or origin.get("source") not in ("sqlcommenter", "marginalia"):
+        return None
+    return str(origin["phrase"]) if origin.get("phrase") else None
+
+
 def _details(d: Decision, width: int) -> list[str]:
-    """Its state, the reason, the statement that ends the session and its query, each
-    wrapped whole under the row."""
+    """Its state, the reason, the statement that ends the session, its query and where the
+    query's framework tags say it comes from, each wrapped whole under the row."""
     s = d.session
     state = s.state if not s.is_mysql else (s.command or s.state)
     reason = d.reason + (f" [{d.error}]" if d.error else "")
@@ -289,6 +298,8 @@ def _details(d: Decision, width: int) -> list[str]:
         out += hanging(statement, width, "  statement: ", " " * 13)
     if s.query:
         out += hanging(chop(_cut(s.query, 300), width - 9), width, "  query: ", " " * 9)
+    if phrase := _phrase(d):
+        out += hanging(chop(_cut(phrase, 300), width - 8), width, "  from: ", " " * 8)
     return out
 
 

@@ -35,6 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="one full cycle of every target, deliver alerts, exit with the audit code",
     )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=("none", "nagios"),
+        default="none",
+        help="--once: also print the result as a Nagios check (status line, findings, perfdata)",
+    )
     p.add_argument("--metrics-address", metavar="HOST:PORT", help="serve Prometheus /metrics")
     p.add_argument(
         "--http",
@@ -129,7 +136,13 @@ def run(args: argparse.Namespace) -> int:
             backoff=_backoff(),
         )
         if args.once:
-            return daemon.run_once()
+            code = daemon.run_once()
+            if args.format == "nagios":
+                from ..nagios import render_nagios
+
+                done, missing = daemon.once_result
+                print(render_nagios(done, daemon.setup.catalogue, daemon.setup.config, missing))
+            return code
         if state.dialect == "postgresql":
             daemon.join_fleet(fleet_cfg.lease_ttl)
         daemon.stop_requested = bool(early)

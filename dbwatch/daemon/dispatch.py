@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ..actions.daemon_action import DaemonTerminator
 from ..alerts.router import announce, route
 from ..deadlocks.record import deadlock_record
+from ..deadlocks.unshown import COUNTER_KEY, NOT_SHOWN_KEY, account, server_counter
 from ..findings import Finding
 from ..pipeline import TargetResult
 from ..records import FindingRow, Transitions
@@ -83,17 +84,37 @@ class Actions:
             log.warning("action on %s: %s", spec.name, action)
 
 
-def record_deadlocks(state: State, result: TargetResult) -> None:
+def record_deadlocks(state: State, result: TargetResult) -> int:
     """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`),
-    if it touches the target's scope (the same test as `dbwatch deadlocks URL` and MY102)."""
+    if it touches the target's scope (the same test as `dbwatch deadlocks URL` and MY102);
+    returns how many were new (0 or 1)."""
     status = result.snapshot.get(MY_INNODB_STATUS)
     if status is None or status.deadlock is None:
-        return
+        return 0
     dl = deadlock_record(status.deadlock)
     if not deadlock_in_scope(dl, result.spec.scoped_database):
-        return  # another schema's: not this target's to record, list, log or alert on
+        return 0  # another schema's: not this target's to record, list, log or alert on
     if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
         log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
+        return 1
+    return 0
+
+
+def record_unshown(state: State, result: TargetResult, recorded: int, now: float) -> None:
+    """Without log_file: the running count of deadlocks the server counted and the daemon did
+    not record (`status`, MY102/PG102 `not_shown`, `deadlocks --history`)."""
+    name = result.spec.name
+    u = account(state, name, server_counter(result.snapshot), recorded)
+    if u.counter is None:
+        return
+    state.record_metrics(name, {COUNTER_KEY: float(u.counter), NOT_SHOWN_KEY: float(u.total)}, now)
+    if u.not_shown:
+        log.info(
+            "%d deadlock(s) on %s not shown (%d since the count started)",
+            u.not_shown,
+            name,
+            u.total,
+        )
 
 
 def log_transitions(target: str, tr: Transitions) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
 
 from ..records import row_json
 from ..snapshot.values import JSONObject, to_float, to_int
@@ -94,6 +95,10 @@ class JournalStore(StateBase):
         )
         return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
 
+    def series_last(self, key: str) -> dict[str, tuple[float, float]]:
+        """target -> (ts, value) of one series' newest point, for every target that has it."""
+        return series_last(self._rows, key)
+
     def rate(self, target: str, key: str, since_seconds: float) -> float | None:
         """Growth per second between the oldest and newest point of the window."""
         points = self.history(target, key, since_seconds)
@@ -141,3 +146,18 @@ class JournalStore(StateBase):
 
     def cycles(self) -> list[JSONObject]:
         return [row_json(r) for r in self._rows("SELECT * FROM cycles ORDER BY target")]
+
+
+SERIES_LAST = (
+    "SELECT s.target, s.ts, s.value FROM series s JOIN (SELECT target, max(ts) AS ts FROM series "
+    "WHERE key = ? GROUP BY target) m ON s.target = m.target AND s.ts = m.ts WHERE s.key = ?"
+)
+
+
+def series_last(
+    rows: Callable[[str, tuple[str, str]], Sequence[Mapping[str, object]]], key: str
+) -> dict[str, tuple[float, float]]:
+    return {
+        str(r["target"]): (to_float(r["ts"]), to_float(r["value"]))
+        for r in rows(SERIES_LAST, (key, key))
+    }

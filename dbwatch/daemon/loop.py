@@ -23,11 +23,12 @@ from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
 from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec
 from ..targets.pool import ConnectionPool
-from .dispatch import Actions, apply_findings, record_deadlocks
+from .dispatch import Actions, apply_findings, record_deadlocks, record_unshown
 from .fleet import Fleet, default_ttl
 from .health import Misses, not_answering
 from .memory import MemoryKeeper
 from .metrics import DaemonCollector, gauges, serve
+from .notify import Notifier, Watchdog, status_text, window_for
 from .runner import Runner, Slot
 from .scheduler import Scheduler, pool_size
 from .setup import Setup, load_setup, share_ttl
@@ -65,7 +66,11 @@ class Daemon:
         self.misses = Misses()
         self.memory = MemoryKeeper()
         self.actions = Actions(state)
+        self.notifier = Notifier()  # systemd Type=notify, when $NOTIFY_SOCKET is set
+        self.watchdog = Watchdog(self.notifier, self._watchdog_window())
         self._once = False
+        # --once: what ran, and the targets that gave no result (for `--format nagios`)
+        self.once_result: tuple[AuditResult, list[str]] = (AuditResult([]), [])
         self._runner: Runner | None = None
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
@@ -165,6 +170,7 @@ class Daemon:
 
     def _missed(self, name: str, why: str) -> None:
         """A scheduled cycle that got no answer (abandoned, or the previous one still hangs)."""
+        self.watchdog.beat()  # the daemon works: it found the target not answering
         setup = self.setup
         entry = setup.targets.get(name)
         if entry is None:
@@ -216,7 +222,9 @@ class Daemon:
         if result.error and self.misses.current(spec.name) is not None:
             status = "not answering"
         with self.state.transaction():  # one commit (one fsync) for the bookkeeping
-            record_deadlocks(self.state, result)
+            recorded = record_deadlocks(self.state, result)
+            if not tc.log_file and not result.error:
+                record_unshown(self.state, result, recorded, now)
             if values:
                 self.state.record_metrics(spec.name, values, now)
             self.state.record_cycle(
@@ -309,7 +317,9 @@ class Daemon:
         if self.pool is not None:
             self.pool.discard()
         got = [results.get(n) for n in names]
-        code = AuditResult([r for r in got if r is not None]).exit_code
+        done = AuditResult([r for r in got if r is not None])
+        self.once_result = (done, [n for n, r in zip(names, got, strict=True) if r is None])
+        code = done.exit_code
         # a cycle that failed counts as unreadable: only a critical finding outranks it
         return code if code == 2 or all(r is not None for r in got) else 3
 
@@ -330,10 +340,17 @@ class Daemon:
         runner = self._new_runner(self._slot_job)
         sched = self._new_scheduler(runner)
         log.info("watching %d targets; state in %s", len(self.setup.targets), self.state.path)
+        self.notifier.ready(f"watching {len(self.setup.targets)} target(s)")
         while not self.signals.stop_requested:
-            self.signals.wait()  # no timeout: only a signal wakes the main thread
+            # only a signal wakes the main thread, or (under systemd) its watchdog tick
+            self.signals.wait(self.watchdog.timeout())
             if self.signals.take_reload():
+                self.notifier.reloading()
                 sched, runner = self.reload(sched, runner)
+                self.watchdog.window = self._watchdog_window()
+                self.notifier.ready(status_text(self.collector))
+            self.watchdog.tick(status_text(self.collector))  # pings only while cycles end
+        self.notifier.stopping()
         log.info("stopping: letting running cycles finish (at most %.0fs)", STOP_GRACE)
         sched.shutdown(wait=False)
         left = runner.stop(STOP_GRACE)
@@ -349,11 +366,18 @@ class Daemon:
         if self.pool is not None:
             self.pool.discard()
         self.memory.stop()
+        self.notifier.close()
         log.info("stopped")
         return 0
 
+    def _watchdog_window(self) -> float:
+        intervals = [tc.interval for _, tc in self.setup.targets.values()]
+        timeout = self.setup.config.daemon.cycle_timeout
+        return window_for(intervals, timeout, self.notifier.watchdog_every)
+
     def _slot_job(self, slot: Slot) -> None:
         result = self.cycle(slot.name, slot.scheduled, slot)
+        self.watchdog.beat()
         if not slot.abandoned and self._runner is not None:
             self._runner.answered(slot.name, result is not None and not result.error)
 

@@ -6,6 +6,7 @@ keeps the parsed Deadlock only."""
 from __future__ import annotations
 
 from ..parsers.deadlock_model import Deadlock
+from ..sqlpatterns.tags import parse_tags
 from .diagnosis import diagnose
 
 # The record's JSON object: one shape for MY102/PG102 evidence, the daemon's history, the
@@ -16,6 +17,10 @@ DeadlockRecord = dict[str, object]
 def deadlock_record(dl: Deadlock) -> DeadlockRecord:
     """The SPEC §6 deadlock object with its diagnosis and a dedupe key."""
     out: DeadlockRecord = dict(dl.to_dict())
+    # what each participant's statement says of where it came from (framework tags; text only)
+    out["transactions"] = [
+        t | {"origin": parse_tags(t.get("query")).to_json()} for t in dl.to_dict()["transactions"]
+    ]
     out["diagnosis"] = diagnose(dl).to_dict()
     out["key"] = deadlock_key(dl)
     out["too_deep"] = dl.too_deep

@@ -105,15 +105,16 @@ def _scan(fh: BinaryIO, offset: int, engine: str, final: bool) -> tuple[list[Dea
             text = data.decode("utf-8", "replace").splitlines(keepends=True)
             return list(iter_pg_deadlocks(text, pg)), offset + len(data)
         safe = offset + len(data)
+        starts: list[int] = []  # offset of each line, to go back to an open message's start
         for raw in data.splitlines(keepends=True):
-            if pg._cur is None:
-                start = pos
+            starts.append(pos)
             pg.feed_stderr(raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
             pos += len(raw)
             out.extend(pg.out)
             pg.out = []
-        if pg._cur is not None and not pg._cur.detail and not final:
-            safe = start  # the entry's DETAIL is not written yet
+        cur = pg.reader.cur
+        if cur is not None and pg.waiting_for_detail and not final:
+            safe = starts[cur.line - 1]  # the entry's DETAIL is not written yet
         else:
             out.extend(pg.close())
         return out, safe

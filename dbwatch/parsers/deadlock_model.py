@@ -54,6 +54,7 @@ class DeadlockTrx:
     ip: str | None = None
     tables_in_use: int | None = None
     tables_locked: int | None = None
+    blocked_by: int | None = None  # n of the transaction whose lock it waits for
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +70,7 @@ class DeadlockTrx:
             "undo_entries": self.undo_entries,
             "tables": list(self.tables),
             "victim": self.victim,
+            "blocked_by": self.blocked_by,
         }
 
 
@@ -81,14 +83,24 @@ class Deadlock:
     too_deep: bool = False  # TOO DEEP OR LONG SEARCH ... (no real cycle shown)
     truncated: bool = False  # report cut before "WE ROLL BACK"
     printed_victim: int | None = None  # the number as printed (MariaDB may print 0)
-    victim_source: str = "printed"  # printed | transactions-list | weight | none
+    # printed | too-deep (the printer's rule: the one transaction printed is the one rolled
+    # back) | transactions-list | weight | none
+    victim_source: str = "printed"
     # Why the structure cannot be trusted (query text that looks like report lines):
     # then no victim is named at all.
     ambiguous: str | None = None
+    # Raw text of the transaction sections an ambiguous report's readings disagree on: never
+    # read as facts (docs/deadlock-grammar-innodb.md, "Ambiguity").
+    unverified: tuple[str, ...] = ()
+    # Lines inside the report that the printers' grammar does not produce (hand edits,
+    # mangled lock lines): named, not dropped.
+    unparsed: tuple[str, ...] = ()
+    # Contradictions that do not make the structure ambiguous (redacted trx ids, ...).
+    inconsistencies: tuple[str, ...] = ()
 
     @property
     def victim_inferred(self) -> bool:
-        return self.victim is not None and self.victim_source != "printed"
+        return self.victim is not None and self.victim_source not in ("printed", "too-deep")
 
     @property
     def victim_evidence(self) -> str:
@@ -103,6 +115,12 @@ class Deadlock:
             return f"not named: the report's structure is ambiguous ({self.ambiguous})"
         if self.victim_source == "printed":
             return said
+        if self.victim_source == "too-deep":
+            return (
+                f"{said}: after TOO DEEP OR LONG SEARCH the server prints only the transaction "
+                f"it rolls back and a fixed (2), so transaction ({self.victim}) is the victim "
+                "by the printer's rule"
+            )
         if self.victim_source == "transactions-list":
             return (
                 f"{said}; transaction ({self.victim}) is the one whose trx id no longer "
@@ -134,9 +152,17 @@ class Deadlock:
         if self.victim_inferred:
             out["victim_inferred"] = True
             out["victim_evidence"] = self.victim_evidence
+        elif self.victim_source == "too-deep" and self.victim is not None:
+            out["victim_evidence"] = self.victim_evidence
         if self.ambiguous:
             out["ambiguous"] = True
             out["ambiguity"] = self.ambiguous
         if self.truncated:
             out["truncated"] = True
+        if self.unverified:
+            out["unverified"] = list(self.unverified)
+        if self.unparsed:
+            out["unparsed"] = list(self.unparsed)
+        if self.inconsistencies:
+            out["inconsistencies"] = list(self.inconsistencies)
         return out

@@ -273,7 +273,8 @@ def run_probes(
             gaps += data.gaps
             data, complete = data.data, False
         if isinstance(data, PartialResult):
-            failures.append(ProbeFailure(name, data.message, data.grant or p.grant, True))
+            grant = data.grant or (p.grant if data.privilege else None)
+            failures.append(ProbeFailure(name, data.message, grant, data.privilege, data.fix))
             data, complete = data.data, False
         data = build_section(name, data)  # typed rows, once, at the probe boundary
         if cache is not None and p.ttl and complete:
@@ -339,6 +340,8 @@ class PartialResult:
     data: object
     message: str
     grant: str | None = None
+    privilege: bool = True  # False: not a privilege (a table's layout was not understood)
+    fix: str | None = None  # the fix when it is not a GRANT
 
 
 def _features(conn: Connection) -> set[str]:

@@ -8,26 +8,36 @@ What a cycle cannot reach (cap, time budget) is a DW002 gap; the daemon rotates 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
 
-from psycopg import sql as pgsql
-
 from ..errors import ProbeError
 from ..queues import (
+    CATALOG_COLUMNS,
     MARKER_COLUMNS,
     QUEUE_TABLE_NAMES,
     SHAPES,
     attempts_limit,
+    library,
     recognise,
     sibling_names,
 )
+from ..queues.roles import CORE_COLUMNS, QUEUE_WORDS_PATTERN
 from ..snapshot import CoverageGap
-from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
+from ..snapshot.values import Row, as_row, opt_int, to_bool, to_str
 from ..targets import Connection
-from ..targets.quoting import my_ident_for_format, pg_ident_text
 from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
+from .queue_generic import probe_generic
+from .queue_shape import (
+    MY_CATALOG_ROWS,
+    PG_CATALOG_ROWS,
+    GenericTable,
+    columns_of,
+    generic_tables,
+    my_candidates,
+    question,
+)
+from .queue_sql import compose, qualified
 
 log = logging.getLogger(__name__)
 
@@ -55,57 +65,6 @@ HEARTBEAT_EXPR = {
 }
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_]{1,40})\}")
-
-
-def compose(
-    engine: str, template: str, idents: dict[str, tuple[str, ...]], frags: dict[str, str]
-) -> str:
-    """The template with each {placeholder} replaced in ONE pass: catalog names quoted by the
-    driver's own rules (psycopg.sql.Identifier / backticks, % doubled for the paramstyle),
-    fixed fragments from this module. Inserted text is never scanned again, so a name holding
-    '{tasks}', quotes or comment marks stays inside its quotes."""
-    parts: list[pgsql.Composable] = []
-    out: list[str] = []
-    pos = 0
-    for m in _PLACEHOLDER.finditer(template):
-        key = m.group(1)
-        if key not in idents and key not in frags:
-            continue  # not ours (a regex quantifier, JSON in a comment): left as text
-        chunk = template[pos : m.start()]
-        pos = m.end()
-        if engine == "postgresql":
-            parts.append(pgsql.SQL(chunk))
-            if key in idents:
-                parts.append(pgsql.Identifier(*(p.replace("%", "%%") for p in idents[key])))
-            else:
-                parts.append(pgsql.SQL(frags[key]))
-        else:
-            out.append(chunk)
-            out.append(my_ident_for_format(*idents[key]) if key in idents else frags[key])
-    if engine == "postgresql":
-        parts.append(pgsql.SQL(template[pos:]))
-        return pgsql.Composed(parts).as_string(None)
-    out.append(template[pos:])
-    return "".join(out)
-
-
-def qualified(engine: str, schema: str, table: str) -> str:
-    """schema.table quoted for people (fixes, messages), the same rules as the queries."""
-    if engine == "postgresql":
-        return pg_ident_text(schema, table)
-    return my_ident_for_format(schema, table).replace("%%", "%")
-
-
-def _columns(text: str | None) -> dict[str, str]:
-    out = {}
-    for item in (text or "").split(","):
-        name, _, ctype = item.strip().partition(" ")
-        if name:
-            out[name.lower()] = ctype.strip()
-    return out
-
-
 @dataclass(frozen=True)
 class Discovered:
     """A queue table the catalog query found: where it is, which library's shape it has and
@@ -123,6 +82,8 @@ class Discovered:
     siblings: dict[str, str]
     expire: str | None
     heartbeat: bool
+    variant: str | None = None  # the client/version read from column types (Oban)
+    fragments: tuple[tuple[str, str], ...] = ()  # the variant's SQL fragments
 
     @property
     def key(self) -> str:
@@ -143,6 +104,7 @@ class Discovered:
             "siblings": dict(self.siblings),
             "expire": self.expire,
             "heartbeat": self.heartbeat,
+            "variant": self.variant,
         }
 
 
@@ -155,21 +117,41 @@ def discover(conn: Connection, engine: str) -> list[Discovered]:
 
 def discover_all(conn: Connection, engine: str) -> tuple[list[Discovered], bool]:
     """discover() plus whether the catalog read hit its row cap (a DW002 gap)."""
+    found, capped, _ = discover_tables(conn, engine)
+    return found, capped
+
+
+def discover_tables(
+    conn: Connection, engine: str
+) -> tuple[list[Discovered], bool, list[GenericTable]]:
+    """The library tables, the cap flag, and the tables only the queue model reads (by shape:
+    queues and questions), all from the one catalog query."""
     capped = False
     rows: list[Row]
     if engine == "postgresql":
         text = sql(engine, "queue_tables", conn.version)
-        rows = [as_row(r) for r in conn.rows(text, {"markers": list(MARKER_COLUMNS)})]
+        params = {
+            "markers": list(CATALOG_COLUMNS),
+            "library": list(MARKER_COLUMNS),
+            "core": list(CORE_COLUMNS),
+            "name_pattern": QUEUE_WORDS_PATTERN,
+        }
+        rows = [as_row(r) for r in conn.rows(text, params)]
+        capped = len(rows) >= PG_CATALOG_ROWS
     else:
-        rows, capped = _my_candidates(conn)
+        rows, capped = my_candidates(conn)
     out = []
+    unknown: list[Row] = []
     for r in rows:
-        cols = _columns(opt_str(r.get("columns")))
+        cols = columns_of(r.get("columns"))
         name = to_str(r.get("table_name"))
         shape = recognise(cols, engine, name)
         if shape is None:
+            unknown.append({**r, "columns": cols})
             continue
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
+        lib = library(shape.library)
+        variant = lib.variant(cols) if lib is not None and lib.variant is not None else None
         out.append(
             Discovered(
                 schema=to_str(r.get("schema")),
@@ -184,44 +166,14 @@ def discover_all(conn: Connection, engine: str) -> tuple[list[Discovered], bool]
                 siblings=sibling_names(shape, name),
                 expire=next((c for c in EXPIRE_EXPR if c in cols), None),
                 heartbeat="heartbeat_seconds" in cols and "heartbeat_on" in cols,
+                variant=variant.name if variant else None,
+                fragments=tuple(variant.fragments.items()) if variant else (),
             )
         )
     # Within a cycle's cap, the connected database and the libraries' default names first:
     # those are the live queues; prefixed copies come after (and are rotated in by the daemon).
     out.sort(key=lambda t: (not t.current, t.table not in CANONICAL))
-    return out, capped
-
-
-MY_CATALOG_ROWS = 50_000  # marker-column rows read from information_schema.COLUMNS
-
-
-def _my_candidates(conn: Connection) -> tuple[list[Row], bool]:
-    """MySQL/MariaDB: marker columns per table, grouped here (see queue_tables.sql for why),
-    in the shape of PostgreSQL's catalog query: schema, table_name, columns, current_db."""
-    schema = opt_str(getattr(conn.spec, "scoped_database", None))
-    name = "queue_tables_scoped" if schema else "queue_tables"
-    params: dict[str, object] = {"markers": tuple(MARKER_COLUMNS)}
-    if schema:
-        params["schema"] = schema
-    current = schema or opt_str(getattr(conn.spec, "database", None))
-    tables: dict[tuple[str, str], list[str]] = {}
-    raw = conn.rows(sql("mysql", name, conn.version), params)
-    for r in map(as_row, raw):
-        key = (to_str(r.get("schema")), to_str(r.get("table_name")))
-        column = f"{to_str(r.get('column_name'))} {to_str(r.get('column_type'))}"
-        tables.setdefault(key, []).append(column)
-    out: list[Row] = [
-        {
-            "schema": s,
-            "table_name": t,
-            "columns": ",".join(sorted(cols)),
-            "current_db": s == current,
-        }
-        for (s, t), cols in tables.items()
-        if len(cols) >= 6
-    ]
-    out.sort(key=lambda r: (not r["current_db"], str(r["schema"]), str(r["table_name"])))
-    return out, len(raw) >= MY_CATALOG_ROWS
+    return out, capped, generic_tables(conn, engine, unknown)
 
 
 def _estimate(value: object) -> int | None:
@@ -240,6 +192,7 @@ def _render(text: str, engine: str, t: Discovered) -> str:
         idents[sib] = (t.schema, name)
     frags = {"expire": EXPIRE_EXPR[t.expire]} if t.expire else {}
     frags["hb_age"], frags["hb_limit"] = HEARTBEAT_EXPR[t.heartbeat]
+    frags |= dict(t.fragments)
     return compose(engine, text, idents, frags)
 
 
@@ -310,12 +263,33 @@ class Rotation:
     results: tuple[tuple[str, dict[str, object]], ...] = ()
 
 
-def _schedule(found: list[Discovered], state: Rotation | None) -> list[Discovered]:
+Item = Discovered | GenericTable
+
+
+def _schedule(found: list[Item], state: Rotation | None) -> list[Item]:
     """This cycle's order: from the daemon's rotation cursor on, wrapping around."""
     if not state or not found:
         return found
     start = state.cursor % len(found)
     return found[start:] + found[:start]
+
+
+def _probe(conn: Connection, engine: str, t: Item, gaps: list[CoverageGap]) -> dict[str, object]:
+    if isinstance(t, Discovered):
+        return probe_table(conn, engine, t)
+    base: dict[str, object] = {
+        "schema": t.schema,
+        "table": t.table,
+        "rows_estimate": t.rows_estimate,
+        "current": t.current,
+        "horizon": HORIZON,
+        "error": None,
+        "privilege": False,
+        "examined_at": time.time(),
+    }
+    out, own = probe_generic(conn, engine, t, base)
+    gaps += own
+    return out | {"gaps": [g.__dict__ for g in own]} if out else {}
 
 
 def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
@@ -324,26 +298,30 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
         # With cold statistics a 1 M-row table's estimates pass jit_above_cost and JIT
         # compilation alone took seconds (measured: 3.5 s for a query reading no row).
         conn.rows("SET jit = off")
-    found, catalog_capped = discover_all(conn, engine)
+    known, catalog_capped, generic = discover_tables(conn, engine)
+    gaps: list[CoverageGap] = [question(g, None) for g in generic if g.reading.verdict != "queue"]
+    found: list[Item] = [*known, *(g for g in generic if g.reading.verdict == "queue")]
     kept: object = cache.get(ROTATION, float("inf")) if cache is not None else None
     state = kept if isinstance(kept, Rotation) else Rotation()
     last_results = dict(state.results)
     deadline = time.monotonic() + BUDGET
-    probed: list[tuple[Discovered, dict[str, object]]] = []
-    gaps: list[CoverageGap] = []
+    probed: list[tuple[Item, dict[str, object]]] = []
     if catalog_capped:
         gaps.append(
             CoverageGap(
                 "queue_table",
-                "information_schema.COLUMNS",
-                f"the queue-table catalog read stopped at {MY_CATALOG_ROWS} column rows: "
+                "information_schema.COLUMNS" if engine != "postgresql" else "pg_attribute",
+                f"the queue-table catalog read stopped at "
+                f"{MY_CATALOG_ROWS if engine != 'postgresql' else PG_CATALOG_ROWS} rows: "
                 "queue tables beyond it were not found; scope the target to one database",
             )
         )
     reused: list[dict[str, object]] = []
     for t in _schedule(found, state if cache is not None else None):
         if len(probed) < MAX_TABLES and time.monotonic() < deadline:
-            probed.append((t, probe_table(conn, engine, t)))
+            result = _probe(conn, engine, t, gaps)
+            if result:  # empty: the generic model found its status values are not a queue's
+                probed.append((t, result))
             continue
         why = (
             f"past the cap of {MAX_TABLES} queue tables per cycle"
@@ -353,12 +331,14 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
         last = last_results.get(t.key)
         if last is not None:  # the daemon examined it in an earlier cycle of the rotation
             reused.append(dict(last, reused=True))
+            gaps += [CoverageGap(**g) for g in _gap_dicts(last)]
             continue
+        lib = t.library if isinstance(t, Discovered) else "generic queue"
         gaps.append(
             CoverageGap(
                 "queue_table",
                 t.key,
-                f"{t.library} table not examined this run: {why}; "
+                f"{lib} table not examined this run: {why}; "
                 + (
                     "the daemon covers it in a later cycle"
                     if cache is not None
@@ -379,7 +359,7 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
         "probed": len(probed),
         "max_tables": MAX_TABLES,
         "scope": getattr(conn.spec, "scoped_database", None) if engine != "postgresql" else None,
-        "skipped": [g.name for g in gaps][:100],
+        "skipped": [g.name for g in gaps if g.kind == "queue_table"][:100],
         "retry_after": getattr(conn.spec, "retry_after", None),
         "libraries": sorted({s.library for s in SHAPES}),
     }
@@ -388,14 +368,29 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
         return Covered(data, tuple(gaps)) if gaps else data
     denied = [t for t, r in failed if r["privilege"]]
     grant = " ".join(_grant(engine, t) for t in denied[:5])
-    message = "; ".join(str(r["error"]) for _, r in failed[:3])
+    message = "; ".join(f"{r['error']} (QU001-QU004 unknown for {t.key})" for t, r in failed[:3])
     if len(failed) > 3:
         message += f" (and {len(failed) - 3} more tables)"
-    partial = PartialResult(data, message, grant or None)
+    fix = None if denied else UNREADABLE_FIX
+    partial = PartialResult(data, message, grant or None, privilege=bool(denied), fix=fix)
     return Covered(partial, tuple(gaps)) if gaps else partial
 
 
-def _grant(engine: str, t: Discovered) -> str:
+UNREADABLE_FIX = (
+    "Not a privilege: dbwatch could not read this queue table's layout (the error names the "
+    "table and why); the other queue tables were read. Report it with the table's definition "
+    "(psql \\d <table> / SHOW CREATE TABLE) so its layout is learned."
+)
+
+
+def _gap_dicts(result: dict[str, object]) -> list[dict[str, str]]:
+    raw = result.get("gaps")
+    if not isinstance(raw, list):
+        return []
+    return [{k: str(v) for k, v in g.items()} for g in raw if isinstance(g, dict)]
+
+
+def _grant(engine: str, t: Item) -> str:
     name = qualified(engine, t.schema, t.table)
     if engine == "postgresql":
         return f"GRANT SELECT ON {name} TO <monitor_user>;"

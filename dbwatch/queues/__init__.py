@@ -26,10 +26,12 @@ from . import (
 )
 from .base import Library, Shape
 from .failures import BATCH_EXCEPTION, FIX, MEANING, Failure, classify_failure
+from .roles import ROLE_COLUMNS, type_kind
 from .text import attempts_limit, job_class, payload_timeout
 
 __all__ = [
     "BATCH_EXCEPTION",
+    "CATALOG_COLUMNS",
     "FIX",
     "GENERIC_QUEUE_NAMES",
     "JOB_TABLE_NAMES",
@@ -52,6 +54,7 @@ __all__ = [
     "is_queue_table",
     "job_class",
     "library",
+    "library_family",
     "payload_timeout",
     "recognise",
     "sibling_names",
@@ -100,6 +103,9 @@ MARKER_COLUMNS: tuple[str, ...] = tuple(
         | {"uuid", "expire_in", "expire_seconds", "heartbeat_on", "heartbeat_seconds"}
     )
 )
+
+# What the queue catalog query asks for: the library markers and the queue model's role names.
+CATALOG_COLUMNS: tuple[str, ...] = tuple(sorted(set(MARKER_COLUMNS) | ROLE_COLUMNS))
 
 # Default table names of every library (lower case), for code that has only a name.
 QUEUE_TABLE_NAMES: frozenset[str] = frozenset().union(*(lib.table_names for lib in LIBRARIES))
@@ -182,8 +188,41 @@ def recognise(columns: dict[str, str], engine: str, table: str = "") -> Shape | 
             continue
         if shape.name_suffix and not table.lower().endswith(shape.name_suffix):
             continue
+        typed = {c.lower(): t for c, t in columns.items()}
+        if any(typed.get(c) and type_kind(typed[c]) != kind for c, kind in shape.kinds):
+            continue  # the library's names with another library's (or an app's) types
         return shape
     return None
+
+
+# Name prefixes of the libraries' own table families (their sibling, log and process tables).
+FAMILY_PREFIXES = (
+    "oban_",
+    "river_",
+    "solid_queue_",
+    "good_job",
+    "que_",
+    "procrastinate_",
+    "pgqueuer",
+    "_private_",
+    "messenger_",
+    "graphile_",
+    "delayed_job",
+)
+
+
+def library_family(name: str, columns: dict[str, str] | set[str]) -> bool:
+    """A known library's own non-job table (failures, batches, logs, archives, processes,
+    named-queue locks): the library's module reads it or it holds no jobs to judge. A table
+    named as a library's job table but not shaped like it is NOT family: the model reads it."""
+    base = _base(name)
+    if base in JOB_TABLE_NAMES:
+        return False
+    if base in QUEUE_TABLE_NAMES or base in _NOT_JOB_TABLES or base.startswith(FAMILY_PREFIXES):
+        return True
+    names = {c.lower() for c in columns}
+    # an archive of a library's table (pg-boss `archive`: the job's columns and archived_on)
+    return any(s.columns <= names and s.excludes & names for s in SHAPES)
 
 
 def sibling_names(shape: Shape, table: str) -> dict[str, str]:

@@ -21,6 +21,21 @@ class Shape:
     excludes: frozenset[str] = frozenset()  # a column that makes it another table (an archive)
     scale_depth: bool = True  # the table's row estimate is the queue (finished rows leave it)
     typed: tuple[str, ...] = ()  # columns whose SQL type the probe reads (expiry variants)
+    # column -> the kind of SQL type it must have (roles.type_kind), where another layout with
+    # the same names exists: Laravel's times are integers, an app's `jobs` with datetimes is not
+    # Laravel's and is read by the queue model instead
+    kinds: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A client or version of a library read from the table's own columns (Oban's `errors`
+    type): its name, the SQL fragments its queries need and its own words (fixes keyed
+    backlog / expired / attempts / failure, and expiry_source)."""
+
+    name: str
+    fragments: dict[str, str]
+    words: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -46,3 +61,8 @@ class Library:
     # QU001 naming the lagging queue (None: backlog_fix as is); given the queue's name, or
     # None when the row is not a queue (a batch name)
     backlog_text: Callable[[str | None], str] | None = None
+    # The library on the one queue model: role -> its column (docs/queues.md; roles.ROLES)
+    roles: dict[str, str] = field(default_factory=dict)
+    # A client/version told from the table's column types (columns -> Variant); None: one
+    variant: Callable[[dict[str, str]], Variant] | None = None
+    variant_words: dict[str, dict[str, str]] = field(default_factory=dict)

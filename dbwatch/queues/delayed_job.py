@@ -25,7 +25,22 @@ SHAPE = Shape(
     ),
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue",
+    "payload": "handler",
+    "runnable_at": "run_at",
+    "claimed_at": "locked_at",
+    "claimed_by": "locked_by",
+    "attempts": "attempts",
+    "failed_at": "failed_at",
+    "error": "last_error",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="delayed_job",
     title="Delayed::Job",
     versions="3.x–4.x (delayed_jobs)",

@@ -26,7 +26,22 @@ SHAPE = Shape(
     ("postgresql",),
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue_name",
+    "payload": "serialized_params",
+    "runnable_at": "scheduled_at",
+    "claimed_at": "performed_at",
+    "attempts": "executions_count",
+    "finished_at": "finished_at",
+    "error": "error",
+    "created_at": "created_at",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="good_job",
     title="GoodJob",
     versions="1.x–4.x (good_jobs)",

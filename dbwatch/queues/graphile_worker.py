@@ -33,7 +33,23 @@ JOBS = Shape(
 
 UNLOCK = "SELECT graphile_worker.force_unlock_workers(ARRAY[{workers}]);"
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "job_queues.queue_name",
+    "job_type": "tasks.identifier",
+    "payload": "payload",
+    "runnable_at": "run_at",
+    "claimed_at": "locked_at",
+    "claimed_by": "locked_by",
+    "attempts": "attempts",
+    "max_attempts": "max_attempts",
+    "error": "last_error",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="graphile-worker",
     title="graphile-worker",
     versions="0.14+ (_private_jobs, _private_job_queues, _private_tasks)",

@@ -13,6 +13,7 @@ JOBS = Shape(
     "laravel_jobs",
     "laravel",
     frozenset({"id", "queue", "payload", "attempts", "reserved_at", "available_at", "created_at"}),
+    kinds=(("reserved_at", "int"), ("available_at", "int")),
 )
 FAILED = Shape(
     "laravel_failed",
@@ -52,7 +53,22 @@ def backlog_text(queue: str | None) -> str:
     )
 
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue",
+    "payload": "payload",
+    "runnable_at": "available_at",
+    "claimed_at": "reserved_at",
+    "attempts": "attempts",
+    "created_at": "created_at",
+    "error": "failed_jobs.exception",
+    "failed_at": "failed_jobs.failed_at",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="laravel",
     title="Laravel",
     versions="5.1–13.x (database driver)",

@@ -41,7 +41,24 @@ HEARTBEAT_FIX = (
     "what failed for good."
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "name",
+    "status": "state",
+    "runnable_at": "start_after",
+    "claimed_at": "started_on",
+    "attempts": "retry_count",
+    "max_attempts": "retry_limit",
+    "finished_at": "completed_on",
+    "error": "output",
+    "timeout": "expire_seconds",
+    "heartbeat": "heartbeat_on",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="pg-boss",
     title="pg-boss",
     versions="10.x (expire_in), 11.x (expire_seconds), 12.x (heartbeat_on/heartbeat_seconds)",

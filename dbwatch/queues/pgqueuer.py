@@ -23,7 +23,21 @@ LOG = Shape(
     ("postgresql",),
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "entrypoint",
+    "status": "status",
+    "runnable_at": "execute_after",
+    "heartbeat": "heartbeat",
+    "claimed_by": "queue_manager_id",
+    "priority": "priority",
+    "error": "pgqueuer_log.traceback",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="pgqueuer",
     title="pgqueuer",
     versions="0.x–1.x (pgqueuer, pgqueuer_log)",

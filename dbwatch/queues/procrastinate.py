@@ -30,7 +30,22 @@ JOBS = Shape(
     siblings=("workers", "events"),
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue_name",
+    "job_type": "task_name",
+    "payload": "args",
+    "status": "status",
+    "attempts": "attempts",
+    "claimed_by": "worker_id",
+    "runnable_at": "scheduled_at",
+    "heartbeat": "workers.last_heartbeat",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="procrastinate",
     title="procrastinate",
     versions="3.x (procrastinate_jobs with worker_id, procrastinate_workers heartbeats)",

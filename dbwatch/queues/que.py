@@ -25,7 +25,21 @@ SHAPE = Shape(
     ("postgresql",),
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue",
+    "job_type": "job_class",
+    "runnable_at": "run_at",
+    "attempts": "error_count",
+    "error": "last_error_message",
+    "finished_at": "finished_at",
+    "failed_at": "expired_at",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="que",
     title="Que",
     versions="1.x–2.x (que_jobs)",

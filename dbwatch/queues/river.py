@@ -28,7 +28,24 @@ SHAPE = Shape(
     ("postgresql",),
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue",
+    "job_type": "kind",
+    "status": "state",
+    "runnable_at": "scheduled_at",
+    "claimed_at": "attempted_at",
+    "attempts": "attempt",
+    "max_attempts": "max_attempts",
+    "finished_at": "finalized_at",
+    "error": "errors",
+    "created_at": "created_at",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="river",
     title="River",
     versions="0.x (river_job)",

@@ -34,7 +34,24 @@ SHAPE = Shape(
     scale_depth=False,
 )
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue_name",
+    "job_type": "class_name",
+    "payload": "arguments",
+    "runnable_at": "scheduled_at",
+    "priority": "priority",
+    "finished_at": "finished_at",
+    "claimed_at": "claimed_executions.created_at",
+    "claimed_by": "claimed_executions.process_id",
+    "heartbeat": "processes.last_heartbeat_at",
+    "error": "failed_executions.error",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="solid-queue",
     title="Solid Queue",
     versions="0.x–1.x (solid_queue_* tables)",

@@ -47,7 +47,19 @@ def message_class(raw: str | None) -> str | None:
     return m.group(1).replace("\\\\", "\\") if m else None
 
 
+# The library on the one queue model: role -> its column (sibling.column in a sibling
+# table); docs/queues.md shows them side by side.
+ROLES = {
+    "job_id": "id",
+    "queue": "queue_name",
+    "payload": "body",
+    "runnable_at": "available_at",
+    "claimed_at": "delivered_at",
+    "created_at": "created_at",
+}
+
 LIBRARY = Library(
+    roles=ROLES,
     name="symfony-messenger",
     title="Symfony Messenger",
     versions="4.4–7.x Doctrine transport (messenger_messages; tested live with 5.4)",

@@ -21,6 +21,7 @@ class ProbeFailure:
     message: str
     grant: str | None = None
     privilege: bool = False
+    fix: str | None = None  # what to do when it is not a missing privilege
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class ReservedGroup(TypedRow):
     n: int = 0
     expires_after: float | None = None  # the library's own expiry; None: retry_after
     heartbeat: bool = False  # pg-boss 12: aged by its heartbeat, limited by heartbeatSeconds
+    lease_overdue: float | None = None  # generic: seconds past the row's own locked-until
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class FailedGroup(TypedRow, within=Read(compute=_within)):
     within: tuple[tuple[str, int], ...] = ()  # (bucket name, count) per FAILURE_BUCKETS
     latest: str | None = None
     latest_seconds_ago: float | None = None
+    untimed: int = 0  # generic: failed rows with no time of failure (counted in every window)
 
     def count(self, bucket: str) -> int:
         """Failures in the bucket's window (n_1h ... n_7d)."""
@@ -134,8 +136,21 @@ class QueueLock(TypedRow):
     held_jobs: int = 0
 
 
+def _states(v: object) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Generic tables: per queue, rows by state (waiting, scheduled, running, failed, done,
+    unmapped) in the model's windows."""
+    out = []
+    for r in as_rows(v):
+        counts = r.get("states")
+        if isinstance(counts, Mapping):
+            out.append(
+                (to_str(r.get("queue")), tuple((to_str(k), to_int(n)) for k, n in counts.items()))
+            )
+    return tuple(out)
+
+
 def _names(v: object) -> tuple[tuple[str, str], ...]:
-    if isinstance(v, tuple):
+    if isinstance(v, (tuple, list)):
         return tuple((to_str(k), to_str(n)) for k, n in v if isinstance(k, str))
     if isinstance(v, Mapping):
         return tuple((to_str(k), to_str(n)) for k, n in v.items())
@@ -152,6 +167,9 @@ class QueueTableStats(
     repeated=Read(convert=_aspect(RepeatedGroup)),
     failed=Read(convert=_aspect(FailedGroup)),
     locks=Read(convert=_aspect(QueueLock)),
+    roles=Read(convert=_names),
+    statuses=Read(convert=_names),
+    states=Read(convert=_states),
 ):
     """One queue table as the probe read it: what it is (library, kind) and its aspects.
     An aspect is None when the table's kind has no query for it."""
@@ -168,6 +186,7 @@ class QueueTableStats(
     siblings: tuple[tuple[str, str], ...] = ()  # placeholder -> sibling table name
     expire: str | None = None
     heartbeat: bool = False
+    variant: str | None = None  # the client/version read from the table (Oban: elixir/python)
     window: int = 0  # oldest rows read per table
     failed_window: int = 0  # newest failure rows read
     groups: int = 0  # grouped rows returned per query
@@ -182,6 +201,16 @@ class QueueTableStats(
     repeated: tuple[RepeatedGroup, ...] | None = None
     failed: tuple[FailedGroup, ...] | None = None
     locks: tuple[QueueLock, ...] | None = None
+    # The generic model (library "generic"): the column of each role, the status values by
+    # state (and those it could not map), where they were read, per-queue state counts, the
+    # window read, and which of backlog / stuck / failed the table cannot tell (DW002).
+    roles: tuple[tuple[str, str], ...] = ()
+    statuses: tuple[tuple[str, str], ...] = ()
+    unmapped: tuple[str, ...] = ()
+    statuses_from: str | None = None
+    states: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    window_text: str | None = None
+    unjudged: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

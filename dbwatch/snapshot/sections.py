@@ -61,7 +61,7 @@ def one_of(cls: type[R]) -> Callable[[object], R]:
 
 
 def _load() -> None:
-    from . import my, pg, pg_mvcc, queues, settings, statements  # noqa: F401  (registration)
+    from . import my, origin, pg, pg_mvcc, queues, settings, statements  # noqa: F401  (registration)
 
 
 def build(name: str, data: object) -> object:

@@ -108,6 +108,12 @@ class StateReader:
                     return []
                 raise
 
+    def series_last(self, key: str) -> dict[str, tuple[float, float]]:
+        """target -> (ts, value) of one series' newest point (the daemon's own query)."""
+        from ..daemon.journal import series_last
+
+        return series_last(lambda sql, p: self._rows(sql, p), key)
+
     # -- targets and findings ---------------------------------------------------------
 
     def cycles(self) -> list[JSONObject]:

@@ -1,7 +1,6 @@
 """The foundation's acceptance path: real sessions on both servers, audit --format json."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pymysql
 import pytest
+from schemas import load_json
 
 CONFIG = """
 [[targets]]
@@ -106,7 +106,7 @@ def test_audit_names_the_offenders(scene: dict[str, object], own: tuple[str, str
     proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "--config", str(cfg),
                            "--format", "json"], capture_output=True, text=True, timeout=60)
     assert proc.returncode in (1, 2), proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = load_json(proc.stdout, "audit")
     assert {t["name"]: t["status"] for t in doc["targets"]} == {"pg": "ok", "maria": "ok"}
     assert {t["engine"] for t in doc["targets"]} == {"postgresql", "mariadb"}
     by = {(f["rule"], f["target"], f["subject"]): f for f in doc["findings"]}
@@ -134,7 +134,7 @@ def test_fingerprint_is_stable_across_cycles(scene: dict[str, object], own: tupl
         proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "pg", "--config", str(cfg),
                                "--select", "PG002", "--format", "json"],
                               capture_output=True, text=True, timeout=60)
-        runs.append({f["subject"]: f["fingerprint"] for f in json.loads(proc.stdout)["findings"]})
+        runs.append({f["subject"]: f["fingerprint"] for f in load_json(proc.stdout, "audit")["findings"]})
         time.sleep(1.1)
     mine = f"pid {scene['idle_pid']}"     # other sessions on the shared server may come and go
     assert runs[0][mine] == runs[1][mine]

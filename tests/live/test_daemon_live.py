@@ -352,7 +352,8 @@ def test_sighup_reload_bad_config_keeps_running(tmp_path: Path, receiver: Receiv
 
 def test_example_config_checks(tmp_path: Path) -> None:
     env = {**os.environ, "MYSQL_MONITOR_PASSWORD": "x", "DBWATCH_WEBHOOK_SECRET": "y",
-           "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T/B/X"}
+           "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T/B/X",
+           "PD_ROUTING_KEY": "0123456789abcdef0123456789abcdef"}
     run = subprocess.run([sys.executable, "-m", "dbwatch", "config", "check", "--config",
                           str(ROOT / "contrib" / "dbwatch.example.toml")],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60,

@@ -1,7 +1,6 @@
 """MY102 and MY201 through `dbwatch audit`, and `dbwatch deadlocks` on a live server."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -11,6 +10,7 @@ from pathlib import Path
 import pymysql
 import pytest
 from conftest import CORPUS
+from schemas import load_json
 
 
 def connect() -> pymysql.connections.Connection:
@@ -63,7 +63,7 @@ def test_my102_reports_the_latest_deadlock(my_admin: pymysql.connections.Connect
             victim = make_deadlock(table)
             proc = dbwatch("audit", "mysql://root@127.0.0.1/test", "--select", "MY102",
                            "--format", "json")
-            doc = json.loads(proc.stdout)
+            doc = load_json(proc.stdout, "audit")
             [f] = [f for f in doc["findings"] if f["rule"] == "MY102"]
             dl = f["evidence"]["deadlock"]
             if all(t["tables"] == [f"test.{table}"] for t in dl["transactions"]):
@@ -76,7 +76,8 @@ def test_my102_reports_the_latest_deadlock(my_admin: pymysql.connections.Connect
         text = dbwatch("deadlocks", "mysql://root@127.0.0.1/test")
         assert "Deadlock Transactions" in text.stdout and "Deadlock Locks" in text.stdout
         assert table in text.stdout and "opposite-order-rows" in text.stdout
-        js = json.loads(dbwatch("deadlocks", "mysql://root@127.0.0.1/test", "--format", "json").stdout)
+        js = load_json(dbwatch("deadlocks", "mysql://root@127.0.0.1/test", "--format", "json").stdout,
+                       "deadlocks")
         assert js["deadlocks"][0]["victim"] in (1, 2)
     finally:
         cur.execute(f"DROP TABLE {table}")
@@ -104,7 +105,7 @@ def test_my201_names_the_oldest_transaction(tmp_path: Path) -> None:
             cfg.write_text('[rules.MY201]\nthresholds = { warning = "2000", critical = "10000000" }\n')
             proc = dbwatch("audit", db.url(), "--config", str(cfg), "--select", "MY201",
                            "--format", "json")
-            [f] = json.loads(proc.stdout)["findings"]
+            [f] = load_json(proc.stdout, "audit")["findings"]
             assert f["evidence"]["history_list_length"] >= 2000
             assert f["evidence"]["oldest"]["thread_id"] == reader.thread_id()
             assert f"KILL {reader.thread_id()}" in f["fix"]
@@ -116,7 +117,7 @@ def test_deadlocks_from_saved_text(tmp_path: Path) -> None:
     sample = CORPUS / "innodb-status" / "mariadb-10.11__laravel-queue-index__delete-vs-claim.txt"
     if not sample.exists():
         pytest.skip(f"{sample.name}: external corpus not found ({CORPUS}; set DBWATCH_CORPUS)")
-    js = json.loads(dbwatch("deadlocks", "--file", str(sample), "--format", "json").stdout)
+    js = load_json(dbwatch("deadlocks", "--file", str(sample), "--format", "json").stdout, "deadlocks")
     [dl] = js["deadlocks"]
     assert dl["diagnosis"]["rules"] == ["QU401"]
     assert [t["victim"] for t in dl["transactions"]] == [True, False]
@@ -144,8 +145,8 @@ def test_daemon_records_deadlocks_for_history(my_admin: pymysql.connections.Conn
         victim = make_deadlock(table)
         for _ in range(2):      # the same deadlock seen twice is stored once
             dbwatch("watch", "--config", str(cfg), "--state", str(state), "--once")
-        js = json.loads(dbwatch("deadlocks", "--history", "--state", str(state),
-                                "--format", "json").stdout)
+        js = load_json(dbwatch("deadlocks", "--history", "--state", str(state),
+                                "--format", "json").stdout, "deadlocks")
         ours = [d for d in js["deadlocks"]
                 if any(t["tables"] == [f"test.{table}"] for t in d["transactions"])]
         assert len(ours) == 1 and ours[0]["target"] == "maria"

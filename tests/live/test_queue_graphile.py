@@ -27,7 +27,7 @@ def _locked(dsn: str) -> int:
                              "WHERE locked_at IS NOT NULL").fetchone()[0])  # type: ignore[index]
 
 
-def test_graphile_worker_every_failure_mode(uniq: str) -> None:
+def test_graphile_worker_every_failure_mode(uniq: str, tmp_path: Path) -> None:
     need_node("graphile-worker")
     db = f"dbw_gw_{uniq}"
     with pg_database(db) as dsn:
@@ -52,6 +52,21 @@ def test_graphile_worker_every_failure_mode(uniq: str) -> None:
         with psycopg.connect(dsn, autocommit=True) as c:
             worker_id = c.execute("SELECT locked_by FROM graphile_worker._private_job_queues "
                                   "WHERE queue_name = 'serial'").fetchone()[0]  # type: ignore[index]
+            # 40 s after the kill, with a 30 s backlog threshold: the lock is too young for its
+            # own finding (5 min), so the 4 jobs behind it are a backlog now, not silence
+            for table, col in (("_private_jobs", "run_at"), ("_private_jobs", "locked_at"),
+                               ("_private_job_queues", "locked_at")):
+                c.execute(f"UPDATE graphile_worker.{table} SET {col} = {col} - interval '40 s'"
+                          f" WHERE {col} > now() - interval '1 min'")
+        cfg = tmp_path / "dbwatch.toml"
+        cfg.write_text(f'[[targets]]\nname = "gw"\nurl = "{url}"\n'
+                       '[rules.QU001]\nthresholds = { warning = "30s", critical = "30m" }\n')
+        early = audit("gw", "--config", str(cfg), "--select", "QU,DW")
+        serial = [f for f in by_rule(early, "QU001") if f["evidence"]["queue"] == "serial"]
+        assert len(serial) == 1 and serial[0]["evidence"]["depth"] == 4
+        assert serial[0]["evidence"]["behind_lock"]["worker"] == worker_id
+        assert not [f for f in by_rule(early, "QU002") if f["subject"].startswith("queue lock")]
+        with psycopg.connect(dsn, autocommit=True) as c:
             # ten minutes after the kill
             c.execute("UPDATE graphile_worker._private_jobs SET locked_at = locked_at - "
                       "interval '10 min' WHERE locked_at IS NOT NULL")

@@ -3,7 +3,6 @@ PostgreSQL and MariaDB: offenders end, protected/young/own sessions survive, sta
 are `gone`, dry runs change nothing, and the least-privilege grants suffice."""
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from dbwatch.findings import Finding
 from dbwatch.pipeline import probe_target
 from dbwatch.snapshot import Snapshot
 from dbwatch.targets import TargetSpec, open_target, spec_for
+from schemas import load_json
 
 PG = "postgresql://postgres@127.0.0.1:5432/test"
 MY = "mysql://root@127.0.0.1:3306/test"
@@ -165,7 +165,7 @@ def pgw(pg_admin: Any, uniq: str) -> Iterator[PgWorld]:
 def cli(*args: str) -> tuple[int, Any, str]:
     r = subprocess.run([sys.executable, "-m", "dbwatch", "terminate", *args, "--format", "json"],
                        check=False, capture_output=True, text=True, timeout=60)
-    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None, r.stderr
+    return r.returncode, load_json(r.stdout, "terminate") if r.stdout.strip() else None, r.stderr
 
 
 @needs_pg

@@ -13,6 +13,7 @@ from typing import Any
 
 from dbwatch.errors import UsageError
 from dbwatch.findings import Finding
+from dbwatch.parsers.pglog import SEVERITIES
 from dbwatch.sqlpatterns.detect import (
     RELEVANT_KINDS,
     PatternDetector,
@@ -22,7 +23,7 @@ from dbwatch.sqlpatterns.detect import (
 from dbwatch.sqlpatterns.fingerprint import Classifier
 from dbwatch.sqlpatterns.logs.lines import LineStats, iter_lines, open_log
 from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, read_general, read_slow
-from dbwatch.sqlpatterns.logs.postgres import SEVERITIES, read_csvlog, read_jsonlog, read_stderr
+from dbwatch.sqlpatterns.logs.postgres import read_csvlog, read_jsonlog, read_stderr
 from dbwatch.sqlpatterns.logs.transcript import Split, has_several, read_transcript
 from dbwatch.sqlpatterns.transactions import TransactionGrouper
 

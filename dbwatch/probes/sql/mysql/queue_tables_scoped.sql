@@ -2,8 +2,7 @@
 -- TABLE_SCHEMA lets the server open only that schema's tables. Same shape and reasons as
 -- queue_tables.sql (no grouping in SQL).
 SELECT c.TABLE_SCHEMA AS `schema`, c.TABLE_NAME AS table_name, LOWER(c.COLUMN_NAME) AS column_name,
-       IF(c.COLUMN_NAME IN ('attempts', 'attempt', 'error_count', 'executions_count'),
-          c.COLUMN_TYPE, '') AS column_type
+       c.COLUMN_TYPE AS column_type
 FROM information_schema.COLUMNS c
 WHERE c.TABLE_SCHEMA = %(schema)s
   AND c.COLUMN_NAME IN %(markers)s

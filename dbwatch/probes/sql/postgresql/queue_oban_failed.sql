@@ -1,5 +1,6 @@
 -- Oban jobs discarded (out of attempts) in the last %(horizon)s seconds, newest %(window)s
--- by id; the last recorded error's first line.
+-- by id; the last recorded error's first line (last_error: by the client's `errors` type,
+-- jsonb[] from Elixir, a jsonb array from the Python client).
 SELECT f.queue, f.head, f.job_class, count(*) AS n,
        count(*) FILTER (WHERE f.age <= 3600) AS n_1h, count(*) FILTER (WHERE f.age <= 21600) AS n_6h,
        count(*) FILTER (WHERE f.age <= 86400) AS n_24h,
@@ -7,7 +8,7 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
        count(*) FILTER (WHERE f.age <= 604800) AS n_7d,
        max(f.discarded_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
 FROM (SELECT left(queue, 255) AS queue, discarded_at, extract(epoch FROM (now() AT TIME ZONE 'UTC') - discarded_at) AS age,
-             split_part(left(errors[array_length(errors, 1)] ->> 'error', 400), chr(10), 1) AS head,
+             split_part(left({last_error}, 400), chr(10), 1) AS head,
              left(worker, 255) AS job_class
       FROM {table}
       WHERE state::text = 'discarded' AND discarded_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)

@@ -1,0 +1,182 @@
+"""Benchmark: the one queue model's cost on the local MariaDB and PostgreSQL.
+
+1. Recognition by shape: the queue catalog query (discover_tables: one query, no per-table
+   round trip for non-candidates) on a throwaway database with --tables application tables
+   (default 5,000: ids, statuses, timestamps, JSON data — the columns the model's role names
+   also match) plus a few queue-shaped ones. Median of --runs.
+2. The generic queries on a --rows (default 1,000,000) job table no library knows (a text
+   status with an index, run_at, locked_at/locked_by, failed_at, attempts): each aspect's wall
+   time, median of --runs (two bounded windows of rows, whatever the table's size).
+
+    python contrib/bench/bench_queue_model.py
+    python contrib/bench/bench_queue_model.py --tables 1000 --rows 100000 --engines postgresql
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+
+import psycopg
+import pymysql
+
+from dbwatch.errors import ProbeError
+from dbwatch.probes import sql
+from dbwatch.probes.queue import discover_tables
+from dbwatch.probes.queue_generic import WINDOW, _bind, fragments
+from dbwatch.probes.queue_sql import compose
+from dbwatch.queues.roles import map_statuses
+from dbwatch.targets import open_target, spec_for
+
+MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+PG = "postgresql://postgres@127.0.0.1:5432/test"
+DB = "dbw_bench_qmodel"
+
+APP_TABLE = {
+    "postgresql": ("CREATE TABLE t{i} (id bigserial PRIMARY KEY, name text, status text, "
+                   "data jsonb, amount numeric(10,2), user_id bigint, created_at timestamptz, "
+                   "updated_at timestamptz, processed_at timestamptz, notes text)"),
+    "mysql": ("CREATE TABLE t{i} (id bigint AUTO_INCREMENT PRIMARY KEY, name varchar(100), "
+              "status varchar(20), data json, amount decimal(10,2), user_id bigint, created_at "
+              "datetime, updated_at datetime, processed_at datetime, notes text)"),
+}
+JOBS = {
+    "postgresql": [
+        ("CREATE TABLE task_queue (id bigserial PRIMARY KEY, task_name text NOT NULL, args jsonb,"
+         " status text NOT NULL, run_at timestamptz NOT NULL, locked_at timestamptz, locked_by"
+         " text, failed_at timestamptz, attempts int NOT NULL DEFAULT 0, last_error text,"
+         " created_at timestamptz NOT NULL DEFAULT now())"),
+        ("INSERT INTO task_queue (task_name, args, status, run_at, locked_at, locked_by,"
+         " failed_at, attempts, last_error) SELECT 'app.t' || (g %% 7), '{}',"
+         " CASE WHEN g > %(rows)s - 3000 THEN 'queued' WHEN g %% 1000 = 0 THEN 'failed'"
+         " WHEN g %% 997 = 0 THEN 'running' ELSE 'done' END, now() - (g %% 7200) * interval '1 s',"
+         " CASE WHEN g %% 997 = 0 THEN now() - interval '1 h' END,"
+         " CASE WHEN g %% 997 = 0 THEN 'w1' END, CASE WHEN g %% 1000 = 0 THEN now() END,"
+         " g %% 4, CASE WHEN g %% 1000 = 0 THEN 'ValueError: x' END"
+         " FROM generate_series(1, %(rows)s) g"),
+        "CREATE INDEX ON task_queue (status)",
+        "CREATE INDEX ON task_queue (run_at)",
+        "ANALYZE task_queue",
+    ],
+    "mysql": [
+        ("CREATE TABLE task_queue (id bigint AUTO_INCREMENT PRIMARY KEY, task_name varchar(100)"
+         " NOT NULL, args json, status varchar(20) NOT NULL, run_at datetime NOT NULL, locked_at"
+         " datetime, locked_by varchar(64), failed_at datetime, attempts int NOT NULL DEFAULT 0,"
+         " last_error text, created_at datetime NOT NULL DEFAULT CURRENT_TIMESTAMP,"
+         " KEY (status), KEY (run_at))"),
+        ("INSERT INTO task_queue (task_name, args, status, run_at, locked_at, locked_by,"
+         " failed_at, attempts, last_error) SELECT CONCAT('app.t', seq %% 7), '{}',"
+         " CASE WHEN seq > %(rows)s - 3000 THEN 'queued' WHEN seq %% 1000 = 0 THEN 'failed'"
+         " WHEN seq %% 997 = 0 THEN 'running' ELSE 'done' END, NOW() - INTERVAL (seq %% 7200) SECOND,"
+         " IF(seq %% 997 = 0, NOW() - INTERVAL 1 HOUR, NULL), IF(seq %% 997 = 0, 'w1', NULL),"
+         " IF(seq %% 1000 = 0, NOW(), NULL), seq %% 4, IF(seq %% 1000 = 0, 'ValueError: x', NULL)"
+         " FROM seq_1_to_%(rows)s"),
+        "ANALYZE TABLE task_queue",
+    ],
+}
+
+
+def _admin(engine: str) -> Any:
+    if engine == "postgresql":
+        return psycopg.connect(PG, autocommit=True)
+    return pymysql.connect(**MY, autocommit=True)
+
+
+def build(engine: str, tables: int, rows: int) -> str:
+    admin = _admin(engine)
+    if engine == "postgresql":
+        admin.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {DB}")
+        admin.close()
+        conn = psycopg.connect(PG.rsplit("/", 1)[0] + f"/{DB}", autocommit=True)
+        run = conn.execute
+    else:
+        cur = admin.cursor()
+        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
+        cur.execute(f"CREATE DATABASE {DB}")
+        admin.select_db(DB)
+        run = cur.execute
+    for i in range(tables):
+        run(APP_TABLE[engine].format(i=i))
+    for stmt in JOBS[engine]:
+        run(stmt % {"rows": rows} if "%(rows)s" in stmt else stmt.replace("%%", "%"))
+    url = (f"postgresql://postgres@127.0.0.1:5432/{DB}" if engine == "postgresql"
+           else f"mysql://root@127.0.0.1:3306/{DB}")
+    return url
+
+
+def drop(engine: str) -> None:
+    admin = _admin(engine)
+    if engine == "postgresql":
+        admin.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
+    else:
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {DB}")
+    admin.close()
+
+
+def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
+    url = build(engine, tables, rows)
+    try:
+        conn = open_target(spec_for(url))
+        if engine == "postgresql":
+            conn.rows("SET jit = off")  # as the probe's collect() does
+        times, found = [], None
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            found = discover_tables(conn, engine)
+            times.append(time.perf_counter() - t0)
+        assert found is not None
+        (g,) = [t for t in found[2] if t.table == "task_queue"]
+        frags = fragments(engine, g)
+        statuses = map_statuses(["queued", "running", "failed", "done"])
+        params = {"window": WINDOW, "groups": 500, "horizon": 7 * 86400,
+                  "values": 50} | _bind(statuses, False)
+        ident = {"table": (g.schema, g.table)}
+        rows_sql = compose(engine, sql(engine, "queue_generic_rows", conn.version), ident, frags)
+        aspects: dict[str, float | str] = {}
+        for name in ("values_indexed", "summary", "reserved", "repeated", "failed"):
+            text = sql(engine, f"queue_generic_{name}", conn.version)
+            text = compose(engine, text, ident if name == "values_indexed" else {},
+                           frags if name == "values_indexed" else
+                           {"rows": rows_sql} | {k: frags[k] for k in ("join", "err", "kind")})
+            ms = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                try:
+                    conn.rows(text, params)
+                except ProbeError as exc:  # a statement past the session's timeout: say so
+                    aspects[name] = f"failed: {exc.detail}"
+                    break
+                ms.append((time.perf_counter() - t0) * 1000)
+            else:
+                aspects[name] = round(statistics.median(ms), 1)
+        conn.close()
+        return {
+            "engine": engine,
+            "tables": tables + 1,
+            "recognition_ms_median": round(statistics.median(times) * 1000, 1),
+            "recognition_ms_all": [round(t * 1000, 1) for t in times],
+            "generic_candidates": [(t.key, t.reading.verdict) for t in found[2]],
+            "job_rows": rows,
+            "generic_query_ms_median": aspects,
+        }
+    finally:
+        drop(engine)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tables", type=int, default=5000)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--engines", default="postgresql,mysql")
+    args = ap.parse_args()
+    for engine in args.engines.split(","):
+        print(json.dumps(measure(engine, args.tables, args.rows, args.runs), indent=2), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Nothing unsaid: the deadlocks a server counted that dbwatch did not show. The daemon keeps a
+running total per target (the counter's delta minus the deadlocks it recorded, each cycle); a
+one-shot audit says the server's total minus what it shows. Pure arithmetic plus the series keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..snapshot import Snapshot
+from ..snapshot.my import MY_INNODB_COUNTERS
+from ..snapshot.pg_mvcc import PG_DEADLOCKS
+
+COUNTER_KEY = "deadlocks:server"  # the counter this accounting compares (the target's scope)
+NOT_SHOWN_KEY = "deadlocks:not_shown"  # the running total of deadlocks counted and not shown
+WINDOW = 30 * 86400.0  # how far back the last point is looked for
+
+
+@runtime_checkable
+class _History(Protocol):
+    def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]: ...
+
+
+def server_counter(snap: Snapshot) -> int | None:
+    """Innodb_deadlocks / lock_deadlocks (server-wide), or pg_stat_database.deadlocks of the
+    target's database (all databases for an unscoped target)."""
+    counters = snap.get(MY_INNODB_COUNTERS)
+    if counters is not None and counters.deadlocks is not None:
+        return int(counters.deadlocks)
+    rows = snap.get(PG_DEADLOCKS)
+    if rows is None:
+        return None
+    scope = snap.scope
+    return sum(int(d.deadlocks or 0) for d in rows if scope is None or d.database == scope)
+
+
+@dataclass(frozen=True)
+class Unshown:
+    counter: int | None
+    delta: int | None  # counted since the previous cycle; None on the first look
+    recorded: int  # deadlocks the daemon recorded this cycle
+    not_shown: int  # this cycle's
+    total: int  # the running total
+    since: float | None  # when the running total started (its first point)
+
+
+def last(state: object, target: str, key: str) -> tuple[float, float] | None:
+    """The newest point of one of the daemon's series, or None (one-shot audit, no state)."""
+    if not isinstance(state, _History):
+        return None
+    points = state.history(target, key, WINDOW)
+    return points[-1] if points else None
+
+
+def first_ts(state: object, target: str) -> float | None:
+    if not isinstance(state, _History):
+        return None
+    points = state.history(target, NOT_SHOWN_KEY, WINDOW)
+    return points[0][0] if points else None
+
+
+def account(state: object, target: str, counter: int | None, recorded: int) -> Unshown:
+    """One cycle's accounting; the caller records COUNTER_KEY = counter, NOT_SHOWN_KEY = total."""
+    prev = last(state, target, COUNTER_KEY)
+    prev_total = last(state, target, NOT_SHOWN_KEY)
+    total = int(prev_total[1]) if prev_total else 0
+    if counter is None or prev is None:  # first look (or no counter): the baseline
+        return Unshown(counter, None, recorded, 0, total, first_ts(state, target))
+    before = int(prev[1])
+    delta = counter - before if counter >= before else counter  # a reset restarts the count
+    cycle = max(delta - recorded, 0)
+    return Unshown(counter, delta, recorded, cycle, total + cycle, first_ts(state, target))
+
+
+def running_total(state: object, target: str) -> int | None:
+    """The running total before this cycle, or None outside the daemon."""
+    if not isinstance(state, _History):
+        return None
+    point = last(state, target, NOT_SHOWN_KEY)
+    return int(point[1]) if point else 0
+
+
+def one_shot(counter: int | None, shown: int) -> int | None:
+    """A one-shot audit: the server's total minus what it shows (None: no counter read)."""
+    return None if counter is None else max(counter - shown, 0)
+
+
+def evidence(
+    state: object, target: str, counter: int | None, since: int | None, shown: int
+) -> dict[str, object]:
+    """MY102/PG102's `not_shown`: in the daemon the running total including this cycle's
+    (counted since the last probe minus what this finding shows); in a one-shot audit the
+    server's total minus what it shows."""
+    total = running_total(state, target)
+    if total is None:
+        return {"not_shown": one_shot(counter, shown), "not_shown_basis": "server total"}
+    cycle = max((since or 0) - shown, 0)
+    return {
+        "not_shown": total + cycle,
+        "not_shown_since_last_probe": cycle,
+        "not_shown_basis": "running total",
+        "not_shown_counting_since": first_ts(state, target),
+    }
