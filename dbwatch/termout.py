@@ -192,6 +192,17 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n".join(indent + ln if ln else "" for ln in fill(text, width))
 
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        """`--format, -f {a,b,c}` (the value once) when `--format {a,b,c}, -f {a,b,c}` is
+        wider than the line."""
+        text = super()._format_action_invocation(action)
+        if self._current_indent + len(text) <= self._width or not action.option_strings:
+            return text
+        if action.nargs == 0:
+            return text
+        value = self._format_args(action, self._get_default_metavar_for_optional(action))
+        return ", ".join(action.option_strings) + " " + value
+
     def _format_usage(self, *args: object, **kwargs: object) -> str:
         text: str = super()._format_usage(*args, **kwargs)  # type: ignore[arg-type]
         body = text.rstrip("\n")
