@@ -299,7 +299,7 @@ def _details(d: Decision, width: int) -> list[str]:
     if s.query:
         out += hanging(chop(_cut(s.query, 300), width - 9), width, "  query: ", " " * 9)
     if phrase := _phrase(d):
-        out += hanging(chop(_cut(phrase, 300), width - 8), width, "  from: ", " " * 8)
+        out += hanging(chop(_cut(phrase, 300), width - 7), width, "  from ", " " * 7)
     return out
 
 
