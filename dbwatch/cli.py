@@ -11,9 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn, Protocol, cast
 
 from . import __version__
-from .commands.common import arg_flag
 from .errors import ConfigError, DbwatchError, TargetError
-from .targets.secrets import install_log_filter, scrub
 from .termout import HelpFormatter
 
 log = logging.getLogger("dbwatch")
@@ -42,6 +40,24 @@ environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (output width), NO_COLOR
 'dbwatch COMMAND --help' for each command; the man page: python -m dbwatch.manpage | man -l -"""
 
 
+# Each command's one-line help, for `dbwatch --help` without importing every command (startup:
+# a command imports only its own module; tests/test_startup.py checks these match HELP).
+HELPS = {
+    "audit": "one pass of every selected rule over every target",
+    "deadlocks": "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, "
+    "--summary)",
+    "terminate": "find offending sessions and (only with --execute) cancel or terminate them",
+    "watch": "the watchdog daemon: probe every target on its interval, alert, act",
+    "status": "what the daemon has firing now and each target's last cycle (Nagios exit code)",
+    "history": "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)",
+    "rules": "list the rule catalogue",
+    "config": "configuration commands",
+    "completion": "print a bash or zsh completion script (eval it or save it; see --help)",
+    "explain": "one rule's full text",
+}
+# the commands whose parser needs every command's arguments (the completion script)
+WHOLE = ("completion",)
+
 Run = Callable[[argparse.Namespace], int]
 
 
@@ -64,7 +80,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(3, f"{prefix}{message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given the command line, only the command it names is imported and
+    given its arguments (the others are listed by HELPS), so `--version` and one audit do not
+    import every command's dependencies."""
+    only = _command_of(argv) if argv is not None else None
     parser = _Parser(
         prog="dbwatch",
         description=DESCRIPTION,
@@ -75,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
+        if only is not None and name != only and not (name == "rules" and only == "explain"):
+            sub.add_parser(name, help=HELPS[name], add_help=False)
+            if name == "rules":
+                sub.add_parser("explain", help=HELPS["explain"], add_help=False)
+            continue
         mod = cast(CommandModule, importlib.import_module(f"dbwatch.commands.{name}"))
         p = sub.add_parser(name, help=mod.HELP, formatter_class=HelpFormatter)
         mod.add_arguments(p)
@@ -84,15 +109,30 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "rules":
             from .commands import rules
 
-            e = sub.add_parser(
-                "explain", help="one rule's full text", formatter_class=HelpFormatter
-            )
+            e = sub.add_parser("explain", help=HELPS["explain"], formatter_class=HelpFormatter)
             rules.add_explain_arguments(e)
             e.set_defaults(func=rules.run_explain)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command the line names ("" for none: --version, --help), None when the whole
+    parser is needed (the completion script lists every command's options)."""
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        return None if arg in WHOLE or arg not in HELPS else arg
+    return ""
+
+
+def arg_flag(args: argparse.Namespace, name: str) -> bool:
+    value: object = getattr(args, name, False)
+    return bool(value)
+
+
 def _setup_logging(debug: bool) -> None:
+    from .targets.secrets import install_log_filter
+
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING,
         format="dbwatch: %(levelname)s %(name)s: %(message)s",
@@ -101,12 +141,14 @@ def _setup_logging(debug: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     debug = arg_flag(args, "debug")
     if not arg_flag(args, "_logging_done"):
         _setup_logging(debug)
     func: object = getattr(args, "func", None)
+    from .targets.secrets import scrub
+
     try:
         if not callable(func):
             parser.error("a command is required")

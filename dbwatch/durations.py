@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
@@ -17,7 +18,13 @@ def parse_duration(value: object) -> float:
         if value < 0:
             raise ValueError(f"negative duration: {value!r}")
         return float(value)
-    text = str(value).strip().lower().replace(" ", "")
+    return _parse_text(str(value))
+
+
+@lru_cache(maxsize=256)
+def _parse_text(value: str) -> float:
+    """A duration's text, parsed once (rule parameters are read every daemon cycle)."""
+    text = value.strip().lower().replace(" ", "")
     if re.fullmatch(r"\d+(\.\d+)?", text):
         return float(text)
     pos, total = 0, 0.0

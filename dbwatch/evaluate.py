@@ -44,7 +44,26 @@ class Evaluation:
     unknown: dict[str, str] = field(default_factory=dict)  # rule -> why it could not run
 
 
+# rules_for per (engine, catalogue, config, selection): the same every cycle of a target
+# until a reload swaps catalogue and config (held here, so their ids stay theirs)
+_RULES: dict[tuple[str, int, int, Selection], tuple[object, object, tuple[Rule, ...]]] = {}
+
+
 def rules_for(
+    engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
+) -> list[Rule]:
+    key = (engine, id(catalogue), id(config), selection)
+    hit = _RULES.get(key)
+    if hit is not None and hit[0] is catalogue and hit[1] is config:
+        return list(hit[2])
+    out = _rules_for(engine, catalogue, config, selection)
+    if len(_RULES) > 64:  # reloads: the old ones go
+        _RULES.clear()
+    _RULES[key] = (catalogue, config, tuple(out))
+    return out
+
+
+def _rules_for(
     engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
 ) -> list[Rule]:
     out = []

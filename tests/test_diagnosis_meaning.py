@@ -80,6 +80,24 @@ CASES = {
                                  q2="SELECT id FROM good_jobs WHERE queue_name = 'x' AND "
                                     "finished_at IS NULL ORDER BY priority LIMIT 1 FOR UPDATE",
                                  table="`app`.`good_jobs`"), "queue-claim-vs-delete", ("QU401",)),
+    # issue 22: meaning, not Laravel's one shape
+    "messenger-delete-by-key-vs-by-id": (
+        dict(q1="DELETE FROM messenger_messages WHERE message_key = 'a1f3'",
+             q2="DELETE FROM messenger_messages WHERE id = 42",
+             table="`app`.`messenger_messages`", index1="uniq_message_key", index2="PRIMARY"),
+        "queue-delete-vs-delete", ()),
+    "generic-queue-two-delete-paths": (
+        dict(q1="delete from outbound_queue where id = ?",
+             q2="delete from outbound_queue where dedupe_key = ?",
+             table="`app`.`outbound_queue`", index1="PRIMARY", index2="outbound_queue_dedupe"),
+        "queue-delete-vs-delete", ()),
+    "purge-vs-claim": (
+        dict(q1="DELETE FROM jobs WHERE finished_at < NOW() - INTERVAL 7 DAY", q2=CLAIM),
+        "queue-maintenance-vs-workers", ("QU402",)),
+    "archive-vs-delete": (
+        dict(q1=DELETE, q2="delete from solid_queue_jobs where finished_at is not null and "
+             "finished_at < '2024-05-01' limit 500", table="`app`.`solid_queue_jobs`"),
+        "queue-maintenance-vs-workers", ()),
 }
 
 
@@ -110,6 +128,19 @@ def test_unrelated_deadlocks_are_never_queue_problems(case: str) -> None:
     d = diag(report(**NOT_QUEUE[case]))  # type: ignore[arg-type]
     assert not d.is_queue_problem and d.rules == ()
     assert "queue" not in d.explanation.lower() and "QU" not in d.fix
+
+
+def test_fixes_use_the_library_words() -> None:
+    kw, _, _ = CASES["messenger-delete-by-key-vs-by-id"]
+    d = diag(report(**kw))  # type: ignore[arg-type]
+    assert "Symfony Messenger" in d.fix and "by id" in d.fix and "1213" in d.fix
+    assert "uniq_message_key" in d.explanation and "PRIMARY" in d.explanation
+    kw, _, _ = CASES["archive-vs-delete"]
+    d = diag(report(**kw))  # type: ignore[arg-type]
+    assert "Solid Queue" in d.fix and "batches" in d.fix
+    kw, _, _ = CASES["purge-vs-claim"]
+    d = diag(report(**kw))  # type: ignore[arg-type]
+    assert "SKIP LOCKED" in d.fix and "finished or old jobs" in d.explanation
 
 
 def test_unclear_says_the_text_is_not_enough() -> None:

@@ -218,7 +218,7 @@ def test_to_dict_has_exactly_the_spec_keys() -> None:
     assert set(d) == {"at", "victim", "transactions", "locks"}
     assert set(d["transactions"][0]) == {
         "n", "trx_id", "thread_id", "user", "host", "query", "active_seconds", "lock_structs",
-        "row_locks", "undo_entries", "tables", "victim"}
+        "row_locks", "undo_entries", "tables", "victim", "blocked_by"}
     assert set(d["locks"][0]) == {"n", "waiting", "mode", "db", "table", "index", "special",
                                   "insert_intention"}
 

@@ -8,14 +8,18 @@ probes; each cycle's scheduled and actual start, duration and thread CPU by phas
     python contrib/bench/bench_daemon.py --throwaway --sizes 500,1000,2000 --per-server 0,2100
 
 --throwaway runs a PostgreSQL cluster of its own (max_connections 2300, pg_stat_statements)
-so the server's time per cycle is measured too; --per-server lists the pool caps to compare
-(0 = a new session per cycle, the one-shot way).
+so the server's CPU per cycle is measured too (from /proc of the cluster's processes: what
+pg_stat_statements sums undercounts once it evicts entries) and the statements and rows per
+cycle are counted (pg_stat_statements, max 20,000 entries); --per-server lists the pool caps
+to compare (0 = a new session per cycle, the one-shot way). --smoke: 5 targets, 2 cycles of
+2 s, databases named for this process (CI).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import sys
 import tempfile
 import threading
@@ -25,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+# DBWATCH_BENCH_ROOT: another checkout to measure (the "before" of a change)
+sys.path.insert(0, os.environ.get("DBWATCH_BENCH_ROOT") or str(Path(__file__).resolve().parents[2]))
 
 from dbwatch import pipeline
 from dbwatch.daemon import loop as daemon_mod
@@ -37,6 +44,7 @@ from dbwatch.daemon.state import State
 from dbwatch.targets import spec_for
 
 PREFIX = "dbw_bench_"
+POSTMASTER: int | None = None  # the throwaway cluster's postmaster: server CPU from /proc
 
 
 def admin(url: str) -> psycopg.Connection[Any]:
@@ -102,6 +110,38 @@ def machine_busy() -> tuple[float, float]:
     return sum(fields) - idle, sum(fields)
 
 
+def server_cpu() -> float | None:
+    """CPU seconds (user + system) of the throwaway cluster's processes so far, from /proc:
+    the postmaster and its children (backends, background workers)."""
+    if POSTMASTER is None:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d.name) == POSTMASTER or int(fields[1]) == POSTMASTER:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def statements(url: str) -> tuple[int, int] | None:
+    """(calls, rows) pg_stat_statements counted in the targets' databases."""
+    try:
+        with admin(url) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(s.calls), 0), coalesce(sum(s.rows), 0) FROM pg_stat_statements s"
+                " JOIN pg_database d ON d.oid = s.dbid WHERE d.datname LIKE %s", (PREFIX + "%",)
+            ).fetchone()
+            return (int(row[0]), int(row[1])) if row else None
+    except psycopg.Error:
+        return None
+
+
 def server_ms(url: str, reset: bool = False) -> float | None:
     """Server execution time of all statements (pg_stat_statements), in ms; None without it."""
     try:
@@ -142,13 +182,23 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
         server_ms(base, reset=True)
+        srv_cpu0 = server_cpu()
         cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
         sched.start()
-        time.sleep(min(interval, 15.0) + interval * (cycles - 1) + 0.5)
+        # steady state: what the cycles after the first interval (connections open, catalog
+        # read, caches filled) cost
+        time.sleep(interval)
+        steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
+        steady_srv0 = server_cpu()
+        time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         sched.shutdown(wait=True)
         runner.stop(30.0)
+        steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
+        steady_srv1 = server_cpu()
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
+        srv_cpu1 = server_cpu()
         srv = server_ms(base)
+        stmts = statements(base)
         sessions = d.pool.sessions() if d.pool is not None else {}
         if d.pool is not None:
             d.pool.discard()
@@ -160,6 +210,19 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "targets": n, "interval": interval, "threads": threads or pool_size(n),
         "per_server": per_server, "server_sessions_at_end": sum(sessions.values()),
         "server_ms_per_cycle": round(srv / max(len(records), 1), 2) if srv is not None else None,
+        "server_cpu_ms_per_cycle": (
+            round(1000 * (srv_cpu1 - srv_cpu0) / max(len(records), 1), 2)
+            if srv_cpu0 is not None and srv_cpu1 is not None else None),
+        "statements_per_cycle": round(stmts[0] / max(len(records), 1), 2) if stmts else None,
+        "rows_per_cycle": round(stmts[1] / max(len(records), 1), 2) if stmts else None,
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+        "steady_cycles": steady_n,
+        "steady_cpu_ms_per_cycle": round(1000 * steady_cpu / max(steady_n, 1), 2),
+        "steady_server_cpu_ms_per_cycle": (
+            round(1000 * (steady_srv1 - steady_srv0) / max(steady_n, 1), 2)
+            if steady_srv0 is not None and steady_srv1 is not None else None),
+        "steady_lateness_p95": _q(sorted(r[2] - r[1] for r in records if r[1] >= steady_t0),
+                                  0.95),
         "cycles_run": len(records), "cycles_expected": n * cycles,
         "skipped": sched.missed + runner.skipped,
         "lateness_p50": _q(late, 0.5), "lateness_p95": _q(late, 0.95), "lateness_max": round(late[-1], 3) if late else None,
@@ -192,18 +255,26 @@ def main() -> int:
                     help="pool caps to compare, e.g. 0,2100 (0: a new session per cycle)")
     ap.add_argument("--throwaway", action="store_true",
                     help="run against a PostgreSQL cluster of its own (max_connections 2300)")
+    ap.add_argument("--smoke", action="store_true", help="CI: 5 targets, 2 short cycles")
     args = ap.parse_args()
+    if args.smoke:
+        global PREFIX
+        PREFIX = f"dbw_bench_{os.getpid()}_"  # beside other runs on a shared server
+        args.sizes, args.interval, args.cycles, args.per_server = "5", 2.0, 2, "10"
     if args.throwaway:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from pgcluster import PgCluster
 
         settings = {"max_connections": "2300", "shared_buffers": "256MB", "fsync": "off",
                     "shared_preload_libraries": "'pg_stat_statements'",
-                    "pg_stat_statements.track": "all", "autovacuum": "off"}
+                    "pg_stat_statements.track": "all", "pg_stat_statements.max": "20000",
+                    "autovacuum": "off"}
         with PgCluster(settings) as cluster:
             with admin(cluster.url) as conn:
                 conn.execute("CREATE EXTENSION pg_stat_statements")
             args.pg = cluster.url
+            global POSTMASTER
+            POSTMASTER = int(Path(cluster.data, "postmaster.pid").read_text().split()[0])
             return _main(args)
     return _main(args)
 
@@ -234,13 +305,14 @@ def _main(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     print("\ntargets  pool  cycles  late p50/p95/max s  took p50/p95 s  dbwatch CPU  machine CPU"
-          "  server ms/cycle")
+          "  server ms/cycle  server CPU ms/cycle  statements/cycle")
     for r in results:
         print(f"{r['targets']:7d}  {r['per_server']:4d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
               f"{r['lateness_p50']}/{r['lateness_p95']}/{r['lateness_max']:<8} "
               f"{r['duration_p50']}/{r['duration_p95']:<8} "
               f"{r['dbwatch_cpu_pct_of_one_core']:5.1f}%    {r['machine_cpu_pct_of_all_cores']:5.1f}%"
-              f"    {r['server_ms_per_cycle']}")
+              f"    {r['server_ms_per_cycle']}    {r['server_cpu_ms_per_cycle']}"
+              f"    {r['statements_per_cycle']}")
     return 0
 
 

@@ -8,6 +8,7 @@ Prints JSON and a Markdown table: per library, query, the server milliseconds (E
 
     python contrib/bench/bench_queue_libs.py                   # every library available
     python contrib/bench/bench_queue_libs.py --libs pg-boss12 --rows 200000
+    python contrib/bench/bench_queue_libs.py --smoke    # CI: Laravel on both engines, 2,000 rows
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from typing import Any
 import psycopg
 import pymysql
 
-from dbwatch.probes import sql
-from dbwatch.probes.queue import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from dbwatch.probes import sql  # noqa: E402
+from dbwatch.probes.queue import (  # noqa: E402
     ASPECTS,
     FAILED_WINDOW,
     GROUPS,
@@ -38,7 +41,7 @@ from dbwatch.probes.queue import (
     _render,
     discover,
 )
-from dbwatch.targets import open_target, spec_for
+from dbwatch.targets import open_target, spec_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ROOT / "tests" / "live" / "queue_apps"
@@ -187,25 +190,26 @@ def _server_ms(engine: str, conn: Any, text: str, params: dict[str, Any]) -> flo
 
 
 def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
+    """Server ms of every queue query of every discovered table (a Discovered, by attribute)."""
     out: dict[str, float] = {}
     for t in discover(target, engine):
         params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
-        if engine == "mysql" and t["kind"] in ID_RANGE_KINDS:
+        if engine == "mysql" and t.kind in ID_RANGE_KINDS:
             params |= _bounds(target, t)
             params.pop("beyond_window")
         for aspect in ASPECTS:
-            name = f"queue_{t['kind']}_{aspect}"
+            name = f"queue_{t.kind}_{aspect}"
             if not _has_sql(engine, name):
                 continue
-            text = _render(sql(engine, name, target.version_num), engine, t)
+            text = _render(sql(engine, name, target.version), engine, t)
             params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
             try:
                 runs = [_server_ms(engine, target.conn, text, params) for _ in range(repeat)]
             except (pymysql.MySQLError, psycopg.Error) as exc:
-                print(f"{t['table']}.{aspect}: {exc}", file=sys.stderr)
-                out[f"{t['table']}.{aspect}"] = float("nan")
+                print(f"{t.table}.{aspect}: {exc}", file=sys.stderr)
+                out[f"{t.table}.{aspect}"] = float("nan")
                 continue
-            out[f"{t['table']}.{aspect}"] = round(statistics.median(runs), 1)
+            out[f"{t.table}.{aspect}"] = round(statistics.median(runs), 1)
     return out
 
 
@@ -240,7 +244,7 @@ def bench(lib: str, rows: int, pending: int, repeat: int) -> dict[str, Any]:
         try:
             cold = _queries(engine, target, 1)
             cold_audit = _audit_seconds(url)
-            run("ANALYZE TABLE " + ", ".join(f"`{t['table']}`" for t in discover(target, engine))
+            run("ANALYZE TABLE " + ", ".join(f"`{t.table}`" for t in discover(target, engine))
                 if engine == "mysql" else "ANALYZE")
             warm = _queries(engine, target, repeat)
             warm_audit = _audit_seconds(url)
@@ -275,7 +279,13 @@ def main() -> int:
     ap.add_argument("--pending", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--libs", default=",".join(LIBRARIES))
+    ap.add_argument("--smoke", action="store_true",
+                    help="CI: Laravel on PostgreSQL and MariaDB at 2,000 rows, one run each")
+    ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
+    if args.smoke:
+        args.rows, args.pending, args.repeat = 2_000, 100, 1
+        args.libs = "laravel-pg,laravel-mariadb"
     results = []
     for lib in [x.strip() for x in args.libs.split(",") if x.strip()]:
         try:
@@ -283,7 +293,10 @@ def main() -> int:
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)  # survives a later crash
         except (subprocess.CalledProcessError, FileNotFoundError) as exc:
             print(f"{lib}: skipped ({exc})", file=sys.stderr)
-    print(json.dumps({"load_average": os.getloadavg(), "results": results}, indent=2))
+    doc = {"load_average": os.getloadavg(), "results": results}
+    print(json.dumps(doc, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2))
     print(markdown(results))
     return 0
 

@@ -1,7 +1,8 @@
 """Cost of tailing a server log for deadlocks: a MariaDB error log growing by R deadlocks/s,
 read by the daemon's hook (dbwatch.deadlocks.live.tail_findings) once per second.
 
-Run: python contrib/bench/bench_tail.py [--rate 100] [--seconds 20]   (prints one JSON object)
+Run: python contrib/bench/bench_tail.py [--rate 100] [--seconds 20] [--report mysql57] [--smoke]
+(prints one JSON object)
 CPU is the process CPU time spent inside the hook (parsing, hashing, recording in SQLite),
 as a share of one core over the run's wall time.
 """
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+# DBWATCH_BENCH_ROOT: another checkout to measure (the "before" of a change)
+ROOT = Path(os.environ.get("DBWATCH_BENCH_ROOT") or Path(__file__).resolve().parents[2])
 sys.path.insert(0, str(ROOT))
 
 from dbwatch.daemon.state import State  # noqa: E402
@@ -41,7 +44,10 @@ def main() -> None:
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--report", choices=sorted(FIXTURES), default="mariadb")
+    ap.add_argument("--smoke", action="store_true", help="CI: 20 deadlocks/s for 2 s")
     args = ap.parse_args()
+    if args.smoke:
+        args.rate, args.seconds = 20, 2
     base = one_report(args.report)
     ids = ("107448", "107462") if args.report == "mariadb" else ("41722335", "41722336")
     tmp = Path(tempfile.mkdtemp(prefix="dbwatch-bench-tail-"))

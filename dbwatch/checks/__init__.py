@@ -152,11 +152,18 @@ def also_reads(**optional: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
     return deco
 
 
+_LOADED: list[bool] = []
+
+
 def load_checks() -> dict[str, Check]:
-    """Import every check module so its checks register."""
+    """Import every check module so its checks register: once (listing the package from
+    disk on every cycle cost more than most checks)."""
+    if _LOADED:
+        return CHECKS
     import importlib
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
+    _LOADED.append(True)
     return CHECKS

@@ -12,3 +12,11 @@ class History(Protocol):
         """(unix time, value) points of one series of `target` over the last `since_seconds`,
         oldest first."""
         ...
+
+
+@runtime_checkable
+class LastPoint(Protocol):
+    def last_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        """The newest (unix time, value) point of one series within `since_seconds`, as a
+        0- or 1-point list."""
+        ...

@@ -21,6 +21,7 @@ from ..snapshot.my import (
 )
 from ..snapshot.values import as_row, opt_str
 from . import CheckContext, check
+from .history import LastPoint
 
 
 def _ts(text: str | None) -> datetime | None:
@@ -43,7 +44,10 @@ def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
     state = ctx.state
     if state is None or counter is None or not hasattr(state, "history"):
         return None
-    past = state.history(ctx.snapshot.target, "innodb_deadlocks", 7 * 86400)
+    if isinstance(state, LastPoint):  # one row, not a week of points for the last one
+        past = state.last_point(ctx.snapshot.target, "innodb_deadlocks", 7 * 86400)
+    else:
+        past = state.history(ctx.snapshot.target, "innodb_deadlocks", 7 * 86400)
     return counter - int(past[-1][1]) if past else None
 
 

@@ -4,6 +4,8 @@ with the holder that keeps them). Pure checks over pg.horizon and pg.dead_tuples
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,10 +14,10 @@ from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_HORIZON, PG_SESSIONS
-from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable
+from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
 from ..targets.quoting import pg_ident_text
 from . import CheckContext, also_reads, check
-from .history import History
+from .history import History, LastPoint
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .pg_horizon import Cause, Holder, attribute, holders
 from .session_advice import pg_identity
@@ -38,6 +40,18 @@ def _xid_grade(ctx: CheckContext, xid_age: int) -> str | None:
 
 def _min_age(ctx: CheckContext) -> float:
     return ctx.duration("cause_min_age")
+
+
+def latest(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[tuple[float, float]]:
+    """The daemon's last point of key within `since` ([] when none), as a 0/1-point history:
+    one row, not a week of points read each cycle for the last one."""
+    st: object = ctx.state
+    if not isinstance(st, LastPoint):
+        return history(ctx, key, since)[-1:]
+    try:
+        return [(float(t), float(v)) for t, v in st.last_point(ctx.snapshot.target, key, since)]
+    except Exception:  # noqa: BLE001 - history is a nicety; a state problem must not hide the finding
+        return []
 
 
 def history(
@@ -64,7 +78,7 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
     for t in _dead_tables(snapshot):
         out[f"pg.n_dead_tup:{t.key}"] = float(t.dead)
         out[f"pg.autovacuum_count:{t.key}"] = float(t.autovacuum_count or 0)
-    for d in snapshot.get(PG_DEADLOCKS) or ():
+    for d in deadlocks_in_scope(snapshot.get(PG_DEADLOCKS), snapshot.scope):
         if snapshot.scope is not None and d.database != snapshot.scope:
             continue
         out[f"pg.deadlocks:{d.database}"] = float(d.deadlocks or 0)
@@ -74,9 +88,29 @@ def history_values(snapshot: Snapshot) -> dict[str, float]:
     return out
 
 
+# snapshot_holders of the last few snapshots (PG201, PG202, the history values and the
+# metrics all ask, each cycle), by id with a weak reference: a snapshot is not kept alive
+# here, and a new one at a recycled address does not match
+_HOLDERS: dict[int, tuple[weakref.ref[Snapshot], list[Holder] | None]] = {}
+_HOLDERS_LOCK = threading.Lock()
+
+
 def snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
     """The horizon's holders in this snapshot (None without pg.horizon): its backends are
-    the pg.sessions rows of the whole cluster."""
+    the pg.sessions rows of the whole cluster. Computed once per snapshot; callers must not
+    change the list."""
+    hit = _HOLDERS.get(id(snapshot))
+    if hit is not None and hit[0]() is snapshot:
+        return hit[1]
+    out = _snapshot_holders(snapshot)
+    with _HOLDERS_LOCK:  # the daemon's threads: eviction iterates the dict
+        _HOLDERS[id(snapshot)] = (weakref.ref(snapshot), out)
+        while len(_HOLDERS) > 64:
+            _HOLDERS.pop(next(iter(_HOLDERS)), None)
+    return out
+
+
+def _snapshot_holders(snapshot: Snapshot) -> list[Holder] | None:
     hz = snapshot.get(PG_HORIZON)
     if hz is None:
         return None

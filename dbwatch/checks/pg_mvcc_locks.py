@@ -10,10 +10,10 @@ from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration
 from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
-from ..snapshot.pg_mvcc import PG_DEADLOCKS
+from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from . import CheckContext, check
 from .lockgraph import LockGraph
-from .pg_mvcc import history
+from .pg_mvcc import latest
 from .session_advice import pg_identity, pg_session_setting
 
 
@@ -141,7 +141,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
 def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
     daemon = ctx.state is not None and hasattr(ctx.state, "history")
     scope = ctx.snapshot.scope
-    for d in ctx.snapshot.get(PG_DEADLOCKS) or ():
+    for d in deadlocks_in_scope(ctx.snapshot.get(PG_DEADLOCKS), scope):
         if scope is not None and d.database != scope:
             continue  # the read covers the server; the target is its own database
         now = d.deadlocks or 0
@@ -151,7 +151,7 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
             else "the statistics were created (never reset)"
         )
         if daemon:
-            points = history(ctx, f"pg.deadlocks:{d.database}", 7 * 86400.0)
+            points = latest(ctx, f"pg.deadlocks:{d.database}", 7 * 86400.0)
             if not points:
                 continue  # first look: the counter is the baseline
             last = int(points[-1][1])

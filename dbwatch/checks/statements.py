@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..findings import Finding
 from ..snapshot import Snapshot
@@ -21,19 +22,11 @@ from ..snapshot.statements import (
     StatementHistory,
 )
 from ..snapshot.values import str_list
-from ..sqlpatterns.detect import (
-    EXAMPLE_CHARS,
-    PatternDetector,
-    ServerVersion,
-    detect_digests,
-    is_claim,
-    parse_server_version,
-    qu402_finding,
-)
-from ..sqlpatterns.detect import _Pattern as Pattern
-from ..sqlpatterns.fingerprint import MAX_STATEMENT, Classifier
-from ..sqlpatterns.transactions import TransactionGrouper
 from . import CheckContext, check
+
+if TYPE_CHECKING:  # the SQL classifiers are imported by the checks when they have text to read
+    from ..sqlpatterns.detect import PatternDetector, ServerVersion
+    from ..sqlpatterns.detect import _Pattern as Pattern
 
 HISTORY = "my.statement_history"
 HISTORY_BUDGET_S = 2.0  # parse time for one cycle's statement history (10,000 statements)
@@ -95,6 +88,10 @@ def analyse_history(raw: object) -> HistoryAnalysis | None:
 
 
 def _analyse(section: StatementHistory) -> HistoryAnalysis:
+    from ..sqlpatterns.detect import PatternDetector
+    from ..sqlpatterns.fingerprint import MAX_STATEMENT, Classifier
+    from ..sqlpatterns.transactions import TransactionGrouper
+
     det = PatternDetector(Classifier("mysql"))
     grouper = TransactionGrouper(det.feed, "mysql")
     current: int | None = None
@@ -126,6 +123,8 @@ def _analyse(section: StatementHistory) -> HistoryAnalysis:
 
 
 def server_of(snap: Snapshot) -> ServerVersion | None:
+    from ..sqlpatterns.detect import parse_server_version
+
     """The server, when SKIP LOCKED was detected on it; else None (no QU402)."""
     if "skip_locked" not in snap.features:
         return None
@@ -196,6 +195,8 @@ def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     section = _digests(snap)
     source = section.source if section is not None else None
     for scope, rows in sorted(_digest_rows(section, _max_idle(ctx)).items()):
+        from ..sqlpatterns.detect import detect_digests
+
         for f in detect_digests(rows, snap.target, _family(snap)):
             digest = {
                 "select_calls": f.evidence["select_calls"],
@@ -218,6 +219,10 @@ def _digest_claims(
     section: StatementDigests | None, max_idle: float, dialect: str
 ) -> dict[str, Pattern]:
     """Claim-shaped digests without SKIP LOCKED, by table, with their calls."""
+    from ..sqlpatterns.detect import EXAMPLE_CHARS, is_claim
+    from ..sqlpatterns.detect import _Pattern as Pattern
+    from ..sqlpatterns.fingerprint import Classifier
+
     clf = Classifier(dialect)
     claims: dict[str, Pattern] = {}
     for _scope, rows in sorted(_digest_rows(section, max_idle).items()):
@@ -242,6 +247,11 @@ def _digest_claims(
 )
 def claim_without_skip_locked(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
+    history = snap.get(MY_STATEMENT_HISTORY) if _family(snap) == "mysql" else None
+    if _digests(snap) is None and not isinstance(history, StatementHistory):
+        return  # no statement text to read (the same outcome, without importing the parsers)
+    from ..sqlpatterns.detect import qu402_finding
+
     server = server_of(snap)
     if server is None:
         return

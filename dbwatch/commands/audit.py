@@ -13,7 +13,6 @@ from ..inputs import check_log
 from ..nagios import render_nagios
 from ..pipeline import AuditResult, run_audit
 from ..report import render
-from ..sqlpatterns.logs import analyse_logs
 from ..targets import TargetSpec
 from .common import (
     add_all_databases,
@@ -94,6 +93,8 @@ def audit_logs(
     """Analyse the logs (streamed), record their stats in the result, return the findings."""
     started = time.perf_counter()
     print(f"dbwatch: analysing {len(paths)} log file(s)…", file=sys.stderr)
+    from ..sqlpatterns.logs import analyse_logs  # only with --log: 0.1 s of regexes
+
     analysis = analyse_logs(list(paths), server_version)
     seconds = time.perf_counter() - started
     st = analysis.stats

@@ -8,15 +8,15 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 
-from ..deadlocks.record import deadlock_record
+from ..deadlocks.record import check_threads, deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
 from ..durations import plural
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
-from ..snapshot.my import MY_INNODB_STATUS
+from ..snapshot.my import MY_INNODB_STATUS, MY_TRX
 from ..snapshot.values import as_row, as_rows, str_list
-from ..termout import fit_lines, fit_table, hanging, term_width
+from ..termout import chop, fit_lines, fit_table, hanging, term_width
 from .common import add_all_databases, arg_flag, arg_int, arg_str
 
 Record = Mapping[str, object]
@@ -72,7 +72,7 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
         raise UsageError("name one mysql:// target (or use --file / --error-log / --history)")
     conn = open_target(specs[0])
     try:
-        snap = run_probes(conn, specs[0].name, ["my.innodb_status"])
+        snap = run_probes(conn, specs[0].name, ["my.innodb_status", "my.trx"])
     finally:
         conn.close()
     status = snap.get(MY_INNODB_STATUS)
@@ -82,7 +82,9 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
             f"{specs[0].name}: cannot read SHOW ENGINE INNODB STATUS: {f.message}"
             + (f" — {f.grant}" if f.grant else "")
         )
-    dl = deadlock_record(status.deadlock) if status.deadlock else None
+    # what the live server can still confirm: the printed threads and open transactions
+    threads = snap.get(MY_TRX) or ()
+    dl = deadlock_record(check_threads(status.deadlock, threads)) if status.deadlock else None
     scope = specs[0].scoped_database
     if dl and not deadlock_in_scope(dl, scope):
         print(
@@ -208,9 +210,20 @@ def render_table(deadlocks: list[Record], width: int | None = None) -> str:
         out.append(fit_table(heads, [[_cell(v) for v in r] for r in locks], width))
         if dl.get("victim_inferred"):
             out += ["", *hanging(f"Victim inferred: {dl.get('victim_evidence')}", width)]
+        elif dl.get("victim_evidence"):
+            out += ["", *hanging(f"Victim: {dl.get('victim_evidence')}", width)]
         if dl.get("ambiguous"):
             text = f"Structure ambiguous: {dl.get('ambiguity')}; no victim named"
             out += ["", *hanging(text, width)]
+        for raw in str_list(dl.get("unverified")):
+            # never facts: the text as read, quoted, so that it cannot pass for dbwatch's output
+            out += ["", "Unverified (text, not facts):"]
+            for line in raw.splitlines()[:40]:
+                out += hanging(chop(line, width - 4), width, "  | ", "  | ")
+        for what, key in (("Not understood", "unparsed"), ("Inconsistent", "inconsistencies")):
+            items = str_list(dl.get(key))
+            if items:
+                out += ["", *hanging(f"{what}: " + "; ".join(items[:8]), width)]
         diag = as_row(dl.get("diagnosis"))
         rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
         out += ["", *hanging(f"Diagnosis: {diag.get('pattern', 'generic')}{rules}", width)]

@@ -99,6 +99,17 @@ class JournalStore(StateBase):
         """target -> (ts, value) of one series' newest point, for every target that has it."""
         return series_last(self._rows, key)
 
+    def last_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        """The newest (ts, value) of one series within `since_seconds` ([] when none): one
+        row by the (target, key, ts) order, not the window's thousands."""
+        since = time.time() - since_seconds
+        rows = self._rows(
+            "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
+            "ORDER BY ts DESC LIMIT 1",
+            (target, key, since),
+        )
+        return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
+
     def rate(self, target: str, key: str, since_seconds: float) -> float | None:
         """Growth per second between the oldest and newest point of the window."""
         points = self.history(target, key, since_seconds)

@@ -221,7 +221,8 @@ class Daemon:
         )
         if result.error and self.misses.current(spec.name) is not None:
             status = "not answering"
-        with self.state.transaction():  # one commit (one fsync) for the bookkeeping
+        # one commit for the bookkeeping, not waiting for the disk (statebase.transaction)
+        with self.state.transaction(durable=False):
             recorded = record_deadlocks(self.state, result)
             if not tc.log_file and not result.error:
                 record_unshown(self.state, result, recorded, now)

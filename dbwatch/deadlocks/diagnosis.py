@@ -7,9 +7,7 @@ index and whichever victim. Anything not on a queue table gets a generic, non-qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock, DeadlockTrx
+from dbwatch.parsers.innodb_deadlock import Deadlock, DeadlockLock
 from dbwatch.parsers.statements import (
     CLAIM_SIDE,
     COMPLETE,
@@ -20,35 +18,35 @@ from dbwatch.parsers.statements import (
     UNKNOWN,
     Statement,
     classify,
-    is_queue_name,
 )
-from dbwatch.snapshot.values import JSONObject
 
-MAX_SHOWN = 200  # query characters quoted in an explanation
+from .queue_shapes import (
+    SKIP_LOCKED as _SKIP_LOCKED,
+)
+from .queue_shapes import (
+    Diagnosis,
+    delete_targets,
+    delete_vs_delete,
+    is_queue_table_name,
+    maintenance_vs_workers,
+    queue_indexes,
+)
+from .queue_shapes import (
+    inferred as _inferred,
+)
+from .queue_shapes import (
+    short as _short,
+)
+from .queue_shapes import (
+    victim_of as _victim,
+)
+from .queue_shapes import (
+    who as _who,
+)
+
+__all__ = ["Diagnosis", "diagnose", "query_kind"]
 
 _LEGACY_INDEX = ("queue_reserved_at", "queue_reserved_index", "queue_reserved")
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    pattern: str  # queue-claim-vs-delete | queue-legacy-index | queue-claim-vs-claim |
-    # queue-claim-pileup | queue-unclear | gap-insert-intention | opposite-order-rows |
-    # lock-upgrade | too-deep | ambiguous | generic
-    rules: tuple[str, ...]
-    explanation: str
-    fix: str
-
-    @property
-    def is_queue_problem(self) -> bool:
-        return self.pattern.startswith("queue-")
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "pattern": self.pattern,
-            "rules": [*self.rules],
-            "explanation": self.explanation,
-            "fix": self.fix,
-        }
 
 
 def _base(name: str) -> str:
@@ -69,7 +67,7 @@ def _queue_tables(dl: Deadlock, stmts: dict[int, Statement]) -> set[str]:
     """Queue tables by name (locks and statements), or by the shape of a claim on them."""
     names = {lk.table.lower() for lk in dl.locks if lk.table}
     names |= {s.base for s in stmts.values() if s.base}
-    out = {n for n in names if is_queue_name(n)}
+    out = {n for n in names if is_queue_table_name(n)}
     out |= {s.base for s in stmts.values() if s.base and s.claim_shape}
     return out
 
@@ -117,9 +115,18 @@ def diagnose(dl: Deadlock) -> Diagnosis:
 def _queue_shape(
     dl: Deadlock, queue: set[str], kinds: dict[int, str], legacy: list[str]
 ) -> Diagnosis | None:
+    table = _table_of(dl, queue)
+    targets = delete_targets(dl, kinds)
+    purge = [n for n, how in targets.items() if how == "range"]
+    workers = [n for n, k in kinds.items() if k in CLAIM_SIDE | DONE_SIDE and n not in purge]
+    if purge and workers:
+        return maintenance_vs_workers(dl, table, purge, workers, kinds)
     claims = [n for n, k in kinds.items() if k in CLAIM_SIDE]
     dones = [n for n, k in kinds.items() if k in DONE_SIDE]
-    table = _table_of(dl, queue)
+    dels = [n for n, how in targets.items() if how in ("id", "key")]
+    indexes = queue_indexes(dl, queue)
+    if not claims and len(dels) >= 2 and (len(set(targets.values())) > 1 or len(indexes) > 1):
+        return delete_vs_delete(dl, table, dels, targets, indexes)
     if claims and dones:
         return claim_vs_delete(dl, kinds, table, legacy)
     if legacy and (claims or dones):
@@ -131,17 +138,6 @@ def _queue_shape(
     if any(k == UNKNOWN for k in kinds.values()):
         return queue_unclear(dl, table, kinds)
     return None
-
-
-def _short(query: str | None) -> str:
-    q = " ".join((query or "?").split())
-    return q if len(q) <= MAX_SHOWN else q[:MAX_SHOWN] + "…"
-
-
-def _who(t: DeadlockTrx | None) -> str:
-    if t is None:
-        return "an unknown transaction"
-    return f"transaction ({t.n}) (thread {t.thread_id}, `{_short(t.query)}`)"
 
 
 def _table_of(dl: Deadlock, jobs: set[str]) -> str:
@@ -177,15 +173,6 @@ def _generic_shape(dl: Deadlock) -> Diagnosis:
 
 
 # --- the words: one function per shape --------------------------------------------
-
-_SKIP_LOCKED = (
-    "claim with `FOR UPDATE SKIP LOCKED` where the server has it "
-    "(MySQL 8.0.1+, MariaDB 10.6+; Laravel uses it from 6.14 / 8.69)"
-)
-
-
-def _victim(dl: Deadlock) -> DeadlockTrx | None:
-    return dl.trx(dl.victim) if dl.victim is not None else None
 
 
 def _is_pg(dl: Deadlock) -> bool:
@@ -255,10 +242,6 @@ def claim_vs_delete(
         rules = (*rules, "QU301")
         fix += " " + _legacy_fix(table, legacy)
     return Diagnosis("queue-claim-vs-delete", rules, text, fix)
-
-
-def _inferred(dl: Deadlock) -> str:
-    return "(Victim inferred, not printed.) " if dl.victim_inferred else ""
 
 
 def claim_pileup(dl: Deadlock, table: str) -> Diagnosis:
@@ -395,12 +378,20 @@ def too_deep(dl: Deadlock) -> Diagnosis:
     return Diagnosis("too-deep", (), text, fix)
 
 
+def _object(lk: DeadlockLock) -> str:
+    """What a lock is on, as far as the report names it (a PostgreSQL log without %d in its
+    prefix names no database; a transaction-id lock names no table)."""
+    if lk.table:
+        return f"{lk.db}.{lk.table}" if lk.db else lk.table
+    return lk.special or "an object the report does not name"
+
+
 def generic(dl: Deadlock) -> Diagnosis:
     waits = (
         "; ".join(
-            f"({lk.n}) waits for {lk.mode or '?'} on {lk.db}.{lk.table}"
+            f"({lk.n}) waits for {lk.mode or '?'} on {_object(lk)}"
             + (f" index {lk.index}" if lk.index else "")
-            + (f" ({lk.special})" if lk.special else "")
+            + (f" ({lk.special})" if lk.special and lk.table else "")
             for lk in _waiting(dl)
         )
         or "no waiting lock printed"

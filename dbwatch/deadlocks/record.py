@@ -5,7 +5,11 @@ keeps the parsed Deadlock only."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import replace
+
 from ..parsers.deadlock_model import Deadlock
+from ..snapshot.my import MyThread
 from ..sqlpatterns.tags import parse_tags
 from .diagnosis import diagnose
 
@@ -35,3 +39,29 @@ def deadlock_key(dl: Deadlock) -> str:
         return "trx:" + ",".join(str(i) for i in ids)
     parts = [str(i) if i is not None else f"p{t.thread_id}" for i, t in zip(ids, dl.transactions)]
     return f"{at}|{','.join(parts)}"
+
+
+def check_threads(dl: Deadlock, threads: Iterable[MyThread]) -> Deadlock:
+    """What the live server can still confirm (`deadlocks URL`): a thread that is connected now
+    under the thread id the report prints is the same session (ids are not reused while the
+    server runs), so its user must match; a transaction still open under a printed trx id runs
+    in the printed thread. A contradiction is noted, not fatal (the report may be older)."""
+    by_thread = {t.thread_id: t for t in threads}
+    by_trx = {t.trx_id: t for t in by_thread.values() if t.trx_id}
+    notes: list[str] = []
+    for t in dl.transactions:
+        now = by_thread.get(t.thread_id) if t.thread_id is not None else None
+        if now is not None and t.user and now.user and now.user != t.user:
+            notes.append(
+                f"({t.n}) thread {t.thread_id} is printed as user {t.user}, but that thread is "
+                f"connected now as {now.user}"
+            )
+        open_trx = by_trx.get(t.trx_id) if t.trx_id else None
+        if open_trx is not None and t.thread_id is not None and open_trx.thread_id != t.thread_id:
+            notes.append(
+                f"({t.n}) trx {t.trx_id} is printed in thread {t.thread_id}, but it runs now in "
+                f"thread {open_trx.thread_id}"
+            )
+    if not notes:
+        return dl
+    return replace(dl, inconsistencies=(*dl.inconsistencies, *notes[:8]))

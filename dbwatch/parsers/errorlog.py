@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 
-from dbwatch.parsers.innodb_common import MAX_LINE, is_record_dump, normalize_ts
+from dbwatch.parsers.innodb_common import is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import (
     TOO_DEEP,
     Deadlock,
@@ -23,102 +22,34 @@ from dbwatch.parsers.innodb_deadlock import (
     finish,
     new_state,
 )
+from dbwatch.parsers.innodb_logline import (
+    _SECTION_NAME,
+    _SLOW_FIRST,
+    SECTION,
+    Line,
+    PrefixMemo,
+    _is_dump,
+    _is_report_body,
+    clean,
+    is_start,
+    message_state,
+)
+
+__all__ = [
+    "CHUNK",
+    "SECTION",
+    "Line",
+    "PrefixMemo",
+    "Scanner",
+    "clean",
+    "is_start",
+    "iter_deadlocks",
+    "iter_deadlocks_bytes",
+    "open_block_start",
+    "slim",
+]
 
 MAX_BLOCK_LINES = 50_000  # a real report is a few hundred lines; beyond this, give up on it
-
-# "<ts> <thread> [Level] [MY-012469] [InnoDB] body" (MySQL 8), "<ts> <thread> [Level] InnoDB:"
-# (MariaDB, 5.7), "<ts> <hex thread> InnoDB:" (5.6), "120906  6:03:32  InnoDB:" (5.0-5.5).
-# Each optional group is tried once: no nested quantifiers, linear on any input.
-_PREFIX = re.compile(
-    r"^(\d{4}-\d{2}-\d{2}[ T] ?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-    r"|\d{6} +\d{1,2}:\d{2}:\d{2})"
-    r"(?: +(?:0x)?([0-9A-Fa-f]+)(?= |$))?(?: +\[(\w+)\])?(?: +\[(MY-\d+)\])?"
-    r"(?: +(\[InnoDB\]|InnoDB:))?"
-)
-_TAGS = re.compile(r"^(?:\[(\w+)\] *)?(?:\[(MY-\d+)\] *)?(\[InnoDB\]|InnoDB:)")
-_SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?: ")
-_MONTHS = frozenset(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-)
-_START = "deadlock detected, dumping detailed information"
-_SLOW_FIRST = frozenset("JFMASONDI")  # month names (syslog) and "InnoDB:" need clean()
-_SECTION_NAME = re.compile(r"^[A-Z][A-Z0-9 /_&(),.-]*$")
-SECTION = "LATEST DETECTED DEADLOCK"
-
-
-class Line(NamedTuple):  # a tuple: built for every prefixed line, cheaply
-    ts: str | None  # the prefix's timestamp, raw
-    thread: str | None
-    prefixed: bool  # a log-line prefix was found
-    innodb: bool  # the prefix says InnoDB wrote it
-    body: str
-
-
-def _src_suffix(body: str) -> str:
-    """MySQL 8 debug builds end a line with ' (lock0lock.cc:6496)'."""
-    if body.endswith(")") and ".cc:" in body[-40:]:
-        k = body.rfind(" (")
-        if k >= 0 and body[k + 2 : -1].split(".cc:")[-1].isdigit():
-            return body[:k]
-    return body
-
-
-@dataclass
-class PrefixMemo:
-    """The last log prefix that ended with InnoDB's tag, and its groups: a report's lines
-    repeat it, and a line that starts with it matches _PREFIX the same way (every group is
-    decided inside the prefix, the tag ends the pattern), so the regex is skipped."""
-
-    text: str = "\0"  # never the start of a line that begins with a digit
-    ts: str | None = None
-    thread: str | None = None
-
-
-def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
-    """One raw line without CR/trailing blanks, paste quoting and log prefix."""
-    line = raw[:MAX_LINE].rstrip()
-    if not line:
-        return Line(None, None, False, False, "")
-    if line[0] in " \t>":
-        line = line.lstrip(" \t>")
-        if not line:
-            return Line(None, None, False, False, "")
-    c = line[0]
-    if c in "JFMASOND" and line[:3] in _MONTHS and (m := _SYSLOG.match(line)):
-        line = line[m.end() :].lstrip()
-        if not line:
-            return Line(None, None, True, False, "")
-        c = line[0]
-    if c.isdigit():
-        if memo is not None and line.startswith(memo.text):
-            body = _src_suffix(line[len(memo.text) :].lstrip())
-            return Line(memo.ts, memo.thread, True, True, body)
-        m = _PREFIX.match(line)
-        if m:
-            body = _src_suffix(line[m.end() :].lstrip())
-            innodb = m.group(5) is not None or (m.group(4) or "").startswith("MY-0124")
-            if memo is not None and m.group(5) is not None:
-                memo.text, memo.ts, memo.thread = line[: m.end()], m.group(1), m.group(2)
-            return Line(m.group(1), m.group(2), True, innodb, body)
-    elif c == "[" or c == "I":
-        m = _TAGS.match(line)
-        if m:  # a prefix whose timestamp was lost in the paste
-            return Line(None, None, True, True, _src_suffix(line[m.end() :].lstrip()))
-    return Line(None, None, False, False, line)
-
-
-def _is_dump(body: str) -> bool:
-    """A record dump line seen after its leading blank was stripped ('0: len 4; hex …')."""
-    head = body[:14]
-    return head[:1].isdigit() and (": len " in head or ": SQL NULL" in head)
-
-
-def _is_report_body(body: str) -> bool:
-    return not body or body.startswith("***") or TOO_DEEP in body
-
-
-def is_start(body: str) -> bool:
-    return (_START in body or _START in body.lower()) if "eadlock detected" in body else False
 
 
 @dataclass
@@ -146,6 +77,13 @@ class Scanner:
     pending: Deadlock | None = None
     rule_seen: bool = False  # a dashed rule inside a report: a section header must follow
     memo: PrefixMemo = field(default_factory=PrefixMemo)
+    # The last line was a bare timestamp ("2024-09-27 18:01:00 0x7f86936af700"): the first line
+    # the printer writes after the section header. A report pasted without its header starts
+    # there, so `*** (1) TRANSACTION:` right after it opens a report even in a prefixed log.
+    bare_ts: str | None = None
+    # A printer message cut by a soft wrap ("… [InnoDB] *** (1) WAITING FOR THIS LOCK TO BE" /
+    # "GRANTED:"): held until the next line completes it or shows it was not cut.
+    partial: tuple[Line, int] | None = None
 
     @property
     def safe_offset(self) -> int | None:
@@ -153,13 +91,28 @@ class Scanner:
 
     def _taint(self, why: str) -> None:
         p = self.pending
-        if p is not None and not p.ambiguous:
+        if p is not None and not p.ambiguous and p.transactions:
+            # What follows came from the last statement's text: the last transaction's header is
+            # the printer's, its locks and the victim line may not be.
+            last = p.transactions[-1].n
             self.pending = replace(
                 p,
                 ambiguous=why,
                 victim=None,
                 victim_source="none",
-                transactions=tuple(replace(t, victim=False) for t in p.transactions),
+                transactions=tuple(
+                    replace(
+                        t, victim=False, blocked_by=None, tables=() if t.n == last else t.tables
+                    )
+                    for t in p.transactions
+                ),
+                locks=tuple(lk for lk in p.locks if lk.n != last),
+                unverified=(
+                    (
+                        f"the locks printed for transaction ({last}) and the victim line: the text "
+                        "that follows the report shows they may come from its statement"
+                    ),
+                ),
             )
 
     def _close(self) -> None:
@@ -198,6 +151,8 @@ class Scanner:
         if (
             blk is not None
             and not self.rule_seen
+            and not self.memo.wrapped
+            and self.partial is None
             and c.isalpha()
             and c not in _SLOW_FIRST
             and "eadlock detected" not in raw
@@ -215,6 +170,26 @@ class Scanner:
                 self.block.lines += 1
             return  # row contents: most of a report's bytes
         ln = clean(raw, self.memo)
+        if self.partial is not None:  # the rest of a printer message a soft wrap cut
+            if not ln.body and not ln.prefixed:
+                return  # a blank line between the two halves (blank lines doubled)
+            held, at = self.partial
+            self.partial = None
+            joined = f"{held.body} {ln.body}" if ln.body and not ln.prefixed else ""
+            state = message_state(joined) if joined else None
+            if state == "partial":
+                self.partial = (held._replace(body=joined), at)
+                return
+            if state == "complete":
+                self._feed(held._replace(body=joined), at)
+                return
+            self._feed(held, at)  # not a continuation: the held line as it was
+        elif ln.body and ln.body[0] in "*Tt" and message_state(ln.body) == "partial":
+            self.partial = (ln, offset)
+            return
+        self._feed(ln, offset)
+
+    def _feed(self, ln: Line, offset: int) -> None:
         body = ln.body
         if ln.prefixed:
             self.recognised += 1
@@ -237,14 +212,26 @@ class Scanner:
                 return
             if blk.state.at is None and ln.ts:
                 blk.state.at = normalize_ts(ln.ts)[0]
+        bare_ts = self.bare_ts
+        if body:
+            self.bare_ts = None
+        elif ln.ts and not ln.innodb:
+            self.bare_ts = ln.ts
         if (
-            body[:3] == "***"
+            body[:3] in ("***", "TOO")
             and (blk is None or blk.state.done)
-            and not self.structured
-            and body.replace(" ", "").startswith("***(1)TRANSACTION:")
+            and (
+                not self.structured
+                or bare_ts is not None
+                or ln.innodb  # the InnoDB prefix: the printer wrote it, its header was lost
+                or body.startswith(TOO_DEEP)
+            )
+            and (
+                body.replace(" ", "").startswith("***(1)TRANSACTION:") or body.startswith(TOO_DEEP)
+            )
         ):
             self.recognised += 1  # a bare report pasted without its header
-            self._open(ln.ts, None, offset)
+            self._open(bare_ts or ln.ts, None, offset)
             feed_line(self.block.state, body)  # type: ignore[union-attr]
             return
         if blk is None:
@@ -255,7 +242,7 @@ class Scanner:
                 self.recognised += 1
                 self._taint("report lines follow it outside any report")
             return
-        if self.rule_seen:
+        if self.rule_seen and body:  # blank lines (doubled, or wrapped in a prefix) carry nothing
             self.rule_seen = False
             if _SECTION_NAME.match(body):
                 self._close()  # the next status section: the report is over
@@ -286,6 +273,10 @@ class Scanner:
         return out
 
     def close(self) -> list[Deadlock]:
+        if self.partial is not None:
+            held, at = self.partial
+            self.partial = None
+            self._feed(held, at)
         self._close()
         return self.flush(quiet=True)
 

@@ -20,8 +20,13 @@ _TS = re.compile(
     r"|(\d{2})(\d{2})(\d{2})\s+(\d{1,2}):(\d{2}):(\d{2}))(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?(.*)$"
 )
 
-TRX_HEAD = _TRX_HEAD = re.compile(
+TRX_HEAD = re.compile(
     r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$"
+)
+# A deadlock section's header also accepts an id its author redacted ("TRANSACTION XXXX, ACTIVE").
+_TRX_HEAD = re.compile(
+    r"^(?:---)?TRANSACTION\s+(\d+ \d+|[0-9A-Fa-f]+|\(0x[0-9A-Fa-f]+\))\s*,?\s*(.*)$"
+    r"|^(?:---)?TRANSACTION\s+([\w*#<>.-]{1,40})\s*,\s*(.*)$"
 )
 _ACTIVE = re.compile(r"ACTIVE\s+(?:\(PREPARED\)\s+)?(\d+)\s+sec")
 _PROCESS = re.compile(r",? ?(?:process no \d+|OS thread id \d+)")
@@ -30,12 +35,17 @@ _COUNTS = re.compile(
     r"(?:, (\d+) row lock\(s\))?(?:, undo log entries (\d+))?"
 )
 _TABLES = re.compile(r"^mysql tables in use (\d+), locked (\d+)")
+# The numbers are \S+ so that a report whose author redacted them ("thread id XXX") still reads.
 _THREAD = re.compile(
-    r"^(?:MySQL|MariaDB) thread id (\d+),(?: OS thread handle [^,]*,)?\s*query id (\d+)\s?(.*)$"
+    r"^(?:MySQL|MariaDB) thread id ([^,\s]+),(?: OS thread handle [^,]*,)?\s*query id (\S+)\s?(.*)$"
 )
+# A trx id a report's author redacted: "XXXX", "xxx", "***", "<trx>", "#id".
+REDACTED_ID = re.compile(r"^[\w*#<>.-]{1,40}$")
 _IP = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)$")
 _MODE = re.compile(r"lock[_ ]mode ([A-Z][A-Z-]*)")
-_REC_HEAD = re.compile(r"^RECORD LOCKS space id (\d+) page no (\d+) n bits \d+ index ")
+# "index `name`" is printed with a blank; hand redaction sometimes eats it ("index`name`").
+_REC_HEAD = re.compile(r"^RECORD LOCKS space id (\S+) page no (\S+) n bits \S+ index ?")
+_TRX_ID_WORDS = re.compile(r"\strx\s+id\s")
 
 
 def squeeze(line: str) -> str:
@@ -88,8 +98,8 @@ def _trx_id_and_rest(tail: str) -> tuple[str, str] | None:
     if len(toks) >= 2 and toks[0].isdigit() and toks[1].isdigit():
         return f"{toks[0]} {toks[1]}", " ".join(toks[2:])
     tid = toks[0]
-    if tid.strip("0123456789abcdefABCDEF"):  # a character that is not a hex digit
-        return None
+    if tid.strip("0123456789abcdefABCDEF") and not REDACTED_ID.match(tid):
+        return None  # neither an id nor a redaction of one
     return tid, " ".join(toks[1:])
 
 
@@ -140,7 +150,7 @@ def parse_trx_header(line: str) -> TrxHeader | None:
     m = _TRX_HEAD.match(line[:MAX_LINE])
     if not m:
         return None
-    raw_id, rest = m.group(1), m.group(2)
+    raw_id, rest = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
     trx_id = None if raw_id.startswith("(") else norm_trx_id(raw_id)
     active, state = parse_trx_state(rest)
     return TrxHeader(trx_id, active, state)
@@ -195,9 +205,10 @@ def parse_thread(line: str) -> dict[str, Any] | None:
             _WHO.clear()
         who = _WHO[tail] = _parse_who(tail)
     host, ip, user, state = who
+    thread, query = m.group(1), m.group(2)
     return {
-        "thread_id": int(m.group(1)),
-        "query_id": int(m.group(2)),
+        "thread_id": int(thread) if thread.isdigit() else None,
+        "query_id": int(query) if query.isdigit() else None,
         "host": host,
         "ip": ip,
         "user": user,
@@ -208,9 +219,35 @@ def parse_thread(line: str) -> dict[str, Any] | None:
 _WHO: dict[str, tuple[str | None, str | None, str | None, str | None]] = {}
 
 
+# Thread states (proc_info) a deadlock report prints after the user, lower case. When a
+# report's author removed the host or the user, the state is recognised from the end instead of
+# being taken for a user name.
+_STATES = frozenset(
+    (
+        "updating", "update", "sending data", "statistics", "starting", "executing", "init",
+        "end", "optimizing", "preparing", "searching rows for update", "sending to client",
+        "system lock", "opening tables", "query end", "closing tables", "freeing items",
+        "cleaning up", "checking permissions", "creating sort index", "sorting result",
+        "copying to tmp table", "removing tmp table", "deleting", "deleting from main table",
+        "deleting from reference tables", "updating main table", "updating reference tables",
+        "unlocking tables", "locked", "insert", "inserting", "writing to net", "reading from net",
+        "logging slow query", "after create", "creating table", "altering table", "rolling back",
+        "commit", "starting cleanup", "waiting for handler commit", "fetching rows",
+    )
+)  # fmt: skip
+
+
 def _parse_who(tail: str) -> tuple[str | None, str | None, str | None, str | None]:
     """(host, ip, user, state) after the query id; the same few tails repeat per server."""
     toks = tail.split()
+    state = None
+    for k in range(min(len(toks), 5), 0, -1):  # the longest known state at the end
+        said = " ".join(toks[-k:])
+        low = said.lower()
+        if low in _STATES or low.startswith("waiting for "):
+            state, toks = said, toks[:-k]
+            break
+    toks = [t if t.strip(".…*#xX") else "" for t in toks]  # "...", "xxx": redacted
     host = ip = user = None
     i = 0
     if toks:
@@ -219,7 +256,8 @@ def _parse_who(tail: str) -> tuple[str | None, str | None, str | None, str | Non
             ip, i = toks[1], 2
         if i < len(toks):
             user, i = toks[i], i + 1
-    return host, ip, user, " ".join(toks[i:]) or None
+    rest = " ".join(toks[i:]) or None
+    return host or None, ip, user or None, state or rest
 
 
 def _unquote(ident: str) -> str:
@@ -289,6 +327,16 @@ def _lock_flags(rest: str) -> dict[str, Any]:
     }
 
 
+def _find_trx_id(line: str, start: int) -> tuple[int, int]:
+    """(start, end) of ' trx id ' in a lock line; a blank doubled or a tab by hand editing
+    ("trx  id") is found by a linear regex when the plain search fails."""
+    c = line.find(" trx id ", start)
+    if c >= 0:
+        return c, c + 8
+    m = _TRX_ID_WORDS.search(line, start)
+    return (m.start(), m.end()) if m else (-1, -1)
+
+
 def parse_lock_line(line: str) -> dict[str, Any] | None:
     """A 'RECORD LOCKS ...' or 'TABLE LOCK ...' line as a dict, else None."""
     line = squeeze(line[:MAX_LINE].strip())
@@ -299,15 +347,19 @@ def parse_lock_line(line: str) -> dict[str, Any] | None:
             return None
         a = m.end()
         b = line.find(" of table ", a)
-        c = line.find(" trx id ", b + 1) if b >= 0 else -1
-        tail = _trx_id_and_rest(line[c + 8 :]) if c >= 0 else None
+        if b < 0:
+            b = line.find("of table ", a)  # "index`name`of table": the blank lost too
+            b = b - 1 if b > a else -1
+        c, d = _find_trx_id(line, b + 1) if b >= 0 else (-1, -1)
+        tail = _trx_id_and_rest(line[d:]) if c >= 0 else None
         if tail is None:
             return None
         db, table = split_table(line[b + 10 : c])
+        space, page = m.group(1), m.group(2)
         out = {
             "lock_type": "RECORD",
-            "space_id": int(m.group(1)),
-            "page_no": int(m.group(2)),
+            "space_id": int(space) if space.isdigit() else None,
+            "page_no": int(page) if page.isdigit() else None,
             "index": _unquote(line[a:b]),
             "db": db,
             "table": table,
@@ -316,8 +368,8 @@ def parse_lock_line(line: str) -> dict[str, Any] | None:
         out.update(_lock_flags(tail[1]))
         return out
     if line.startswith("TABLE LOCK table "):
-        c = line.find(" trx id ", 17)
-        tail = _trx_id_and_rest(line[c + 8 :]) if c >= 0 else None
+        c, d = _find_trx_id(line, 17)
+        tail = _trx_id_and_rest(line[d:]) if c >= 0 else None
         if tail is None:
             return None
         db, table = split_table(line[17:c])

@@ -1,6 +1,7 @@
-"""One InnoDB deadlock report (status section or error-log block) -> Deadlock.
+"""One InnoDB deadlock report (status section or error-log block) -> Deadlock, line by line.
 
-Reads MySQL 5.0-9.x and MariaDB spellings line by line; never raises.
+Follows the grammar the servers' printers produce, written down per version with its quirks in
+docs/deadlock-grammar-innodb.md; lines outside it are named (Deadlock.unparsed). Never raises.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ from dbwatch.parsers.innodb_common import (
     parse_trx_header,
     squeeze,
 )
+from dbwatch.parsers.innodb_report import build, lock_from
+from dbwatch.parsers.innodb_wrap import (
+    FRAGMENTS,
+    LOCK_FIRST,
+    continues_lock,
+    header_tail,
+    is_lock_detail,
+)
 
 __all__ = [
     "TOO_DEEP",
@@ -31,6 +40,7 @@ __all__ = [
     "DeadlockTrx",
     "feed_line",
     "finish",
+    "lock_from",
     "new_state",
     "parse_deadlock_lines",
 ]
@@ -39,26 +49,34 @@ MAX_TRX = 64  # a cycle longer than this is not printed by any server anyway
 MAX_LOCKS = 1_000
 
 _STAR_TRX = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?TRANSACTION:")
-_STAR_WAIT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?WAITING FOR THIS LOCK TO BE GRANTED")
-_STAR_HOLDS = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?HOLDS THE LOCK\(S\)")
-_STAR_CONFLICT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?CONFLICTING WITH")
+# Matched on their first words: a soft wrap may put the rest ("TO BE GRANTED:") on the next line.
+_STAR_WAIT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?WAITING FOR(?: |$)")
+_STAR_HOLDS = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?HOLDS THE(?: |$)")
+_STAR_CONFLICT = re.compile(r"^\*\*\* ?(?:\((\d+)\) ?)?CONFLICTING(?: |$)")
 _VICTIM = re.compile(r"^\*\*\* ?WE ROLL BACK TRANSACTION \((\d+)\)")
 _ROLES = (
-    (_STAR_WAIT, "WAITING FOR THIS LOCK", "waiting"),
-    (_STAR_HOLDS, "HOLDS THE LOCK", "holds"),
-    (_STAR_CONFLICT, "CONFLICTING WITH", "conflicting"),
+    (_STAR_WAIT, "WAITING FOR", "waiting"),
+    (_STAR_HOLDS, "HOLDS THE", "holds"),
+    (_STAR_CONFLICT, "CONFLICTING", "conflicting"),
 )
 _STRUCT_START = ("***", "RECORD LOCKS", "TABLE LOCK", "TRANSACTION ", "LOCK WAIT ")
-TOO_DEEP = "TOO DEEP OR LONG SEARCH IN THE LOCK TABLE WAITS-FOR GRAPH"
+TOO_DEEP = "TOO DEEP OR LONG SEARCH"  # "… IN THE LOCK TABLE WAITS-FOR GRAPH, WE WILL ROLL BACK …"
+
+
+MAX_RAW_LINES = 2_000  # report lines kept, to show the sections that cannot be verified
+MAX_UNPARSED = 16
 
 
 @dataclass
 class _Trx:
     n: int
+    numbered: bool = True  # `*** (n) TRANSACTION:`; TOO DEEP prints `*** TRANSACTION:`
     fields: dict[str, Any] = field(default_factory=dict)
     query: list[str] = field(default_factory=list)
     query_len: int = 0
     in_query: bool = False
+    suspect: bool = False  # a structural problem was seen inside this section
+    start: int = 0  # index in _State.raw of this section's first line
 
 
 @dataclass
@@ -73,56 +91,98 @@ class _State:
     done: bool = False  # the victim line was read: anything structural after it is suspect
     problems: list[str] = field(default_factory=list)
     roles_seen: set[tuple[int, str]] = field(default_factory=set)
+    unparsed: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)  # the report's lines from its first section
+    # How often each (n, role) marker was printed, whatever section it sits in: a second one
+    # means the two readings (structure or query text) disagree on that transaction's locks.
+    role_count: dict[tuple[int, str], int] = field(default_factory=dict)
+    elided: int = 0  # lines the report's author replaced by "..."
+    pending: str = ""  # a lock line that did not parse: perhaps wrapped onto the next line
 
-    def suspect(self, why: str) -> None:
+    # How many sections' `*** (n) TRANSACTION:` markers were read before the first doubt: those
+    # markers are the printer's in every reading of the report.
+    doubt_at: int | None = None
+
+    def count(self, key: tuple[int, str]) -> None:
+        if key in self.role_count or len(self.role_count) < 256:  # bounded: numbers are text
+            self.role_count[key] = self.role_count.get(key, 0) + 1
+        else:
+            self.suspect("too many report markers")
+
+    def suspect(self, why: str, at_marker: bool = False) -> None:
+        """A structural problem; `at_marker`: raised by the section marker just read."""
         if len(self.problems) < 8:
             self.problems.append(why)
+        if self.trxs:
+            self.trxs[-1].suspect = True
+        if self.doubt_at is None:
+            self.doubt_at = len(self.trxs) - (1 if at_marker else 0)
+
+    def unknown(self, line: str) -> None:
+        """A line the printers do not produce here: kept (bounded) to be shown; an author's
+        elision ("...", "[…]") is counted instead."""
+        if not line.strip(" .…[]()"):
+            self.elided += 1
+        elif len(self.unparsed) < MAX_UNPARSED:
+            self.unparsed.append(line.strip()[:200])
 
 
-def _on_star(st: _State, line: str) -> None:
-    """`*** …` lines. Query text is data: a marker out of sequence, repeated, or after
-    the victim line can only come from text inside a query, so the report is suspect."""
+def _on_star(st: _State, line: str) -> bool:
+    """`*** …` lines; False if it is no marker (then it is text: a wrapped `***` redaction).
+    Query text is data: a marker out of sequence, repeated, or after the victim line can only
+    come from text inside a query, so the report is suspect."""
     # Each regex needs its literal: a substring test first skips the ones that cannot match.
     m = _STAR_TRX.match(line) if "TRANSACTION:" in line else None
     if m:
+        n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
+        st.count((n, "transaction"))
         if st.done:
             st.suspect("a transaction section after the victim line")
-            return
-        n = int(m.group(1)) if m.group(1) else len(st.trxs) + 1
-        if n != len(st.trxs) + 1:
-            st.suspect(f"transaction ({n}) out of sequence")
+            return True
         if len(st.trxs) < MAX_TRX:
-            st.trxs.append(_Trx(n))
+            st.trxs.append(_Trx(n, numbered=m.group(1) is not None, start=len(st.raw)))
+        if n != len(st.trxs):
+            st.suspect(f"transaction ({n}) out of sequence", at_marker=True)
+        elif st.too_deep and len(st.trxs) > 1:  # TOO DEEP prints one `*** TRANSACTION:`
+            st.suspect(f"transaction ({n}) in a TOO DEEP report", at_marker=True)
+        elif not m.group(1) and not st.too_deep:
+            st.suspect("an unnumbered transaction section outside a TOO DEEP report", True)
         st.role = ""
-        return
-    if st.trxs:
-        st.trxs[-1].in_query = False
+        return True
     for rx, word, role in _ROLES:
         m = rx.match(line) if word in line else None
         if m:
+            if st.trxs:
+                st.trxs[-1].in_query = False
+            cur = st.trxs[-1].n if st.trxs else 0
+            said = (int(m.group(1)) if m.group(1) else cur, role)
+            st.count(said)
             if not st.trxs:
                 st.suspect(f"a {role} section before any transaction")
             if st.done:
                 st.suspect(f"a {role} section after the victim line")
-                return
-            cur = st.trxs[-1].n if st.trxs else 0
+                return True
             if m.group(1) and int(m.group(1)) != cur:
                 st.suspect(f"({m.group(1)}) {role} section inside transaction ({cur})")
             if (cur, role) in st.roles_seen:
                 st.suspect(f"two {role} sections for transaction ({cur})")
             st.roles_seen.add((cur, role))
             st.role = role
-            return
+            return True
     m = _VICTIM.match(line) if "WE ROLL BACK" in line else None
-    if m:
-        if not st.trxs:
-            st.suspect("a victim line before any transaction")
-        if st.done:
-            st.suspect("two victim lines")
-            return
-        st.victim = int(m.group(1))
-        st.role = ""
-        st.done = True
+    if m is None:
+        return False
+    if st.trxs:
+        st.trxs[-1].in_query = False
+    if not st.trxs:
+        st.suspect("a victim line before any transaction")
+    if st.done:
+        st.suspect("two victim lines")
+        return True
+    st.victim = int(m.group(1))
+    st.role = ""
+    st.done = True
+    return True
 
 
 def _on_lock(st: _State, lock: dict[str, Any]) -> None:
@@ -137,10 +197,6 @@ def _on_lock(st: _State, lock: dict[str, Any]) -> None:
         return
     if not st.role:
         st.suspect(f"a lock line inside transaction ({cur.n})'s header or query")
-    elif st.role != "conflicting":
-        own = cur.fields.get("trx_id")
-        if own and lock["trx_id"] != own:
-            st.suspect(f"a lock of trx {lock['trx_id']} listed under transaction ({cur.n})")
     cur.in_query = False
     lock["owner_n"] = cur.n
     lock["role"] = st.role
@@ -156,8 +212,10 @@ def _on_body(st: _State, line: str) -> None:
         hd = parse_trx_header(line)
         if hd is not None:
             f.update(trx_id=hd.trx_id, active_seconds=hd.active_seconds, state=hd.state)
+            f["_last"] = line
             return
     if "thread_id" not in f:
+        last = f.pop("_last", None)
         if line.startswith("mysql tables in use"):
             tu = parse_tables_in_use(line)
             if tu:
@@ -166,27 +224,40 @@ def _on_body(st: _State, line: str) -> None:
         counts = parse_counts(line)
         if counts is not None:
             f.update(counts)
+            f["_last"] = line
             return
-        th = parse_thread(line)
+        if last is not None and header_tail(f, last, line):
+            return
+        pending = f.pop("_thread", None)
+        th = parse_thread(pending + " " + line if pending else line)
         if th is not None:
             f.update(th)
             cur.in_query = True
             return
+        if pending is None and line.startswith(("MySQL thread id", "MariaDB thread id")):
+            f["_thread"] = line  # cut by a soft wrap: read with the next line
+            return
+        if pending is not None:
+            st.unknown(pending)
     if line.startswith("Record lock, heap no ") and st.locks:
         heaps = st.locks[-1]["heap_nos"]
         num = line[21:].split(" ", 1)[0]
         if len(heaps) < 16 and num.isdigit():
             heaps.append(int(num))
         return
-    if cur.in_query and cur.query_len < MAX_QUERY:
-        cur.query.append(line)
-        cur.query_len += len(line) + 1
+    if cur.in_query:
+        if cur.query_len < MAX_QUERY:
+            cur.query.append(line)
+            cur.query_len += len(line) + 1
+        return
+    if not is_lock_detail(line):
+        st.unknown(line)
 
 
 def feed_line(st: _State, raw: str) -> None:
     """Consume one line of a deadlock report (already stripped of any log prefix)."""
     line = raw[:MAX_LINE].rstrip()
-    if TOO_DEEP in line:
+    if not st.trxs and TOO_DEEP in line:  # the report's first line; later, it is query text
         st.too_deep = True
     if not st.seen_first and line.strip():
         st.seen_first = True
@@ -194,18 +265,48 @@ def feed_line(st: _State, raw: str) -> None:
         if at is not None:
             st.at = st.at or at
             return
+    if st.trxs and len(st.raw) < MAX_RAW_LINES:  # after the victim line too (unverified text)
+        st.raw.append(line)
     head = line.lstrip()
-    if head[:1] == "*" and head.startswith("***"):
-        _on_star(st, squeeze(head))
+    if head[:1] == "*" and head.startswith("***") and _on_star(st, squeeze(head)):
         return
     if not head:
         return
+    if st.pending:  # a lock line cut by a soft wrap: joined with its continuation
+        pending, st.pending = st.pending, ""
+        lock = parse_lock_line(pending + " " + head)
+        if lock is not None:
+            lock["raw"] = pending + " " + head
+            _on_lock(st, lock)
+            return
+        st.unknown(pending)
     if head[0] in "RT" and head.startswith(("RECORD LOCKS", "TABLE LOCK")):
         lock = parse_lock_line(head)
         if lock is not None:
+            lock["raw"] = head
             _on_lock(st, lock)
+        elif st.trxs and not st.trxs[-1].in_query and not st.done:
+            st.pending = head  # joined with the next line, or named as unparsed
         return
-    if not st.trxs or (line[0] == " " and is_record_dump(line)):
+    if (
+        head[0] in LOCK_FIRST
+        and st.locks
+        and st.role
+        and not st.trxs[-1].in_query
+        and continues_lock(head)
+    ):
+        last = st.locks[-1]
+        again = parse_lock_line(last["raw"] + " " + head)
+        if again is not None:
+            for k in ("mode", "special", "insert_intention", "waiting"):
+                last[k] = again[k]
+            last["raw"] += " " + head
+            return
+    if line[0] == " " and is_record_dump(line):
+        return
+    if not st.trxs:
+        if TOO_DEEP not in line and not any(f in line for f in FRAGMENTS):
+            st.unknown(line)
         return
     if st.done:
         if head.startswith(_STRUCT_START) or head.startswith(("MySQL thread", "MariaDB thread")):
@@ -232,132 +333,4 @@ def parse_deadlock_lines(lines: Iterable[str], at: str | None = None) -> Deadloc
 
 def finish(st: _State, live_trx_ids: frozenset[str] | None = None) -> Deadlock | None:
     """Build the Deadlock; `live_trx_ids` (from TRANSACTIONS) helps pick the victim."""
-    if not st.trxs:
-        return None
-    by_id = {t.fields.get("trx_id"): t.n for t in st.trxs if t.fields.get("trx_id")}
-    if st.victim and st.victim not in {t.n for t in st.trxs}:
-        st.suspect(f"the victim ({st.victim}) is not one of the transactions printed")
-    for t in st.trxs:
-        if t.n == st.victim and "trx_id" not in t.fields:
-            # Every printed transaction has its `TRANSACTION <id>` line: a victim without
-            # one is a `*** (n) TRANSACTION:` marker from query text, never a transaction.
-            st.suspect(f"the victim ({t.n}) has no transaction header")
-    locks = _build_locks(st, by_id)
-    victim, source = _pick_victim(st, live_trx_ids)
-    ambiguous = "; ".join(dict.fromkeys(st.problems)) or None
-    if ambiguous:
-        victim, source = None, "none"
-    trxs = []
-    for t in st.trxs:
-        f = t.fields
-        tables = tuple(
-            dict.fromkeys(
-                f"{lk.db}.{lk.table}" if lk.db else str(lk.table)
-                for lk in locks
-                if lk.n == t.n and lk.table
-            )
-        )
-        query = "\n".join(t.query).strip()[:MAX_QUERY] or None
-        trxs.append(
-            DeadlockTrx(
-                n=t.n,
-                trx_id=f.get("trx_id"),
-                thread_id=f.get("thread_id"),
-                user=f.get("user"),
-                host=f.get("host"),
-                query=query,
-                active_seconds=f.get("active_seconds"),
-                lock_structs=f.get("lock_structs"),
-                row_locks=f.get("row_locks"),
-                undo_entries=f.get("undo_entries"),
-                tables=tables,
-                victim=t.n == victim,
-                state=f.get("state") or None,
-                query_id=f.get("query_id"),
-                ip=f.get("ip"),
-                tables_in_use=f.get("tables_in_use"),
-                tables_locked=f.get("tables_locked"),
-            )
-        )
-    return Deadlock(
-        at=st.at,
-        victim=victim,
-        transactions=tuple(trxs),
-        locks=locks,
-        too_deep=st.too_deep,
-        truncated=st.victim is None and not st.too_deep,
-        printed_victim=st.victim,
-        victim_source=source,
-        ambiguous=ambiguous,
-    )
-
-
-def _build_locks(st: _State, by_id: dict[Any, int]) -> tuple[DeadlockLock, ...]:
-    """Attribute each lock to its transaction; MariaDB's CONFLICTING WITH lists the
-    other transaction's locks, so ownership goes by trx id (0: not in the report)."""
-    out: list[DeadlockLock] = []
-    for lk in st.locks:
-        owner = by_id.get(lk["trx_id"])
-        if owner is None:
-            owner = 0 if lk["role"] == "conflicting" else lk["owner_n"]
-        waiting = lk["waiting"] or lk["role"] == "waiting"
-        out.append(lock_from(lk, owner, waiting, tuple(lk["heap_nos"])))
-    return tuple(dict.fromkeys(out))
-
-
-def _weight(t: _Trx) -> tuple[int, int]:
-    """InnoDB rolls back the lighter transaction (undo entries + locks); ties -> (1)."""
-    f = t.fields
-    return (f.get("undo_entries") or 0) + (f.get("lock_structs") or 0), t.n
-
-
-def _pick_victim(st: _State, live: frozenset[str] | None) -> tuple[int | None, str]:
-    """The printed number, checked against the live transaction list when we have it.
-
-    A rolled-back transaction's id never appears again, so a deadlock transaction
-    still listed under TRANSACTIONS cannot be the victim. MariaDB printed "(0)"
-    (MDEV-29187) in some releases; then the one transaction gone from the list is
-    the victim, else the lightest one, which is what InnoDB itself picks.
-    """
-    ns = {t.n: t for t in st.trxs}
-    printed = st.victim
-    if printed is None and st.too_deep and len(st.trxs) == 1:
-        return st.trxs[0].n, "printed"
-    gone = [
-        t
-        for t in st.trxs
-        if live is not None and t.fields.get("trx_id") and t.fields["trx_id"] not in live
-    ]
-    if printed in ns:
-        tid = ns[printed].fields.get("trx_id")
-        if live is not None and tid in live and gone:
-            return min(gone, key=_weight).n, "transactions-list"
-        return printed, "printed"
-    if printed is None:
-        return None, "none"
-    if len(gone) == 1:
-        return gone[0].n, "transactions-list"
-    pool = gone or st.trxs
-    return min(pool, key=_weight).n, "weight"
-
-
-def lock_from(
-    lk: dict[str, Any], n: int, waiting: bool, heap_nos: tuple[int, ...] = ()
-) -> DeadlockLock:
-    """A DeadlockLock from a parsed lock line's fields (deadlock sections and the
-    TRANSACTIONS list share the line format)."""
-    return DeadlockLock(
-        n=n,
-        waiting=waiting,
-        mode=lk["mode"],
-        db=lk["db"],
-        table=lk["table"],
-        index=lk["index"],
-        special=lk["special"],
-        insert_intention=lk["insert_intention"],
-        lock_type=lk["lock_type"],
-        trx_id=lk["trx_id"],
-        space_id=lk["space_id"],
-        page_no=lk["page_no"],
-        heap_nos=heap_nos,
-    )
+    return build(st, live_trx_ids)

@@ -8,7 +8,7 @@ swallows the next one. Untrusted input: never raises, lengths are bounded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dbwatch.parsers.innodb_common import normalize_ts
@@ -143,6 +143,24 @@ def _section_text(lines: list[str], a: int, b: int) -> str:
     return "\n".join(lines[a:b])
 
 
+def _check_counter(dl: Deadlock, counter: object) -> Deadlock:
+    """Every transaction id the server printed is below its trx id counter (ids are handed out
+    from it): one that is not did not come from this server's report as printed."""
+    top = str(counter or "")
+    if not top.isdigit():
+        return dl
+    beyond = [
+        t for t in dl.transactions if t.trx_id and t.trx_id.isdigit() and int(t.trx_id) >= int(top)
+    ]
+    if not beyond:
+        return dl
+    said = ", ".join(f"({t.n}) {t.trx_id}" for t in beyond)
+    note = (
+        f"trx id {said} not below the server's trx id counter {top}: not as the server printed it"
+    )
+    return replace(dl, inconsistencies=(*dl.inconsistencies, note))
+
+
 def _monitor_time(lines: list[str]) -> str | None:
     for line in lines[:40]:
         if "INNODB MONITOR OUTPUT" in line and END not in line:
@@ -178,6 +196,8 @@ def parse_status(text: str) -> InnodbStatus:
         for k in range(a, b):
             feed_line(st, lines[k])
         deadlock = finish(st, live)
+        if deadlock is not None:
+            deadlock = _check_counter(deadlock, trx_info.get("trx_id_counter"))
     fk = None
     if FK_ERROR in bounds:
         body = sections[FK_ERROR].strip()

@@ -147,3 +147,41 @@ def classify(query: str | None) -> Statement:
     if verb in ("insert", "replace"):
         return Statement(OTHER, _word_after(toks, "into"), False, False, False)
     return Statement(UNKNOWN if len(toks) < 3 else OTHER, None, locking, skip, False)
+
+
+# Columns a purge/archive run selects finished or old jobs by (a range, not one job).
+_MAINTENANCE_COLUMNS = (
+    "finished_at",
+    "completed_at",
+    "created_at",
+    "updated_at",
+    "failed_at",
+    "processed_at",
+    "done_at",
+    "delivered_at",
+    "scheduled_at",
+    "status",
+    "state",
+)
+
+
+def delete_target(query: str | None) -> str | None:
+    """How a DELETE picks its rows: "id" (one job by primary key), "key" (by another
+    equality, e.g. a unique message key), "range" (a purge or archive run: a range or a
+    finished/old-job condition), None if not readable: no WHERE is read as a statement the
+    server cut (it prints about 3 KB), not as a purge of the whole table."""
+    q = normalize(query)
+    if not q.startswith("delete "):
+        return None
+    where = _between(q, " where ", (" order by ", " limit ", " returning "))
+    if not where:
+        return None
+    if _by_id(where) or " id in " in f" {where}" or where.startswith("id in "):
+        return "id"
+    toks = where.split()
+    ranged = any(t in ("<", "<=", ">", ">=", "between", "not") for t in toks) or "<" in where
+    if ranged or any(c in where for c in _MAINTENANCE_COLUMNS):
+        return "range"
+    if len(toks) == 3 and toks[1] == "=":
+        return "key"
+    return "key" if " and " in where and "=" in where else None

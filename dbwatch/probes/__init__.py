@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,18 @@ from ..snapshot import CoverageGap, ProbeFailure, Snapshot
 from ..snapshot.sections import build as build_section
 from ..targets import Connection, scrub
 from ..targets.version import FLAVOURS, ServerVersion
+from .share import (
+    _CYCLE,
+    _SHARED,
+    CATALOG_MAX_AGE,
+    ProbeCache,
+    SharedProbes,
+    _Cycle,
+    catalog_cached,
+    per_server,
+)
+
+__all__ = ["CATALOG_MAX_AGE", "ProbeCache", "SharedProbes", "catalog_cached", "per_server"]
 
 log = logging.getLogger(__name__)
 SQL_DIR = Path(__file__).with_name("sql")
@@ -71,60 +82,6 @@ def probe(
         return fn
 
     return deco
-
-
-class SharedProbes:
-    """Results of server-wide probes shared by the targets of one server (and user) for
-    `ttl` seconds: 2,000 databases of one cluster read pg_stat_activity once, not 2,000 times.
-    One caller runs a probe while the others wait for its result (single flight)."""
-
-    def __init__(self, ttl: float) -> None:
-        self.ttl = ttl
-        self._lock = threading.Lock()
-        self._items: dict[tuple[str, str], tuple[float, object]] = {}
-        self._running: dict[tuple[str, str], threading.Event] = {}
-        self.hits = 0
-        self.runs = 0
-
-    def get_or_run(self, key: str, name: str, run: Callable[[], object]) -> object:
-        k = (key, name)
-        while True:
-            with self._lock:
-                hit = self._items.get(k)
-                if hit is not None and time.monotonic() - hit[0] <= self.ttl:
-                    self.hits += 1
-                    return hit[1]
-                busy = self._running.get(k)
-                if busy is None:
-                    self._running[k] = threading.Event()
-                    break
-            busy.wait(30.0)
-        try:
-            data = run()  # a ProbeError propagates to this caller; the next one retries
-            with self._lock:
-                self._items[k] = (time.monotonic(), data)
-                self.runs += 1
-            return data
-        finally:
-            with self._lock:
-                self._running.pop(k).set()
-
-
-class ProbeCache:
-    """Per-target results of slow-changing probes (catalog reads), kept by the daemon so a
-    15 s cycle does not rescan information_schema on a server with thousands of tables."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, tuple[float, object]] = {}
-
-    def get(self, name: str, ttl: float) -> object:
-        hit = self._items.get(name)
-        if hit is None or time.monotonic() - hit[0] > ttl:
-            return None
-        return hit[1]
-
-    def put(self, name: str, data: object) -> None:
-        self._items[name] = (time.monotonic(), data)
 
 
 @cache
@@ -196,13 +153,21 @@ class ProbeStats:
     per_probe: dict[str, float] = field(default_factory=dict)
 
 
+_LOADED = False
+
+
 def _load_all() -> None:
-    """Import every probe module in this package so its probes register."""
+    """Import every probe module in this package so its probes register (once: listing the
+    package from disk every cycle cost more than the cycle's own work)."""
+    global _LOADED
+    if _LOADED:
+        return
     import importlib
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
+    _LOADED = True
 
 
 def run_probes(
@@ -220,6 +185,25 @@ def run_probes(
     `shared` (the daemon: store and server key), server-wide probes run once per server.
     Probes not started within the time budget are left None and listed as gaps (DW002)."""
     _load_all()
+    token = _SHARED.set(shared)
+    cycle = _CYCLE.set(_Cycle(conn, cache))
+    try:
+        return _run_probes(conn, target, needs, stats, config, cache, budget, shared)
+    finally:
+        _CYCLE.reset(cycle)
+        _SHARED.reset(token)
+
+
+def _run_probes(
+    conn: Connection,
+    target: str,
+    needs: Iterable[str],
+    stats: ProbeStats | None,
+    config: Config | None,
+    cache: ProbeCache | None,
+    budget: float,
+    shared: tuple[SharedProbes, str] | None,
+) -> Snapshot:
     started = time.time()
     sections: dict[str, object] = {}
     failures: list[ProbeFailure] = []
@@ -240,8 +224,10 @@ def run_probes(
             continue
         t0 = time.perf_counter()
         data: object
+        typed = False
         try:
             if shared is not None and p.server_wide:
+                typed = True
                 store, key = shared
                 # built inside the single flight: every target shares the same typed rows
                 data = store.get_or_run(key, name, partial(_built, name, p, conn, config))
@@ -276,7 +262,8 @@ def run_probes(
             grant = data.grant or (p.grant if data.privilege else None)
             failures.append(ProbeFailure(name, data.message, grant, data.privilege, data.fix))
             data, complete = data.data, False
-        data = build_section(name, data)  # typed rows, once, at the probe boundary
+        if not typed:  # shared results were typed once, inside the single flight
+            data = build_section(name, data)  # typed rows, once, at the probe boundary
         if cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data

@@ -6,10 +6,12 @@ Extra sessions (other databases, a standby's primary) are opened one at a time a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from ..config import Config, TargetConfig
@@ -28,7 +30,7 @@ from ..snapshot.pg import (
 from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
-from . import Covered, PartialResult, jsonable, probe, sql
+from . import Covered, PartialResult, jsonable, per_server, probe, sql
 from .postgresql import session_rows
 
 R = TypeVar("R", bound=FromRow)
@@ -61,11 +63,36 @@ def _targets(config: object) -> tuple[TargetConfig, ...]:
     return config.targets if isinstance(config, Config) else ()
 
 
-def _target_config(config: object, name: str) -> TargetConfig | None:
+@dataclasses.dataclass(frozen=True)
+class _Index:
+    """A config's targets by name and by the primary they name (held with the config: a
+    fleet of 2,000 targets is not walked twice per target and cycle)."""
+
+    config: object
+    by_name: dict[str, TargetConfig]
+    standbys: dict[str, tuple[TargetConfig, ...]]
+
+
+_INDEX: list[_Index] = []
+
+
+def _index(config: object) -> _Index:
+    last = _INDEX[-1] if _INDEX else None
+    if last is not None and last.config is config:
+        return last
+    by_name: dict[str, TargetConfig] = {}
+    standbys: dict[str, list[TargetConfig]] = {}
     for t in _targets(config):
-        if t.name == name:
-            return t
-    return None
+        by_name.setdefault(t.name, t)
+        if t.primary:
+            standbys.setdefault(t.primary, []).append(t)
+    made = _Index(config, by_name, {k: tuple(v) for k, v in standbys.items()})
+    _INDEX[:] = [made]
+    return made
+
+
+def _target_config(config: object, name: str) -> TargetConfig | None:
+    return _index(config).by_name.get(name)
 
 
 @contextmanager
@@ -126,25 +153,47 @@ def _peer(config: object, name: str, fetch: Callable[[Connection, str], PgPeer])
         return PgPeer(name, error=str(exc))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Local:
+    """The server's own horizon holders but the backends: the same for every target of it."""
+
+    instance: PgInstance
+    prepared: tuple[PgPrepared, ...]
+    slots: tuple[PgSlot, ...]
+    replication: tuple[PgReplication, ...]
+
+
+def _local(conn: Connection) -> _Local:
+    return _Local(
+        _instance(conn),
+        _horizon_rows(conn, "horizon_prepared", PgPrepared),
+        _horizon_rows(conn, "horizon_slots", PgSlot),
+        _horizon_rows(conn, "horizon_replication", PgReplication),
+    )
+
+
 @probe("pg.horizon", "postgresql", grant=MONITOR_GRANT, with_config=True)
 def horizon(conn: Connection, config: object = None) -> PgHorizon:
-    """Every kind of horizon holder but the backends, once per target (the horizon is per
-    instance): the backends are the pg.sessions rows, read once per cycle."""
-    inst = _instance(conn)
+    """Every kind of horizon holder but the backends (the horizon is per instance): the
+    backends are the pg.sessions rows, read once per cycle. The instance's own holders are
+    read once per server by the daemon (per_server); the peers are this target's own."""
+    local = per_server("pg.horizon:local", partial(_local, conn))
+    if not isinstance(local, _Local):  # per_server returns what _local returned
+        raise TypeError("pg.horizon: shared read of another type")
+    inst = dataclasses.replace(local.instance, database=opt_str(getattr(conn, "database", None)))
     primary, standbys = None, []
     me = _target_config(config, conn.spec.name)
     if inst.in_recovery:
         if me is not None and me.primary:
             primary = _peer(config, me.primary, _primary_view)
     else:
-        for peer in _targets(config):
-            if peer.primary == conn.spec.name:
-                standbys.append(_peer(config, peer.name, _standby_view))
+        for peer in _index(config).standbys.get(conn.spec.name, ()):
+            standbys.append(_peer(config, peer.name, _standby_view))
     return PgHorizon(
         instance=inst,
-        prepared=_horizon_rows(conn, "horizon_prepared", PgPrepared),
-        slots=_horizon_rows(conn, "horizon_slots", PgSlot),
-        replication=_horizon_rows(conn, "horizon_replication", PgReplication),
+        prepared=local.prepared,
+        slots=local.slots,
+        replication=local.replication,
         primary=primary,
         standbys=tuple(standbys),
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..snapshot import CoverageGap
 from ..snapshot.pg import PgSession
 from ..snapshot.queues import QueueIndex
 from ..snapshot.values import as_row
 from ..targets import Connection
+from ..targets.own import OWN_SESSIONS
 from . import Covered, PartialResult, jsonable, probe, sql
 
 SESSION_LIMIT = 5000
@@ -24,10 +27,14 @@ SAFETY_SETTINGS = [
 MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
-def session_rows(conn: Connection, limit: int = SESSION_LIMIT) -> tuple[PgSession, ...]:
+def session_rows(
+    conn: Connection, limit: int = SESSION_LIMIT, own: Iterable[int] = ()
+) -> tuple[PgSession, ...]:
     """Every backend of the server (sessions.sql), typed: the one pg_stat_activity read that
-    the pg.sessions probe and `dbwatch terminate` share."""
-    rows = conn.rows(sql("postgresql", "sessions", conn.version), {"limit": limit})
+    the pg.sessions probe and `dbwatch terminate` share. `own`: dbwatch's other sessions to
+    leave out (the daemon's kept sessions are most of a large fleet's server)."""
+    params = {"limit": limit, "own": sorted(own)}
+    rows = conn.rows(sql("postgresql", "sessions", conn.version), params)
     return tuple(PgSession.from_row(as_row(r)) for r in rows)
 
 
@@ -35,7 +42,7 @@ def session_rows(conn: Connection, limit: int = SESSION_LIMIT) -> tuple[PgSessio
 def sessions(conn: Connection) -> object:
     """Cluster-wide (whatever database the target names): run once per server and user by
     the daemon; each target's checks keep the rows of their own database (snapshot.scope)."""
-    rows = session_rows(conn, SESSION_LIMIT)
+    rows = session_rows(conn, SESSION_LIMIT, OWN_SESSIONS.ids(conn.server_key))
     data: object = rows
     hidden = sum(1 for r in rows if r.query == "<insufficient privilege>")
     if not _sees_all_sessions(conn):

@@ -26,7 +26,17 @@ from ..queues.roles import CORE_COLUMNS, QUEUE_WORDS_PATTERN
 from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, to_bool, to_str
 from ..targets import Connection
-from . import SQL_DIR, Covered, PartialResult, ProbeCache, _sql_variants, jsonable, probe, sql
+from . import (
+    SQL_DIR,
+    Covered,
+    PartialResult,
+    ProbeCache,
+    _sql_variants,
+    catalog_cached,
+    jsonable,
+    probe,
+    sql,
+)
 from .queue_generic import probe_generic
 from .queue_shape import (
     MY_CATALOG_ROWS,
@@ -294,11 +304,10 @@ def _probe(conn: Connection, engine: str, t: Item, gaps: list[CoverageGap]) -> d
 
 def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
     engine = conn.engine
-    if conn.version.at_least("postgresql", 11):
-        # With cold statistics a 1 M-row table's estimates pass jit_above_cost and JIT
-        # compilation alone took seconds (measured: 3.5 s for a query reading no row).
-        conn.rows("SET jit = off")
-    known, catalog_capped, generic = discover_tables(conn, engine)
+    # jit is off for the whole session from its start (targets.postgres), not SET per cycle
+    known, catalog_capped, generic = catalog_cached(
+        "queue_tables", lambda: discover_tables(conn, engine)
+    )
     gaps: list[CoverageGap] = [question(g, None) for g in generic if g.reading.verdict != "queue"]
     found: list[Item] = [*known, *(g for g in generic if g.reading.verdict == "queue")]
     kept: object = cache.get(ROTATION, float("inf")) if cache is not None else None

@@ -24,7 +24,7 @@ from ..snapshot.statements import (
 )
 from ..targets import Connection
 from ..targets.quoting import pg_ident
-from . import PartialResult, probe, sql
+from . import PartialResult, catalog_cached, per_server, probe, sql
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,14 @@ class Consumers:
 
 
 def consumers(conn: Connection) -> Consumers:
-    """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
+    """performance_schema on/off, the enabled statement consumers and the buffer sizes: the
+    server's, read once per server and share interval in the daemon (both statement probes
+    of every schema of that server ask)."""
+    got = per_server("my.statement_consumers", lambda: _consumers(conn))
+    return got if isinstance(got, Consumers) else _consumers(conn)
+
+
+def _consumers(conn: Connection) -> Consumers:
     var = {
         _text(r["Variable_name"]).lower(): _text(r["Value"])
         for r in _rows(conn, "statement_variables")
@@ -232,7 +239,10 @@ def _digests_sql(conn: Connection, schema: str) -> str:
 @probe("pg.statement_digests", "postgresql", grant=PG_GRANT)
 def pg_statement_digests(conn: Connection) -> Digests | PartialResult:
     """pg_stat_statements rows of locking reads and deletes, when the extension is installed."""
-    ext: list[Row] = list(conn.rows(sql("postgresql", "statement_digests_extension", conn.version)))
+    ext: list[Row] = catalog_cached(
+        "pg_stat_statements",
+        lambda: list(conn.rows(sql("postgresql", "statement_digests_extension", conn.version))),
+    )
     if not ext:
         return unavailable(
             conn,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TypeVar, cast
 
 from .sections import one_of, rows_of, section
 from .values import (
@@ -74,11 +77,38 @@ PG_SESSIONS = section("pg.sessions", rows_of(PgSession))
 HORIZON_BACKENDS = 50  # backend holders ranked, oldest first
 
 
+T = TypeVar("T")
+
+# Results derived from one server-wide pg.sessions read, which the daemon shares between
+# that server's targets: computed once per read, not once per target (keyed by the rows
+# object, held here so its id stays its own; the newest few are kept).
+_DERIVED: dict[tuple[int, str, object], tuple[object, object]] = {}
+DERIVED_KEPT = 16
+_DERIVED_LOCK = threading.Lock()
+
+
+def _derived(rows: tuple[PgSession, ...], what: str, arg: object, make: Callable[[], T]) -> T:
+    key = (id(rows), what, arg)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0] is rows:
+        return cast(T, hit[1])
+    out = make()
+    with _DERIVED_LOCK:  # the daemon's threads: eviction iterates the dict
+        _DERIVED[key] = (rows, out)
+        while len(_DERIVED) > DERIVED_KEPT:  # the oldest go: a read of 5,000 sessions is big
+            _DERIVED.pop(next(iter(_DERIVED)), None)
+    return out
+
+
 def horizon_backends(
     rows: tuple[PgSession, ...], limit: int = HORIZON_BACKENDS
 ) -> tuple[PgSession, ...]:
     """The client backends pinning the xmin horizon, oldest (by XID age) first: a snapshot
     (backend_xmin) or a write (backend_xid). dbwatch's own running reads are left out."""
+    return _derived(rows, "horizon", limit, lambda: _horizon_backends(rows, limit))
+
+
+def _horizon_backends(rows: tuple[PgSession, ...], limit: int) -> tuple[PgSession, ...]:
     pins = [
         r
         for r in rows
@@ -95,7 +125,17 @@ def scoped(rows: tuple[PgSession, ...], scope: str | None) -> tuple[PgSession, .
     """What a target's rules look at: the sessions of its database (pg.sessions is read
     cluster-wide: one read per server serves every target of it), never the connection that
     read them (terminate lists that one, as protected)."""
-    return tuple(r for r in rows if not r.is_self and (scope is None or r.database == scope))
+    if scope is None:
+        return tuple(r for r in rows if not r.is_self)
+    return _derived(rows, "by_database", None, lambda: _by_database(rows)).get(scope, ())
+
+
+def _by_database(rows: tuple[PgSession, ...]) -> dict[str | None, tuple[PgSession, ...]]:
+    out: dict[str | None, list[PgSession]] = {}
+    for r in rows:
+        if not r.is_self:
+            out.setdefault(r.database, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 # --- pg.horizon: every kind of xmin-horizon holder but the backends (those are pg.sessions) --

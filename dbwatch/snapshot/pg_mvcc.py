@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -70,3 +71,26 @@ class PgDeadlockCounter(TypedRow):
 
 PG_DEAD_TUPLES = section("pg.dead_tuples", PgDeadTuples.build)
 PG_DEADLOCKS = section("pg.deadlocks", rows_of(PgDeadlockCounter))
+# by_database() of the last few shared pg.deadlocks reads (held: their ids stay theirs)
+_BY_DB: dict[int, tuple[object, dict[str, tuple[PgDeadlockCounter, ...]]]] = {}
+_BY_DB_LOCK = threading.Lock()
+
+
+def deadlocks_in_scope(
+    rows: tuple[PgDeadlockCounter, ...] | None, scope: str | None
+) -> tuple[PgDeadlockCounter, ...]:
+    """The counters a target looks at: its database's row (pg.deadlocks is read for the whole
+    server once and shared: 2,000 targets must not each walk 2,000 rows), all unscoped."""
+    if not rows or scope is None:
+        return rows or ()
+    hit = _BY_DB.get(id(rows))
+    if hit is None or hit[0] is not rows:
+        index: dict[str, list[PgDeadlockCounter]] = {}
+        for r in rows:
+            index.setdefault(r.database, []).append(r)
+        hit = (rows, {k: tuple(v) for k, v in index.items()})
+        with _BY_DB_LOCK:  # the daemon's threads: eviction iterates the dict
+            _BY_DB[id(rows)] = hit
+            while len(_BY_DB) > 8:  # the oldest reads go
+                _BY_DB.pop(next(iter(_BY_DB)), None)
+    return hit[1].get(scope, ())

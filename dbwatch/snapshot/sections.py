@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, Self, TypeVar
+from typing import Generic, Protocol, Self, TypeVar, cast
 
 from .values import Row, as_row, as_rows
 
@@ -40,13 +40,22 @@ def section(name: str, build: Callable[[object], T]) -> SectionKey[T]:
     return key
 
 
+class Built(tuple[object, ...]):
+    """Rows a builder made (a plain tuple otherwise): `snapshot.get` and the daemon's shared
+    results pass them through in O(1) instead of re-checking thousands of session rows."""
+
+    __slots__ = ()
+
+
 def rows_of(cls: type[R]) -> Callable[[object], tuple[R, ...]]:
     """A builder for a section that is a list of rows of one type."""
 
     def build(data: object) -> tuple[R, ...]:
+        if type(data) is Built and (not data or type(data[0]) is cls):
+            return cast(tuple[R, ...], data)
         if isinstance(data, tuple) and all(isinstance(r, cls) for r in data):
-            return data
-        return tuple(cls.from_row(r) for r in as_rows(data))
+            return cast(tuple[R, ...], Built(data))
+        return cast(tuple[R, ...], Built(cls.from_row(r) for r in as_rows(data)))
 
     return build
 
@@ -60,8 +69,15 @@ def one_of(cls: type[R]) -> Callable[[object], R]:
     return build
 
 
+_LOADED: list[bool] = []
+
+
 def _load() -> None:
+    if _LOADED:
+        return
     from . import my, origin, pg, pg_mvcc, queues, settings, statements  # noqa: F401  (registration)
+
+    _LOADED.append(True)
 
 
 def build(name: str, data: object) -> object:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from ..errors import TargetError
@@ -25,19 +26,43 @@ log = logging.getLogger(__name__)
 
 def server_key(spec: TargetSpec) -> str:
     """engine://host:port — the server a target's sessions land on (databases share it)."""
+    return _server_key(spec.engine, spec.url)
+
+
+@lru_cache(maxsize=8192)
+def _server_key(engine: str, url: str) -> str:
+    """Parsed once per URL (every checkout and checkin asks)."""
     try:
-        parts = urlsplit(spec.url)
+        parts = urlsplit(url)
         port = parts.port
         host = parts.hostname or ""
     except ValueError:
-        host, port = spec.url, None
-    return f"{spec.engine}://{host}:{port or ''}"
+        host, port = url, None
+    return f"{engine}://{host}:{port or ''}"
 
 
 @dataclass
 class _Server:
     open: int = 0  # sessions open to this server: idle + in use
+    # idle sessions, least recently used first (eviction), and the same by target URL
+    # (checkout): a lookup, not a scan of the 2,000 idle sessions of a large fleet
     idle: OrderedDict[int, tuple[str, Connection, float]] = field(default_factory=OrderedDict)
+    by_url: dict[str, dict[int, None]] = field(default_factory=dict)
+
+    def put(self, url: str, conn: Connection) -> None:
+        self.idle[id(conn)] = (url, conn, time.monotonic())
+        self.by_url.setdefault(url, {})[id(conn)] = None
+
+    def take(self, ident: int) -> tuple[str, Connection, float]:
+        url, conn, since = self.idle.pop(ident)
+        mine = self.by_url[url]
+        del mine[ident]
+        if not mine:
+            del self.by_url[url]
+        return url, conn, since
+
+    def oldest(self) -> Connection:
+        return self.take(next(iter(self.idle)))[1]
 
 
 class ConnectionPool:
@@ -60,22 +85,20 @@ class ConnectionPool:
         with self._cond:
             srv = self._servers.setdefault(key, _Server())
             while True:
-                for ident, (url, conn, since) in list(srv.idle.items()):
-                    if url == spec.url:
-                        del srv.idle[ident]
-                        if time.monotonic() - since > self.max_idle:
-                            evicted.append(conn)  # kept too long: the server may have cut it
-                            srv.open -= 1
-                            continue
-                        self.reused += 1
-                        self._close_all(evicted)
-                        in_use(conn)  # a kept session: the cycle's deadline may shut it
-                        return conn, True
+                for ident in list(srv.by_url.get(spec.url, ())):
+                    _, conn, since = srv.take(ident)
+                    if time.monotonic() - since > self.max_idle:
+                        evicted.append(conn)  # kept too long: the server may have cut it
+                        srv.open -= 1
+                        continue
+                    self.reused += 1
+                    self._close_all(evicted)
+                    in_use(conn)  # a kept session: the cycle's deadline may shut it
+                    return conn, True
                 if srv.open < self.per_server:
                     break
                 if srv.idle:  # make room: close the least recently used idle session
-                    _, (_, old, _) = srv.idle.popitem(last=False)
-                    evicted.append(old)
+                    evicted.append(srv.oldest())
                     srv.open -= 1
                     break
                 left = deadline - time.monotonic()
@@ -107,7 +130,7 @@ class ConnectionPool:
             if broken:
                 srv.open -= 1
             else:
-                srv.idle[id(conn)] = (spec.url, conn, time.monotonic())
+                srv.put(spec.url, conn)
             self._cond.notify()
         if broken:
             self._close_all([conn])
@@ -117,11 +140,10 @@ class ConnectionPool:
         closing: list[Connection] = []
         with self._cond:
             for srv in self._servers.values():
-                for ident, (url, conn, _) in list(srv.idle.items()):
+                for ident, (url, _, _) in list(srv.idle.items()):
                     if url.startswith(url_prefix):
-                        del srv.idle[ident]
+                        closing.append(srv.take(ident)[1])
                         srv.open -= 1
-                        closing.append(conn)
             self._cond.notify_all()
         self._close_all(closing)
 

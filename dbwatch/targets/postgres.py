@@ -55,6 +55,7 @@ class PgConnection:
         self.version = ServerVersion.from_pg_num(self.version_num)
         self.server_version = str(conn.info.parameter_status("server_version") or self.version_num)
         self.database = conn.info.dbname
+        self._jit_on = self.version_num >= 110000
         self.backend_pid = conn.info.backend_pid
         self.server_key = server_key("postgresql", conn.info.host, conn.info.port)
         OWN_SESSIONS.add(self.server_key, self.backend_pid)
@@ -97,8 +98,17 @@ class PgConnection:
     def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:
             with self.conn.cursor() as cur:
+                if self._jit_on:
+                    # once per session, not per cycle: with cold statistics a 1 M-row queue
+                    # table's estimates pass jit_above_cost and JIT compilation alone took
+                    # seconds (3.5 s for a query reading no row). Not in _OPTIONS: PostgreSQL 10
+                    # has no jit; not in open(): a server that stops answering there would
+                    # hang before the cycle's deadline knows of the session
+                    cur.execute("SET jit = off")
+                    self._jit_on = False
                 cur.execute(sql, params)
-                if cur.description is None:
+                res = cur.pgresult  # not cur.description: that builds every column's object
+                if res is None or res.status != psycopg.pq.ExecStatus.TUPLES_OK:
                     return []
                 return list(cur.fetchmany(limit) if limit else cur.fetchall())
         except psycopg.OperationalError as exc:

@@ -109,10 +109,16 @@ def test_server_wide_probes_run_once_per_server(dbs: list[str]) -> None:
         probe_target(s, catalogue, config, Selection(), shared=shared) for s in specs
     ]
     assert all(r.error is None for r in results)
-    # pg.sessions and pg.deadlocks: read once for the six databases of this server
-    assert shared.runs == 2, shared.runs
-    assert shared.hits == 2 * (len(specs) - 1)
+    # pg.sessions, pg.deadlocks and pg.horizon's server-wide part (instance, prepared
+    # transactions, slots, pg_stat_replication): read once for the six databases of this server
+    assert shared.runs == 3, shared.runs
+    assert shared.hits == 3 * (len(specs) - 1)
     first, last = results[0].snapshot, results[-1].snapshot
     assert first.sections.get("pg.sessions") is last.sections.get("pg.sessions")
+    h0, h1 = first.sections["pg.horizon"], last.sections["pg.horizon"]
+    assert getattr(h0, "replication") is getattr(h1, "replication")
+    # the instance is the server's, the database each target's own
+    assert getattr(h0, "instance").database == dbs[0]
+    assert getattr(h1, "instance").database == dbs[-1]
     # per-database sections are still each target's own
     assert results[0].stats.queries > 0

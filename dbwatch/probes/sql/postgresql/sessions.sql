@@ -3,7 +3,8 @@
 -- `dbwatch terminate` (identity pid + backend_start + xact_start, guards, is_self, standby).
 -- Cluster-wide: the daemon shares one read between the targets of a server; each target's
 -- checks keep their own database's rows. Bounded: open transactions first (oldest first),
--- LIMIT bound by the caller (hitting it is a DW002 gap); query text cut to 2 kB.
+-- LIMIT bound by the caller (hitting it is a DW002 gap); query text cut to 2 kB. dbwatch's own
+-- other sessions (%(own)s: their pids, by connection id, never by name) are left out.
 SELECT a.pid,
        a.backend_start,
        a.xact_start,
@@ -32,5 +33,6 @@ SELECT a.pid,
        pg_is_in_recovery() AS standby
 FROM pg_stat_activity a
 LEFT JOIN pg_roles r ON r.oid = a.usesysid
+WHERE a.pid = pg_backend_pid() OR a.pid <> ALL(%(own)s::int[])
 ORDER BY a.xact_start NULLS LAST, a.pid
 LIMIT %(limit)s

@@ -1,0 +1,176 @@
+"""What a daemon cycle sends (issue 28): catalog reads kept while the DDL marker stays, read
+again after DDL; dbwatch's own other sessions left out of pg.sessions; the horizon's
+server-wide part read once for a server's targets (see also test_pool_live)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pymysql
+import pytest
+from conftest import MY_URL, PG_URL
+
+from dbwatch.probes import ProbeCache, SharedProbes, run_probes
+from dbwatch.snapshot import Snapshot
+from dbwatch.snapshot.pg import PgSession
+from dbwatch.snapshot.queues import MY_QUEUES, PG_QUEUES
+from dbwatch.targets import Connection, open_target, spec_for
+
+BASE = PG_URL.rsplit("/", 1)[0]
+LARAVEL_JOBS = (
+    "CREATE TABLE {name} (id bigserial PRIMARY KEY, queue varchar(255) NOT NULL, payload text "
+    "NOT NULL, attempts smallint NOT NULL, reserved_at integer, available_at integer NOT NULL, "
+    "created_at integer NOT NULL)"
+)
+
+
+class Counting:
+    """The statements a connection is sent (their first comment line), in order."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.sent: list[str] = []
+        self._rows = conn.rows
+
+        def rows(sql: str, params: object = None, limit: int | None = None) -> object:
+            self.sent.append(sql.strip().split("\n", 1)[0])
+            return self._rows(sql, params, limit)  # type: ignore[arg-type]
+
+        conn.rows = rows  # type: ignore[method-assign]
+
+    def take(self) -> list[str]:
+        out, self.sent = self.sent, []
+        return out
+
+
+@pytest.fixture
+def pg_db(uniq: str) -> Iterator[str]:
+    name = f"dbw_cost_{uniq}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield name
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def queues(snap: Snapshot) -> list[str]:
+    """The queue tables the snapshot's queue probe examined."""
+    data = snap.get(PG_QUEUES) if snap.engine == "postgresql" else snap.get(MY_QUEUES)
+    return sorted(t.table for t in data.tables) if data is not None else []
+
+
+def test_pg_catalog_reads_wait_for_ddl(pg_db: str) -> None:
+    conn = open_target(spec_for(f"{BASE}/{pg_db}", "t"))
+    counting = Counting(conn)
+    cache = ProbeCache()
+    needs = ["pg.queues", "pg.statement_digests"]
+    try:
+        run_probes(conn, "t", needs, cache=cache)
+        first = counting.take()
+        assert any("Queue-table candidates" in s for s in first)
+        for _ in range(3):  # steady: the marker only, no catalog query
+            snap = run_probes(conn, "t", needs, cache=cache)
+            sent = counting.take()
+            assert not any("Queue-table candidates" in s for s in sent), sent
+            assert not any("pg_stat_statements installed" in s for s in sent), sent
+            assert sum("catalog changed" in s for s in sent) == 1
+        assert queues(snap) == []
+        with psycopg.connect(f"{BASE}/{pg_db}", autocommit=True) as c:
+            c.execute(LARAVEL_JOBS.format(name="jobs"))
+        # the DDL reaches the statistics counters within about a second: poll, not sleep
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            snap = run_probes(conn, "t", needs, cache=cache)
+            if queues(snap) == ["jobs"]:
+                break
+            time.sleep(0.2)
+        assert queues(snap) == ["jobs"]
+        # a column rename touches pg_attribute only: still seen
+        with psycopg.connect(f"{BASE}/{pg_db}", autocommit=True) as c:
+            c.execute("ALTER TABLE jobs RENAME COLUMN available_at TO due_at")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            snap = run_probes(conn, "t", needs, cache=cache)
+            if queues(snap) != ["jobs"]:
+                break
+            time.sleep(0.2)
+        assert queues(snap) != ["jobs"], "the renamed column still looked like a Laravel table"
+    finally:
+        conn.close()
+
+
+def test_pg_sessions_leave_out_own_sessions(pg_db: str) -> None:
+    spec = spec_for(f"{BASE}/{pg_db}", "t")
+    reader = open_target(spec)
+    others = [open_target(spec) for _ in range(3)]
+    outsider = psycopg.connect(f"{BASE}/{pg_db}", autocommit=True, application_name="dbwatch")
+    try:
+        snap = run_probes(reader, "t", ["pg.sessions"])
+        rows = snap.sections["pg.sessions"]
+        assert isinstance(rows, tuple)
+        pids = {r.pid for r in rows if isinstance(r, PgSession)}
+        own = {getattr(o, "backend_pid") for o in others}
+        assert not pids & own  # dbwatch's other sessions: by connection id
+        assert getattr(reader, "backend_pid") in pids  # the reading session stays (is_self)
+        # a session merely calling itself dbwatch is not hidden
+        assert outsider.info.backend_pid in pids
+    finally:
+        outsider.close()
+        for o in others:
+            o.close()
+        reader.close()
+
+
+def test_horizon_shared_per_server(pg_db: str) -> None:
+    store = SharedProbes(ttl=60.0)
+    spec = spec_for(f"{BASE}/{pg_db}", "t")
+    a, b = open_target(spec), open_target(spec)
+    counts = Counting(a), Counting(b)
+    try:
+        run_probes(a, "a", ["pg.horizon"], shared=(store, "k"))
+        run_probes(b, "b", ["pg.horizon"], shared=(store, "k"))
+        sent = [s for c in counts for s in c.take()]
+        # pg_stat_replication (and the instance, prepared, slots) once for the two targets
+        assert sum("Standbys connected to this server" in s for s in sent) == 1
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.fixture
+def my_db(uniq: str) -> Iterator[str]:
+    name = f"dbw_cost_{uniq}"
+    admin = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
+    admin.cursor().execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield name
+    finally:
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        admin.close()
+
+
+def test_mysql_catalog_reads_wait_for_ddl(my_db: str) -> None:
+    conn = open_target(spec_for(f"{MY_URL.rsplit('/', 1)[0]}/{my_db}", "m"))
+    counting = Counting(conn)
+    cache = ProbeCache()
+    try:
+        run_probes(conn, "m", ["my.queues"], cache=cache)
+        assert any("Queue-table candidates" in s for s in counting.take())
+        run_probes(conn, "m", ["my.queues"], cache=cache)
+        assert not any("Queue-table candidates" in s for s in counting.take())
+        c = pymysql.connect(host="127.0.0.1", user="root", database=my_db, autocommit=True)
+        c.cursor().execute(
+            "CREATE TABLE jobs (id bigint unsigned NOT NULL AUTO_INCREMENT PRIMARY KEY, queue "
+            "varchar(255) NOT NULL, payload longtext NOT NULL, attempts tinyint unsigned NOT "
+            "NULL, reserved_at int unsigned NULL, available_at int unsigned NOT NULL, "
+            "created_at int unsigned NOT NULL)"
+        )
+        c.close()
+        snap = run_probes(conn, "m", ["my.queues"], cache=cache)
+        assert queues(snap) == ["jobs"]
+    finally:
+        conn.close()

@@ -1,0 +1,85 @@
+"""Every benchmark in contrib/bench that issue 28 measures by runs in its smoke mode (tiny
+scale, seconds) and produces its result fields, so none can silently rot. What is asserted
+is the shape and the counts (statements, deadlocks recorded), never a timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "contrib" / "bench"
+
+
+def run(script: str, *args: str, timeout: float = 240) -> str:
+    out = subprocess.run(
+        [sys.executable, str(BENCH / script), "--smoke", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_floor(tmp_path: Path) -> None:
+    run("bench_floor.py", "--json", str(tmp_path / "f.json"))
+    res: dict[str, Any] = json.loads((tmp_path / "f.json").read_text())
+    for key in (
+        "dbwatch_cpu_ms_per_cycle",
+        "floor_wall_ms_per_cycle",
+        "floor_cpu_ms_per_cycle",
+        "server_cpu_ms_per_cycle",
+    ):
+        assert key in res
+    # an idle database's steady cycle: a handful of statements, each listed with its rows
+    assert 1 <= res["statements_per_cycle"] <= 10
+    assert len(res["statements"]) == res["statements_per_cycle"]
+    assert all(isinstance(s["rows"], int) for s in res["statements"])
+
+
+def test_floor_mysql(tmp_path: Path) -> None:
+    run("bench_floor.py", "--engine", "mysql", "--json", str(tmp_path / "m.json"))
+    res = json.loads((tmp_path / "m.json").read_text())
+    assert res["engine"] == "mysql"
+    # every MySQL read of an idle schema is server-wide (shared) or catalog (cached)
+    assert len(res["statements"]) == res["statements_per_cycle"] <= 3
+    assert res["floor_cpu_ms_per_cycle"] is not None
+
+
+def test_daemon(tmp_path: Path) -> None:
+    run("bench_daemon.py", "--json", str(tmp_path / "d.json"))
+    (res,) = json.loads((tmp_path / "d.json").read_text())
+    assert res["targets"] == 5
+    assert res["cycles_run"] >= res["targets"]  # every target ran at least once
+    for key in ("lateness_p95", "cpu_ms_per_cycle", "server_cpu_ms_per_cycle", "loadavg_1m"):
+        assert key in res
+
+
+def test_tail() -> None:
+    res = json.loads(run("bench_tail.py"))
+    assert res["deadlocks_written"] == 40
+    assert res["recorded"] == res["deadlocks_written"]  # each one recorded, exactly once
+    assert "share_of_one_core_pct" in res and "cpu_ms_per_deadlock" in res
+
+
+def test_startup(tmp_path: Path) -> None:
+    run("bench_startup.py", "--json", str(tmp_path / "s.json"))
+    res = json.loads((tmp_path / "s.json").read_text())
+    for key in ("python_bare", "version", "help", "audit_empty_pg"):
+        assert set(res[key]) == {"wall_s", "cpu_s"}
+    assert res["import_ms"]["audit_empty_pg"] > res["import_ms"]["version"] > 0
+
+
+def test_queue_libs(tmp_path: Path) -> None:
+    run("bench_queue_libs.py", "--json", str(tmp_path / "q.json"))
+    res = json.loads((tmp_path / "q.json").read_text())
+    libs = {r["library"]: r for r in res["results"]}
+    assert set(libs) == {"laravel-pg", "laravel-mariadb"}
+    for r in libs.values():
+        assert "jobs.summary" in r["cold_ms"] and "jobs.summary" in r["analyzed_ms"]
+        assert r["finished_rows"] == 2000
