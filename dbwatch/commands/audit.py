@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from ..evaluate import Selection
 from ..findings import Finding
 from ..inputs import check_log
-from ..nagios import render_nagios
 from ..pipeline import AuditResult, run_audit
 from ..report import render
 from ..targets import TargetSpec
@@ -78,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         result.extra_findings.extend(audit_logs(logs, version, result, selection))
     fmt = arg_str(args, "format") or "table"
     if fmt == "nagios":  # status line, long text, perfdata (docs/nagios.md)
+        from ..nagios import render_nagios  # only for this format: startup cost
+
         print(render_nagios(result, catalogue, config))
     else:
         print(render(result, fmt))
