@@ -12,6 +12,7 @@ from typing import NoReturn, Protocol, cast
 
 from . import __version__
 from .errors import ConfigError, DbwatchError, TargetError
+from .termout import HelpFormatter
 
 log = logging.getLogger("dbwatch")
 # Every command lives in dbwatch/commands/<name>.py with HELP, add_arguments(parser) and run(args).
@@ -30,9 +31,12 @@ DESCRIPTION = """\
 diagnostics and watchdog for databases used as job queues (PostgreSQL, MySQL, MariaDB):
 InnoDB deadlocks, the xmin horizon, dead tuples, idle transactions, lock waits, queue tables;
 every finding names the cause and the fix. Probes are read-only with short timeouts."""
+# paragraphs are refilled to COLUMNS (termout.HelpFormatter): one blank line between items
 EPILOG = """\
 exit status (Nagios): 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (unreachable, refused, bad input)
-environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (table width), NO_COLOR
+
+environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (output width), NO_COLOR
+
 'dbwatch COMMAND --help' for each command; the man page: python -m dbwatch.manpage | man -l -"""
 
 
@@ -85,7 +89,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="dbwatch",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"dbwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -97,7 +101,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                 sub.add_parser("explain", help=HELPS["explain"], add_help=False)
             continue
         mod = cast(CommandModule, importlib.import_module(f"dbwatch.commands.{name}"))
-        p = sub.add_parser(name, help=mod.HELP)
+        p = sub.add_parser(name, help=mod.HELP, formatter_class=HelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(func=mod.run)
         if name == "completion":  # the script is generated from this parser
@@ -105,7 +109,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         if name == "rules":
             from .commands import rules
 
-            e = sub.add_parser("explain", help=HELPS["explain"])
+            e = sub.add_parser("explain", help=HELPS["explain"], formatter_class=HelpFormatter)
             rules.add_explain_arguments(e)
             e.set_defaults(func=rules.run_explain)
     return parser

@@ -265,7 +265,9 @@ def _targets(raw: object, col: _Collector) -> tuple[TargetConfig, ...]:
             continue
         col.known(t, where, keys)
         url = col.text(t, where, "url", "")
-        if not url:
+        if not isinstance(t.get("url"), str | None):
+            pass  # a wrong type: col.text said so, once
+        elif not url:
             col.err(f"{where}.url", "missing")
         else:
             _check_url(url, f"{where}.url", col)

@@ -63,3 +63,8 @@ def format_duration(seconds: float | None) -> str:
     if s < 86400:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """A count with its noun: `1 row`, `2 rows` (`many` for irregular plurals)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"

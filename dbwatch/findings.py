@@ -16,6 +16,17 @@ SEVERITIES = ("ok", "warning", "critical", "unknown")
 _RANK = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
 
 
+EXIT_CODES = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
+
+
+def nagios_status(critical: int, unknown: int, warning: int) -> tuple[str, int]:
+    """The one verdict of `audit`, `watch --once` and `status` (README's exit table): any
+    critical finding 2; else anything unread or unreachable (DW001 counts here, not as
+    critical) 3; else any warning 1; else 0."""
+    status = "critical" if critical else "unknown" if unknown else "warning" if warning else "ok"
+    return status, EXIT_CODES[status]
+
+
 def severity_rank(severity: str) -> int:
     return _RANK.get(severity, 0)
 

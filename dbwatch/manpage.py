@@ -116,6 +116,13 @@ def _options(p: argparse.ArgumentParser) -> list[str]:
     return out
 
 
+def _usage(p: argparse.ArgumentParser) -> str:
+    """The usage at a fixed 80 columns: the page must not depend on the COLUMNS it was built in."""
+    fmt = argparse.HelpFormatter(prog=p.prog, width=80)
+    fmt.add_usage(p.usage, p._actions, p._mutually_exclusive_groups)
+    return fmt.format_help().strip()
+
+
 def render(parser: argparse.ArgumentParser, date: str | None = None) -> str:
     date = date or datetime.date.today().isoformat()
     lines = [
@@ -133,7 +140,7 @@ def render(parser: argparse.ArgumentParser, date: str | None = None) -> str:
     helps = {c.dest: c.help for c in sub._choices_actions}
     for name, p in sub.choices.items():
         lines += [".SS " + f'"dbwatch {name}"', _esc(helps.get(name) or "")]
-        lines += [".PP", ".nf", _esc(p.format_usage().strip()), ".fi"]
+        lines += [".PP", ".nf", _esc(_usage(p)), ".fi"]
         lines += _options(p)
         if p.epilog:
             lines += [".PP", ".nf", _esc(p.epilog), ".fi"]

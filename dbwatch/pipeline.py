@@ -12,7 +12,7 @@ from .checks.history import History
 from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_needed
-from .findings import Finding, severity_rank
+from .findings import Finding, nagios_status, severity_rank
 from .probes import ProbeCache, ProbeStats, SharedProbes, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
 from .targets import Connection, TargetSpec, open_target, scrub, url_parts
@@ -80,16 +80,16 @@ class AuditResult:
     @property
     def status(self) -> str:
         """critical > unknown (a target or probe could not be read) > warning > ok."""
-        c = self.counts()
-        if c["critical"]:
-            return "critical"
-        if c["unreadable"] or any(f.rule == "DW001" for f in self.findings):
-            return "unknown"
-        return "warning" if c["warning"] else "ok"
+        return self._verdict()[0]
 
     @property
     def exit_code(self) -> int:
-        return {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}[self.status]
+        return self._verdict()[1]
+
+    def _verdict(self) -> tuple[str, int]:
+        c = self.counts()
+        unknown = c["unreadable"] + sum(1 for f in self.findings if f.rule == "DW001")
+        return nagios_status(c["critical"], unknown, c["warning"])
 
     def status_line(self) -> str:
         """The last line of the table: each count, then the status."""

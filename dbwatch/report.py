@@ -37,7 +37,8 @@ def _target_line(t: TargetResult) -> str:
     what = f"{t.snapshot.engine} {t.snapshot.server_version}".strip()
     if t.error:
         return f"== {t.spec.name}: unreachable: {t.error}"
-    state = f"== {t.spec.name} ({what}; {len(t.evaluation.ran)} rules run"
+    ran = len(t.evaluation.ran)
+    state = f"== {t.spec.name} ({what}; {ran} {'rule' if ran == 1 else 'rules'} run"
     if t.evaluation.unknown:
         state += f", {len(t.evaluation.unknown)} unknown: {', '.join(sorted(t.evaluation.unknown))}"
     return state + ")"
@@ -77,7 +78,9 @@ def _finding_rows(findings: list[Finding], width: int, colour: bool) -> str:
     sev_w, rule_w = 8, 5
     # one name part wider than the column widens it rather than being cut
     subj_w = column_width([_subject(f) for f in findings], 12, max(16, width // 3), width // 2)
-    text_w = max(30, width - sev_w - rule_w - subj_w - 6)
+    text_w = width - sev_w - rule_w - subj_w - 6
+    if text_w < 30:  # a long subject leaves the finding too little room: blocks fit
+        return _finding_blocks(findings, width, colour)
     rows, after = [], []
     for f in findings:
         cell = wrap(f.summary, text_w)

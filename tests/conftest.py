@@ -1,10 +1,12 @@
 """Shared fixtures: URLs of the real local servers and unique names for test objects."""
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +58,36 @@ def my_admin() -> Iterator[object]:
     conn.close()
 
 
+@pytest.fixture
+def own_pg_url(uniq: str) -> Iterator[str]:
+    """A PostgreSQL database made for this test (dropped after): audit this, not `test`."""
+    import psycopg
+
+    name = f"dbw_own_{uniq}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{PG_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def own_my_url(uniq: str) -> Iterator[str]:
+    """A MariaDB schema made for this test (dropped after): audit this, not `test`."""
+    import pymysql
+
+    name = f"dbw_own_{uniq}"
+    with pymysql.connect(host="127.0.0.1", port=3306, user="root", password="") as conn:
+        conn.cursor().execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield f"{MY_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with pymysql.connect(host="127.0.0.1", port=3306, user="root", password="") as conn:
+            conn.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
 @pytest.fixture(scope="session")
 def state_pg_db() -> Iterator[str]:
     """One database on the local PostgreSQL for State tests (each test has its own schema)."""
@@ -81,3 +113,90 @@ def state_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     schema = f"s_{uuid.uuid4().hex[:8]}"
     request.getfixturevalue("monkeypatch").setenv("DBWATCH_STATE_SCHEMA", schema)
     return str(url)
+
+
+# -- deliberately dirty shared servers (issue 24.2) -------------------------------------------
+# DBWATCH_DIRTY_SHARED=1 (set by .ci/run) leaves, for the whole session, what other people's
+# work leaves on a shared server: a bloated table with autovacuum off in PostgreSQL `test`, a
+# Laravel jobs table with a backlog and the legacy index in MariaDB `test`, and a session idle
+# in transaction in another database on each. Tests audit databases they create (or scoped
+# URLs), so none of this may change their outcome; everything is dropped at the end.
+DIRTY = os.environ.get("DBWATCH_DIRTY_SHARED", "") not in ("", "0")
+
+
+def _dirty_pg(tag: str) -> Iterator[None]:
+    import psycopg
+
+    other = f"dbw_dirt_{tag}"
+    admin = psycopg.connect(PG_URL, autocommit=True)
+    idle = None
+    try:
+        # its own session: a backend flushes its table statistics when it exits, so the
+        # dead tuples are in pg_stat_user_tables at once (not after the 10 s idle flush)
+        with psycopg.connect(PG_URL, autocommit=True) as fill:
+            fill.execute(f"CREATE TABLE dbw_dirt_bloat_{tag} (id int, pad text) "
+                         "WITH (autovacuum_enabled = false)")
+            # past PG202's critical 100000 dead tuples: an unscoped audit would exit 2
+            fill.execute(f"INSERT INTO dbw_dirt_bloat_{tag} "
+                         "SELECT g, 'x' FROM generate_series(1, 150000) g")
+            fill.execute(f"DELETE FROM dbw_dirt_bloat_{tag}")
+        admin.execute(f'CREATE DATABASE "{other}"')
+        idle = psycopg.connect(PG_URL.rsplit("/", 1)[0] + f"/{other}",
+                               application_name="dbw-dirt-idle")
+        idle.execute("SELECT 1")  # autocommit off: idle in transaction (no xid, no snapshot)
+        yield
+    finally:
+        if idle is not None:
+            idle.close()
+        admin.execute(f"DROP TABLE IF EXISTS dbw_dirt_bloat_{tag}")
+        admin.execute(f'DROP DATABASE IF EXISTS "{other}" WITH (FORCE)')
+        admin.close()
+
+
+def _dirty_my(tag: str) -> Iterator[None]:
+    import pymysql
+
+    def connect(db: str | None) -> Any:
+        return pymysql.connect(host="127.0.0.1", port=3306, user="root", password="",
+                               database=db, autocommit=True)
+
+    other = f"dbw_dirt_{tag}"
+    admin = connect("test")
+    idle = None
+    try:
+        with admin.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE dbw_dirt_jobs_{tag} (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY "
+                "KEY, queue VARCHAR(191) NOT NULL, payload LONGTEXT NOT NULL, attempts TINYINT "
+                "UNSIGNED NOT NULL, reserved_at INT UNSIGNED NULL, available_at INT UNSIGNED NOT "
+                "NULL, created_at INT UNSIGNED NOT NULL, INDEX (queue, reserved_at)) "
+                "ENGINE=InnoDB")
+            cur.execute(f"INSERT INTO dbw_dirt_jobs_{tag} (queue, payload, attempts, available_at,"
+                        " created_at) SELECT 'default', '{}', 0, UNIX_TIMESTAMP() - 7200, "
+                        "UNIX_TIMESTAMP() - 7200 FROM seq_1_to_2000")
+            cur.execute(f"CREATE DATABASE `{other}`")
+            cur.execute(f"CREATE TABLE `{other}`.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+        idle = connect(other)
+        idle.autocommit(False)
+        with idle.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1)")  # an open InnoDB transaction, then idle
+        yield
+    finally:
+        if idle is not None:
+            idle.close()
+        with admin.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS dbw_dirt_jobs_{tag}")
+            cur.execute(f"DROP DATABASE IF EXISTS `{other}`")
+        admin.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dirty_shared_servers() -> Iterator[None]:
+    if not DIRTY:
+        yield
+        return
+    tag = uuid.uuid4().hex[:8]
+    with contextlib.ExitStack() as stack:
+        for dirt in (_dirty_pg, _dirty_my):
+            stack.enter_context(contextlib.contextmanager(dirt)(tag))
+        yield

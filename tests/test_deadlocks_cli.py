@@ -65,7 +65,7 @@ def test_summary_json_and_table(tmp_path: Path) -> None:
     assert sum(s["by_hour"].values()) == 14 and "2019-06-12 08:00" in s["by_hour"]
     assert sum(s["by_victim_statement"].values()) == 14
     t = run("--log", str(big), "--summary")
-    assert "14 deadlock(s)" in t.stdout and "queue-claim-vs-delete" in t.stdout
+    assert "14 deadlocks in" in t.stdout and "queue-claim-vs-delete" in t.stdout
 
 
 def test_victim_inferred_in_json(tmp_path: Path) -> None:

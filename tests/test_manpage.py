@@ -46,3 +46,17 @@ def test_shipped_man_page_lists_every_command() -> None:
     shipped = (ROOT / "docs" / "dbwatch.1").read_text()
     for name in ("audit", "deadlocks", "terminate", "watch", "status", "history", "completion"):
         assert f'.SS "dbwatch {name}"' in shipped
+
+
+def test_shipped_man_page_is_the_parsers() -> None:
+    """docs/dbwatch.1 is what `python -m dbwatch.manpage` prints now (its date aside): a new
+    option or help text without regenerating it fails here."""
+    import re
+
+    shipped = (ROOT / "docs" / "dbwatch.1").read_text()
+    m = re.search(r'^\.TH DBWATCH 1 "([^"]*)"', shipped, re.MULTILINE)
+    assert m, "docs/dbwatch.1 has no .TH line"
+    fresh = render(build_parser(), m.group(1))
+    assert shipped == fresh, (
+        "docs/dbwatch.1 is stale: regenerate it with `python -m dbwatch.manpage > docs/dbwatch.1`"
+    )

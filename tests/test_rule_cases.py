@@ -10,6 +10,7 @@ Adding a rule means its TOML, its check and its cases: the meta-test below enfor
 
 from __future__ import annotations
 
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,13 @@ def test_rule_case(rule_id: str, case: dict[str, Any]) -> None:
             assert text in got.summary, f"{where}: {text!r} not in {got.summary!r}"
         _subset(want.get("evidence") or {}, got.evidence, f"{where}.evidence")
         assert_rendered_from_template(rule_id, got.summary)
+        assert_clean_punctuation(where, got.fix)
+
+
+def assert_clean_punctuation(where: str, text: str) -> None:
+    """Fix texts are joined from parts: no doubled statement terminator where two meet."""
+    squeezed = re.sub(r"\s+", "", text)
+    assert ";;" not in squeezed, f"{where}: doubled ';' in the fix: {text!r}"
 
 
 def test_every_rule_has_cases_that_fire_and_cases_that_do_not() -> None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from ..deadlocks.record import deadlock_record
 from ..deadlocks.text import deadlock_fields, victim_text
 from ..deadlocks.unshown import evidence as not_shown_evidence
-from ..durations import format_duration
+from ..durations import format_duration, plural
 from ..findings import Finding
 from ..scope import deadlock_in_scope
 from ..snapshot.my import (
@@ -147,7 +147,7 @@ def _unseen(ctx: CheckContext, since: int, counter: int | None, scope: str | Non
     return ctx.finding(
         severity=ctx.rule.severity,
         subject="deadlocks not shown",
-        summary=f"{since} deadlocks since the last probe (Innodb_deadlocks {counter}){where}, "
+        summary=f"{plural(since, 'deadlock')} since the last probe (Innodb_deadlocks {counter}){where}, "
         f"none of them shown: the status text's latest deadlock is older; {SEE_ALL}",
         fix="SET GLOBAL innodb_print_all_deadlocks = ON (and in my.cnf); then set log_file "
         "for this target so the daemon reads every deadlock with its diagnosis.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ..durations import format_duration
+from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
@@ -55,7 +55,9 @@ def _my_evidence(t: MyThread, age: float) -> dict[str, object]:
         "rows_modified": t.trx_rows_modified,
         "isolation": t.trx_isolation_level,
         "query": t.query,
-        "application": t.user,
+        # the user is not an application: left empty until the server names one
+        # (program_name / connect attributes), never invented from the account
+        "application": "",
     }
 
 
@@ -135,7 +137,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 sev,
                 ev,
                 ctx.summary(**ev)
-                + f" ({ev['rows_locked']} rows locked, {ev['rows_modified']} modified)",
+                + f" ({plural(t.trx_rows_locked or 0, 'row')} locked, {ev['rows_modified']} modified)",
             )
 
 
@@ -173,7 +175,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                 t,
                 sev,
                 ev,
-                ctx.summary(**ev) + f" ({ev['rows_locked']} rows locked)",
+                ctx.summary(**ev) + f" ({plural(t.trx_rows_locked or 0, 'row')} locked)",
             )
 
 

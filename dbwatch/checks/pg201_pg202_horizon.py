@@ -191,12 +191,17 @@ def _autovacuum_fix(off: str, name: str) -> str:
     return " ".join(fixes)
 
 
+def _clause(text: str) -> str:
+    """A holder's fix as a clause to join with "; " (its own closing ';' would double)."""
+    return text.rstrip().rstrip(";").rstrip()
+
+
 def _pg202_fix(t: PgDeadTable, pins: list[Holder], off: str | None) -> str:
     name = pg_ident_text(str(t.schema), str(t.table))
     if pins:
-        steps = "; ".join(f"{i}) {h.holder}: {h.fix}" for i, h in enumerate(pins, 1))
+        steps = "; ".join(f"{i}) {h.holder}: {_clause(h.fix)}" for i, h in enumerate(pins, 1))
         head = (
-            f"End the horizon holder: {pins[0].fix}"
+            f"End the horizon holder: {_clause(pins[0].fix)}"
             if len(pins) == 1
             else f"End the {len(pins)} horizon holders, oldest first (ending one moves the "
             f"horizon only to the next): {steps}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterator
 
@@ -19,8 +20,13 @@ _PG_SUGGEST = {
 }
 
 
+_OFF = re.compile(r"0+(?:\.0*)?\s*(?:us|ms|s|min|h|d)?", re.IGNORECASE)
+
+
 def _is_off(value: str | None) -> bool:
-    return str(value).strip() in ("0", "", "off", "None")
+    """0 in any unit (`0`, `0s`, `'0ms'`) or empty; None is not off but unknown."""
+    text = str(value or "").strip().strip("'\"").strip()
+    return not text or text.lower() == "off" or _OFF.fullmatch(text) is not None
 
 
 @check("pg_settings", postgresql=["pg.settings"])
@@ -36,15 +42,20 @@ def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
     for name in ctx.strings("required"):
         if name not in server:
             continue  # not on this version (transaction_timeout is 17+)
-        if not _is_off(server[name]) or overrides.get(name):
+        hidden = server[name] is None  # an override for dbwatch's own role/database
+        if not (hidden or _is_off(server[name])) or overrides.get(name):
             continue
+        reason = "nothing ends a forgotten transaction or a runaway query"
+        if hidden:  # every override is 0 and the server-wide value cannot be seen: say so
+            reason += (
+                " (the server-wide value is hidden by the 0 set for dbwatch's own role or "
+                "database; check it with SHOW on a session of another role)"
+            )
         value = _PG_SUGGEST.get(name, "'<value>'")
         yield ctx.finding(
             severity=ctx.rule.severity,
             subject=f"setting {name}",
-            summary=ctx.summary(
-                setting=name, reason="nothing ends a forgotten transaction or a runaway query"
-            ),
+            summary=ctx.summary(setting=name, reason=reason),
             fix=f"ALTER ROLE <app_role> SET {name} = {value}; (or server-wide: "
             f"ALTER SYSTEM SET {name} = {value}; SELECT pg_reload_conf();)",
             evidence={"setting": name, "value": server[name]},

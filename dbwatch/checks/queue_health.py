@@ -156,7 +156,12 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                 subject=f"queue {t.name}:{row.queue}",
                 evidence=ev,
                 summary=summary,
-                fix=_own_fix(t, "backlog", ctx.snapshot.engine),
+                fix=_own_fix(
+                    t,
+                    "backlog",
+                    ctx.snapshot.engine,
+                    None if t.kind == "laravel_batches" else row.queue,
+                ),
                 identity=[t.schema, t.table, row.queue],
             )
 
@@ -180,10 +185,14 @@ def _retry_after(ctx: CheckContext) -> tuple[float, str]:
 
 
 def _own_fix(
-    t: QueueTableStats, rule: Literal["backlog", "expired", "attempts"], engine: str
+    t: QueueTableStats,
+    rule: Literal["backlog", "expired", "attempts"],
+    engine: str,
+    queue: object = None,
 ) -> str | None:
     """A library's own words for a finding, or the table's for a generic one (None: the
-    rule's fix)."""
+    rule's fix); a backlog's names its queue where the library says how (Laravel's
+    queue:monitor)."""
     if generic.is_generic(t):
         return generic.fix(t, rule, engine)
     lib = library(t.library)
@@ -191,6 +200,8 @@ def _own_fix(
         return None
     if _words(t).get(rule):
         return _words(t)[rule]
+    if rule == "backlog" and lib.backlog_text is not None:
+        return lib.backlog_text(None if queue is None else str(queue))
     text = {"backlog": lib.backlog_fix, "expired": lib.expired_fix, "attempts": lib.attempts_fix}
     return text[rule] or None
 

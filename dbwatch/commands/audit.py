@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from ..evaluate import Selection
 from ..findings import Finding
-from ..nagios import render_nagios
 from ..pipeline import AuditResult, run_audit
 from ..report import render
 from ..sqlpatterns.logs.sniff import check_log
@@ -28,6 +27,11 @@ from .common import (
 )
 
 HELP = "one pass of every selected rule over every target"
+
+
+def _n(n: int, word: str) -> str:
+    """A count with thousands separators and its noun: `1 line`, `12,345 lines`."""
+    return f"{n:,} {word if n == 1 else word + 's'}"
 
 
 def add_arguments(a: argparse.ArgumentParser) -> None:
@@ -73,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         result.extra_findings.extend(audit_logs(logs, version, result, selection))
     fmt = arg_str(args, "format") or "table"
     if fmt == "nagios":  # status line, long text, perfdata (docs/nagios.md)
+        from ..nagios import render_nagios  # only for this format: startup cost
+
         print(render_nagios(result, catalogue, config))
     else:
         print(render(result, fmt))
@@ -98,8 +104,8 @@ def audit_logs(
     result.logs.append(info)
     mb = st.bytes / 1e6
     print(
-        f"dbwatch: {mb:.1f} MB, {st.lines:,} lines, {st.statements:,} statements, "
-        f"{st.transactions:,} transactions, {st.unparsable:,} unparsable, "
+        f"dbwatch: {mb:.1f} MB, {_n(st.lines, 'line')}, {_n(st.statements, 'statement')}, "
+        f"{_n(st.transactions, 'transaction')}, {st.unparsable:,} unparsable, "
         f"format {st.format}, server {st.server_version or 'unknown'}, "
         f"{mb / seconds if seconds else 0:.1f} MB/s",
         file=sys.stderr,

@@ -78,6 +78,13 @@ def resolve_targets(
 def _resolve(names: Sequence[str], config: Config, say: bool) -> list[TargetSpec]:
     by_name: dict[str, TargetConfig] = {t.name: t for t in config.targets}
     if names:
+        for n in names:
+            if n not in by_name and "://" not in n:  # neither a configured name nor a URL
+                known = ", ".join(sorted(by_name)[:20]) or "none"
+                raise UsageError(
+                    f"no target named {n}: give a postgresql:// or mysql:// URL or a "
+                    f"configured target name (configured: {known})"
+                )
         return [spec_from_config(by_name[n]) if n in by_name else spec_for(n) for n in names]
     if config.targets:
         return [spec_from_config(t) for t in config.targets]

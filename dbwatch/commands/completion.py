@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
+from ..termout import HelpFormatter
 
 HELP = "print a bash or zsh completion script (eval it or save it; see --help)"
 EPILOG = """install:
@@ -19,7 +20,7 @@ EPILOG = """install:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.formatter_class = HelpFormatter
     p.add_argument("shell", choices=("bash", "zsh"))
     p.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..durations import plural
 from ..targets import spec_for
 from .common import add_common, load_all
 
@@ -24,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
         spec_for(t.url, t.name)  # validates the scheme
     src = config.path or "no config file (defaults)"
     print(
-        f"{src}: OK — {len(config.targets)} targets, {len(config.rules)} rule overrides, "
-        f"{len(config.alerts)} alert receivers, {len(catalogue)} rules in the catalogue"
+        f"{src}: OK — {plural(len(config.targets), 'target')}, "
+        f"{plural(len(config.rules), 'rule override')}, "
+        f"{plural(len(config.alerts), 'alert receiver')}, "
+        f"{plural(len(catalogue), 'rule')} in the catalogue"
     )
     return 0

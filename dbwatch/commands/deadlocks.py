@@ -8,15 +8,15 @@ import json
 import sys
 from collections.abc import Iterator, Mapping
 
-from tabulate import tabulate
-
 from ..deadlocks.record import check_threads, deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
+from ..durations import plural
 from ..errors import UsageError
 from ..scope import deadlock_in_scope
 from ..snapshot.my import MY_INNODB_STATUS, MY_TRX
 from ..snapshot.values import as_row, as_rows, str_list
+from ..termout import chop, fit_lines, fit_table, hanging, term_width
 from .common import add_all_databases, arg_flag, arg_int, arg_str
 
 Record = Mapping[str, object]
@@ -97,24 +97,28 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
 
 
 def _from_history(args: argparse.Namespace) -> list[Record]:
-    """Deadlocks recorded by the daemon, oldest first, each tagged with its target."""
-    from pathlib import Path
+    """Deadlocks recorded by the daemon, oldest first, each tagged with its target. The state
+    is found as `status` and `history` find it (--state, else [daemon] state / [state] url of
+    --config, else the default path); a configured target scoped to one schema lists only
+    the deadlocks that touch it, even those recorded before the daemon filtered them."""
+    from ..targets import spec_from_config
+    from .status import open_reader
 
-    from ..daemon.state import State, default_state_path
-
-    state = arg_str(args, "state")
-    path = Path(state) if state else default_state_path()
-    if not path.exists():
-        raise UsageError(f"{path}: no state database (has `dbwatch watch` run? use --state)")
-    st = State(path)
-    try:
-        rows = st.deadlocks(target=arg_str(args, "target"), limit=arg_int(args, "limit") or 1000)
-    finally:
-        st.close()
+    reader, config = open_reader(args)
+    limit = arg_int(args, "limit") or 1000
+    rows = reader.deadlocks(target=arg_str(args, "target"), limit=limit).rows
+    scopes = {
+        t.name: spec.scoped_database
+        for t in config.targets
+        if (spec := spec_from_config(t)).engine == "mysql" and not arg_flag(args, "all_databases")
+    }
     out: list[Record] = []
     for r in reversed(rows):
         data = r["data"] if isinstance(r["data"], dict) else {}
-        out.append({**data, "target": r.get("target")})
+        target = r.get("target")
+        if isinstance(target, str) and not deadlock_in_scope(data, scopes.get(target)):
+            continue
+        out.append({**data, "target": target})
     return out
 
 
@@ -155,48 +159,39 @@ def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterato
     yield from _from_target(args)
 
 
-def _short(q: object, n: int = 60) -> str:
-    text = " ".join(str(q or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+def _cell(value: object) -> str:
+    return "" if value is None else str(value)
 
 
-def render_table(deadlocks: list[Record]) -> str:
+def render_table(deadlocks: list[Record], width: int | None = None) -> str:
+    """innotop-style transaction and lock tables and the diagnosis, within `width` (COLUMNS):
+    each statement on its own lines under its transaction, paragraphs wrapped, nothing cut."""
+    width = width or term_width()
     if not deadlocks:
         return "No deadlocks found."
     out = []
     for i, dl in enumerate(deadlocks, 1):
         out.append(f"== Deadlock {i} at {dl.get('at') or '?'}")
+        rows = as_rows(dl.get("transactions"))
         trx = [
             [
                 t["n"],
-                dl.get("at"),
                 t.get("user"),
                 t.get("host"),
                 "yes" if t.get("victim") else "",
                 t.get("active_seconds"),
                 t.get("undo_entries"),
                 t.get("lock_structs"),
-                _short(t.get("query")),
             ]
-            for t in as_rows(dl.get("transactions"))
+            for t in rows
+        ]
+        queries = [
+            hanging(" ".join(str(t.get("query") or "?").split()), width, "    query: ", " " * 11)
+            for t in rows
         ]
         out.append("Deadlock Transactions")
-        out.append(
-            tabulate(
-                trx,
-                headers=[
-                    "ID",
-                    "Timestamp",
-                    "User",
-                    "Host",
-                    "Victim",
-                    "Time",
-                    "Undo",
-                    "LStrcts",
-                    "Query",
-                ],
-            )
-        )
+        heads = ["ID", "User", "Host", "Victim", "Time", "Undo", "LStrcts"]
+        out.append(fit_table(heads, [[_cell(v) for v in r] for r in trx], width, queries))
         locks = [
             [
                 lk["n"],
@@ -211,34 +206,32 @@ def render_table(deadlocks: list[Record]) -> str:
             for lk in as_rows(dl.get("locks"))
         ]
         out.append("\nDeadlock Locks")
-        out.append(
-            tabulate(
-                locks,
-                headers=["ID", "Waiting", "Mode", "DB", "Table", "Index", "Special", "Ins Intent"],
-            )
-        )
+        heads = ["ID", "Wait", "Mode", "DB", "Table", "Index", "Special", "InsInt"]
+        out.append(fit_table(heads, [[_cell(v) for v in r] for r in locks], width))
         if dl.get("victim_inferred"):
-            out.append(f"\nVictim inferred: {dl.get('victim_evidence')}")
+            out += ["", *hanging(f"Victim inferred: {dl.get('victim_evidence')}", width)]
         elif dl.get("victim_evidence"):
-            out.append(f"\nVictim: {dl.get('victim_evidence')}")
+            out += ["", *hanging(f"Victim: {dl.get('victim_evidence')}", width)]
         if dl.get("ambiguous"):
-            out.append(f"\nStructure ambiguous: {dl.get('ambiguity')}; no victim named")
-        for text in str_list(dl.get("unverified")):
+            text = f"Structure ambiguous: {dl.get('ambiguity')}; no victim named"
+            out += ["", *hanging(text, width)]
+        for raw in str_list(dl.get("unverified")):
             # never facts: the text as read, quoted, so that it cannot pass for dbwatch's output
-            out.append("\nUnverified (text, not facts):")
-            out.extend("  | " + line for line in text.splitlines()[:40])
+            out += ["", "Unverified (text, not facts):"]
+            for line in raw.splitlines()[:40]:
+                out += hanging(chop(line, width - 4), width, "  | ", "  | ")
         for what, key in (("Not understood", "unparsed"), ("Inconsistent", "inconsistencies")):
             items = str_list(dl.get(key))
             if items:
-                out.append(f"\n{what}: " + "; ".join(items[:8]))
+                out += ["", *hanging(f"{what}: " + "; ".join(items[:8]), width)]
         diag = as_row(dl.get("diagnosis"))
         rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
-        out.append(f"\nDiagnosis: {diag.get('pattern', 'generic')}{rules}")
-        out.append(f"  {diag.get('explanation', '')}")
+        out += ["", *hanging(f"Diagnosis: {diag.get('pattern', 'generic')}{rules}", width)]
+        out += hanging(str(diag.get("explanation", "")), width, "  ", "  ")
         if diag.get("fix"):
-            out.append(f"  Fix: {diag['fix']}")
+            out += hanging(str(diag["fix"]), width, "  Fix: ", "       ")
         out.append("")
-    out.append(f"{len(deadlocks)} deadlock(s).")
+    out.append(f"{plural(len(deadlocks), 'deadlock')}.")
     return "\n".join(out)
 
 
@@ -251,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
         if as_json:
             print(json.dumps({"summary": summary.to_dict()}, indent=2, default=str))
         else:
-            print(summary.render(source or arg_str(args, "target") or "the daemon's history"))
+            text = summary.render(source or arg_str(args, "target") or "the daemon's history")
+            print(fit_lines(text, term_width()))
         return 0
     deadlocks = list(collect(args, stats))
     limit = arg_int(args, "limit")
@@ -264,7 +258,9 @@ def run(args: argparse.Namespace) -> int:
             doc["not_shown"] = unshown
         print(json.dumps(doc, indent=2, default=str))
     elif not deadlocks and source:
-        print(f"no deadlocks in {source} ({stats.lines:,} lines read, {stats.kind})")
+        print(
+            f"no deadlocks in {source} ({stats.lines:,} {'line' if stats.lines == 1 else 'lines'} read, {stats.kind})"
+        )
     else:
         print(render_table(deadlocks))
     for target, n in unshown.items():

@@ -8,14 +8,14 @@ import json
 import time
 from typing import TypedDict
 
-from ..durations import format_duration, parse_duration
+from ..durations import format_duration, parse_duration, plural
 from ..errors import UsageError
 from ..records import json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..statereader import StateReader
 from ..targets.secrets import scrub, scrub_tree
-from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
+from ..termout import fit_table, hanging, paint, term_width, use_colour
 from .status import add_state_arguments, open_reader
 
 HELP = "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)"
@@ -177,71 +177,55 @@ def _collect(
 def as_table(doc: HistoryDoc, width: int, colour: bool) -> str:
     out = [f"History since {doc['since']} (last {doc['window']})"]
 
-    def sev(s: str) -> list[str]:
-        return [paint(s.upper(), s, colour) + " " * (8 - len(s))]
+    def sev(s: str) -> str:
+        return paint(s.upper(), s, colour)
 
     out.append(f"\nFIRED ({len(doc['fired'])})")
     if doc["fired"]:
-        sw = column_width([f["subject"] for f in doc["fired"]], 10, max(16, width // 3), width // 2)
-        out.append(
-            table(
-                ["FIRED AT", "SEVERITY", "RULE", "TARGET", "SUBJECT".ljust(sw), "RESOLVED"],
-                [
-                    [
-                        [f["fired_at"]],
-                        sev(f["severity"]),
-                        [f["rule"]],
-                        [f["target"]],
-                        wrap(f["subject"], sw),
-                        [f["resolved_at"] or "still firing"],
-                    ]
-                    for f in doc["fired"]
-                ],
-                [20, 8, 5, 12, sw, 20],
-            )
-        )
+        heads = ["FIRED AT", "SEVERITY", "RULE", "TARGET", "SUBJECT", "RESOLVED"]
+        rows = [
+            [
+                f["fired_at"],
+                sev(f["severity"]),
+                f["rule"],
+                f["target"],
+                f["subject"],
+                f["resolved_at"] or "still firing",
+            ]
+            for f in doc["fired"]
+        ]
+        out.append(fit_table(heads, rows, width))
     out.append(f"\nRESOLVED ({len(doc['resolved'])})")
     if doc["resolved"]:
-        tw = max(30, width - 20 - 5 - 10 - 8)
-        out.append(
-            table(
-                ["RESOLVED AT", "RULE", "FIRED FOR", "WHAT"],
-                [
-                    [
-                        [r["resolved_at"]],
-                        [r["rule"]],
-                        [format_duration(r["fired_for_seconds"])],
-                        wrap(f"{r['target']}: {r['subject']}: {r['summary']}", tw),
-                    ]
-                    for r in doc["resolved"]
-                ],
-                [20, 5, 10, tw],
-            )
-        )
+        rows = [
+            [
+                r["resolved_at"],
+                r["rule"],
+                format_duration(r["fired_for_seconds"]),
+                f"{r['target']}: {r['subject']}: {r['summary']}",
+            ]
+            for r in doc["resolved"]
+        ]
+        out.append(fit_table(["RESOLVED AT", "RULE", "FIRED FOR", "WHAT"], rows, width))
     out.append(f"\nACTIONS ({len(doc['actions'])})")
     if doc["actions"]:
-        tw = max(30, width - 20 - 16 - 5 - 8)
-        out.append(
-            table(
-                ["AT", "ACTION", "RULE", "WHAT"],
-                [
-                    [
-                        [a["at"]],
-                        [a["action"]],
-                        [a["rule"] or ""],
-                        wrap(f"{a['target']}: {a['subject']}: {a['reason']}", tw),
-                    ]
-                    for a in doc["actions"]
-                ],
-                [20, 16, 5, tw],
-            )
-        )
+        rows = [
+            [
+                a["at"],
+                a["action"],
+                a["rule"] or "",
+                f"{a['target']}: {a['subject']}: {a['reason']}",
+            ]
+            for a in doc["actions"]
+        ]
+        out.append(fit_table(["AT", "ACTION", "RULE", "WHAT"], rows, width))
     dl = doc["deadlocks"]
     out.append(f"\nDEADLOCKS ({dl['total']})")
     if dl["total"]:
         for pattern, n in sorted(dl["by_pattern"].items(), key=lambda kv: -kv[1]):
             out.append(f"  {n:>5}  {pattern}")
-        out.append("  (each one: dbwatch deadlocks --history, or the dashboard's /deadlocks)")
+        note = "(each one: dbwatch deadlocks --history, or the dashboard's /deadlocks)"
+        out += hanging(note, width, "  ", "   ")
     out.append(
         f"\n{plural(len(doc['fired']), 'finding')} fired, {len(doc['resolved'])} resolved, "
         f"{plural(len(doc['actions']), 'action')}, {plural(dl['total'], 'deadlock')}."

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 from ..catalogue import Rule, load_catalogue
 from ..errors import UsageError
+from ..termout import fill, hanging, table, term_width, wrap
 from .common import arg_str
 
 HELP = "list the rule catalogue"
@@ -30,8 +32,6 @@ def _threshold_text(rule: Rule) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
     catalogue = load_catalogue()
     rows = [
         {
@@ -51,13 +51,47 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "markdown":
         print(rules_markdown(catalogue))
     else:
-        print(
-            tabulate(
-                [[r["id"], r["name"], r["engine"], r["status"], r["severity"]] for r in rows],
-                headers=["ID", "NAME", "ENGINE", "STATUS", "SEVERITY / THRESHOLDS"],
-            )
-        )
+        print(_table(rows, term_width()))
     return 0
+
+
+def _table(rows: list[dict[str, str]], width: int) -> str:
+    """The catalogue at `width`: ID, ENGINE and STATUS as wide as their longest value; NAME
+    as wide as it can be (a long name wraps after a '-'); SEVERITY / THRESHOLDS wrapped."""
+    heads = ["ID", "NAME", "ENGINE", "STATUS", "SEVERITY / THRESHOLDS"]
+    keys = ["id", "name", "engine", "status", "severity"]
+    w = {k: max(len(h), *(len(r[k]) for r in rows)) for h, k in zip(heads, keys)}
+    gaps = 2 * (len(keys) - 1)
+    sev = max(12, width - gaps - w["id"] - w["name"] - w["engine"] - w["status"])
+    sev = min(sev, w["severity"])
+    name = max(12, min(w["name"], width - gaps - w["id"] - w["engine"] - w["status"] - sev))
+    cells = [
+        [[r["id"]], _parts(r["name"], name), [r["engine"]], [r["status"]], wrap(r["severity"], sev)]
+        for r in rows
+    ]
+    if sev < len(heads[-1]):
+        heads[-1] = "THRESHOLDS"
+    return table(heads, cells, [w["id"], name, w["engine"], w["status"], sev])
+
+
+def _url_lines(url: str, width: int) -> list[str]:
+    """A reference URL indented, broken (if it must be) only after / - _ . # ? or &."""
+    lines = ["  "]
+    for part in re.findall(r"[^-/_.#?&]+[-/_.#?&]?|[-/_.#?&]", url):
+        if lines[-1].strip() and len(lines[-1]) + len(part) > width:
+            lines.append("    ")
+        lines[-1] += part
+    return lines
+
+
+def _parts(name: str, width: int) -> list[str]:
+    """A rule name in lines of at most `width`, broken only after a '-'."""
+    lines = [""]
+    for part in re.findall(r"[^-]+-?", name):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return lines
 
 
 def rules_markdown(catalogue: dict[str, Rule]) -> str:
@@ -73,13 +107,16 @@ def run_explain(args: argparse.Namespace) -> int:
     rule = catalogue.get(rule_id.upper())
     if rule is None:
         raise UsageError(f"no rule {rule_id!r}; `dbwatch rules` lists them")
-    print(f"{rule.id} {rule.name} ({rule.engine}, {rule.category}, {rule.status})")
-    print(f"Severity: {_threshold_text(rule)}")
+    width = term_width()
+    out = wrap(f"{rule.id} {rule.name} ({rule.engine}, {rule.category}, {rule.status})", width)
+    out += hanging(_threshold_text(rule), width, "Severity: ")
     if rule.params:
-        print("Params: " + ", ".join(f"{k} = {v!r}" for k, v in rule.params.items()))
+        params = ", ".join(f"{k} = {v!r}" for k, v in rule.params.items())
+        out += hanging(params, width, "Params: ")
     for sec in ("what", "why", "fix"):
-        print(f"\n{sec.upper()}\n{str(rule.doc[sec]).strip()}")
-    print("\nREFERENCES")
+        out += ["", sec.upper(), *fill(str(rule.doc[sec]), width)]
+    out += ["", "REFERENCES"]
     for ref in rule.references:
-        print(f"  {ref}")
+        out += _url_lines(ref, width)
+    print("\n".join(out))
     return 0

@@ -18,14 +18,15 @@ from ..config import Config, find_config_path, load_config
 from ..daemon.state import FindingRow, State, default_state_path
 from ..daemon.statedb import is_pg_url
 from ..deadlocks.unshown import NOT_SHOWN_KEY
-from ..durations import format_duration
+from ..durations import format_duration, plural
 from ..errors import UsageError
+from ..findings import nagios_status
 from ..inputs import check_state_path
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_int, to_str
 from ..statereader import Page, StateReader
 from ..targets.secrets import redact, scrub, scrub_tree
-from ..termout import column_width, paint, plural, table, term_width, use_colour, wrap
+from ..termout import column_width, fit_table, paint, table, term_width, use_colour, wrap
 from ..web.view import cycle_status, stale_after
 
 HELP = "what the daemon has firing now and each target's last cycle (Nagios exit code)"
@@ -236,17 +237,14 @@ def collect(reader: Reader, config: Config, now: float) -> StatusDoc:
 
 
 def verdict(doc: StatusDoc) -> tuple[str, int]:
-    """Critical firing 2; else anything unknown (a stale daemon, an unreachable target) 3;
-    else warning 1; else 0."""
-    sev = {f["severity"] for f in doc["firing"]}
+    """The verdict `audit` and `watch --once` give (findings.nagios_status): a critical finding
+    2; else anything unknown — a firing DW001 (a target unreachable or unreadable: not counted
+    as critical, as in `audit`), a stale daemon, a target without a good cycle — 3; else
+    warning 1; else 0."""
+    sev = [f["severity"] for f in doc["firing"] if f["rule"] != "DW001"]
+    unknown = sum(1 for f in doc["firing"] if f["rule"] == "DW001" or f["severity"] == "unknown")
     blind = not doc["targets"] or any(t["status"] not in ("ok", "degraded") for t in doc["targets"])
-    if "critical" in sev:
-        return "critical", 2
-    if "unknown" in sev or blind:
-        return "unknown", 3
-    if "warning" in sev:
-        return "warning", 1
-    return "ok", 0
+    return nagios_status(sev.count("critical"), unknown + blind, sev.count("warning"))
 
 
 def as_table(doc: StatusDoc, width: int, colour: bool) -> str:
@@ -259,23 +257,10 @@ def as_table(doc: StatusDoc, width: int, colour: bool) -> str:
             )
             st = c["status"]
             tint = {"stale": "stale", "ok": "ok", "degraded": "warning"}.get(st, "critical")
-            rows.append(
-                [
-                    [c["target"]],
-                    [paint(st, tint, colour) + " " * (12 - len(st))],
-                    [age],
-                    [f"{(c['duration'] or 0):.2f}s"],
-                    wrap(c["error"] or "", max(20, width - 60)),
-                ]
-            )
-        name_w = min(max(6, *(len(c["target"]) for c in doc["targets"])), 30)
-        lines.append(
-            table(
-                ["TARGET".ljust(name_w), "LAST CYCLE", "WHEN", "TOOK", "ERROR"],
-                rows,
-                [name_w, 12, 14, 7, max(20, width - name_w - 41)],
-            )
-        )
+            took = f"{(c['duration'] or 0):.2f}s"
+            rows.append([c["target"], paint(st, tint, colour), age, took, c["error"] or ""])
+        heads = ["TARGET", "LAST CYCLE", "WHEN", "TOOK", "ERROR"]
+        lines.append(fit_table(heads, rows, width))
         stale = [c for c in doc["targets"] if c["status"] == "stale"]
         if stale:
             text = (

@@ -15,6 +15,7 @@ from ..durations import format_duration, parse_duration
 from ..errors import TargetError, UsageError
 from ..findings import Finding
 from ..targets import TargetSpec
+from ..termout import HelpFormatter, chop, fit_table, hanging, term_width
 from .common import add_all_databases
 
 HELP = "find offending sessions and (only with --execute) cancel or terminate them"
@@ -50,6 +51,7 @@ changed in between, or whose identity cannot be established, is reported as gone
 --format json prints a JSON array, one object per candidate: action (would_terminate,
 would_cancel, terminated, cancelled, skipped_protected, gone, failed), target, pid or
 thread_id, database, user, application, host, age, state, query, reason, statement, error.
+
 Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable or bad input.
 """
 
@@ -57,7 +59,7 @@ Exit status: 0 done (or dry run), 1 an action failed, 3 a target was unreachable
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from .common import add_common, add_password_file
 
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.formatter_class = HelpFormatter
     p.epilog = EPILOG
     p.add_argument("targets", nargs="*", metavar="TARGET", help="URL or configured target name")
     add_common(p)
@@ -257,28 +259,20 @@ def render(decisions: list[Decision], fmt: str, executed: bool) -> str:
 
 
 def _cut(text: object, width: int) -> str:
+    """Other sessions' query text only: bounded (targets, reasons and statements never are)."""
     s = " ".join(str(text or "").split())
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def _row(d: Decision) -> list[object]:
+def _row(d: Decision) -> list[str]:
     s = d.session
-    state = s.state if not s.is_mysql else (s.command or s.state)
-    statement = statement_for(s, d.action)
     return [
         d.action,
-        _cut(s.target, 24),
-        s.pid if s.pid is not None else (s.thread_id or s.name),
-        _cut(s.database, 16) or "-",
-        _cut(s.user, 16),
-        _cut(s.application or s.host, 16),
+        str(s.pid if s.pid is not None else (s.thread_id or s.name)),
+        s.database or "-",
+        s.user or "",
+        s.application or s.host or "",
         format_duration(round(s.age, 1)) if s.age is not None else "-",
-        _cut(state, 20),
-        _cut(d.reason + (f" [{d.error}]" if d.error else ""), 60)
-        + "\n  "
-        + _cut(statement, 60)
-        + ("\n  " + _cut(s.query, 60) if s.query else "")
-        + (f"\n  from {_cut(phrase, 55)}" if (phrase := _phrase(d)) else ""),
     ]
 
 
@@ -291,26 +285,40 @@ def _phrase(d: Decision) -> str | None:
     return str(origin["phrase"]) if origin.get("phrase") else None
 
 
-def table(decisions: list[Decision], executed: bool) -> str:
-    from tabulate import tabulate
+def _details(d: Decision, width: int) -> list[str]:
+    """Its state, the reason, the statement that ends the session, its query and where the
+    query's framework tags say it comes from, each wrapped whole under the row."""
+    s = d.session
+    state = s.state if not s.is_mysql else (s.command or s.state)
+    reason = d.reason + (f" [{d.error}]" if d.error else "")
+    out = hanging(state or "-", width, "  state: ", " " * 9)
+    out += hanging(reason, width, "  reason: ", " " * 10)
+    statement = statement_for(s, d.action)
+    if statement:
+        out += hanging(statement, width, "  statement: ", " " * 13)
+    if s.query:
+        out += hanging(chop(_cut(s.query, 300), width - 9), width, "  query: ", " " * 9)
+    if phrase := _phrase(d):
+        out += hanging(chop(_cut(phrase, 300), width - 7), width, "  from ", " " * 7)
+    return out
 
+
+def table(decisions: list[Decision], executed: bool, width: int | None = None) -> str:
+    """Per target (its name on a line of its own, whole), one row per session within `width`
+    (COLUMNS); under each row its state, reason, statement and query."""
+    width = width or term_width()
     head = "" if executed else "DRY RUN: nothing was changed; add --execute to act.\n"
     if not decisions:
         return head + "No session matches the criteria."
     counts = Counter(d.action for d in decisions)
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
-    grid: str = tabulate(
-        [_row(d) for d in decisions],
-        headers=[
-            "ACTION",
-            "TARGET",
-            "PID/THREAD",
-            "DATABASE",
-            "USER",
-            "APP/HOST",
-            "AGE",
-            "STATE",
-            "REASON / STATEMENT / QUERY",
-        ],
-    )
-    return head + grid + f"\n\n{summary}"
+    headers = ["ACTION", "PID/THREAD", "DATABASE", "USER", "APP/HOST", "AGE"]
+    by_target: dict[str, list[Decision]] = {}
+    for d in decisions:
+        by_target.setdefault(d.session.target, []).append(d)
+    parts = []
+    for target, mine in by_target.items():
+        rows, details = [_row(d) for d in mine], [_details(d, width) for d in mine]
+        parts.append("\n".join([*hanging(target, width, "== ", "   "), ""]))
+        parts[-1] += fit_table(headers, rows, width, details)
+    return head + "\n\n".join(parts) + f"\n\n{summary}"

@@ -14,6 +14,7 @@ from ..deadlocks.unshown import COUNTER_KEY, NOT_SHOWN_KEY, account, server_coun
 from ..findings import Finding
 from ..pipeline import TargetResult
 from ..records import FindingRow, Transitions
+from ..scope import deadlock_in_scope
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_STATUS
 from ..targets import TargetSpec
@@ -84,12 +85,15 @@ class Actions:
 
 
 def record_deadlocks(state: State, result: TargetResult) -> int:
-    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`);
+    """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`),
+    if it touches the target's scope (the same test as `dbwatch deadlocks URL` and MY102);
     returns how many were new (0 or 1)."""
     status = result.snapshot.get(MY_INNODB_STATUS)
     if status is None or status.deadlock is None:
         return 0
     dl = deadlock_record(status.deadlock)
+    if not deadlock_in_scope(dl, result.spec.scoped_database):
+        return 0  # another schema's: not this target's to record, list, log or alert on
     if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
         log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
         return 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from ..durations import plural
 from ..findings import Finding
 
 SUBJECT = "target not answering"
@@ -65,7 +66,7 @@ def not_answering(target: str, miss: Miss, threshold: int, interval: float) -> F
         target=target,
         subject=SUBJECT,
         summary=(
-            f"target not answering: {miss.count} cycles missed in a row "
+            f"target not answering: {plural(miss.count, 'cycle')} missed in a row "
             f"(every {interval:g}s; last: {miss.why}); nothing on this target is being "
             "checked, its findings are as of the last answer"
         ),

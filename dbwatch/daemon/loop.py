@@ -253,6 +253,7 @@ class Daemon:
                 spec.engine,
                 str(tc.log_file),
                 warned=self._unreadable_logs,
+                scope=spec.scoped_database,
             )
         except Exception:  # a log we cannot read never stops the cycle
             log.exception("tailing log_file %s of %s failed", tc.log_file, spec.name)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..findings import Finding
+from ..scope import deadlock_in_scope
 from ..snapshot.values import as_row
 from .record import DeadlockRecord, deadlock_record
 from .tailer import StateDb, load_position, poll, save_position
@@ -66,15 +67,21 @@ def tail_findings(
     log_file: str,
     severity: str = "warning",
     warned: set[str] | None = None,
+    scope: str | None = None,
 ) -> list[Finding]:
     """Read what is new in the target's log; record and return findings for new deadlocks.
-    `warned`: the caller's set of logs already reported unreadable (said once, not per cycle)."""
+    `warned`: the caller's set of logs already reported unreadable (said once, not per cycle).
+    `scope`: the schema a MySQL target is scoped to; a deadlock touching none of its tables is
+    skipped (not recorded, logged or reported), as `dbwatch deadlocks URL` and MY102 do.
+    PostgreSQL log entries name schemas, not databases: they are not filtered here."""
     pos = load_position(state, target)
     deadlocks, new_pos = poll(Path(log_file), engine, pos, warned)
     fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
         for dl in deadlocks:
             rec = deadlock_record(dl)
+            if engine == "mysql" and not deadlock_in_scope(rec, scope):
+                continue
             rec["source"] = "log_file"
             if state.record_deadlock(target, str(rec["key"]), rec.get("at"), rec):
                 fresh.append(rec)

@@ -70,7 +70,8 @@ class Summary:
         }
 
     def render(self, source: str) -> str:
-        out = [f"{self.deadlocks} deadlock(s) in {source}"]
+        noun = "deadlock" if self.deadlocks == 1 else "deadlocks"
+        out = [f"{self.deadlocks} {noun} in {source}"]
         for title, c in (
             ("By diagnosis", self.by_pattern),
             ("By table", self.by_table),

@@ -58,6 +58,9 @@ class Library:
     # its own failure texts: (substring of the message, kind)
     failure_texts: tuple[tuple[str, str], ...] = ()
     expiry_source: str = "library default"  # QU002 evidence when no per-job expiry is read
+    # QU001 naming the lagging queue (None: backlog_fix as is); given the queue's name, or
+    # None when the row is not a queue (a batch name)
+    backlog_text: Callable[[str | None], str] | None = None
     # The library on the one queue model: role -> its column (docs/queues.md; roles.ROLES)
     roles: dict[str, str] = field(default_factory=dict)
     # A client/version told from the table's column types (columns -> Variant); None: one

@@ -5,6 +5,8 @@ Stuck: a job reserved longer than the connection's `retry_after` is handed to an
 
 from __future__ import annotations
 
+import shlex
+
 from .base import Library, Shape
 
 JOBS = Shape(
@@ -37,6 +39,20 @@ BATCHES = Shape(
     scale_depth=False,
 )
 
+
+def backlog_text(queue: str | None) -> str:
+    """QU001 for one queue: queue:monitor takes `<connection>:<queue>`, the connection being
+    the name in config/queue.php (dbwatch cannot see it, so it stays a placeholder)."""
+    name = shlex.quote(" ".join(str(queue).split())[:100]) if queue else "<queue>"
+    return (
+        "Check the workers (supervisor/systemd: php artisan queue:work "
+        f"--queue={name}); php artisan queue:monitor "
+        f"<connection>:{name} --max=1000 alerts from the app (<connection>: the queue "
+        "connection's name in config/queue.php, often database); add workers for this queue "
+        "only when the database is healthy (QU402, MY101)."
+    )
+
+
 # The library on the one queue model: role -> its column (sibling.column in a sibling
 # table); docs/queues.md shows them side by side.
 ROLES = {
@@ -66,11 +82,8 @@ LIBRARY = Library(
         "done": "deleted",
     },
     stuck="reserved longer than the connection's retry_after: another worker runs it again",
-    backlog_fix=(
-        "Check the workers (supervisor/systemd: php artisan queue:work); "
-        "php artisan queue:monitor database:default --max=1000 alerts from the app; add "
-        "workers for the lagging queue only when the database is healthy (QU402, MY101)."
-    ),
+    backlog_fix=backlog_text(None),
+    backlog_text=backlog_text,
     expired_fix="",  # computed with the real retry_after and table (checks.queue_health)
     attempts_fix=(
         "Set the worker --timeout (or the job's $timeout) several seconds below retry_after; "

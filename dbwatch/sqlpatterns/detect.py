@@ -38,6 +38,13 @@ class ServerVersion:
         return padded >= SKIP_LOCKED_SINCE[self.engine]
 
 
+def _times(count: int, transactions: int) -> str:
+    return (
+        f"{count} {'time' if count == 1 else 'times'} in {transactions} "
+        f"{'transaction' if transactions == 1 else 'transactions'}"
+    )
+
+
 def parse_server_version(text: str, default_engine: str | None = None) -> ServerVersion | None:
     """'10.11.19-MariaDB-0+deb12u1', '8.0.36', 'mariadb 10.5', 'postgresql 15.2' → ServerVersion."""
     text = text[:VERSION_CHARS]  # untrusted (a log header): bounded before any search
@@ -284,7 +291,7 @@ def qu401_finding(
         "QU401",
         table=table,
         how=f"SELECT … WHERE {key} = ? FOR UPDATE then DELETE of the same row, "
-        f"{p.count} times in {p.transactions} transactions",
+        f"{_times(p.count, p.transactions)}",
     )
     if confidence != "high":
         summary += " (probable: from statement digests, not transactions)"
@@ -319,9 +326,7 @@ def qu402_finding(
     if server is not None and not server.supports_skip_locked():
         return None
     key_table, table = table, shown_name(table, p.example)
-    summary = rule_summary(
-        "QU402", table=table, how_often=f"{p.count} times in {p.transactions} transactions"
-    )
+    summary = rule_summary("QU402", table=table, how_often=_times(p.count, p.transactions))
     if server is None:
         summary += (
             "; server version unknown (SKIP LOCKED needs MySQL ≥ 8.0.1, "

@@ -201,11 +201,13 @@ def open_target(spec: TargetSpec, database: str | None = None) -> Connection:
     if spec.engine == "postgresql":
         from .postgres import PgConnection
 
-        conn = PgConnection.open(spec, database)
-    else:
-        from .mysql import MyConnection
+        pg = PgConnection.open(spec, database)
+        in_use(pg)
+        pg.set_timeouts()
+        return pg
+    from .mysql import MyConnection
 
-        conn = MyConnection.open(spec, database)
+    conn = MyConnection.open(spec, database)
     in_use(conn)
     return conn
 

@@ -25,10 +25,16 @@ from .urls import parse_url
 from .version import ServerVersion
 
 _OPTIONS = (
-    f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS} "
-    "-c idle_in_transaction_session_timeout=10000 -c default_transaction_read_only=on "
+    "-c default_transaction_read_only=on "
     # statements shown to people or run by terminate quote literals the standard way
     "-c standard_conforming_strings=on"
+)
+# The timeouts are SET after connecting, not sent as startup options: a startup option
+# becomes the session's reset value (pg_settings.reset_val), which would hide the value the
+# server gives every other session from PG501. One round trip (simple query protocol).
+_SESSION_SETS = (
+    f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS}; "
+    "SET idle_in_transaction_session_timeout = 10000"
 )
 
 
@@ -77,6 +83,17 @@ class PgConnection:
         except (psycopg.Error, ValueError) as exc:
             raise TargetError(spec.name, f"cannot connect: {scrub(str(exc), spec)}") from None
         return cls(spec, conn)
+
+    def set_timeouts(self) -> None:
+        """The probe session's own timeouts; called once the daemon's deadline knows this
+        connection (targets.open_target), so a server that freezes here is still cut."""
+        try:
+            self.conn.execute(_SESSION_SETS)
+        except psycopg.Error as exc:
+            self.close()
+            raise TargetError(
+                self.spec.name, f"cannot connect: {scrub(str(exc), self.spec)}"
+            ) from None
 
     def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:

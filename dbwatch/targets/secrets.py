@@ -102,8 +102,11 @@ def scrub(text: object, extra: Iterable[str | None] = ()) -> str:
 _URL_SECRET = re.compile(
     r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]*@", re.IGNORECASE
 )
+# MySQL's "Access denied … (using password: YES)" says whether one was sent, not what it is:
+# that phrase is kept whole (masking it told nothing and cut the message's parenthesis)
 _KV_SECRET = re.compile(
-    r"(?P<k>\b(?:password|passwd|pwd|secret|token)\s*[=:]\s*)\S+", re.IGNORECASE
+    r"(?P<k>\b(?<!using )(?:password|passwd|pwd|secret|token)\s*[=:]\s*)\S+",
+    re.IGNORECASE,
 )
 
 

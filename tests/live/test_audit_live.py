@@ -32,8 +32,28 @@ thresholds = {{ warning = "2s" }}
 
 
 @pytest.fixture
-def scene(pg_url: str, my_url: str, uniq: str) -> Iterator[dict[str, object]]:
-    """An idle-in-transaction PG session, a long PG query, an open InnoDB trx, legacy indexes."""
+def own(pg_url: str, my_url: str, uniq: str) -> Iterator[tuple[str, str]]:
+    """A PostgreSQL database and a MariaDB schema made for the test: the audit reads those,
+    never the shared `test` databases (whatever others left there)."""
+    name = f"dbw_audit_{uniq}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    with pymysql.connect(host="127.0.0.1", user="root", password="") as my:
+        my.cursor().execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield pg_url.rsplit("/", 1)[0] + f"/{name}", my_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with pymysql.connect(host="127.0.0.1", user="root", password="") as my:
+            my.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def scene(own: tuple[str, str], uniq: str) -> Iterator[dict[str, object]]:
+    """An idle-in-transaction PG session, a long PG query, an open InnoDB trx, legacy indexes,
+    in the test's own database and schema."""
+    pg_url, my_url = own
     idle = psycopg.connect(pg_url, application_name="billing-app")
     idle.execute("SELECT 1")     # opens the transaction; it stays idle in transaction
     busy = psycopg.connect(pg_url, autocommit=True, application_name="report-job")
@@ -41,7 +61,7 @@ def scene(pg_url: str, my_url: str, uniq: str) -> Iterator[dict[str, object]]:
 
     def sleep() -> None:
         try:
-            busy.execute("SELECT pg_sleep(8)")
+            busy.execute("SELECT pg_sleep(60)")  # cancelled at teardown
         except psycopg.Error:
             pass   # cancelled at teardown
     t = threading.Thread(target=sleep, daemon=True)
@@ -52,7 +72,8 @@ def scene(pg_url: str, my_url: str, uniq: str) -> Iterator[dict[str, object]]:
                      " payload text not null, attempts smallint not null, reserved_at int,"
                      " available_at int not null, created_at int not null)")
     pg_admin.execute(f"CREATE INDEX {table}_queue_reserved_at_index ON {table} (queue, reserved_at)")
-    my = pymysql.connect(host="127.0.0.1", user="root", password="", database="test")
+    my = pymysql.connect(host="127.0.0.1", user="root", password="",
+                         database=my_url.rsplit("/", 1)[1])
     my.cursor().execute(f"CREATE TABLE {table} (id bigint unsigned auto_increment primary key,"
                         " queue varchar(255) not null, payload longtext not null,"
                         " attempts tinyint unsigned not null, reserved_at int unsigned,"
@@ -77,8 +98,9 @@ def scene(pg_url: str, my_url: str, uniq: str) -> Iterator[dict[str, object]]:
     pg_admin.close()
 
 
-def test_audit_names_the_offenders(scene: dict[str, object], pg_url: str, my_url: str,
+def test_audit_names_the_offenders(scene: dict[str, object], own: tuple[str, str],
                                    tmp_path: Path) -> None:
+    pg_url, my_url = own
     cfg = tmp_path / "dbwatch.toml"
     cfg.write_text(CONFIG.format(pg=pg_url, my=my_url))
     proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "--config", str(cfg),
@@ -102,8 +124,9 @@ def test_audit_names_the_offenders(scene: dict[str, object], pg_url: str, my_url
     assert "DROP INDEX `jobs_queue_reserved_at_index`" in my_fix and "(`queue`)" in my_fix
 
 
-def test_fingerprint_is_stable_across_cycles(scene: dict[str, object], pg_url: str, my_url: str,
+def test_fingerprint_is_stable_across_cycles(scene: dict[str, object], own: tuple[str, str],
                                              tmp_path: Path) -> None:
+    pg_url, my_url = own
     cfg = tmp_path / "dbwatch.toml"
     cfg.write_text(CONFIG.format(pg=pg_url, my=my_url))
     runs = []
@@ -117,7 +140,8 @@ def test_fingerprint_is_stable_across_cycles(scene: dict[str, object], pg_url: s
     assert runs[0][mine] == runs[1][mine]
 
 
-def test_table_output_fits_100_columns(scene: dict[str, object], pg_url: str, my_url: str) -> None:
+def test_table_output_fits_100_columns(scene: dict[str, object], own: tuple[str, str]) -> None:
+    pg_url, my_url = own
     proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", pg_url, my_url],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode in (1, 2)

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -94,9 +95,29 @@ def receiver() -> Iterator[Receiver]:
     r.set("down")
 
 
+# The daemon watches a database made for this module, not the shared `test`: whatever others
+# leave there (a bloated table, idle sessions) would fire alerts these tests count.
+TARGET_URL = PG_URL
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_database() -> Iterator[str]:
+    global TARGET_URL
+    name = f"dbw_daemon_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    TARGET_URL = PG_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield TARGET_URL
+    finally:
+        TARGET_URL = PG_URL
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def idle_session() -> Iterator[psycopg.Connection[Any]]:
-    conn = psycopg.connect(PG_URL, application_name="dbw_test_idle")
+    conn = psycopg.connect(TARGET_URL, application_name="dbw_test_idle")
     conn.execute("SELECT 1")          # opens the transaction and leaves it idle
     yield conn
     conn.close()
@@ -117,7 +138,7 @@ def write_config(path: Path, receiver: Receiver, *, interval: str = "1s",
     path.write_text(f"""
 [[targets]]
 name = "pg"
-url = "{PG_URL}"
+url = "{TARGET_URL}"
 interval = "{interval}"
 {extra_targets}
 [rules.PG002]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import uuid
+from collections.abc import Iterator
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,22 @@ class Recording(Daemon):
         return super().cycle(name, scheduled, slot)
 
 
+@pytest.fixture(scope="module")
+def ok_url() -> Iterator[str]:
+    """The healthy targets' database, made here: whatever others leave in the shared `test`
+    database (a bloated table: PG202 critical, exit 2) cannot change these exit codes."""
+    import psycopg
+
+    name = f"dbw_hang_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield PG_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def write_config(path: Path, targets: dict[str, str], *, timeout: str, missed: int) -> None:
     lines = [f'[daemon]\ncycle_timeout = "{timeout}"\nmissed_cycles = {missed}\n']
     for name, url in targets.items():
@@ -64,10 +82,10 @@ def p95(values: list[float]) -> float:
     return values[min(len(values) - 1, int(0.95 * len(values)))]
 
 
-def test_hanging_targets_do_not_starve_healthy_ones(tmp_path: Path) -> None:
+def test_hanging_targets_do_not_starve_healthy_ones(tmp_path: Path, ok_url: str) -> None:
     silent, stall = HangServer("silent"), HangServer("pg-stall")
     hung = {f"hung-{i}": (silent if i % 2 else stall).url() for i in range(10)}
-    healthy = {f"ok-{i}": PG_URL for i in range(10)}
+    healthy = {f"ok-{i}": ok_url for i in range(10)}
     d, state, runner, sched = start(tmp_path, hung | healthy, pool=4, timeout="3s", missed=2)
     try:
         time.sleep(16)
@@ -127,10 +145,11 @@ def test_frozen_session_is_cut_at_the_deadline(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["silent", "pg-stall"])
-def test_once_reports_a_hanging_target_and_exits_3(tmp_path: Path, mode: str) -> None:
+def test_once_reports_a_hanging_target_and_exits_3(tmp_path: Path, mode: str,
+                                                   ok_url: str) -> None:
     with HangServer(mode) as hs:
         cfg = tmp_path / "dbwatch.toml"
-        write_config(cfg, {"hung": hs.url(), "ok": PG_URL}, timeout="2s", missed=3)
+        write_config(cfg, {"hung": hs.url(), "ok": ok_url}, timeout="2s", missed=3)
         state = State(tmp_path / "state.db")
         d = Daemon(cfg, state, load_setup(cfg), flush_budget=0.0)
         t0 = time.time()
@@ -144,7 +163,8 @@ def test_once_reports_a_hanging_target_and_exits_3(tmp_path: Path, mode: str) ->
     assert not [s for t, s in rows if t == "ok"]
 
 
-def test_sigterm_exits_within_one_probe_timeout_while_a_probe_hangs(tmp_path: Path) -> None:
+def test_sigterm_exits_within_one_probe_timeout_while_a_probe_hangs(tmp_path: Path,
+                                                                   ok_url: str) -> None:
     """A cycle blocked in a read on a frozen server, the deadline far away: SIGTERM still
     ends the daemon (exit 0) within one probe timeout (5 s), with its connection shut."""
     import os
@@ -155,7 +175,7 @@ def test_sigterm_exits_within_one_probe_timeout_while_a_probe_hangs(tmp_path: Pa
 
     proxy = FreezeProxy(("127.0.0.1", 5432))
     cfg = tmp_path / "dbwatch.toml"
-    write_config(cfg, {"frozen": proxy.url(), "ok": PG_URL}, timeout="120s", missed=3)
+    write_config(cfg, {"frozen": proxy.url(), "ok": ok_url}, timeout="120s", missed=3)
     root = Path(__file__).resolve().parents[2]
     log = (tmp_path / "daemon.log").open("w")
     proc = subprocess.Popen(
