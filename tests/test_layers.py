@@ -373,10 +373,6 @@ CIRCLES_PENDING: dict[tuple[str, ...], str] = {
         "probes/__init__.py (the registry, the runner, the share cache...) imports the modules "
         "that register with it; split by concern first"
     ),
-    ("dbwatch.targets", "dbwatch.targets.mysql", "dbwatch.targets.postgres"): (
-        "targets/__init__.py opens the backends, which import its TargetSpec, Connection and "
-        "constants; move those to a module below both"
-    ),
 }
 
 

@@ -10,7 +10,7 @@ import pymysql
 import pymysql.cursors
 
 from ..errors import ProbeError, TargetError
-from . import (
+from .base import (
     APP_NAME,
     CONNECT_TIMEOUT_S,
     IO_TIMEOUT_S,

@@ -8,7 +8,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ..errors import ProbeError, TargetError
-from . import (
+from .base import (
     APP_NAME,
     CONNECT_TIMEOUT_S,
     DEFAULT_PG_URL,
