@@ -18,7 +18,8 @@ from dbwatch.findings import Finding
 from dbwatch.inputs import check_state_path
 from dbwatch.sqlpatterns.logs.sniff import check_log
 from dbwatch.pipeline import AuditResult, TargetResult
-from dbwatch.probes.privileges import account_literal, can_select, exact_grant, parse_grants
+from dbwatch.probes.grants import exact_grant
+from dbwatch.probes.privileges import account_literal, can_select, parse_grants
 from dbwatch.scope import deadlock_in_scope
 from dbwatch.snapshot import CoverageGap, Snapshot
 from dbwatch.targets import TargetSpec

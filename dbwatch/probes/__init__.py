@@ -14,15 +14,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from datetime import time as dtime
 from decimal import Decimal
-from functools import cache, partial
-from pathlib import Path
+from functools import partial
 from typing import Any, TypeVar
 
 from ..config import Config
 from ..errors import ProbeError, TargetError
 from ..snapshot import CoverageGap, ProbeFailure, Snapshot, build_section
 from ..targets import Connection, scrub
-from ..targets.version import FLAVOURS, ServerVersion
 from .share import (
     _CYCLE,
     _SHARED,
@@ -33,11 +31,20 @@ from .share import (
     catalog_cached,
     per_server,
 )
+from .sqlfiles import SQL_DIR, _sql_variants, sql
 
-__all__ = ["CATALOG_MAX_AGE", "ProbeCache", "SharedProbes", "catalog_cached", "per_server"]
+__all__ = [
+    "CATALOG_MAX_AGE",
+    "SQL_DIR",
+    "ProbeCache",
+    "SharedProbes",
+    "_sql_variants",
+    "catalog_cached",
+    "per_server",
+    "sql",
+]
 
 log = logging.getLogger(__name__)
-SQL_DIR = Path(__file__).with_name("sql")
 # Probing one target stops starting new probes after this long; the rest are DW002 gaps.
 PROBE_BUDGET = 60.0
 # Sections every audit reads whatever the rules: what the monitoring user may see (DW001).
@@ -81,52 +88,6 @@ def probe(
         return fn
 
     return deco
-
-
-@cache
-def _sql_variants(
-    engine: str, name: str, base: Path = SQL_DIR
-) -> list[tuple[str | None, int, str]]:
-    """(flavour or None for any, minimum version number, text) of every file for `name`:
-    <name>.sql, <name>_post_<num>.sql, <name>_<flavour>.sql, <name>_<flavour>_post_<num>.sql."""
-    out: list[tuple[str | None, int, str]] = []
-    for path in (base / engine).glob(f"{name}*.sql"):
-        stem = path.stem
-        if stem == name:
-            out.append((None, 0, path.read_text()))
-            continue
-        if not stem.startswith(f"{name}_"):
-            continue
-        rest = stem[len(name) + 1 :]
-        flavour: str | None = None
-        for f in FLAVOURS:
-            if rest == f or rest.startswith(f"{f}_"):
-                flavour, rest = f, rest[len(f) + 1 :]
-                break
-        if rest == "":
-            out.append((flavour, 0, path.read_text()))
-        elif rest.startswith("post_") and rest[5:].isdigit():
-            out.append((flavour, int(rest[5:]), path.read_text()))
-    return sorted(out, key=_flavour_then_version)
-
-
-def _flavour_then_version(v: tuple[str | None, int, str]) -> tuple[bool, int]:
-    return v[0] is not None, v[1]
-
-
-def sql(engine: str, name: str, version: ServerVersion, base: Path = SQL_DIR) -> str:
-    """The SQL text for this server, from `base` (probes/sql; actions keep theirs apart).
-    Files tagged with the server's flavour win over untagged ones and `_post_<num>` compares
-    numbers of that flavour only (MariaDB 10.11 never gets a MySQL 8.0 file)."""
-    chosen = None
-    for tag, min_version, text in _sql_variants(engine, name, base):
-        if tag is not None and tag != version.flavour:
-            continue
-        if version.num >= min_version:
-            chosen = text
-    if chosen is None:
-        raise ProbeError(name, f"no SQL for {version.flavour} {version.num}")
-    return chosen
 
 
 def jsonable(row: Mapping[str, object]) -> dict[str, Any]:
@@ -267,7 +228,7 @@ def _run_probes(
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
-    from .privileges import exact_grant
+    from .grants import exact_grant
 
     failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
     return Snapshot(

@@ -6,14 +6,11 @@ exact GRANT for this account; schemas it cannot read in an unscoped audit are DW
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..queues import MARKER_COLUMNS
 from ..snapshot import CoverageGap
 from ..snapshot.settings import (
-    MY_PRIVILEGES,
-    PG_PRIVILEGES,
     MyPrivileges,
     PgPrivileges,
     PgUnreadableTable,
@@ -192,18 +189,3 @@ def pg_privileges(conn: Connection) -> PgPrivileges | PartialResult:
     if missing:
         return PartialResult(data, f"role {user} lacks " + "; ".join(missing), " ".join(grants))
     return data
-
-
-GRANT_PLACEHOLDERS = ("<monitor_user>", "'<monitor>'@'%'")
-
-
-def exact_grant(grant: str | None, sections: Mapping[str, object]) -> str | None:
-    """A fix's placeholder account replaced by the account dbwatch is connected as."""
-    if not grant:
-        return grant
-    my, pg = sections.get(MY_PRIVILEGES.name), sections.get(PG_PRIVILEGES.name)
-    if my is not None and (account := MY_PRIVILEGES.build(my).account):
-        grant = grant.replace("'<monitor>'@'%'", account)
-    if pg is not None and (user := PG_PRIVILEGES.build(pg).user):
-        grant = grant.replace("<monitor_user>", pg_ident_text(user))
-    return grant

@@ -134,7 +134,7 @@ def _marker(cyc: _Cycle) -> tuple[object, ...] | None:
 
 
 def _pg_marker(conn: Connection) -> tuple[object, ...] | None:
-    from . import sql
+    from .sqlfiles import sql
 
     rows = conn.rows(sql("postgresql", "catalog_marker", conn.version))
     if not rows or rows[0].get("track_counts") != "on":
@@ -143,7 +143,7 @@ def _pg_marker(conn: Connection) -> tuple[object, ...] | None:
 
 
 def _my_marker(conn: Connection) -> tuple[object, ...] | None:
-    from . import sql
+    from .sqlfiles import sql
 
     rows = conn.rows(sql("mysql", "catalog_marker", conn.version))
     got = sorted((str(r.get("name")).lower(), str(r.get("value"))) for r in rows)
