@@ -101,17 +101,88 @@ BUSINESS: dict[str, tuple[str, dict[str, str]]] = {
 
 # Partial evidence: a DW002 question, never a finding.
 QUESTIONS: dict[str, tuple[str, dict[str, str]]] = {
-    # pgmq: a read message's vt moves ahead; nothing says it is claimed, nothing says failed
-    "pgmq": ("q_emails", {"msg_id": "bigint", "read_ct": "integer", "enqueued_at": TS,
-                          "vt": TS, "message": "jsonb"}),
-    # dramatiq-pg: a state but no time a message may run
-    "dramatiq": ("queue", {"message_id": "uuid", "queue_name": "text", "state": "dramatiq.state",
-                           "mtime": TS, "message": "jsonb", "result": "jsonb"}),
     # saq (PostgreSQL): its times are epoch integers named scheduled / expire_at
     "saq": ("saq_jobs", {"key": "text", "lock_key": "integer", "job": "bytea", "queue": "text",
                          "status": "text", "priority": "smallint", "scheduled": "bigint",
                          "expire_at": "bigint"}),
+    # huey's SqlHuey: a payload blob, a queue name, a priority, and no time at all
+    "huey": ("task", {"id": "int(11)", "queue": "varchar(255)", "data": "blob",
+                      "priority": "float"}),
+    # kombu's SQL transport: a visibility flag, no time a waiting message carries
+    "kombu": ("kombu_message", {"id": "int(11)", "visible": "tinyint(1)", "timestamp": "datetime",
+                                "payload": "text", "version": "smallint(6)",
+                                "queue_id": "int(11)"}),
 }
+
+# Queues read in part: what is due is the backlog; what the table cannot tell is named.
+PARTIAL: dict[str, tuple[str, dict[str, str], set[str]]] = {
+    # pgmq: a read message's vt moves ahead (a visibility time, runnable from then on); nothing
+    # says it is claimed, nothing says failed
+    "pgmq": ("q_emails", {"msg_id": "bigint", "read_ct": "integer", "enqueued_at": TS,
+                          "vt": TS, "message": "jsonb"}, {"stuck", "failed"}),
+    # django-q2's ORM broker: a bare `lock` time is when the row's lock ends (its available-at)
+    "django_q": ("django_q_ormq", {"id": "integer", "key": "character varying(100)",
+                                   "payload": "text", "lock": TS}, {"stuck", "failed"}),
+    # pq: dequeued_at and nothing that says finished or failed
+    "pq": ("queue", {"id": "bigint", "enqueued_at": TS, "dequeued_at": TS, "expected_at": TS,
+                     "schedule_at": TS, "q_name": "text", "data": "json"}, {"stuck", "failed"}),
+}
+
+# Results tables beside a queue: finished runs, read for their failures only.
+RESULTS: dict[str, tuple[str, dict[str, str]]] = {
+    "django_q_task": ("django_q_task", {"name": "character varying(100)", "func": "text",
+                                        "args": "text", "started": TS, "stopped": TS,
+                                        "success": "boolean", "id": "character varying(32)",
+                                        "attempt_count": "integer"}),
+    "celery_taskmeta": ("celery_taskmeta", {"id": "int(11)", "task_id": "varchar(155)",
+                                            "status": "varchar(50)", "date_done": DT,
+                                            "traceback": "text", "args": "blob",
+                                            "retries": "int(11)"}),
+    "completedtask": ("background_task_completedtask", {
+        "id": "int(11)", "task_name": "varchar(190)", "task_params": "longtext",
+        "run_at": DT, "attempts": "int(11)", "failed_at": DT, "last_error": "longtext",
+        "locked_by": "varchar(64)", "locked_at": DT}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL))
+def test_a_queue_read_in_part_names_what_it_cannot_tell(name: str) -> None:
+    table, cols, missing = PARTIAL[name]
+    reading = recognise_shape(cols, table)
+    assert reading is not None and reading.verdict == "queue" and not reading.results, name
+    assert set(unjudged(reading.roles, None)) == missing, (name, reading.roles)
+
+
+@pytest.mark.parametrize("name", sorted(RESULTS))
+def test_results_tables_are_read_for_failures_only(name: str) -> None:
+    table, cols = RESULTS[name]
+    reading = recognise_shape(cols, table)
+    assert reading is not None and reading.results, (name, reading)
+
+
+def test_roles_by_the_meaning_of_a_name() -> None:
+    # times no exact name places, by a word of the name (oxen-queue, django-q2, celery)
+    roles = map_roles({"created_ts": DT, "started_ts": DT, "body": "varchar(100)",
+                       "status": "varchar(100)", "job_type": "varchar(200)"})
+    assert roles["created_at"] == "created_ts" and roles["claimed_at"] == "started_ts"
+    assert map_roles({"date_done": DT})["finished_at"] == "date_done"
+    assert map_roles({"stopped": TS, "started": TS}) == {"finished_at": "stopped",
+                                                         "claimed_at": "started"}
+    # an integer is a time only when its name says so; a word alone is not a role
+    assert map_roles({"created_ms": "bigint"})["created_at"] == "created_ms"
+    assert "created_at" not in map_roles({"created_count": "integer"})
+    # a boolean outcome and a visibility flag need a boolean type
+    assert map_roles({"success": "boolean"}) == {"succeeded": "success"}
+    assert "succeeded" not in map_roles({"success": "text"})
+    assert map_roles({"visible": "tinyint(1)"}) == {"visible": "visible"}
+    # dramatiq-pg: a state whose labels only a queue uses, with its last change as the time
+    enums = {"state": ("queued", "consumed", "rejected", "done")}
+    dramatiq = recognise_shape({"message_id": "uuid", "queue_name": "text", "state": "x.state",
+                                "mtime": TS, "message": "jsonb"}, "queue", enums=enums)
+    assert dramatiq is not None and dramatiq.verdict == "queue" and dramatiq.strict_status
+    assert map_statuses(enums["state"]).queue_only
+    assert not map_statuses(["pending", "processing", "completed"]).queue_only
+    assert map_statuses(["SUCCESS", "FAILURE", "REVOKED"]).values("failed") == ("FAILURE", "REVOKED")
 
 
 @pytest.mark.parametrize("name", sorted(QUEUES))
@@ -134,9 +205,7 @@ def test_business_tables_are_never_queues(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(QUESTIONS))
 def test_partial_evidence_is_a_question(name: str) -> None:
     table, cols = QUESTIONS[name]
-    # dramatiq-pg's state is its own enum type: the catalog query returns its labels
-    enums = {"state": ("queued", "consumed", "rejected", "done")} if name == "dramatiq" else {}
-    reading = recognise_shape(cols, table, enums=enums)
+    reading = recognise_shape(cols, table)
     assert reading is not None and reading.verdict == "question", (name, reading)
 
 
@@ -166,9 +235,10 @@ def test_status_values_by_meaning() -> None:
 
 
 def test_roles_fit_by_type() -> None:
-    # a text 'lock' (procrastinate's queueing lock) is no claim time; a datetime one is
-    assert "claimed_at" not in map_roles({"lock": "text", "run_at": TS})
-    assert map_roles({"lock": DT})["claimed_at"] == "lock"
+    # a text 'lock' (procrastinate's queueing lock) is no time; a datetime one is when the
+    # row's lock ends: runnable from then on
+    assert "lock" not in map_roles({"lock": "text", "run_at": TS}).values()
+    assert map_roles({"lock": DT})["runnable_at"] == "lock"
     # epoch integers are times; a JSON 'status' is no status
     assert map_roles({"available_at": "int(10) unsigned"})["runnable_at"] == "available_at"
     assert "status" not in map_roles({"status": "jsonb"})
@@ -183,7 +253,8 @@ def test_what_a_table_cannot_tell_is_named() -> None:
     _, cols, _ = QUEUES["pq"]
     roles = map_roles(cols)
     gaps = unjudged(roles, None)
-    assert set(gaps) == {"failed"} and "failures unknown" in gaps["failed"]
+    assert set(gaps) == {"failed", "stuck"} and "failures unknown" in gaps["failed"]
+    assert "finished, failed or orphaned" in gaps["stuck"]
     # no claim time, no update time: stuck unknown; integer status codes: states unknown
     roles = {"runnable_at": "run_at", "status": "state", "payload": "args", "claimed_by": "w"}
     gaps = unjudged(roles, map_statuses(["0", "1", "2"]))

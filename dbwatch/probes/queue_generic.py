@@ -28,6 +28,7 @@ WINDOW = 10_000  # rows per window (oldest and newest by the order column): <= 2
 VALUES = 50  # status values read per table
 GROUPS = 500
 ASPECTS = ("summary", "reserved", "repeated", "failed")
+SUCCESS, FAILURE = "success", "failed"  # a boolean success column's two values
 NONE = "-dbwatch-no-value-"  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
 
 
@@ -81,8 +82,10 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         return _epoch(engine, col, types.get(col, "")) if col else null["e"]
 
     def present(*rs: str) -> str:
-        cols = [_q(engine, roles[r]) for r in rs if r in roles]
-        return "(" + " OR ".join(f"{c} IS NOT NULL" for c in cols) + ")" if cols else "FALSE"
+        conds = [f"{_q(engine, roles[r])} IS NOT NULL" for r in rs if r in roles]
+        if "visible" in rs and "visible" in roles:  # a hidden row is held by a consumer
+            conds.append(f"{_q(engine, roles['visible'])} = {'FALSE' if pg else '0'}")
+        return "(" + " OR ".join(conds) + ")" if conds else "FALSE"
 
     def num(role: str) -> str:
         col = roles.get(role)
@@ -99,7 +102,7 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         "status": _text(engine, roles["status"], 64) if "status" in roles else null["t"],
         "run_e": epoch("runnable_at"),
         "claim_e": epoch("claimed_at"),
-        "claimed": present("claimed_at", "claimed_by"),
+        "claimed": present("claimed_at", "claimed_by", "visible"),
         "hb_e": epoch("heartbeat"),
         "exp_e": epoch("claim_expires_at"),
         "fin_e": epoch("finished_at"),
@@ -111,6 +114,11 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         "max_att": num("max_attempts"),
         "tmo": num("timeout"),
     }
+    if "status" not in roles and "succeeded" in roles:
+        # a boolean outcome read as the two status words it means
+        ok = _q(engine, roles["succeeded"])
+        yes, no = (ok, f"NOT {ok}") if pg else (f"{ok} <> 0", f"{ok} = 0")
+        cols["status"] = f"CASE WHEN {yes} THEN '{SUCCESS}' WHEN {no} THEN '{FAILURE}' END"
     if not pg:
         cols["queue"] = cols["queue"].replace("coalesce", "COALESCE")
     order = g.order()
@@ -162,6 +170,9 @@ def _statuses(
     """The status column's values: the enum's labels, else every value by a skip scan of an index
     that leads with it, else those in the windows (said in evidence)."""
     col = g.reading.roles.get("status")
+    if col is None and "succeeded" in g.reading.roles:
+        ok = g.reading.roles["succeeded"]
+        return map_statuses([SUCCESS, FAILURE]), f"the boolean {ok} (true: done, false: failed)"
     if col is None:
         return None, ""
     labels = g.reading.enums.get(col) or enum_labels(g.types.get(col, ""))
@@ -206,7 +217,11 @@ def probe_generic(
         out["statuses"] = sorted((v, s) for s, vs in statuses.states.items() for v in vs)
         out["unmapped"] = list(statuses.unmapped)
         out["statuses_from"] = where
-    if g.reading.needs_status and (statuses is None or not statuses.queue_like):
+    if g.reading.needs_status and (
+        statuses is None
+        or not statuses.queue_like
+        or (g.reading.strict_status and not statuses.queue_only)
+    ):
         # no claim and no status only a queue has: a question where the name or attempts
         # say queue, else an application's record (an order can be pending and scheduled)
         if queue_named(g.table) or "attempts" in roles:
@@ -216,6 +231,9 @@ def probe_generic(
         return {}, []
     gaps = []
     missing = unjudged(roles, statuses)
+    if g.reading.results:
+        # finished runs only: nothing waits or is claimed here (its queue table says that)
+        missing = {k: v for k, v in missing.items() if k in ("failed", "states")}
     if missing:
         gaps.append(gap(g, missing))
     out["unjudged"] = sorted(missing)
@@ -235,6 +253,8 @@ def probe_generic(
     # judges nothing there) and the gap above says why
     skip = {"backlog": "summary", "stuck": "reserved", "failed": "failed"}
     aspects = [a for a in ASPECTS if a not in {skip[k] for k in missing if k in skip}]
+    if g.reading.results:
+        aspects = [a for a in aspects if a == "failed"]
     for aspect in aspects:
         text = compose(
             engine,

@@ -112,11 +112,16 @@ def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[Gener
     """The catalog rows no library shape matched, read by shape: queues and questions, the
     libraries' own other tables left out. MySQL/MariaDB: one index read per schema."""
     out: list[GenericTable] = []
+    rows = [
+        r
+        for r in rows
+        if not library_family(to_str(r.get("table_name")), set(as_mapping(r.get("columns"))))
+    ]
+    if engine != "postgresql" and rows:
+        rows = _my_all_columns(conn, rows)
     for r in rows:
         cols = {str(k): str(v) for k, v in as_mapping(r.get("columns")).items()}
         name = to_str(r.get("table_name"))
-        if library_family(name, set(cols)):
-            continue
         enums = {
             str(k).lower(): tuple(map(str, v))
             for k, v in as_mapping(r.get("enums")).items()
@@ -143,6 +148,32 @@ def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[Gener
     if engine != "postgresql" and out:
         out = _my_indexes(conn, out)
     return out
+
+
+def _my_all_columns(conn: Connection, rows: list[Row]) -> list[Row]:
+    """MySQL/MariaDB: every column of the candidates (the catalog read returned role names
+    only), one read per schema of the named tables."""
+    by_schema: dict[str, list[str]] = {}
+    for r in rows:
+        by_schema.setdefault(to_str(r.get("schema")), []).append(to_str(r.get("table_name")))
+    full: dict[tuple[str, str], dict[str, str]] = {}
+    for schema, names in by_schema.items():
+        got = conn.rows(
+            sql("mysql", "queue_generic_columns", conn.version),
+            {"schema": schema, "tables": tuple(names)},
+        )
+        for c in map(as_row, got):
+            full.setdefault((schema, to_str(c.get("table_name"))), {})[
+                to_str(c.get("column_name"))
+            ] = to_str(c.get("column_type"))
+    return [
+        {
+            **r,
+            "columns": full.get((to_str(r.get("schema")), to_str(r.get("table_name"))))
+            or as_mapping(r.get("columns")),
+        }
+        for r in rows
+    ]
 
 
 def _my_indexes(conn: Connection, tables: list[GenericTable]) -> list[GenericTable]:

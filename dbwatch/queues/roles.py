@@ -30,16 +30,21 @@ ROLES: dict[str, tuple[str, ...]] = {
         "execute_after", "start_after", "not_before", "visible_at", "vt", "run_after",
         "next_run_at", "process_at", "perform_at", "schedule_at", "eta", "ready_at", "retry_at",
         "next_attempt_at", "wait_until", "delay_until",
+        # a bare lock/lease time (not locked_at) is when the row's lock ENDS: the row is
+        # runnable from then on, like pgmq's vt (django-q2's ORM broker)
+        "lock", "lease",
     ),
     "claimed_at": (
         "reserved_at", "locked_at", "claimed_at", "dequeued_at", "picked_at", "leased_at",
-        "attempted_at", "fetched_at", "taken_at", "started_at", "started_on", "lock",
+        "attempted_at", "fetched_at", "taken_at", "started_at", "started_on",
         "processing_started_at", "acquired_at",
     ),
     "claimed_by": (
         "locked_by", "claimed_by", "reserved_by", "worker_id", "lock_owner", "picked_by",
         "lease_owner", "worker_name", "queue_manager_id",
     ),
+    # a visibility flag: false while a consumer holds the row (kombu's SQL transport)
+    "visible": ("visible", "is_visible",),
     "claim_expires_at": (
         "locked_until", "lease_expires_at", "lease_until", "lock_expires_at", "reserved_until",
         "claim_expires_at", "lease_expiry", "visible_until", "invisible_until",
@@ -69,6 +74,8 @@ ROLES: dict[str, tuple[str, ...]] = {
         "failed_at", "discarded_at", "errored_at", "dead_at", "died_at", "failed_on",
         "dead_lettered_at",
     ),
+    # the outcome of a finished run as a boolean (a results table: django-q2's Task)
+    "succeeded": ("success", "succeeded", "successful", "is_success", "ok",),
     "error": (
         "last_error", "error", "errors", "error_message", "exception", "failure_reason",
         "error_text", "last_exception", "traceback", "failed_reason", "last_error_message",
@@ -94,7 +101,8 @@ TIME_ROLES = frozenset(
     }
 )
 INT_ROLES = frozenset({"attempts", "max_attempts", "priority"})
-CLAIM_ROLES = ("claimed_at", "claimed_by", "claim_expires_at", "heartbeat")
+CLAIM_ROLES = ("claimed_at", "claimed_by", "claim_expires_at", "heartbeat", "visible")
+BOOL_ROLES = frozenset({"visible", "succeeded"})
 # Every name the catalog query asks for, and the ones that make a table worth a look alone.
 ROLE_COLUMNS: frozenset[str] = frozenset(n for names in ROLES.values() for n in names)
 CORE_COLUMNS: frozenset[str] = frozenset(
@@ -177,6 +185,8 @@ def type_kind(ctype: str) -> TypeKind:
 
 
 def _fits(role: str, kind: TypeKind, enum: bool) -> bool:
+    if role in BOOL_ROLES:
+        return kind == "bool"
     if role in TIME_ROLES:
         return kind in ("time", "int", "epoch")
     if role in INT_ROLES:
@@ -211,7 +221,36 @@ def map_roles(
                 out[role] = name
                 used.add(name)
                 break
+    # then by meaning: a time column no exact name placed, by the words of its name
+    # (created_ts, started, stopped, date_done, last_failed_at)
+    for name, ctype in cols.items():
+        if name in used or not _timeish(name, type_kind(ctype)):
+            continue
+        words = set(name.split("_"))
+        for role, stems in TIME_STEMS:
+            if role not in out and words & stems:
+                out[role] = name
+                used.add(name)
+                break
     return out
+
+
+# Time roles by a word of the column's name, most decisive first.
+TIME_STEMS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("failed_at", frozenset(("failed", "errored", "died"))),
+    ("finished_at", frozenset(("finished", "completed", "done", "ended", "stopped", "succeeded"))),
+    ("claimed_at", frozenset(("started", "locked", "claimed", "reserved", "dequeued", "picked"))),
+    ("created_at", frozenset(("created", "inserted", "enqueued", "queued", "submitted", "added"))),
+    ("updated_at", frozenset(("updated", "modified", "changed"))),
+)
+_TIME_WORDS = frozenset(("ts", "time", "timestamp", "epoch", "ms", "at", "on"))
+
+
+def _timeish(name: str, kind: TypeKind) -> bool:
+    """A date/time column, or an integer one its name calls a time (created_ts, started_ms)."""
+    return kind == "time" or (
+        kind in ("int", "epoch") and not _TIME_WORDS.isdisjoint(name.split("_"))
+    )
 
 
 # Status words by meaning (lower case); a value matches a word exactly or as a word of it.
@@ -230,7 +269,7 @@ STATE_WORDS: dict[str, frozenset[str]] = {
     "failed": frozenset((
         "failed", "failure", "dead", "error", "errored", "discarded", "cancelled", "canceled",
         "abandoned", "aborted", "rejected", "killed", "expired", "timeout", "timed_out",
-        "dead_letter", "dlq", "poisoned",
+        "dead_letter", "dlq", "poisoned", "revoked", "stuck", "gave_up",
     )),
     "done": frozenset((
         "done", "succeeded", "success", "successful", "completed", "complete", "finished", "ok",
@@ -270,6 +309,7 @@ class StatusMap:
     unmapped: tuple[str, ...]
     numeric: bool  # integer codes: their meaning is not in the table
     queue_like: bool  # values only a queue uses, or a claimed (running) state
+    queue_only: bool = False  # values only a queue uses
 
     def values(self, state: str) -> tuple[str, ...]:
         return self.states.get(state, ())
@@ -284,7 +324,13 @@ def map_statuses(values: list[str] | tuple[str, ...]) -> StatusMap:
         (states[st] if st else unmapped).append(v)
     norm = {v.strip().lower().replace("-", "_").replace(" ", "_") for v in values}
     queue_like = bool(states["running"]) or bool(norm & QUEUE_ONLY)
-    return StatusMap({k: tuple(v) for k, v in states.items()}, tuple(unmapped), numeric, queue_like)
+    return StatusMap(
+        {k: tuple(v) for k, v in states.items()},
+        tuple(unmapped),
+        numeric,
+        queue_like,
+        bool(norm & QUEUE_ONLY),
+    )
 
 
 Verdict = Literal["queue", "question"]
@@ -300,12 +346,33 @@ class Reading:
     verdict: Verdict
     evidence: tuple[str, ...]  # why, in words
     needs_status: bool = False  # a queue only if its status values are queue-like
+    strict_status: bool = False  # ... and only a queue uses them (no claim column beside)
+    results: bool = False  # finished runs beside a queue: only its failures are read
     columns: tuple[str, ...] = ()
     enums: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def unjudged(self, statuses: StatusMap | None) -> dict[str, str]:
         """backlog / stuck / failed -> why the table cannot tell it (empty: all judged)."""
         return unjudged(self.roles, statuses)
+
+
+# Words of a table that keeps finished runs (results, completed tasks) beside a queue table.
+RESULT_WORDS = frozenset(("completed", "finished", "done", "result", "results", "meta", "history"))
+_JOB_WORDS = frozenset(("task", "tasks", "job", "jobs", "run", "runs"))
+
+
+def results_named(table: str) -> bool:
+    """completed_jobs, background_task_completedtask, celery_taskmeta, job_results."""
+    base = table.rsplit(".", 1)[-1].strip('`"').lower()
+    for word in base.split("_"):
+        if word in RESULT_WORDS:
+            return True
+        for stem in RESULT_WORDS:
+            if (word.startswith(stem) and word[len(stem) :] in _JOB_WORDS) or (
+                word.endswith(stem) and word[: -len(stem)] in _JOB_WORDS
+            ):
+                return True
+    return False
 
 
 def recognise_shape(
@@ -316,12 +383,15 @@ def recognise_shape(
 ) -> Reading | None:
     """A table no library module knows, by its shape: a queue needs a runnable-at time, work
     (a payload or job type) and a claim (claimed at/by, lease, heartbeat) or a status whose
-    values are a queue's. Partial evidence is a question (DW002), never a finding."""
+    values are a queue's; a results table (finished runs: a success flag, or a results name
+    with an outcome) is read for its failures only. Partial evidence is a question (DW002),
+    never a finding."""
     enums = {k.lower(): v for k, v in (enums or {}).items()}
     roles = map_roles(columns, enums)
     claim = [r for r in CLAIM_ROLES if r in roles]
     work = "payload" in roles or "job_type" in roles
     runnable = "runnable_at" in roles
+    timed = "created_at" in roles or "updated_at" in roles
     evidence = [f"{r}={roles[r]}" for r in roles if r not in ("job_id", "created_at", "updated_at")]
     if indexed & {roles.get("runnable_at"), roles.get("status"), roles.get("queue")} - {None}:
         evidence.append("indexed: " + ", ".join(sorted(indexed & set(roles.values()))))
@@ -329,17 +399,32 @@ def recognise_shape(
     if named:
         evidence.append("queue-like name")
     cols = tuple(sorted(c.lower() for c in columns))
+
+    def read(verdict: Verdict = "queue", **kw: bool) -> Reading:
+        return Reading(roles, verdict, tuple(evidence), columns=cols, enums=enums, **kw)
+
     if business_named(table):
         # an application's record: only a worker's identity or heartbeat makes it a job table
         if runnable and work and ("claimed_by" in roles or "heartbeat" in roles):
-            return Reading(roles, "queue", tuple(evidence), columns=cols, enums=enums)
+            return read()
         return None
+    outcome = "status" in roles or "failed_at" in roles or "error" in roles
+    if work and ("succeeded" in roles or (results_named(table) and outcome)):
+        evidence.append("results table: finished runs, read for failures only")
+        return read(results=True)
     if runnable and work and claim:
-        return Reading(roles, "queue", tuple(evidence), columns=cols, enums=enums)
+        return read()
     if runnable and work and "status" in roles:
-        return Reading(
-            roles, "queue", tuple(evidence), needs_status=True, columns=cols, enums=enums
-        )
+        return read(needs_status=True)
+    if timed and work and "status" in roles:
+        # no runnable-at: the enqueue / last-change time stands for it; a queue's name and a
+        # claim say queue, else the status values must (a claim beside them: a running
+        # value; no claim: words only a queue uses)
+        if claim and named:
+            return read()
+        return read(needs_status=True, strict_status=not claim)
+    if runnable and "payload" in roles and named:
+        return read()  # a due time, a payload, a queue's name: what is due is the backlog
     signals = [
         r
         for r in (
@@ -350,11 +435,14 @@ def recognise_shape(
             "status",
             "failed_at",
             "error",
+            "queue",
         )
         if r in roles
     ] + (["work"] if work else [])
+    if named and "priority" in roles:
+        signals.append("priority")
     if (named and len(signals) >= 2) or ((runnable or claim) and len(signals) >= 3):
-        return Reading(roles, "question", tuple(evidence), columns=cols, enums=enums)
+        return read("question")
     return None
 
 
@@ -373,8 +461,11 @@ def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str
             "are counted in no state"
         )
     no_states = "states" in out and statuses is not None and statuses.numeric
-    if "runnable_at" not in roles and "created_at" not in roles:
-        out["backlog"] = "no runnable-at or created-at time on waiting rows: backlog age unknown"
+    if not any(r in roles for r in ("runnable_at", "created_at", "updated_at")):
+        # (a waiting row's last change is when it became waiting: its age, said in evidence)
+        out["backlog"] = (
+            "no runnable-at, created-at or last-change time on waiting rows: backlog age unknown"
+        )
     elif no_states and not any(r in roles for r in CLAIM_ROLES):
         out["backlog"] = "waiting rows cannot be told from claimed or finished ones"
     claim_time = any(r in roles for r in ("claimed_at", "heartbeat", "claim_expires_at"))
@@ -385,8 +476,18 @@ def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str
             out["stuck"] = "no claim time (locked/reserved at, heartbeat, lease): stuck unknown"
     elif no_states and "claimed_at" not in roles and "claimed_by" not in roles:
         out["stuck"] = "claimed rows cannot be told (status codes unknown, no claim marker)"
+    outcome = has_status or any(r in roles for r in ("finished_at", "failed_at", "succeeded"))
+    if "stuck" not in out and not outcome and any(r in roles for r in CLAIM_ROLES):
+        out["stuck"] = (
+            "no status and no finished or failed marker: a claimed row looks the same "
+            "finished, failed or orphaned"
+        )
     fail_states = statuses is not None and bool(statuses.values("failed"))
-    markers = "failed_at" in roles or ("attempts" in roles and "max_attempts" in roles)
+    markers = (
+        "failed_at" in roles
+        or "succeeded" in roles
+        or ("attempts" in roles and "max_attempts" in roles)
+    )
     if not fail_states and not markers:
         out["failed"] = (
             "no failure record (a failed status value, failed-at time, or attempts with max "
