@@ -435,12 +435,11 @@ def recognise_shape(
             "status",
             "failed_at",
             "error",
-            "queue",
         )
         if r in roles
-    ] + (["work"] if work else [])
-    if named and "priority" in roles:
-        signals.append("priority")
+    ]
+    if work:  # work in a named queue, with a priority: huey's task (no time at all)
+        signals += ["work"] + [r for r in ("queue", "priority") if r in roles]
     if (named and len(signals) >= 2) or ((runnable or claim) and len(signals) >= 3):
         return read("question")
     return None
