@@ -101,10 +101,6 @@ BUSINESS: dict[str, tuple[str, dict[str, str]]] = {
 
 # Partial evidence: a DW002 question, never a finding.
 QUESTIONS: dict[str, tuple[str, dict[str, str]]] = {
-    # saq (PostgreSQL): its times are epoch integers named scheduled / expire_at
-    "saq": ("saq_jobs", {"key": "text", "lock_key": "integer", "job": "bytea", "queue": "text",
-                         "status": "text", "priority": "smallint", "scheduled": "bigint",
-                         "expire_at": "bigint"}),
     # huey's SqlHuey: a payload blob, a queue name, a priority, and no time at all
     "huey": ("task", {"id": "int(11)", "queue": "varchar(255)", "data": "blob",
                       "priority": "float"}),
@@ -123,6 +119,10 @@ PARTIAL: dict[str, tuple[str, dict[str, str], set[str]]] = {
     # django-q2's ORM broker: a bare `lock` time is when the row's lock ends (its available-at)
     "django_q": ("django_q_ormq", {"id": "integer", "key": "character varying(100)",
                                    "payload": "text", "lock": TS}, {"stuck", "failed"}),
+    # saq (PostgreSQL): `scheduled` is an epoch integer (0: now), a status, no claim time
+    "saq": ("saq_jobs", {"key": "text", "lock_key": "integer", "job": "bytea", "queue": "text",
+                         "status": "text", "priority": "smallint", "scheduled": "bigint",
+                         "expire_at": "bigint"}, {"stuck", "failed"}),
     # pq: dequeued_at and nothing that says finished or failed
     "pq": ("queue", {"id": "bigint", "enqueued_at": TS, "dequeued_at": TS, "expected_at": TS,
                      "schedule_at": TS, "q_name": "text", "data": "json"}, {"stuck", "failed"}),

@@ -47,9 +47,9 @@ def _epoch(engine: str, col: str, ctype: str) -> str:
             if engine == "postgresql"
             else f"UNIX_TIMESTAMP({q})"
         )
-    # integers: epoch seconds, or milliseconds past year 5138
+    # integers: epoch seconds, or milliseconds past year 5138; 0 (or less) is "not set"
     cast = "::float8" if engine == "postgresql" else ""
-    return f"(CASE WHEN {q} > 100000000000 THEN {q} / 1000.0 ELSE {q} END){cast}"
+    return f"(CASE WHEN {q} > 100000000000 THEN {q} / 1000.0 WHEN {q} > 0 THEN {q} END){cast}"
 
 
 def _text(engine: str, col: str, width: int, alias: str = "") -> str:
@@ -85,6 +85,8 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         conds = [f"{_q(engine, roles[r])} IS NOT NULL" for r in rs if r in roles]
         if "visible" in rs and "visible" in roles:  # a hidden row is held by a consumer
             conds.append(f"{_q(engine, roles['visible'])} = {'FALSE' if pg else '0'}")
+        if "visible" in rs and "claimed_flag" in roles:  # a flag set while a worker holds it
+            conds.append(f"{_q(engine, roles['claimed_flag'])} = {'TRUE' if pg else '1'}")
         return "(" + " OR ".join(conds) + ")" if conds else "FALSE"
 
     def num(role: str) -> str:
@@ -175,10 +177,10 @@ def _statuses(
         return map_statuses([SUCCESS, FAILURE]), f"the boolean {ok} (true: done, false: failed)"
     if col is None:
         return None, ""
-    labels = g.reading.enums.get(col) or enum_labels(g.types.get(col, ""))
+    labels = g.reading.enums.get(col.lower()) or enum_labels(g.types.get(col, ""))
     if labels:
         return map_statuses(list(labels)), "the column's enum labels"
-    indexed = col in g.indexed
+    indexed = col.lower() in g.indexed
     name = "queue_generic_values_indexed" if indexed else "queue_generic_values"
     text = compose(engine, sql(engine, name, conn.version), {"table": (g.schema, g.table)}, frags)
     rows = conn.rows(text, {"window": WINDOW, "values": VALUES})

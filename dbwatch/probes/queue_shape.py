@@ -47,7 +47,7 @@ class GenericTable:
             roles.get("runnable_at"),
             job_id,
         ):
-            if col and col in self.indexed:
+            if col and col.lower() in self.indexed:
                 return col
         return None
 
@@ -139,7 +139,7 @@ def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[Gener
                 schema=to_str(r.get("schema")),
                 table=name,
                 reading=reading,
-                types={k.lower(): v for k, v in cols.items()},
+                types=cols,  # as the catalog spells them (quoted camelCase stays)
                 indexed=indexed,
                 rows_estimate=_estimate(r.get("rows_estimate")),
                 current=to_bool(r.get("current_db")),

@@ -18,18 +18,21 @@ ROLES: dict[str, tuple[str, ...]] = {
     "queue": ("queue", "queue_name", "q_name", "qname", "tube", "channel", "queue_id",),
     "payload": (
         "payload", "args", "arguments", "kwargs", "params", "task_params", "job_args", "data",
-        "message", "body", "job_data", "job", "func_args", "handler",
+        "message", "body", "job_data", "job", "func_args", "handler", "args_kwargs",
+        "task_args", "task_kwargs", "job_payload", "input",
     ),
     "job_type": (
         "handler", "job_class", "job_type", "task_name", "task_identifier", "task", "worker", "kind",
         "entrypoint", "function", "func", "func_name", "job_name", "class_name", "handler_name",
-        "callable", "method",
+        "callable", "method", "task_path", "task_type", "func_path", "job_kind",
+        "callable_path",
     ),
     "runnable_at": (
         "run_at", "available_at", "scheduled_at", "scheduled_for", "execute_at",
         "execute_after", "start_after", "not_before", "visible_at", "vt", "run_after",
         "next_run_at", "process_at", "perform_at", "schedule_at", "eta", "ready_at", "retry_at",
-        "next_attempt_at", "wait_until", "delay_until",
+        "next_attempt_at", "wait_until", "delay_until", "scheduled", "execution_time",
+        "next_execution_time", "scheduled_time",
         # a bare lock/lease time (not locked_at) is when the row's lock ENDS: the row is
         # runnable from then on, like pgmq's vt (django-q2's ORM broker)
         "lock", "lease",
@@ -41,10 +44,15 @@ ROLES: dict[str, tuple[str, ...]] = {
     ),
     "claimed_by": (
         "locked_by", "claimed_by", "reserved_by", "worker_id", "lock_owner", "picked_by",
-        "lease_owner", "worker_name", "queue_manager_id",
+        "lease_owner", "worker_name", "queue_manager_id", "taken_by", "processed_by",
     ),
     # a visibility flag: false while a consumer holds the row (kombu's SQL transport)
     "visible": ("visible", "is_visible",),
+    # a flag set while a worker holds the row (db-scheduler's picked)
+    "claimed_flag": (
+        "picked", "locked", "is_locked", "claimed", "is_claimed", "reserved", "is_reserved",
+        "taken", "in_progress", "is_running", "processing", "is_processing",
+    ),
     "claim_expires_at": (
         "locked_until", "lease_expires_at", "lease_until", "lock_expires_at", "reserved_until",
         "claim_expires_at", "lease_expiry", "visible_until", "invisible_until",
@@ -57,7 +65,9 @@ ROLES: dict[str, tuple[str, ...]] = {
         "timeout", "timeout_seconds", "lock_timeout", "visibility_timeout", "expire_seconds",
         "expire_in", "lease_seconds", "max_run_time",
     ),
-    "status": ("status", "state", "job_status", "job_state",),
+    "status": (
+        "status", "state", "job_status", "job_state", "statename", "state_name", "status_name",
+    ),
     "attempts": (
         "attempts", "attempt", "retries", "retry_count", "attempt_count", "tries", "try_count",
         "error_count", "executions_count", "read_ct", "retried", "failure_count", "run_count",
@@ -101,12 +111,37 @@ TIME_ROLES = frozenset(
     }
 )
 INT_ROLES = frozenset({"attempts", "max_attempts", "priority"})
-CLAIM_ROLES = ("claimed_at", "claimed_by", "claim_expires_at", "heartbeat", "visible")
-BOOL_ROLES = frozenset({"visible", "succeeded"})
+CLAIM_ROLES = (
+    "claimed_at",
+    "claimed_by",
+    "claim_expires_at",
+    "heartbeat",
+    "visible",
+    "claimed_flag",
+)
+BOOL_ROLES = frozenset({"visible", "succeeded", "claimed_flag"})
 # Every name the catalog query asks for, and the ones that make a table worth a look alone.
-ROLE_COLUMNS: frozenset[str] = frozenset(n for names in ROLES.values() for n in names)
+
+
+def snake(name: str) -> str:
+    """runAt / RunAt / run_at -> run_at (ORMs spell columns in camelCase: Prisma, TypeORM)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def spellings(name: str) -> tuple[str, ...]:
+    """A role name as catalogs hold it: run_at, runAt (quoted camelCase), runat (unquoted)."""
+    head, *rest = name.split("_")
+    return (name, head + "".join(w.capitalize() for w in rest), name.replace("_", ""))
+
+
+ROLE_COLUMNS: frozenset[str] = frozenset(
+    v for names in ROLES.values() for n in names for v in spellings(n)
+)
 CORE_COLUMNS: frozenset[str] = frozenset(
-    n for r in ("runnable_at", *CLAIM_ROLES, "attempts", "max_attempts") for n in ROLES[r]
+    v
+    for r in ("runnable_at", *CLAIM_ROLES, "attempts", "max_attempts")
+    for n in ROLES[r]
+    for v in (*spellings(n), spellings(n)[1].lower())
 )
 
 # Business nouns: a table so named is an application's record, not a job (even with a status,
@@ -205,41 +240,59 @@ def _fits(role: str, kind: TypeKind, enum: bool) -> bool:
 def map_roles(
     columns: dict[str, str], enums: dict[str, tuple[str, ...]] | None = None
 ) -> dict[str, str]:
-    """role -> column: the first name of each role present with a type that fits it; a column
-    serves one role only (the first role listing it)."""
-    cols = {c.lower(): t for c, t in columns.items()}
-    enums = enums or {}
+    """role -> column (as the catalog spells it): the first name of each role present, in any
+    spelling (run_at, runAt, runat), with a type that fits it; a column serves one role only
+    (the first role listing it). Then time columns by the words of their names."""
+    enums = {k.lower(): v for k, v in (enums or {}).items()}
+    index: dict[str, str] = {}  # spelling -> the column
+    for c in columns:
+        for key in (snake(c), c.lower(), c.lower().replace("_", "")):
+            index.setdefault(key, c)
     out: dict[str, str] = {}
     used: set[str] = set()
     for role, names in ROLES.items():
         for name in names:
+            col = index.get(name) or index.get(name.replace("_", ""))
             if (
-                name in cols
-                and name not in used
-                and _fits(role, type_kind(cols[name]), name in enums)
+                col is not None
+                and col not in used
+                and _fits(role, type_kind(columns[col]), col.lower() in enums)
             ):
-                out[role] = name
-                used.add(name)
+                out[role] = col
+                used.add(col)
                 break
     # then by meaning: a time column no exact name placed, by the words of its name
-    # (created_ts, started, stopped, date_done, last_failed_at)
-    for name, ctype in cols.items():
-        if name in used or not _timeish(name, type_kind(ctype)):
+    # (created_ts, started, stopped, date_done, last_failed_at, createdAt, fetchedat)
+    for col, ctype in columns.items():
+        if col in used or not _timeish(snake(col), type_kind(ctype)):
             continue
-        words = set(name.split("_"))
+        words = _words(snake(col))
         for role, stems in TIME_STEMS:
             if role not in out and words & stems:
-                out[role] = name
-                used.add(name)
+                out[role] = col
+                used.add(col)
                 break
     return out
+
+
+def _words(name: str) -> set[str]:
+    """The words of a column name, and a time suffix split off a squashed one (fetchedat)."""
+    words = set(name.split("_"))
+    for w in list(words):
+        for suffix in ("at", "on", "ts", "time"):
+            if w.endswith(suffix) and len(w) > len(suffix) + 3:
+                words.add(w[: -len(suffix)])
+    return words
 
 
 # Time roles by a word of the column's name, most decisive first.
 TIME_STEMS: tuple[tuple[str, frozenset[str]], ...] = (
     ("failed_at", frozenset(("failed", "errored", "died"))),
     ("finished_at", frozenset(("finished", "completed", "done", "ended", "stopped", "succeeded"))),
-    ("claimed_at", frozenset(("started", "locked", "claimed", "reserved", "dequeued", "picked"))),
+    (
+        "claimed_at",
+        frozenset(("started", "locked", "claimed", "reserved", "dequeued", "picked", "fetched")),
+    ),
     ("created_at", frozenset(("created", "inserted", "enqueued", "queued", "submitted", "added"))),
     ("updated_at", frozenset(("updated", "modified", "changed"))),
 )
@@ -249,7 +302,8 @@ _TIME_WORDS = frozenset(("ts", "time", "timestamp", "epoch", "ms", "at", "on"))
 def _timeish(name: str, kind: TypeKind) -> bool:
     """A date/time column, or an integer one its name calls a time (created_ts, started_ms)."""
     return kind == "time" or (
-        kind in ("int", "epoch") and not _TIME_WORDS.isdisjoint(name.split("_"))
+        kind in ("int", "epoch")
+        and (not _TIME_WORDS.isdisjoint(name.split("_")) or name.endswith(("at", "ts")))
     )
 
 
@@ -393,12 +447,13 @@ def recognise_shape(
     runnable = "runnable_at" in roles
     timed = "created_at" in roles or "updated_at" in roles
     evidence = [f"{r}={roles[r]}" for r in roles if r not in ("job_id", "created_at", "updated_at")]
-    if indexed & {roles.get("runnable_at"), roles.get("status"), roles.get("queue")} - {None}:
-        evidence.append("indexed: " + ", ".join(sorted(indexed & set(roles.values()))))
+    lower = {c.lower() for c in (roles.get(r) for r in ("runnable_at", "status", "queue")) if c}
+    if indexed & lower:
+        evidence.append("indexed: " + ", ".join(sorted(indexed & lower)))
     named = queue_named(table)
     if named:
         evidence.append("queue-like name")
-    cols = tuple(sorted(c.lower() for c in columns))
+    cols = tuple(sorted(columns, key=str.lower))
 
     def read(verdict: Verdict = "queue", **kw: bool) -> Reading:
         return Reading(roles, verdict, tuple(evidence), columns=cols, enums=enums, **kw)
@@ -412,7 +467,10 @@ def recognise_shape(
     if work and ("succeeded" in roles or (results_named(table) and outcome)):
         evidence.append("results table: finished runs, read for failures only")
         return read(results=True)
-    if runnable and work and claim:
+    # a payload or job type says work; so does a queue's name beside a worker's own claim
+    # (who holds it, a lease, a heartbeat, a held flag: not a to-do list's started_at)
+    strong = [r for r in claim if r != "claimed_at"]
+    if runnable and (work or (named and strong)) and claim:
         return read()
     if runnable and work and "status" in roles:
         return read(needs_status=True)
@@ -469,7 +527,9 @@ def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str
         out["backlog"] = "waiting rows cannot be told from claimed or finished ones"
     claim_time = any(r in roles for r in ("claimed_at", "heartbeat", "claim_expires_at"))
     if not claim_time:
-        if "updated_at" in roles and (has_status or "claimed_by" in roles):
+        if "updated_at" in roles and (
+            has_status or "claimed_by" in roles or "claimed_flag" in roles
+        ):
             pass  # claim age read from updated_at (said in evidence)
         else:
             out["stuck"] = "no claim time (locked/reserved at, heartbeat, lease): stuck unknown"
