@@ -138,6 +138,9 @@ RESULTS: dict[str, tuple[str, dict[str, str]]] = {
                                             "status": "varchar(50)", "date_done": DT,
                                             "traceback": "text", "args": "blob",
                                             "retries": "int(11)"}),
+    # a dead-letter table beside a queue: every row a failure, timed by its creation
+    "failed_tasks": ("failed_tasks", {"id": "bigint", "task_name": "text", "payload": "jsonb",
+                                      "error": "text", "created_at": TS}),
     "completedtask": ("background_task_completedtask", {
         "id": "int(11)", "task_name": "varchar(190)", "task_params": "longtext",
         "run_at": DT, "attempts": "int(11)", "failed_at": DT, "last_error": "longtext",

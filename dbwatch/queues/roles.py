@@ -415,6 +415,16 @@ RESULT_WORDS = frozenset(("completed", "finished", "done", "result", "results", 
 _JOB_WORDS = frozenset(("task", "tasks", "job", "jobs", "run", "runs"))
 
 
+# Words of a table whose every row is a failure (a dead-letter table beside a queue).
+FAILURE_WORDS = frozenset(("failed", "failures", "failure", "dead", "dlq", "deadletter", "errors"))
+
+
+def failures_named(table: str) -> bool:
+    """failed_tasks, job_failures, dead_letter_jobs (with a queue word, not failed_logins)."""
+    base = table.rsplit(".", 1)[-1].strip('`"').lower()
+    return queue_named(base) and not FAILURE_WORDS.isdisjoint(base.split("_"))
+
+
 def results_named(table: str) -> bool:
     """completed_jobs, background_task_completedtask, celery_taskmeta, job_results."""
     base = table.rsplit(".", 1)[-1].strip('`"').lower()
@@ -464,6 +474,13 @@ def recognise_shape(
             return read()
         return None
     outcome = "status" in roles or "failed_at" in roles or "error" in roles
+    if work and outcome and failures_named(table) and "status" not in roles:
+        # a dead-letter table: every row is a failure, timed by its failed-at, else creation
+        if "failed_at" not in roles and "created_at" in roles:
+            roles["failed_at"] = roles.pop("created_at")
+        if "failed_at" in roles:
+            evidence.append("failures table: every row a failure")
+            return read(results=True)
     if work and ("succeeded" in roles or (results_named(table) and outcome)):
         evidence.append("results table: finished runs, read for failures only")
         return read(results=True)

@@ -1,5 +1,5 @@
 """The generic queue model on job tables spelled as ORMs and other languages spell them: quoted
-camelCase columns (PostgreSQL), camelCase with epoch-millisecond integer times and a boolean
+camelCase columns and a dead-letter table (PostgreSQL), camelCase with epoch-millisecond integer times and a boolean
 "picked" flag (MariaDB), and a results table whose failures are a boolean success column —
 exact QU001 300 / QU002 3 / QU004 10 from the roles alone, queries quoting the columns as the
 catalog spells them, and a healthy state with no QU finding."""
@@ -22,6 +22,8 @@ CREATE TABLE queue_jobs (id bigserial PRIMARY KEY, queue text NOT NULL, payload 
   attempts int NOT NULL DEFAULT 0, "maxAttempts" int NOT NULL DEFAULT 3,
   "createdAt" timestamptz NOT NULL DEFAULT now());
 CREATE INDEX ON queue_jobs ("runAt");
+CREATE TABLE dead_letter_jobs (id bigserial PRIMARY KEY, "jobType" text, payload jsonb,
+  error text, "createdAt" timestamptz NOT NULL DEFAULT now());
 INSERT INTO queue_jobs (queue, payload, "runAt", "lockedAt", "lockedBy", "finishedAt", attempts)
   SELECT 'mail', '{}', now() - interval '3 hours', now() - interval '3 hours', 'w1',
          now() - interval '3 hours', 1 FROM generate_series(1, 20);
@@ -32,6 +34,8 @@ PG_UNHEALTHY = [
     "INSERT INTO queue_jobs (queue, payload, \"runAt\", \"failedAt\", \"lastError\", attempts) "
     "SELECT 'mail', '{}', now() - interval '1 hour', now() - interval '10 min', 'Error: boom', 3 "
     "FROM generate_series(1, 10)",
+    "INSERT INTO dead_letter_jobs (\"jobType\", payload, error) SELECT 'send', '{}', "
+    "'Error: gave up' FROM generate_series(1, 4)",
     "INSERT INTO queue_jobs (queue, payload, \"runAt\", \"lockedAt\", \"lockedBy\", attempts) "
     "SELECT 'mail', '{}', now() - interval '1 hour', now() - interval '1 hour', 'w2', 1 "
     "FROM generate_series(1, 3)",
@@ -86,6 +90,8 @@ def test_quoted_camel_case_columns_postgresql(uniq: str) -> None:
     assert roles["runnable_at"] == "runAt" and roles["claimed_by"] == "lockedBy"
     assert roles["max_attempts"] == "maxAttempts" and roles["finished_at"] == "finishedAt"
     assert '"runAt"' in backlog["fix"]  # quoted as the catalog spells it
+    # a dead-letter table beside it: every row a failure, timed by its creation
+    assert _counts(data, "public.dead_letter_jobs") == {"QU004": 4}
 
 
 @pytest.fixture

@@ -1,9 +1,10 @@
 -- Queue-table candidates in one catalog query. First the candidates, counted cheaply per table
 -- oid: 6 library markers, or 3 markers with one a queue's own (runnable-at, claim, attempts),
--- or 2 and a queue-like name. The marker list is hash-joined to one scan of pg_attribute (by
--- text: its name index would be walked once per marker). Then, for candidates only: ALL their
--- columns with types (the queue model reads roles by meaning too: created_ts, stopped), enum labels, the columns their indexes lead with, reltuples as
--- the row estimate; tables on the search_path first.
+-- or 2 and a queue-like name (markers in every spelling: run_at, "runAt", runat). The marker
+-- list is hash-joined to one scan of pg_attribute (by text: its name index would be walked once
+-- per marker). Then, for candidates only: ALL their columns with types (the queue model also
+-- reads roles by meaning: created_ts, stopped, date_done), enum labels, the columns their
+-- indexes lead with, reltuples as the row estimate; tables on the search_path first.
 WITH m AS (SELECT DISTINCT unnest(%(markers)s::text[]) AS name),
 cand AS (
   SELECT a.attrelid,
