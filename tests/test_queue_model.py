@@ -5,7 +5,10 @@ their libraries' (or applications') DDL declares them, with the types the catalo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from dbwatch.probes.queue_generic import fold_summary, fragments, window_text
 from dbwatch.probes.queue_shape import GenericTable
@@ -406,3 +409,37 @@ FRAMEWORK_TABLES: dict[str, dict[str, str]] = {
 @pytest.mark.parametrize("table", sorted(FRAMEWORK_TABLES))
 def test_framework_sample_app_tables_are_not_queues(table: str) -> None:
     assert recognise_shape(FRAMEWORK_TABLES[table], table) is None, table
+
+
+LAYOUTS = Path(__file__).parent / "fixtures" / "queue_layouts" / "layouts.yaml"
+# Layouts the model cannot read at all, and why (silence about them is the honest answer):
+UNREADABLE = {
+    "kv": "huey's results are pickled blobs under a key: no outcome to read",
+    "schedule": "huey's delayed tasks: an id, a queue, a pickled blob and a bare `timestamp`",
+}
+
+
+def test_layouts_seen_in_the_wild_are_read_by_their_label() -> None:
+    """Every layout a real library or Django created (tests/fixtures/queue_layouts): queue
+    tables are read (a queue, or a named question), results tables for failures only, and
+    nothing else ever as a queue or results table."""
+    doc = yaml.safe_load(LAYOUTS.read_text())
+    for e in doc["layouts"]:
+        table = e["table"].split(".")[-1]
+        cols = {c[0]: c[1] for c in e["columns"]}
+        status = e.get("roles", {}).get("status")
+        # a user-defined enum: the catalog query returns its labels with the columns
+        enums = ({status: tuple(e["statuses"])} if status and "." in cols.get(status, "")
+                 else {})
+        reading = recognise_shape(cols, table, enums=enums)
+        where = f"{e['source']} {e['engine']} {e['table']}"
+        if e["label"] == "not-queue":
+            assert reading is None or (reading.verdict == "question" and not reading.results), where
+        elif table in UNREADABLE:
+            assert reading is None, where
+        elif e["label"] == "results":
+            assert reading is not None and reading.results, where
+        else:
+            assert reading is not None and not reading.results, where
+            if all(r in e["roles"] for r in ("run_at", "claimed_at", "payload", "status")):
+                assert reading.verdict == "queue", where  # every queue role: a queue
