@@ -443,3 +443,16 @@ def test_layouts_seen_in_the_wild_are_read_by_their_label() -> None:
             assert reading is not None and not reading.results, where
             if all(r in e["roles"] for r in ("run_at", "claimed_at", "payload", "status")):
                 assert reading.verdict == "queue", where  # every queue role: a queue
+
+
+def test_failures_told_by_the_status_values_read_from_the_rows() -> None:
+    roles = {"status": "status", "created_at": "created_ts", "claimed_at": "started_ts",
+             "payload": "body"}
+    # the rows record outcomes (a done value): a failure would be a word too — judged
+    assert "failed" not in unjudged(roles, map_statuses(["success", "waiting"], observed=True))
+    # no rows at all: nothing to judge
+    assert "failed" not in unjudged(roles, map_statuses([], observed=True))
+    # only waiting rows seen: whether failures are kept here is unknown — said
+    assert "failed" in unjudged(roles, map_statuses(["waiting"], observed=True))
+    # an enum's labels without a failed one: the table holds no failure
+    assert "failed" in unjudged(roles, map_statuses(["queued", "running", "done"]))

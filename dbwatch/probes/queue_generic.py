@@ -190,7 +190,7 @@ def _statuses(
         if indexed
         else f"the values in {window_text(g)}"
     )
-    return map_statuses(values), where
+    return map_statuses(values, observed=True), where
 
 
 def probe_generic(

@@ -364,12 +364,13 @@ class StatusMap:
     numeric: bool  # integer codes: their meaning is not in the table
     queue_like: bool  # values only a queue uses, or a claimed (running) state
     queue_only: bool = False  # values only a queue uses
+    observed: bool = False  # read from the rows (not an enum's labels): what is there now
 
     def values(self, state: str) -> tuple[str, ...]:
         return self.states.get(state, ())
 
 
-def map_statuses(values: list[str] | tuple[str, ...]) -> StatusMap:
+def map_statuses(values: list[str] | tuple[str, ...], observed: bool = False) -> StatusMap:
     states: dict[str, list[str]] = {s: [] for s in STATE_WORDS}
     unmapped: list[str] = []
     numeric = bool(values) and all(re.fullmatch(r"-?\d+", v.strip()) for v in values)
@@ -384,6 +385,7 @@ def map_statuses(values: list[str] | tuple[str, ...]) -> StatusMap:
         numeric,
         queue_like,
         bool(norm & QUEUE_ONLY),
+        observed,
     )
 
 
@@ -520,6 +522,10 @@ def recognise_shape(
     return None
 
 
+def _any(statuses: StatusMap) -> bool:
+    return bool(statuses.unmapped) or any(statuses.states.values())
+
+
 def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str]:
     """What a queue-shaped table cannot tell, and why (backlog / stuck / failed)."""
     out: dict[str, str] = {}
@@ -558,7 +564,13 @@ def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str
             "no status and no finished or failed marker: a claimed row looks the same "
             "finished, failed or orphaned"
         )
-    fail_states = statuses is not None and bool(statuses.values("failed"))
+    # failures are told by the status where it names a failed state, or where the values read
+    # from the rows record outcomes (a done value: a failure would be written as a word too),
+    # or where there are no rows to judge
+    fail_states = statuses is not None and (
+        bool(statuses.values("failed"))
+        or (statuses.observed and (bool(statuses.values("done")) or not _any(statuses)))
+    )
     markers = (
         "failed_at" in roles
         or "succeeded" in roles
