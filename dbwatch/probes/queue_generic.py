@@ -29,7 +29,8 @@ VALUES = 50  # status values read per table
 GROUPS = 500
 ASPECTS = ("summary", "reserved", "repeated", "failed")
 SUCCESS, FAILURE = "success", "failed"  # a boolean success column's two values
-NONE = "-dbwatch-no-value-"  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
+NONE = "-dbwatch-no-value-"
+SENTINEL = "9000-01-01"  # times from here on are placeholders, not times  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
 
 
 def _q(engine: str, *parts: str) -> str:
@@ -41,11 +42,14 @@ def _q(engine: str, *parts: str) -> str:
 def _epoch(engine: str, col: str, ctype: str) -> str:
     q = _q(engine, col)
     if type_kind(ctype) == "time":
-        # timestamp without time zone is read in the session's time zone (as DEFAULT now() wrote it)
+        # timestamp without time zone is read in the session's time zone (as DEFAULT now() wrote
+        # it); a far-future time is a sentinel for "not set" (django-tasks' run_after = the
+        # maximum date, `infinity`): no time, so the row falls back to its created-at
+        kept = f"CASE WHEN {q} < '{SENTINEL}' THEN {q} END"
         return (
-            f"extract(epoch FROM {q}::timestamptz)"
+            f"extract(epoch FROM ({kept})::timestamptz)"
             if engine == "postgresql"
-            else f"UNIX_TIMESTAMP({q})"
+            else f"UNIX_TIMESTAMP({kept})"
         )
     # integers: epoch seconds, or milliseconds past year 5138; 0 (or less) is "not set"
     cast = "::float8" if engine == "postgresql" else ""

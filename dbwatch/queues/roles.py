@@ -483,7 +483,10 @@ def recognise_shape(
         if "failed_at" in roles:
             evidence.append("failures table: every row a failure")
             return read(results=True)
-    if work and ("succeeded" in roles or (results_named(table) and outcome)):
+    # (a run-at time beside a status: rows live through a queue's states there, the finished
+    # ones kept — a queue, whatever its name says)
+    kept = results_named(table) and outcome and not (runnable and "status" in roles)
+    if work and ("succeeded" in roles or kept):
         evidence.append("results table: finished runs, read for failures only")
         return read(results=True)
     # a payload or job type says work; so does a queue's name beside a worker's own claim

@@ -123,3 +123,35 @@ def test_epoch_ms_flags_and_results_mariadb(my_db: tuple[str, Any]) -> None:
     assert backlog["evidence"]["roles"]["claimed_flag"] == "picked"
     # the results table: its failures only, never a backlog or a claim
     assert _counts(data, f"{db}.job_results") == {"QU004": 10}
+
+
+# django-tasks' database backend (0.8): `run_after` NOT NULL, the maximum date meaning "no
+# time set"; READY / RUNNING / FAILED / SUCCEEDED
+PG_SENTINEL = """
+CREATE TABLE task_results (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  status varchar(10) NOT NULL, enqueued_at timestamptz NOT NULL DEFAULT now(),
+  started_at timestamptz, finished_at timestamptz, args_kwargs jsonb NOT NULL DEFAULT '{}',
+  priority int NOT NULL DEFAULT 0, task_path text NOT NULL, queue_name varchar(32) NOT NULL,
+  run_after timestamptz NOT NULL DEFAULT '9999-12-31 23:59:59+00', traceback text NOT NULL
+  DEFAULT '');
+CREATE INDEX ON task_results (status);
+INSERT INTO task_results (status, enqueued_at, task_path, queue_name)
+  SELECT 'READY', now() - interval '1 hour', 'app.send', 'default' FROM generate_series(1, 300);
+INSERT INTO task_results (status, enqueued_at, task_path, queue_name, run_after)
+  SELECT 'READY', now(), 'app.later', 'default', now() + interval '1 day'
+  FROM generate_series(1, 7);
+"""
+
+
+def test_a_far_future_time_is_no_time_postgresql(uniq: str) -> None:
+    db = f"dbw_gt_{uniq}"
+    with pg_database(db) as dsn:
+        url = f"postgresql://postgres@127.0.0.1:5432/{db}"
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(PG_SENTINEL)
+        data = audit(url, "--select", "QU,DW")
+    assert not by_rule(data, "DW001"), by_rule(data, "DW001")
+    # the 300 with the placeholder are due since their enqueue; the 7 scheduled are not
+    assert _counts(data, "public.task_results") == {"QU001": 300}
+    (backlog,) = queue_findings(data, "public.task_results")
+    assert 3500 <= backlog["evidence"]["age_seconds"] <= 3800
