@@ -13,16 +13,9 @@ import yaml
 from dbwatch.probes.queue_generic import fold_summary, fragments, window_text
 from dbwatch.probes.queue_shape import GenericTable
 from dbwatch.queues import LIBRARIES, SHAPES, library_family, recognise
-from dbwatch.queues.roles import (
-    ROLES,
-    map_roles,
-    map_statuses,
-    queue_named,
-    recognise_shape,
-    state_of,
-    type_kind,
-    unjudged,
-)
+from dbwatch.queues.recognition import recognise_shape, unjudged
+from dbwatch.queues.roles import ROLES, map_roles, queue_named, type_kind
+from dbwatch.queues.statuses import map_statuses, state_of
 
 TS = "timestamp with time zone"
 DT = "datetime"

@@ -31,7 +31,8 @@ from dbwatch.probes.queue import discover_tables
 from dbwatch.probes.queue_generic import WINDOW, _bind, fragments
 from dbwatch.probes.queue_sql import compose
 from dbwatch.queues import CATALOG_COLUMNS, MARKER_COLUMNS
-from dbwatch.queues.roles import ROLES, map_statuses
+from dbwatch.queues.roles import ROLES
+from dbwatch.queues.statuses import map_statuses
 from dbwatch.targets import open_target, spec_for
 
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}

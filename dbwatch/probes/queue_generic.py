@@ -9,13 +9,9 @@ from __future__ import annotations
 from psycopg import sql as pgsql
 
 from ..errors import ProbeError
-from ..queues.roles import (
-    StatusMap,
-    map_statuses,
-    queue_named,
-    type_kind,
-    unjudged,
-)
+from ..queues.recognition import unjudged
+from ..queues.roles import queue_named, type_kind
+from ..queues.statuses import StatusMap, map_statuses
 from ..snapshot import CoverageGap
 from ..snapshot.values import as_row, opt_float, opt_int, to_str
 from ..targets import Connection

@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ..queues import CATALOG_COLUMNS, MARKER_COLUMNS, library_family
-from ..queues.roles import CORE_COLUMNS, Reading, StatusMap, queue_named, recognise_shape, type_kind
+from ..queues.recognition import Reading, recognise_shape
+from ..queues.roles import CORE_COLUMNS, queue_named, type_kind
+from ..queues.statuses import StatusMap
 from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
