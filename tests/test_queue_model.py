@@ -5,21 +5,17 @@ their libraries' (or applications') DDL declares them, with the types the catalo
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from dbwatch.probes.queue_generic import fold_summary, fragments, window_text
 from dbwatch.probes.queue_shape import GenericTable
 from dbwatch.queues import LIBRARIES, SHAPES, library_family, recognise
-from dbwatch.queues.roles import (
-    ROLES,
-    map_roles,
-    map_statuses,
-    queue_named,
-    recognise_shape,
-    state_of,
-    type_kind,
-    unjudged,
-)
+from dbwatch.queues.recognition import recognise_shape, unjudged
+from dbwatch.queues.roles import ROLES, map_roles, queue_named, type_kind
+from dbwatch.queues.statuses import map_statuses, state_of
 
 TS = "timestamp with time zone"
 DT = "datetime"
@@ -101,17 +97,91 @@ BUSINESS: dict[str, tuple[str, dict[str, str]]] = {
 
 # Partial evidence: a DW002 question, never a finding.
 QUESTIONS: dict[str, tuple[str, dict[str, str]]] = {
-    # pgmq: a read message's vt moves ahead; nothing says it is claimed, nothing says failed
+    # huey's SqlHuey: a payload blob, a queue name, a priority, and no time at all
+    "huey": ("task", {"id": "int(11)", "queue": "varchar(255)", "data": "blob",
+                      "priority": "float"}),
+    # kombu's SQL transport: a visibility flag, no time a waiting message carries
+    "kombu": ("kombu_message", {"id": "int(11)", "visible": "tinyint(1)", "timestamp": "datetime",
+                                "payload": "text", "version": "smallint(6)",
+                                "queue_id": "int(11)"}),
+}
+
+# Queues read in part: what is due is the backlog; what the table cannot tell is named.
+PARTIAL: dict[str, tuple[str, dict[str, str], set[str]]] = {
+    # pgmq: a read message's vt moves ahead (a visibility time, runnable from then on); nothing
+    # says it is claimed, nothing says failed
     "pgmq": ("q_emails", {"msg_id": "bigint", "read_ct": "integer", "enqueued_at": TS,
-                          "vt": TS, "message": "jsonb"}),
-    # dramatiq-pg: a state but no time a message may run
-    "dramatiq": ("queue", {"message_id": "uuid", "queue_name": "text", "state": "dramatiq.state",
-                           "mtime": TS, "message": "jsonb", "result": "jsonb"}),
-    # saq (PostgreSQL): its times are epoch integers named scheduled / expire_at
+                          "vt": TS, "message": "jsonb"}, {"stuck", "failed"}),
+    # django-q2's ORM broker: a bare `lock` time is when the row's lock ends (its available-at)
+    "django_q": ("django_q_ormq", {"id": "integer", "key": "character varying(100)",
+                                   "payload": "text", "lock": TS}, {"stuck", "failed"}),
+    # saq (PostgreSQL): `scheduled` is an epoch integer (0: now), a status, no claim time
     "saq": ("saq_jobs", {"key": "text", "lock_key": "integer", "job": "bytea", "queue": "text",
                          "status": "text", "priority": "smallint", "scheduled": "bigint",
-                         "expire_at": "bigint"}),
+                         "expire_at": "bigint"}, {"stuck", "failed"}),
+    # pq: dequeued_at and nothing that says finished or failed
+    "pq": ("queue", {"id": "bigint", "enqueued_at": TS, "dequeued_at": TS, "expected_at": TS,
+                     "schedule_at": TS, "q_name": "text", "data": "json"}, {"stuck", "failed"}),
 }
+
+# Results tables beside a queue: finished runs, read for their failures only.
+RESULTS: dict[str, tuple[str, dict[str, str]]] = {
+    "django_q_task": ("django_q_task", {"name": "character varying(100)", "func": "text",
+                                        "args": "text", "started": TS, "stopped": TS,
+                                        "success": "boolean", "id": "character varying(32)",
+                                        "attempt_count": "integer"}),
+    "celery_taskmeta": ("celery_taskmeta", {"id": "int(11)", "task_id": "varchar(155)",
+                                            "status": "varchar(50)", "date_done": DT,
+                                            "traceback": "text", "args": "blob",
+                                            "retries": "int(11)"}),
+    # a dead-letter table beside a queue: every row a failure, timed by its creation
+    "failed_tasks": ("failed_tasks", {"id": "bigint", "task_name": "text", "payload": "jsonb",
+                                      "error": "text", "created_at": TS}),
+    "completedtask": ("background_task_completedtask", {
+        "id": "int(11)", "task_name": "varchar(190)", "task_params": "longtext",
+        "run_at": DT, "attempts": "int(11)", "failed_at": DT, "last_error": "longtext",
+        "locked_by": "varchar(64)", "locked_at": DT}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL))
+def test_a_queue_read_in_part_names_what_it_cannot_tell(name: str) -> None:
+    table, cols, missing = PARTIAL[name]
+    reading = recognise_shape(cols, table)
+    assert reading is not None and reading.verdict == "queue" and not reading.results, name
+    assert set(unjudged(reading.roles, None)) == missing, (name, reading.roles)
+
+
+@pytest.mark.parametrize("name", sorted(RESULTS))
+def test_results_tables_are_read_for_failures_only(name: str) -> None:
+    table, cols = RESULTS[name]
+    reading = recognise_shape(cols, table)
+    assert reading is not None and reading.results, (name, reading)
+
+
+def test_roles_by_the_meaning_of_a_name() -> None:
+    # times no exact name places, by a word of the name (oxen-queue, django-q2, celery)
+    roles = map_roles({"created_ts": DT, "started_ts": DT, "body": "varchar(100)",
+                       "status": "varchar(100)", "job_type": "varchar(200)"})
+    assert roles["created_at"] == "created_ts" and roles["claimed_at"] == "started_ts"
+    assert map_roles({"date_done": DT})["finished_at"] == "date_done"
+    assert map_roles({"stopped": TS, "started": TS}) == {"finished_at": "stopped",
+                                                         "claimed_at": "started"}
+    # an integer is a time only when its name says so; a word alone is not a role
+    assert map_roles({"created_ms": "bigint"})["created_at"] == "created_ms"
+    assert "created_at" not in map_roles({"created_count": "integer"})
+    # a boolean outcome and a visibility flag need a boolean type
+    assert map_roles({"success": "boolean"}) == {"succeeded": "success"}
+    assert "succeeded" not in map_roles({"success": "text"})
+    assert map_roles({"visible": "tinyint(1)"}) == {"visible": "visible"}
+    # dramatiq-pg: a state whose labels only a queue uses, with its last change as the time
+    enums = {"state": ("queued", "consumed", "rejected", "done")}
+    dramatiq = recognise_shape({"message_id": "uuid", "queue_name": "text", "state": "x.state",
+                                "mtime": TS, "message": "jsonb"}, "queue", enums=enums)
+    assert dramatiq is not None and dramatiq.verdict == "queue" and dramatiq.strict_status
+    assert map_statuses(enums["state"]).queue_only
+    assert not map_statuses(["pending", "processing", "completed"]).queue_only
+    assert map_statuses(["SUCCESS", "FAILURE", "REVOKED"]).values("failed") == ("FAILURE", "REVOKED")
 
 
 @pytest.mark.parametrize("name", sorted(QUEUES))
@@ -134,9 +204,7 @@ def test_business_tables_are_never_queues(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(QUESTIONS))
 def test_partial_evidence_is_a_question(name: str) -> None:
     table, cols = QUESTIONS[name]
-    # dramatiq-pg's state is its own enum type: the catalog query returns its labels
-    enums = {"state": ("queued", "consumed", "rejected", "done")} if name == "dramatiq" else {}
-    reading = recognise_shape(cols, table, enums=enums)
+    reading = recognise_shape(cols, table)
     assert reading is not None and reading.verdict == "question", (name, reading)
 
 
@@ -166,9 +234,10 @@ def test_status_values_by_meaning() -> None:
 
 
 def test_roles_fit_by_type() -> None:
-    # a text 'lock' (procrastinate's queueing lock) is no claim time; a datetime one is
-    assert "claimed_at" not in map_roles({"lock": "text", "run_at": TS})
-    assert map_roles({"lock": DT})["claimed_at"] == "lock"
+    # a text 'lock' (procrastinate's queueing lock) is no time; a datetime one is when the
+    # row's lock ends: runnable from then on
+    assert "lock" not in map_roles({"lock": "text", "run_at": TS}).values()
+    assert map_roles({"lock": DT})["runnable_at"] == "lock"
     # epoch integers are times; a JSON 'status' is no status
     assert map_roles({"available_at": "int(10) unsigned"})["runnable_at"] == "available_at"
     assert "status" not in map_roles({"status": "jsonb"})
@@ -183,7 +252,8 @@ def test_what_a_table_cannot_tell_is_named() -> None:
     _, cols, _ = QUEUES["pq"]
     roles = map_roles(cols)
     gaps = unjudged(roles, None)
-    assert set(gaps) == {"failed"} and "failures unknown" in gaps["failed"]
+    assert set(gaps) == {"failed", "stuck"} and "failures unknown" in gaps["failed"]
+    assert "finished, failed or orphaned" in gaps["stuck"]
     # no claim time, no update time: stuck unknown; integer status codes: states unknown
     roles = {"runnable_at": "run_at", "status": "state", "payload": "args", "claimed_by": "w"}
     gaps = unjudged(roles, map_statuses(["0", "1", "2"]))
@@ -233,12 +303,15 @@ def test_generic_queries_are_bounded_and_quote_names() -> None:
     g = _generic(cols, "background_task", frozenset({"id"}))
     frags = fragments("postgresql", g)
     assert frags["order"] == '"id"' and frags["second"] == "%(window)s"
-    assert 'extract(epoch FROM "run_at"::timestamptz)' in frags["cols"]
+    # a far-future time is a placeholder (django-tasks' maximum date, `infinity`): no time
+    assert ("""extract(epoch FROM (CASE WHEN "run_at" < '9000-01-01' THEN "run_at" END)"""
+            "::timestamptz)") in frags["cols"]
     assert "oldest and the newest" in window_text(g)
     # no index to order by: one window of the first rows, said so
     g2 = _generic(cols, "background_task", frozenset())
     assert fragments("mysql", g2)["second"] == "0" and "no index" in window_text(g2)
-    assert "UNIX_TIMESTAMP(`run_at`)" in fragments("mysql", g2)["cols"]
+    assert ("UNIX_TIMESTAMP(CASE WHEN `run_at` < '9000-01-01' THEN `run_at` END)"
+            in fragments("mysql", g2)["cols"])
 
 
 def test_fold_summary_per_queue() -> None:
@@ -332,3 +405,50 @@ FRAMEWORK_TABLES: dict[str, dict[str, str]] = {
 @pytest.mark.parametrize("table", sorted(FRAMEWORK_TABLES))
 def test_framework_sample_app_tables_are_not_queues(table: str) -> None:
     assert recognise_shape(FRAMEWORK_TABLES[table], table) is None, table
+
+
+LAYOUTS = Path(__file__).parent / "fixtures" / "queue_layouts" / "layouts.yaml"
+# Layouts the model cannot read at all, and why (silence about them is the honest answer):
+UNREADABLE = {
+    "kv": "huey's results are pickled blobs under a key: no outcome to read",
+    "schedule": "huey's delayed tasks: an id, a queue, a pickled blob and a bare `timestamp`",
+}
+
+
+def test_layouts_seen_in_the_wild_are_read_by_their_label() -> None:
+    """Every layout a real library or Django created (tests/fixtures/queue_layouts): queue
+    tables are read (a queue, or a named question), results tables for failures only, and
+    nothing else ever as a queue or results table."""
+    doc = yaml.safe_load(LAYOUTS.read_text())
+    for e in doc["layouts"]:
+        table = e["table"].split(".")[-1]
+        cols = {c[0]: c[1] for c in e["columns"]}
+        status = e.get("roles", {}).get("status")
+        # a user-defined enum: the catalog query returns its labels with the columns
+        enums = ({status: tuple(e["statuses"])} if status and "." in cols.get(status, "")
+                 else {})
+        reading = recognise_shape(cols, table, enums=enums)
+        where = f"{e['source']} {e['engine']} {e['table']}"
+        if e["label"] == "not-queue":
+            assert reading is None or (reading.verdict == "question" and not reading.results), where
+        elif table in UNREADABLE:
+            assert reading is None, where
+        elif e["label"] == "results":
+            assert reading is not None and reading.results, where
+        else:
+            assert reading is not None and not reading.results, where
+            if all(r in e["roles"] for r in ("run_at", "claimed_at", "payload", "status")):
+                assert reading.verdict == "queue", where  # every queue role: a queue
+
+
+def test_failures_told_by_the_status_values_read_from_the_rows() -> None:
+    roles = {"status": "status", "created_at": "created_ts", "claimed_at": "started_ts",
+             "payload": "body"}
+    # the rows record outcomes (a done value): a failure would be a word too — judged
+    assert "failed" not in unjudged(roles, map_statuses(["success", "waiting"], observed=True))
+    # no rows at all: nothing to judge
+    assert "failed" not in unjudged(roles, map_statuses([], observed=True))
+    # only waiting rows seen: whether failures are kept here is unknown — said
+    assert "failed" in unjudged(roles, map_statuses(["waiting"], observed=True))
+    # an enum's labels without a failed one: the table holds no failure
+    assert "failed" in unjudged(roles, map_statuses(["queued", "running", "done"]))

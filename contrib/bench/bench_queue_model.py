@@ -4,6 +4,8 @@
    round trip for non-candidates) on a throwaway database with --tables application tables
    (default 5,000: ids, statuses, timestamps, JSON data — the columns the model's role names
    also match) plus a few queue-shaped ones. Median of --runs.
+   MySQL/MariaDB also: the catalog statement alone with the role names in every spelling vs
+   one, and the read of the candidates' columns.
 2. The generic queries on a --rows (default 1,000,000) job table no library knows (a text
    status with an index, run_at, locked_at/locked_by, failed_at, attempts): each aspect's wall
    time, median of --runs (two bounded windows of rows, whatever the table's size).
@@ -28,7 +30,9 @@ from dbwatch.probes import sql
 from dbwatch.probes.queue import discover_tables
 from dbwatch.probes.queue_generic import WINDOW, _bind, fragments
 from dbwatch.probes.queue_sql import compose
-from dbwatch.queues.roles import map_statuses
+from dbwatch.queues import CATALOG_COLUMNS, MARKER_COLUMNS
+from dbwatch.queues.roles import ROLES
+from dbwatch.queues.statuses import map_statuses
 from dbwatch.targets import open_target, spec_for
 
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
@@ -117,6 +121,25 @@ def drop(engine: str) -> None:
     admin.close()
 
 
+def _my_statements(conn: Any, runs: int) -> dict[str, Any]:
+    """MariaDB/MySQL: the catalog statement alone with the role names in every spelling (what
+    discover_tables sends) vs in one spelling, and the read of the candidates' columns."""
+    one = tuple(sorted(set(MARKER_COLUMNS) | {n for ns in ROLES.values() for n in ns}))
+    text = sql("mysql", "queue_tables_scoped", conn.version)
+    cols = sql("mysql", "queue_generic_columns", conn.version)
+    out: dict[str, list[float]] = {"all_spellings": [], "one_spelling": [], "candidate_columns": []}
+    for _ in range(runs):
+        for key, names in (("all_spellings", tuple(CATALOG_COLUMNS)), ("one_spelling", one)):
+            t0 = time.perf_counter()
+            conn.rows(text, {"markers": names, "schema": DB})
+            out[key].append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        conn.rows(cols, {"schema": DB, "tables": ("task_queue",)})
+        out["candidate_columns"].append((time.perf_counter() - t0) * 1000)
+    out_names = {"names": [len(CATALOG_COLUMNS), len(one)]}
+    return out_names | {k: [round(statistics.median(v), 1), round(min(v), 1)] for k, v in out.items()}
+
+
 def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
     url = build(engine, tables, rows)
     try:
@@ -129,6 +152,7 @@ def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
             found = discover_tables(conn, engine)
             times.append(time.perf_counter() - t0)
         assert found is not None
+        statements = _my_statements(conn, runs) if engine == "mysql" else {}
         (g,) = [t for t in found[2] if t.table == "task_queue"]
         frags = fragments(engine, g)
         statuses = map_statuses(["queued", "running", "failed", "done"])
@@ -160,6 +184,7 @@ def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
             "recognition_ms_median": round(statistics.median(times) * 1000, 1),
             "recognition_ms_all": [round(t * 1000, 1) for t in times],
             "generic_candidates": [(t.key, t.reading.verdict) for t in found[2]],
+            "catalog_statements_ms_median_min": statements,
             "job_rows": rows,
             "generic_query_ms_median": aspects,
         }

@@ -157,7 +157,7 @@ def discover_tables(
         name = to_str(r.get("table_name"))
         shape = recognise(cols, engine, name)
         if shape is None:
-            unknown.append({**r, "columns": cols})
+            unknown.append(r)  # columns as the catalog spells them (quoted camelCase stays)
             continue
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
         lib = library(shape.library)

@@ -9,13 +9,9 @@ from __future__ import annotations
 from psycopg import sql as pgsql
 
 from ..errors import ProbeError
-from ..queues.roles import (
-    StatusMap,
-    map_statuses,
-    queue_named,
-    type_kind,
-    unjudged,
-)
+from ..queues.recognition import unjudged
+from ..queues.roles import queue_named, type_kind
+from ..queues.statuses import StatusMap, map_statuses
 from ..snapshot import CoverageGap
 from ..snapshot.values import as_row, opt_float, opt_int, to_str
 from ..targets import Connection
@@ -28,7 +24,9 @@ WINDOW = 10_000  # rows per window (oldest and newest by the order column): <= 2
 VALUES = 50  # status values read per table
 GROUPS = 500
 ASPECTS = ("summary", "reserved", "repeated", "failed")
-NONE = "-dbwatch-no-value-"  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
+SUCCESS, FAILURE = "success", "failed"  # a boolean success column's two values
+NONE = "-dbwatch-no-value-"
+SENTINEL = "9000-01-01"  # times from here on are placeholders, not times  # keeps a bound list non-empty (MySQL `IN ()` is a syntax error)
 
 
 def _q(engine: str, *parts: str) -> str:
@@ -40,15 +38,18 @@ def _q(engine: str, *parts: str) -> str:
 def _epoch(engine: str, col: str, ctype: str) -> str:
     q = _q(engine, col)
     if type_kind(ctype) == "time":
-        # timestamp without time zone is read in the session's time zone (as DEFAULT now() wrote it)
+        # timestamp without time zone is read in the session's time zone (as DEFAULT now() wrote
+        # it); a far-future time is a sentinel for "not set" (django-tasks' run_after = the
+        # maximum date, `infinity`): no time, so the row falls back to its created-at
+        kept = f"CASE WHEN {q} < '{SENTINEL}' THEN {q} END"
         return (
-            f"extract(epoch FROM {q}::timestamptz)"
+            f"extract(epoch FROM ({kept})::timestamptz)"
             if engine == "postgresql"
-            else f"UNIX_TIMESTAMP({q})"
+            else f"UNIX_TIMESTAMP({kept})"
         )
-    # integers: epoch seconds, or milliseconds past year 5138
+    # integers: epoch seconds, or milliseconds past year 5138; 0 (or less) is "not set"
     cast = "::float8" if engine == "postgresql" else ""
-    return f"(CASE WHEN {q} > 100000000000 THEN {q} / 1000.0 ELSE {q} END){cast}"
+    return f"(CASE WHEN {q} > 100000000000 THEN {q} / 1000.0 WHEN {q} > 0 THEN {q} END){cast}"
 
 
 def _text(engine: str, col: str, width: int, alias: str = "") -> str:
@@ -81,8 +82,12 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         return _epoch(engine, col, types.get(col, "")) if col else null["e"]
 
     def present(*rs: str) -> str:
-        cols = [_q(engine, roles[r]) for r in rs if r in roles]
-        return "(" + " OR ".join(f"{c} IS NOT NULL" for c in cols) + ")" if cols else "FALSE"
+        conds = [f"{_q(engine, roles[r])} IS NOT NULL" for r in rs if r in roles]
+        if "visible" in rs and "visible" in roles:  # a hidden row is held by a consumer
+            conds.append(f"{_q(engine, roles['visible'])} = {'FALSE' if pg else '0'}")
+        if "visible" in rs and "claimed_flag" in roles:  # a flag set while a worker holds it
+            conds.append(f"{_q(engine, roles['claimed_flag'])} = {'TRUE' if pg else '1'}")
+        return "(" + " OR ".join(conds) + ")" if conds else "FALSE"
 
     def num(role: str) -> str:
         col = roles.get(role)
@@ -99,7 +104,7 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         "status": _text(engine, roles["status"], 64) if "status" in roles else null["t"],
         "run_e": epoch("runnable_at"),
         "claim_e": epoch("claimed_at"),
-        "claimed": present("claimed_at", "claimed_by"),
+        "claimed": present("claimed_at", "claimed_by", "visible"),
         "hb_e": epoch("heartbeat"),
         "exp_e": epoch("claim_expires_at"),
         "fin_e": epoch("finished_at"),
@@ -111,6 +116,11 @@ def fragments(engine: str, g: GenericTable) -> dict[str, str]:
         "max_att": num("max_attempts"),
         "tmo": num("timeout"),
     }
+    if "status" not in roles and "succeeded" in roles:
+        # a boolean outcome read as the two status words it means
+        ok = _q(engine, roles["succeeded"])
+        yes, no = (ok, f"NOT {ok}") if pg else (f"{ok} <> 0", f"{ok} = 0")
+        cols["status"] = f"CASE WHEN {yes} THEN '{SUCCESS}' WHEN {no} THEN '{FAILURE}' END"
     if not pg:
         cols["queue"] = cols["queue"].replace("coalesce", "COALESCE")
     order = g.order()
@@ -162,12 +172,15 @@ def _statuses(
     """The status column's values: the enum's labels, else every value by a skip scan of an index
     that leads with it, else those in the windows (said in evidence)."""
     col = g.reading.roles.get("status")
+    if col is None and "succeeded" in g.reading.roles:
+        ok = g.reading.roles["succeeded"]
+        return map_statuses([SUCCESS, FAILURE]), f"the boolean {ok} (true: done, false: failed)"
     if col is None:
         return None, ""
-    labels = g.reading.enums.get(col) or enum_labels(g.types.get(col, ""))
+    labels = g.reading.enums.get(col.lower()) or enum_labels(g.types.get(col, ""))
     if labels:
         return map_statuses(list(labels)), "the column's enum labels"
-    indexed = col in g.indexed
+    indexed = col.lower() in g.indexed
     name = "queue_generic_values_indexed" if indexed else "queue_generic_values"
     text = compose(engine, sql(engine, name, conn.version), {"table": (g.schema, g.table)}, frags)
     rows = conn.rows(text, {"window": WINDOW, "values": VALUES})
@@ -177,7 +190,7 @@ def _statuses(
         if indexed
         else f"the values in {window_text(g)}"
     )
-    return map_statuses(values), where
+    return map_statuses(values, observed=True), where
 
 
 def probe_generic(
@@ -206,7 +219,11 @@ def probe_generic(
         out["statuses"] = sorted((v, s) for s, vs in statuses.states.items() for v in vs)
         out["unmapped"] = list(statuses.unmapped)
         out["statuses_from"] = where
-    if g.reading.needs_status and (statuses is None or not statuses.queue_like):
+    if g.reading.needs_status and (
+        statuses is None
+        or not statuses.queue_like
+        or (g.reading.strict_status and not statuses.queue_only)
+    ):
         # no claim and no status only a queue has: a question where the name or attempts
         # say queue, else an application's record (an order can be pending and scheduled)
         if queue_named(g.table) or "attempts" in roles:
@@ -216,6 +233,9 @@ def probe_generic(
         return {}, []
     gaps = []
     missing = unjudged(roles, statuses)
+    if g.reading.results:
+        # finished runs only: nothing waits or is claimed here (its queue table says that)
+        missing = {k: v for k, v in missing.items() if k in ("failed", "states")}
     if missing:
         gaps.append(gap(g, missing))
     out["unjudged"] = sorted(missing)
@@ -235,6 +255,8 @@ def probe_generic(
     # judges nothing there) and the gap above says why
     skip = {"backlog": "summary", "stuck": "reserved", "failed": "failed"}
     aspects = [a for a in ASPECTS if a not in {skip[k] for k in missing if k in skip}]
+    if g.reading.results:
+        aspects = [a for a in aspects if a == "failed"]
     for aspect in aspects:
         text = compose(
             engine,

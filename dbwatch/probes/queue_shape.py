@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from ..queues import CATALOG_COLUMNS, MARKER_COLUMNS, library_family
-from ..queues.roles import CORE_COLUMNS, Reading, StatusMap, queue_named, recognise_shape, type_kind
+from ..queues.recognition import Reading, recognise_shape
+from ..queues.roles import CORE_COLUMNS, queue_named, type_kind
+from ..queues.statuses import StatusMap
 from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
@@ -47,7 +49,7 @@ class GenericTable:
             roles.get("runnable_at"),
             job_id,
         ):
-            if col and col in self.indexed:
+            if col and col.lower() in self.indexed:
                 return col
         return None
 
@@ -112,11 +114,16 @@ def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[Gener
     """The catalog rows no library shape matched, read by shape: queues and questions, the
     libraries' own other tables left out. MySQL/MariaDB: one index read per schema."""
     out: list[GenericTable] = []
+    rows = [
+        r
+        for r in rows
+        if not library_family(to_str(r.get("table_name")), set(as_mapping(r.get("columns"))))
+    ]
+    if engine != "postgresql" and rows:
+        rows = _my_all_columns(conn, rows)
     for r in rows:
         cols = {str(k): str(v) for k, v in as_mapping(r.get("columns")).items()}
         name = to_str(r.get("table_name"))
-        if library_family(name, set(cols)):
-            continue
         enums = {
             str(k).lower(): tuple(map(str, v))
             for k, v in as_mapping(r.get("enums")).items()
@@ -134,7 +141,7 @@ def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[Gener
                 schema=to_str(r.get("schema")),
                 table=name,
                 reading=reading,
-                types={k.lower(): v for k, v in cols.items()},
+                types=cols,  # as the catalog spells them (quoted camelCase stays)
                 indexed=indexed,
                 rows_estimate=_estimate(r.get("rows_estimate")),
                 current=to_bool(r.get("current_db")),
@@ -143,6 +150,32 @@ def generic_tables(conn: Connection, engine: str, rows: list[Row]) -> list[Gener
     if engine != "postgresql" and out:
         out = _my_indexes(conn, out)
     return out
+
+
+def _my_all_columns(conn: Connection, rows: list[Row]) -> list[Row]:
+    """MySQL/MariaDB: every column of the candidates (the catalog read returned role names
+    only), one read per schema of the named tables."""
+    by_schema: dict[str, list[str]] = {}
+    for r in rows:
+        by_schema.setdefault(to_str(r.get("schema")), []).append(to_str(r.get("table_name")))
+    full: dict[tuple[str, str], dict[str, str]] = {}
+    for schema, names in by_schema.items():
+        got = conn.rows(
+            sql("mysql", "queue_generic_columns", conn.version),
+            {"schema": schema, "tables": tuple(names)},
+        )
+        for c in map(as_row, got):
+            full.setdefault((schema, to_str(c.get("table_name"))), {})[
+                to_str(c.get("column_name"))
+            ] = to_str(c.get("column_type"))
+    return [
+        {
+            **r,
+            "columns": full.get((to_str(r.get("schema")), to_str(r.get("table_name"))))
+            or as_mapping(r.get("columns")),
+        }
+        for r in rows
+    ]
 
 
 def _my_indexes(conn: Connection, tables: list[GenericTable]) -> list[GenericTable]:

@@ -1,13 +1,12 @@
 """The one queue model by meaning: a job table's columns read as ROLES (when a job may run,
-whether and since when it is claimed, by whom, its status, attempts, failure markers ...),
-a status column's values mapped to the five states, and whether a table is a queue at all.
-Pure: the probe feeds it catalog rows; docs/queues.md shows the role table.
+whether and since when it is claimed, by whom, its status, attempts, failure markers ...), by
+name in any spelling and by the words of a name. Status values: queues/statuses.py; whether a
+table is a queue: queues/recognition.py. Pure; docs/queues.md shows the role table.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Literal
 
 # Role -> column names seen in the wild (the twelve known libraries and the job libraries of
@@ -18,27 +17,40 @@ ROLES: dict[str, tuple[str, ...]] = {
     "queue": ("queue", "queue_name", "q_name", "qname", "tube", "channel", "queue_id",),
     "payload": (
         "payload", "args", "arguments", "kwargs", "params", "task_params", "job_args", "data",
-        "message", "body", "job_data", "job", "func_args", "handler",
+        "message", "body", "job_data", "job", "func_args", "handler", "args_kwargs",
+        "task_args", "task_kwargs", "job_payload", "input",
     ),
     "job_type": (
         "handler", "job_class", "job_type", "task_name", "task_identifier", "task", "worker", "kind",
         "entrypoint", "function", "func", "func_name", "job_name", "class_name", "handler_name",
-        "callable", "method",
+        "callable", "method", "task_path", "task_type", "func_path", "job_kind",
+        "callable_path",
     ),
     "runnable_at": (
         "run_at", "available_at", "scheduled_at", "scheduled_for", "execute_at",
         "execute_after", "start_after", "not_before", "visible_at", "vt", "run_after",
         "next_run_at", "process_at", "perform_at", "schedule_at", "eta", "ready_at", "retry_at",
-        "next_attempt_at", "wait_until", "delay_until",
+        "next_attempt_at", "wait_until", "delay_until", "scheduled", "execution_time",
+        "next_execution_time", "scheduled_time",
+        # a bare lock/lease time (not locked_at) is when the row's lock ENDS: the row is
+        # runnable from then on, like pgmq's vt (django-q2's ORM broker)
+        "lock", "lease",
     ),
     "claimed_at": (
         "reserved_at", "locked_at", "claimed_at", "dequeued_at", "picked_at", "leased_at",
-        "attempted_at", "fetched_at", "taken_at", "started_at", "started_on", "lock",
+        "attempted_at", "fetched_at", "taken_at", "started_at", "started_on",
         "processing_started_at", "acquired_at",
     ),
     "claimed_by": (
         "locked_by", "claimed_by", "reserved_by", "worker_id", "lock_owner", "picked_by",
-        "lease_owner", "worker_name", "queue_manager_id",
+        "lease_owner", "worker_name", "queue_manager_id", "taken_by", "processed_by",
+    ),
+    # a visibility flag: false while a consumer holds the row (kombu's SQL transport)
+    "visible": ("visible", "is_visible",),
+    # a flag set while a worker holds the row (db-scheduler's picked)
+    "claimed_flag": (
+        "picked", "locked", "is_locked", "claimed", "is_claimed", "reserved", "is_reserved",
+        "taken", "in_progress", "is_running", "processing", "is_processing",
     ),
     "claim_expires_at": (
         "locked_until", "lease_expires_at", "lease_until", "lock_expires_at", "reserved_until",
@@ -52,7 +64,9 @@ ROLES: dict[str, tuple[str, ...]] = {
         "timeout", "timeout_seconds", "lock_timeout", "visibility_timeout", "expire_seconds",
         "expire_in", "lease_seconds", "max_run_time",
     ),
-    "status": ("status", "state", "job_status", "job_state",),
+    "status": (
+        "status", "state", "job_status", "job_state", "statename", "state_name", "status_name",
+    ),
     "attempts": (
         "attempts", "attempt", "retries", "retry_count", "attempt_count", "tries", "try_count",
         "error_count", "executions_count", "read_ct", "retried", "failure_count", "run_count",
@@ -69,6 +83,8 @@ ROLES: dict[str, tuple[str, ...]] = {
         "failed_at", "discarded_at", "errored_at", "dead_at", "died_at", "failed_on",
         "dead_lettered_at",
     ),
+    # the outcome of a finished run as a boolean (a results table: django-q2's Task)
+    "succeeded": ("success", "succeeded", "successful", "is_success", "ok",),
     "error": (
         "last_error", "error", "errors", "error_message", "exception", "failure_reason",
         "error_text", "last_exception", "traceback", "failed_reason", "last_error_message",
@@ -94,11 +110,37 @@ TIME_ROLES = frozenset(
     }
 )
 INT_ROLES = frozenset({"attempts", "max_attempts", "priority"})
-CLAIM_ROLES = ("claimed_at", "claimed_by", "claim_expires_at", "heartbeat")
+CLAIM_ROLES = (
+    "claimed_at",
+    "claimed_by",
+    "claim_expires_at",
+    "heartbeat",
+    "visible",
+    "claimed_flag",
+)
+BOOL_ROLES = frozenset({"visible", "succeeded", "claimed_flag"})
 # Every name the catalog query asks for, and the ones that make a table worth a look alone.
-ROLE_COLUMNS: frozenset[str] = frozenset(n for names in ROLES.values() for n in names)
+
+
+def snake(name: str) -> str:
+    """runAt / RunAt / run_at -> run_at (ORMs spell columns in camelCase: Prisma, TypeORM)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def spellings(name: str) -> tuple[str, ...]:
+    """A role name as catalogs hold it: run_at, runAt (quoted camelCase), runat (unquoted)."""
+    head, *rest = name.split("_")
+    return (name, head + "".join(w.capitalize() for w in rest), name.replace("_", ""))
+
+
+ROLE_COLUMNS: frozenset[str] = frozenset(
+    v for names in ROLES.values() for n in names for v in spellings(n)
+)
 CORE_COLUMNS: frozenset[str] = frozenset(
-    n for r in ("runnable_at", *CLAIM_ROLES, "attempts", "max_attempts") for n in ROLES[r]
+    v
+    for r in ("runnable_at", *CLAIM_ROLES, "attempts", "max_attempts")
+    for n in ROLES[r]
+    for v in (*spellings(n), spellings(n)[1].lower())
 )
 
 # Business nouns: a table so named is an application's record, not a job (even with a status,
@@ -177,6 +219,8 @@ def type_kind(ctype: str) -> TypeKind:
 
 
 def _fits(role: str, kind: TypeKind, enum: bool) -> bool:
+    if role in BOOL_ROLES:
+        return kind == "bool"
     if role in TIME_ROLES:
         return kind in ("time", "int", "epoch")
     if role in INT_ROLES:
@@ -195,201 +239,68 @@ def _fits(role: str, kind: TypeKind, enum: bool) -> bool:
 def map_roles(
     columns: dict[str, str], enums: dict[str, tuple[str, ...]] | None = None
 ) -> dict[str, str]:
-    """role -> column: the first name of each role present with a type that fits it; a column
-    serves one role only (the first role listing it)."""
-    cols = {c.lower(): t for c, t in columns.items()}
-    enums = enums or {}
+    """role -> column (as the catalog spells it): the first name of each role present, in any
+    spelling (run_at, runAt, runat), with a type that fits it; a column serves one role only
+    (the first role listing it). Then time columns by the words of their names."""
+    enums = {k.lower(): v for k, v in (enums or {}).items()}
+    index: dict[str, str] = {}  # spelling -> the column
+    for c in columns:
+        for key in (snake(c), c.lower(), c.lower().replace("_", "")):
+            index.setdefault(key, c)
     out: dict[str, str] = {}
     used: set[str] = set()
     for role, names in ROLES.items():
         for name in names:
+            col = index.get(name) or index.get(name.replace("_", ""))
             if (
-                name in cols
-                and name not in used
-                and _fits(role, type_kind(cols[name]), name in enums)
+                col is not None
+                and col not in used
+                and _fits(role, type_kind(columns[col]), col.lower() in enums)
             ):
-                out[role] = name
-                used.add(name)
+                out[role] = col
+                used.add(col)
+                break
+    # then by meaning: a time column no exact name placed, by the words of its name
+    # (created_ts, started, stopped, date_done, last_failed_at, createdAt, fetchedat)
+    for col, ctype in columns.items():
+        if col in used or not _timeish(snake(col), type_kind(ctype)):
+            continue
+        words = _words(snake(col))
+        for role, stems in TIME_STEMS:
+            if role not in out and words & stems:
+                out[role] = col
+                used.add(col)
                 break
     return out
 
 
-# Status words by meaning (lower case); a value matches a word exactly or as a word of it.
-# fmt: off
-STATE_WORDS: dict[str, frozenset[str]] = {
-    "waiting": frozenset((
-        "queued", "enqueued", "pending", "available", "scheduled", "new", "waiting", "ready",
-        "todo", "created", "retry", "retryable", "retrying", "runnable", "delayed", "deferred",
-        "open", "idle", "unprocessed",
-    )),
-    "running": frozenset((
-        "running", "active", "picked", "doing", "started", "processing", "locked", "reserved",
-        "in_progress", "inprogress", "executing", "claimed", "consumed", "working", "busy",
-        "leased", "taken", "dequeued", "acquired",
-    )),
-    "failed": frozenset((
-        "failed", "failure", "dead", "error", "errored", "discarded", "cancelled", "canceled",
-        "abandoned", "aborted", "rejected", "killed", "expired", "timeout", "timed_out",
-        "dead_letter", "dlq", "poisoned",
-    )),
-    "done": frozenset((
-        "done", "succeeded", "success", "successful", "completed", "complete", "finished", "ok",
-        "processed", "archived", "acked",
-    )),
-}
-# fmt: on
-# Values only a queue uses (an order can be 'pending' or 'completed', not 'queued' or 'doing').
-# fmt: off
-QUEUE_ONLY = frozenset((
-    "queued", "enqueued", "available", "retryable", "retrying", "runnable", "picked", "doing",
-    "executing", "claimed", "consumed", "todo", "reserved", "dequeued", "discarded",
-    "dead_letter", "leased", "in_progress",
-))
-# fmt: on
+def _words(name: str) -> set[str]:
+    """The words of a column name, and a time suffix split off a squashed one (fetchedat)."""
+    words = set(name.split("_"))
+    for w in list(words):
+        for suffix in ("at", "on", "ts", "time"):
+            if w.endswith(suffix) and len(w) > len(suffix) + 3:
+                words.add(w[: -len(suffix)])
+    return words
 
 
-def state_of(value: str) -> str | None:
-    """waiting / running / failed / done for a status value, None when it means none of them
-    (a number, or a word of no queue)."""
-    v = value.strip().lower().replace("-", "_").replace(" ", "_")
-    for state, words in STATE_WORDS.items():
-        if v in words:
-            return state
-    parts = [p for p in v.split("_") if p]
-    for state, words in STATE_WORDS.items():
-        if parts and parts[-1] in words:  # job_failed, task_done
-            return state
-    return None
+# Time roles by a word of the column's name, most decisive first.
+TIME_STEMS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("failed_at", frozenset(("failed", "errored", "died"))),
+    ("finished_at", frozenset(("finished", "completed", "done", "ended", "stopped", "succeeded"))),
+    (
+        "claimed_at",
+        frozenset(("started", "locked", "claimed", "reserved", "dequeued", "picked", "fetched")),
+    ),
+    ("created_at", frozenset(("created", "inserted", "enqueued", "queued", "submitted", "added"))),
+    ("updated_at", frozenset(("updated", "modified", "changed"))),
+)
+_TIME_WORDS = frozenset(("ts", "time", "timestamp", "epoch", "ms", "at", "on"))
 
 
-@dataclass(frozen=True)
-class StatusMap:
-    """A status column's values read from the data (or the enum's labels), by state."""
-
-    states: dict[str, tuple[str, ...]]  # waiting/running/failed/done -> values
-    unmapped: tuple[str, ...]
-    numeric: bool  # integer codes: their meaning is not in the table
-    queue_like: bool  # values only a queue uses, or a claimed (running) state
-
-    def values(self, state: str) -> tuple[str, ...]:
-        return self.states.get(state, ())
-
-
-def map_statuses(values: list[str] | tuple[str, ...]) -> StatusMap:
-    states: dict[str, list[str]] = {s: [] for s in STATE_WORDS}
-    unmapped: list[str] = []
-    numeric = bool(values) and all(re.fullmatch(r"-?\d+", v.strip()) for v in values)
-    for v in values:
-        st = None if numeric else state_of(v)
-        (states[st] if st else unmapped).append(v)
-    norm = {v.strip().lower().replace("-", "_").replace(" ", "_") for v in values}
-    queue_like = bool(states["running"]) or bool(norm & QUEUE_ONLY)
-    return StatusMap({k: tuple(v) for k, v in states.items()}, tuple(unmapped), numeric, queue_like)
-
-
-Verdict = Literal["queue", "question"]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What the model makes of one table from its catalog entry: roles, and whether it is a
-    queue ('queue'), looks like one without enough to judge it ('question', a DW002), or is
-    not one (recognise returns None)."""
-
-    roles: dict[str, str]
-    verdict: Verdict
-    evidence: tuple[str, ...]  # why, in words
-    needs_status: bool = False  # a queue only if its status values are queue-like
-    columns: tuple[str, ...] = ()
-    enums: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def unjudged(self, statuses: StatusMap | None) -> dict[str, str]:
-        """backlog / stuck / failed -> why the table cannot tell it (empty: all judged)."""
-        return unjudged(self.roles, statuses)
-
-
-def recognise_shape(
-    columns: dict[str, str],
-    table: str,
-    indexed: frozenset[str] = frozenset(),
-    enums: dict[str, tuple[str, ...]] | None = None,
-) -> Reading | None:
-    """A table no library module knows, by its shape: a queue needs a runnable-at time, work
-    (a payload or job type) and a claim (claimed at/by, lease, heartbeat) or a status whose
-    values are a queue's. Partial evidence is a question (DW002), never a finding."""
-    enums = {k.lower(): v for k, v in (enums or {}).items()}
-    roles = map_roles(columns, enums)
-    claim = [r for r in CLAIM_ROLES if r in roles]
-    work = "payload" in roles or "job_type" in roles
-    runnable = "runnable_at" in roles
-    evidence = [f"{r}={roles[r]}" for r in roles if r not in ("job_id", "created_at", "updated_at")]
-    if indexed & {roles.get("runnable_at"), roles.get("status"), roles.get("queue")} - {None}:
-        evidence.append("indexed: " + ", ".join(sorted(indexed & set(roles.values()))))
-    named = queue_named(table)
-    if named:
-        evidence.append("queue-like name")
-    cols = tuple(sorted(c.lower() for c in columns))
-    if business_named(table):
-        # an application's record: only a worker's identity or heartbeat makes it a job table
-        if runnable and work and ("claimed_by" in roles or "heartbeat" in roles):
-            return Reading(roles, "queue", tuple(evidence), columns=cols, enums=enums)
-        return None
-    if runnable and work and claim:
-        return Reading(roles, "queue", tuple(evidence), columns=cols, enums=enums)
-    if runnable and work and "status" in roles:
-        return Reading(
-            roles, "queue", tuple(evidence), needs_status=True, columns=cols, enums=enums
-        )
-    signals = [
-        r
-        for r in (
-            "runnable_at",
-            *CLAIM_ROLES,
-            "attempts",
-            "max_attempts",
-            "status",
-            "failed_at",
-            "error",
-        )
-        if r in roles
-    ] + (["work"] if work else [])
-    if (named and len(signals) >= 2) or ((runnable or claim) and len(signals) >= 3):
-        return Reading(roles, "question", tuple(evidence), columns=cols, enums=enums)
-    return None
-
-
-def unjudged(roles: dict[str, str], statuses: StatusMap | None) -> dict[str, str]:
-    """What a queue-shaped table cannot tell, and why (backlog / stuck / failed)."""
-    out: dict[str, str] = {}
-    has_status = "status" in roles
-    if statuses is not None and statuses.numeric:
-        out["states"] = (
-            f"status {roles['status']} holds integer codes ({', '.join(statuses.unmapped[:8])}):"
-            " their meaning is in the application, not the table"
-        )
-    elif statuses is not None and statuses.unmapped:
-        out["states"] = (
-            f"status values not understood ({', '.join(statuses.unmapped[:8])}): rows with them "
-            "are counted in no state"
-        )
-    no_states = "states" in out and statuses is not None and statuses.numeric
-    if "runnable_at" not in roles and "created_at" not in roles:
-        out["backlog"] = "no runnable-at or created-at time on waiting rows: backlog age unknown"
-    elif no_states and not any(r in roles for r in CLAIM_ROLES):
-        out["backlog"] = "waiting rows cannot be told from claimed or finished ones"
-    claim_time = any(r in roles for r in ("claimed_at", "heartbeat", "claim_expires_at"))
-    if not claim_time:
-        if "updated_at" in roles and (has_status or "claimed_by" in roles):
-            pass  # claim age read from updated_at (said in evidence)
-        else:
-            out["stuck"] = "no claim time (locked/reserved at, heartbeat, lease): stuck unknown"
-    elif no_states and "claimed_at" not in roles and "claimed_by" not in roles:
-        out["stuck"] = "claimed rows cannot be told (status codes unknown, no claim marker)"
-    fail_states = statuses is not None and bool(statuses.values("failed"))
-    markers = "failed_at" in roles or ("attempts" in roles and "max_attempts" in roles)
-    if not fail_states and not markers:
-        out["failed"] = (
-            "no failure record (a failed status value, failed-at time, or attempts with max "
-            "attempts): failures unknown"
-        )
-    return out
+def _timeish(name: str, kind: TypeKind) -> bool:
+    """A date/time column, or an integer one its name calls a time (created_ts, started_ms)."""
+    return kind == "time" or (
+        kind in ("int", "epoch")
+        and (not _TIME_WORDS.isdisjoint(name.split("_")) or name.endswith(("at", "ts")))
+    )

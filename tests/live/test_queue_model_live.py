@@ -123,14 +123,15 @@ def test_generic_model_postgresql(uniq: str) -> None:
     assert "claim_timeout" in stuck["evidence"]["stuck_by"][0]
     (failed,) = [f for f in bt if f["rule"] == "QU004"]
     assert failed["evidence"]["count"] == 10 and failed["evidence"]["job_class"] == "app.tasks.charge"
-    # pq: a backlog it can tell, failures it cannot: QU001 plus a DW002 naming what and why
+    # pq: a backlog it can tell, failures and orphaned claims it cannot (a dequeued row looks
+    # the same finished or orphaned): QU001 plus a DW002 naming what and why
     (pq,) = queue_findings(data, "public.queue")
     assert pq["rule"] == "QU001" and pq["evidence"]["depth"] == 120
-    assert pq["evidence"]["unjudged"] == ["failed"]
+    assert pq["evidence"]["unjudged"] == ["failed", "stuck"]
     (dw002,) = by_rule(data, "DW002")
     gaps = {g["name"]: g for g in dw002["evidence"]["gaps"]}
     assert gaps["public.queue"]["kind"] == "queue_unjudged"
-    assert "failed not judged" in gaps["public.queue"]["reason"]
+    assert "stuck, failed not judged" in gaps["public.queue"]["reason"]
     assert "q_name" in gaps["public.queue"]["reason"]  # the columns seen
     # work_items: healthy (a live heartbeat), its statuses read from its index, one unmapped
     assert queue_findings(data, "public.work_items") == []

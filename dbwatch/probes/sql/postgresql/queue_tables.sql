@@ -1,9 +1,10 @@
 -- Queue-table candidates in one catalog query. First the candidates, counted cheaply per table
 -- oid: 6 library markers, or 3 markers with one a queue's own (runnable-at, claim, attempts),
--- or 2 and a queue-like name. The marker list is hash-joined to one scan of pg_attribute (by
--- text: its name index would be walked once per marker). Then, for candidates only: their
--- marker columns with types, enum labels, the columns their indexes lead with, reltuples as
--- the row estimate; tables on the search_path first.
+-- or 2 and a queue-like name (markers in every spelling: run_at, "runAt", runat). The marker
+-- list is hash-joined to one scan of pg_attribute (by text: its name index would be walked once
+-- per marker). Then, for candidates only: ALL their columns with types (the queue model also
+-- reads roles by meaning: created_ts, stopped, date_done), enum labels, the columns their
+-- indexes lead with, reltuples as the row estimate; tables on the search_path first.
 WITH m AS (SELECT DISTINCT unnest(%(markers)s::text[]) AS name),
 cand AS (
   SELECT a.attrelid,
@@ -31,12 +32,8 @@ JOIN pg_class c ON c.oid = cand.attrelid AND c.relkind IN ('r', 'p') AND NOT c.r
   AND (cand.strong OR c.relname ~ %(name_pattern)s)
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-JOIN m ON m.name = a.attname::text
 JOIN pg_type t ON t.oid = a.atttypid
 WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%%'
 GROUP BY n.nspname, c.relname, c.oid
-HAVING count(*) FILTER (WHERE a.attname::text = ANY (%(library)s::text[])) >= 6
-    OR (count(*) >= 3 AND count(*) FILTER (WHERE a.attname::text = ANY (%(core)s::text[])) >= 1)
-    OR (count(*) >= 2 AND c.relname ~ %(name_pattern)s)
 ORDER BY current_db DESC, 1, 2
 LIMIT 2000
