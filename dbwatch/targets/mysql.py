@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Protocol, Self
+from typing import TypeAlias, TypedDict
 
 import pymysql
 import pymysql.cursors
@@ -20,9 +19,9 @@ from .base import (
     TargetSpec,
     password_of,
     scrub,
-    url_parts,
 )
 from .own import OWN_SESSIONS, server_key
+from .urls import parse_url
 from .version import ServerVersion
 
 # 1227: needs PROCESS/SUPER; 1142/1143: table/column denied; 1044: database denied.
@@ -33,24 +32,30 @@ MySQLError: type[Exception] = pymysql.MySQLError
 _LOST: tuple[type[Exception], ...] = (pymysql.err.OperationalError, pymysql.err.InterfaceError)
 
 
-class _Cursor(Protocol):
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *exc: object) -> None: ...
-    def execute(self, query: str, args: Params = None) -> int: ...
-    def fetchall(self) -> Sequence[Mapping[str, object]]: ...
-    def fetchmany(self, size: int) -> Sequence[Mapping[str, object]]: ...
+# The driver's connection, typed by types-PyMySQL (a test extra; without it mypy sees Any).
+_Driver: TypeAlias = "pymysql.connections.Connection[pymysql.cursors.DictCursor]"
 
 
-class _Driver(Protocol):
-    """A pymysql.connections.Connection with a DictCursor."""
+class _ConnectArgs(TypedDict, total=False):
+    """The pymysql.connect() arguments dbwatch passes (typed against types-PyMySQL)."""
 
-    @property
-    def open(self) -> bool: ...
-    def cursor(self) -> _Cursor: ...
-    def close(self) -> None: ...
+    connect_timeout: float
+    read_timeout: float
+    write_timeout: float
+    autocommit: bool
+    program_name: str
+    charset: str
+    cursorclass: type[pymysql.cursors.DictCursor]
+    read_default_file: str
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    unix_socket: str
 
 
-def _connect(kwargs: dict[str, object], spec: TargetSpec) -> _Driver:
+def _connect(kwargs: _ConnectArgs, spec: TargetSpec) -> _Driver:
     try:
         conn: _Driver = pymysql.connect(**kwargs)
     except (OSError, ValueError, RuntimeError) as exc:
@@ -100,8 +105,8 @@ class MyConnection:
 
     @classmethod
     def open(cls, spec: TargetSpec, database: str | None = None) -> MyConnection:
-        base, query = url_parts(spec.url)
-        kwargs: dict[str, object] = {
+        p = parse_url(spec.url)
+        kwargs: _ConnectArgs = {
             "connect_timeout": CONNECT_TIMEOUT_S,
             "read_timeout": IO_TIMEOUT_S,
             "write_timeout": IO_TIMEOUT_S,
@@ -113,12 +118,19 @@ class MyConnection:
         mycnf = os.path.expanduser("~/.my.cnf")
         if os.path.exists(mycnf):
             kwargs["read_default_file"] = mycnf
-        base["password"] = password_of(spec)
-        for key in ("host", "port", "user", "password", "database"):
-            if base[key] is not None:
-                kwargs[key] = base[key]
-        if "unix_socket" in query:
-            kwargs["unix_socket"] = query["unix_socket"]
+        password = password_of(spec)
+        if p.host is not None:
+            kwargs["host"] = p.host
+        if p.port is not None:
+            kwargs["port"] = p.port
+        if p.user is not None:
+            kwargs["user"] = p.user
+        if password is not None:
+            kwargs["password"] = password
+        if p.database is not None:
+            kwargs["database"] = p.database
+        if "unix_socket" in p.query:
+            kwargs["unix_socket"] = p.query["unix_socket"]
         if database:
             kwargs["database"] = database
         if "read_default_file" not in kwargs:  # else ~/.my.cnf may name the host
@@ -126,7 +138,7 @@ class MyConnection:
         try:
             conn = _connect(kwargs, spec)
         except MySQLError as exc:
-            if not (_code(exc) == 1044 and kwargs.pop("database", None)):
+            if not (_code(exc) == 1044 and kwargs.pop("database", "")):
                 raise TargetError(spec.name, f"cannot connect: {scrub(_msg(exc), spec)}") from None
             # 1044: no privilege on the URL's schema. Connect without it (the scope stays the
             # URL's), so the privilege probe reports DW001 with the exact GRANT.
