@@ -7,7 +7,6 @@ Run: python contrib/bench/diff_deadlock_parse.py /work/main .   (prints differen
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import subprocess
 import sys
