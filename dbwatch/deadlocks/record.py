@@ -21,9 +21,10 @@ DeadlockRecord = dict[str, object]
 
 def deadlock_record(dl: Deadlock) -> DeadlockRecord:
     """The SPEC §6 deadlock object with its diagnosis and a dedupe key."""
-    out: DeadlockRecord = dl.to_dict()
+    raw = dl.to_dict()
     # what each participant's statement says of where it came from (framework tags; text only)
-    out["transactions"] = [t | {"origin": _origin(t.get("query"))} for t in out["transactions"]]
+    raw["transactions"] = [t | {"origin": _origin(t.get("query"))} for t in raw["transactions"]]
+    out: DeadlockRecord = raw
     out["diagnosis"] = diagnose(dl).to_dict()
     out["key"] = deadlock_key(dl)
     out["too_deep"] = dl.too_deep
