@@ -3,6 +3,11 @@ its timestamp, and the per-statement memos of the deadlock record (contrib/bench
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 from dbwatch.deadlocks.record import deadlock_record
 from dbwatch.parsers.errorlog import iter_deadlocks
 from dbwatch.parsers.innodb_logline import PrefixMemo, clean
@@ -69,3 +74,24 @@ def test_statement_memos_hand_out_copies() -> None:
     origin = again[0]["transactions"][0]["origin"]  # type: ignore[index]
     assert origin["controller"] == "orders" and origin["tags"] == {"traceparent": "00-ab"}
     assert again[0]["transactions"][1]["origin"] == again[0]["transactions"][0]["origin"]  # type: ignore[index]
+
+
+def test_bench_tail_parts_smoke() -> None:
+    """The per-part bench runs (CI smoke mode) and every report it writes is found."""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, str(root / "contrib" / "bench" / "bench_tail_parts.py"), "--smoke"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["report"] for r in rows] == ["mariadb", "mysql57"]
+    for r in rows:
+        assert r["deadlocks"] == 10
+        assert {"scan_ms_per_deadlock", "record_ms_per_deadlock", "insert_ms_per_deadlock"} <= set(
+            r
+        )
