@@ -14,15 +14,12 @@ from dbwatch.parsers.innodb_deadlock import TOO_DEEP
 # "<ts> <thread> [Level] [MY-012469] [InnoDB] body" (MySQL 8), "<ts> <thread> [Level] InnoDB:"
 # (MariaDB, 5.7), "<ts> <hex thread> InnoDB:" (5.6), "120906  6:03:32  InnoDB:" (5.0-5.5).
 # Each optional group is tried once: no nested quantifiers, linear on any input.
-_TS = (
-    r"(\d{4}-\d{2}-\d{2}[ T] ?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-    r"|\d{6} +\d{1,2}:\d{2}:\d{2})"
-)
 _PREFIX = re.compile(
-    "^" + _TS + r"(?: +(?:0x)?([0-9A-Fa-f]+)(?= |$))?(?: +\[(\w+)\])?(?: +\[(MY-\d+)\])?"
+    r"^(\d{4}-\d{2}-\d{2}[ T] ?\d{1,2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{6} +\d{1,2}:\d{2}:\d{2})"
+    r"(?: +(?:0x)?([0-9A-Fa-f]+)(?= |$))?(?: +\[(\w+)\])?(?: +\[(MY-\d+)\])?"
     r"(?: +(\[InnoDB\]|InnoDB:))?"
 )
-_TS_ONLY = re.compile(_TS)
 _TAGS = re.compile(r"^(?:\[(\w+)\] *)?(?:\[(MY-\d+)\] *)?(\[InnoDB\]|InnoDB:)")
 _SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+(?:\[\d+\])?:(?: |$)")
 # Per-line wrappers a log picks up on its way: docker compose ("db-1  | "), CRI/kubectl
@@ -66,12 +63,6 @@ class PrefixMemo:
     text: str = "\0"  # never the start of a line that begins with a digit
     ts: str | None = None
     thread: str | None = None
-    # The same prefix after its timestamp (" 2245 [Note] InnoDB:"): MySQL 5.7/8 print
-    # microseconds, so the whole prefix rarely repeats but this part does. A line whose
-    # timestamp ends where the remembered one did and that goes on with this text matches
-    # _PREFIX the same way (the timestamp group is followed by a blank in both, so it cannot
-    # end elsewhere), and only the timestamp regex runs.
-    after_ts: str = "\0"
     wrapped: bool = False  # a per-line wrapper (container, CRI, journald) was seen
 
 
@@ -98,22 +89,15 @@ def clean(raw: str, memo: PrefixMemo | None = None) -> Line:
             return Line(None, None, True, False, "")
         c = line[0]
     if c.isdigit():
-        if memo is not None:
-            if line.startswith(memo.text):
-                body = _src_suffix(line[len(memo.text) :].lstrip())
-                return Line(memo.ts, memo.thread, True, True, body)
-            k = len(memo.text) - len(memo.after_ts)
-            if line.startswith(memo.after_ts, k) and (t := _TS_ONLY.match(line)) and t.end() == k:
-                memo.text, memo.ts = line[: k + len(memo.after_ts)], t.group(0)
-                body = _src_suffix(line[len(memo.text) :].lstrip())
-                return Line(memo.ts, memo.thread, True, True, body)
+        if memo is not None and line.startswith(memo.text):
+            body = _src_suffix(line[len(memo.text) :].lstrip())
+            return Line(memo.ts, memo.thread, True, True, body)
         m = _PREFIX.match(line)
         if m:
             body = _src_suffix(line[m.end() :].lstrip())
             innodb = m.group(5) is not None or (m.group(4) or "").startswith("MY-0124")
             if memo is not None and m.group(5) is not None:
                 memo.text, memo.ts, memo.thread = line[: m.end()], m.group(1), m.group(2)
-                memo.after_ts = line[m.end(1) : m.end()]
             return Line(m.group(1), m.group(2), True, innodb, body)
     elif c == "[" or c == "I":
         m = _TAGS.match(line)
