@@ -1,5 +1,6 @@
-"""The log tail's shortcuts give what the full path gives: the error-log prefix remembered but for
-its timestamp, and the per-statement memos of the deadlock record (contrib/bench/bench_tail.py)."""
+"""The log tail's shortcuts give what the full path gives: the remembered error-log prefix
+(PrefixMemo) over timestamps that change, and the per-statement memos of the deadlock record
+(contrib/bench/bench_tail.py, bench_tail_parts.py)."""
 
 from __future__ import annotations
 
