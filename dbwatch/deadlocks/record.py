@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import lru_cache
 
 from ..parsers.deadlock_model import Deadlock
 from ..snapshot.my import MyThread
@@ -20,15 +21,26 @@ DeadlockRecord = dict[str, object]
 
 def deadlock_record(dl: Deadlock) -> DeadlockRecord:
     """The SPEC §6 deadlock object with its diagnosis and a dedupe key."""
-    out: DeadlockRecord = dict(dl.to_dict())
+    raw = dl.to_dict()
     # what each participant's statement says of where it came from (framework tags; text only)
-    out["transactions"] = [
-        t | {"origin": parse_tags(t.get("query")).to_json()} for t in dl.to_dict()["transactions"]
-    ]
+    raw["transactions"] = [t | {"origin": _origin(t.get("query"))} for t in raw["transactions"]]
+    out: DeadlockRecord = raw
     out["diagnosis"] = diagnose(dl).to_dict()
     out["key"] = deadlock_key(dl)
     out["too_deep"] = dl.too_deep
     return out
+
+
+@lru_cache(maxsize=256)
+def _origin_cached(query: str | None) -> dict[str, object]:
+    return parse_tags(query).to_json()
+
+
+def _origin(query: object) -> dict[str, object]:
+    """parse_tags(query).to_json(), remembered per statement text (a storm repeats a few
+    statements); a copy, as the record is the caller's to change."""
+    found = _origin_cached(query if isinstance(query, str) else None)
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in found.items()}
 
 
 def deadlock_key(dl: Deadlock) -> str:

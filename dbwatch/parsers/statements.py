@@ -9,6 +9,7 @@ dbwatch/queues) or by the shape of a claim on them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_TEXT = 8192
 
@@ -100,6 +101,9 @@ class Statement:
         return self.table.lower().rsplit(".", 1)[-1] if self.table else None
 
 
+# A deadlock storm repeats the same few statements (the diagnosis classifies each participant's,
+# the log tail hundreds a second): a pure function of the text, its frozen result is shared.
+@lru_cache(maxsize=256)
 def classify(query: str | None) -> Statement:
     q = normalize(query)
     toks = q.split()

@@ -1,0 +1,78 @@
+"""Where the log tail's CPU goes, per deadlock: the tailer's scan (scanner + report parser), the
+record (diagnosis, tags, key) and the journal insert, for 100 reports read at once (one poll at
+100 deadlocks/s). CPU time, best of 7; run it alternately for two checkouts on a shared machine.
+
+Run: python contrib/bench/bench_tail_parts.py [CHECKOUT] [--smoke]   (one JSON line per report shape;
+--smoke: CI, 10 reports, best of 2)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+SMOKE = "--smoke" in sys.argv
+_ARGS = [a for a in sys.argv[1:] if a != "--smoke"]
+ROOT = Path(_ARGS[0] if _ARGS else Path(__file__).resolve().parents[2]).resolve()
+REPORTS, BEST = (10, 2) if SMOKE else (100, 7)
+sys.path[:0] = [str(ROOT), str(ROOT / "contrib" / "bench")]
+
+from bench_tail import one_report
+
+from dbwatch.daemon.state import State
+from dbwatch.deadlocks import tailer
+from dbwatch.deadlocks.record import deadlock_record
+
+IDS = {"mariadb": ("107448", "107462"), "mysql57": ("41722335", "41722336")}
+
+
+def best(fn: Callable[[], object], n: int = BEST) -> float:
+    out = float("inf")
+    for _ in range(n):
+        t = time.process_time()
+        fn()
+        out = min(out, time.process_time() - t)
+    return out
+
+
+def measure(kind: str, tmp: Path) -> dict[str, object]:
+    a, b = IDS[kind]
+    base = one_report(kind)
+    data = "".join(base.replace(a, f"7{n:07d}1").replace(b, f"7{n:07d}2") for n in range(REPORTS))
+    raw = data.encode()
+    dls = tailer._scan(io.BytesIO(raw), 0, "mysql", False)[0]
+    recs = [deadlock_record(d) for d in dls]
+    runs = iter(range(1000))
+
+    def insert() -> None:
+        st = State(tmp / f"{kind}-{next(runs)}.db")
+        with st.transaction():
+            for r in recs:
+                st.record_deadlock("t", str(r["key"]), r.get("at"), dict(r, source="log_file"))
+
+    scan = best(lambda: tailer._scan(io.BytesIO(raw), 0, "mysql", False))
+    record = best(lambda: [deadlock_record(d) for d in dls])
+    ins = best(insert)
+    return {
+        "checkout": str(ROOT),
+        "report": kind,
+        "deadlocks": len(dls),
+        "scan_ms_per_deadlock": round(scan * 1000 / REPORTS, 3),
+        "record_ms_per_deadlock": round(record * 1000 / REPORTS, 3),
+        "insert_ms_per_deadlock": round(ins * 1000 / REPORTS, 3),
+    }
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="dbwatch-bench-tail-parts-"))
+    for kind in IDS:
+        print(json.dumps(measure(kind, tmp)))
+
+
+if __name__ == "__main__":
+    main()
