@@ -11,7 +11,7 @@ from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
 from . import CheckContext, also_reads, check
 from .models import my_lock_graph, pg_scoped_lock_graph
-from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix, pg_identity
+from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
 
 
 def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
@@ -68,8 +68,7 @@ def _waiting_or(ev: dict[str, object], ident: SessionIdentity) -> SessionIdentit
 
 
 def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
-    snap = ctx.snapshot
-    return SessionIdentity.my(snap.engine, snap.target, t.thread_id, t.trx_id, t.db)
+    return t.identity(ctx.snapshot.engine, ctx.snapshot.target)
 
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
@@ -123,7 +122,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     evidence=ev,
                     fix=fix,
                     identity=[s.pid, s.backend_start, s.xact_start],
-                    session=_waiting_or(ev, pg_identity(ctx.snapshot.target, s)),
+                    session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
     for t in ctx.snapshot.get(MY_TRX) or ():
@@ -159,7 +158,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     evidence=ev,
                     fix=pg_fix(s, ctx.snapshot.version_num),
                     identity=[s.pid, s.backend_start, s.xact_start],
-                    session=_waiting_or(ev, pg_identity(ctx.snapshot.target, s)),
+                    session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
     for t in ctx.snapshot.get(MY_TRX) or ():

@@ -15,7 +15,7 @@ from . import CheckContext, check
 from .lockgraph import LockGraph
 from .models import pg_scoped_lock_graph
 from .series import latest
-from .session_advice import pg_identity, pg_session_setting
+from .session_advice import pg_session_setting
 
 
 def _wait(s: PgSession) -> float:
@@ -123,7 +123,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
                 root.backend_start if root else None,
                 root.xact_start if root else None,
             ],
-            session=None if root is None else pg_identity(ctx.snapshot.target, root),
+            session=None if root is None else root.identity(ctx.snapshot.target),
         )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TypeVar, cast
 
+from .identity import SessionIdentity, as_datetime
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
@@ -70,6 +71,18 @@ class PgSession(TypedRow, host=Read(compute=_host)):
         """XIDs it holds the horizon back by: greatest(age(backend_xid), age(backend_xmin))."""
         ages = [a for a in (self.xid_age, self.xmin_age) if a is not None]
         return max(ages) if ages else None
+
+    def identity(self, server: str) -> SessionIdentity:
+        """The session a finding names and terminate finds again: pid + backend_start (+ its
+        transaction). The one place a PostgreSQL SessionIdentity is made."""
+        return SessionIdentity(
+            engine="postgresql",
+            server=server,
+            database=self.database,
+            pid=self.pid,
+            backend_start=as_datetime(self.backend_start),
+            xact_start=as_datetime(self.xact_start),
+        )
 
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
