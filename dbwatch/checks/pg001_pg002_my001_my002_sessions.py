@@ -9,6 +9,7 @@ from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
+from ..snapshot.values import iso
 from . import CheckContext, also_reads, check
 from .models import my_lock_graph, pg_scoped_lock_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
@@ -30,8 +31,8 @@ def _pg_evidence(s: PgSession, age: float) -> dict[str, object]:
         "state": s.state,
         "age": format_duration(age),
         "age_seconds": round(age, 1),
-        "xact_start": s.xact_start,
-        "backend_start": s.backend_start,
+        "xact_start": iso(s.xact_start),
+        "backend_start": iso(s.backend_start),
         "backend_xid": s.backend_xid,
         "backend_xmin": s.backend_xmin,
         "wait_event": s.wait_event,
@@ -121,7 +122,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     summary=ctx.summary(**ev) + (tail or ""),
                     evidence=ev,
                     fix=fix,
-                    identity=[s.pid, s.backend_start, s.xact_start],
+                    identity=[s.pid, iso(s.backend_start), iso(s.xact_start)],
                     session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
@@ -157,7 +158,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     subject=f"pid {s.pid}",
                     evidence=ev,
                     fix=pg_fix(s, ctx.snapshot.version_num),
-                    identity=[s.pid, s.backend_start, s.xact_start],
+                    identity=[s.pid, iso(s.backend_start), iso(s.xact_start)],
                     session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return

@@ -7,17 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from .values import opt_int, opt_str
+from .values import opt_datetime, opt_int, opt_str
 
 
 def as_datetime(value: object) -> datetime | None:
     """A timestamp as read from the driver, or as stored in JSON (ISO text); else None."""
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
+    return opt_datetime(value)
 
 
 def _int(value: object) -> int | None:

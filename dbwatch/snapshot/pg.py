@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import TypeVar, cast
 
-from .identity import SessionIdentity, as_datetime
+from .identity import SessionIdentity
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
@@ -31,10 +32,10 @@ class PgSession(TypedRow, host=Read(compute=_host)):
     PG001/PG002, the lock graph, the horizon model and terminate all read."""
 
     pid: int
-    backend_start: str | None = None  # ISO 8601; with pid, the session's identity
-    xact_start: str | None = None
-    query_start: str | None = None
-    state_change: str | None = None
+    backend_start: datetime | None = None  # with pid, the session's identity
+    xact_start: datetime | None = None
+    query_start: datetime | None = None
+    state_change: datetime | None = None
     state: str | None = None
     wait_event_type: str | None = None
     wait_event: str | None = None
@@ -80,8 +81,8 @@ class PgSession(TypedRow, host=Read(compute=_host)):
             server=server,
             database=self.database,
             pid=self.pid,
-            backend_start=as_datetime(self.backend_start),
-            xact_start=as_datetime(self.xact_start),
+            backend_start=self.backend_start,
+            xact_start=self.xact_start,
         )
 
 
