@@ -8,13 +8,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Protocol
 
 from ..checks.models import pg_lock_graph
 from ..config import TerminateConfig
 from ..errors import TargetError
-from ..findings import Finding, SessionIdentity, as_datetime
+from ..findings import Finding, SessionIdentity
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_SESSIONS
 from ..snapshot.values import opt_float
@@ -83,13 +82,7 @@ def daemon_decision(
     `database`: the target's PostgreSQL scope (None: every database)."""
     f, ident = e.finding, e.identity
     if ident is not None and not ident.is_mysql and database and ident.database != database:
-        stub = Session(
-            target=f.target,
-            engine=ident.engine,
-            pid=ident.pid,
-            backend_start=ident.backend_start,
-            database=ident.database,
-        )
+        stub = Session.named_by(f.target, ident)
         why = (
             f"session of database {ident.database}, outside this target's scope ({database}); "
             "set all_databases = true on the target to act there"
@@ -110,16 +103,8 @@ def daemon_decision(
             f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}",
         )
     s = next((s for s in live if same_session(ident, s)), None)
-    if s is None or (not ident.is_mysql and _xact(s) != ident.xact_start):
-        stub = s or Session(
-            target=f.target,
-            engine=ident.engine,
-            pid=ident.pid,
-            thread_id=ident.thread_id,
-            trx_id=ident.trx_id,
-            backend_start=ident.backend_start,
-            database=ident.database,
-        )
+    if s is None or (not ident.is_mysql and s.xact_start != ident.xact_start):
+        stub = s or Session.named_by(f.target, ident)
         return Decision(stub, "gone", "the session or transaction of the finding has ended")
     guard = protection(s, policy)
     if guard:
@@ -127,10 +112,6 @@ def daemon_decision(
     if s.age is None or s.age < cfg.after:
         return Decision(s, "gone", "its transaction is now younger than terminate.after")
     return Decision(s, intended_action(s, policy), f"{f.rule} firing: {describe(s)}")
-
-
-def _xact(s: Session) -> datetime | None:
-    return as_datetime(s.xact_start)
 
 
 class DaemonTerminator:

@@ -14,6 +14,7 @@ from datetime import datetime
 from ..checks.origin import statement_origin
 from ..config import TerminateConfig
 from ..durations import format_duration
+from ..findings import SessionIdentity
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_BACKUP_APPS = ("pg_dump", "pg_dumpall", "pg_basebackup")
@@ -129,6 +130,20 @@ class Session:
     rows_modified: int | None = None  # InnoDB trx_rows_modified (MySQL/MariaDB)
     programs_known: bool = True  # MySQL: client program names readable (performance_schema)
     seen_at: float | None = None  # time.monotonic() of the listing that read it
+
+    @classmethod
+    def named_by(cls, target: str, ident: SessionIdentity) -> Session:
+        """The session a finding's identity names, when no live row stands for it (gone, or
+        outside the target's scope): its identity fields only, nothing to judge it by."""
+        return cls(
+            target=target,
+            engine=ident.engine,
+            pid=ident.pid,
+            thread_id=ident.thread_id,
+            trx_id=ident.trx_id,
+            backend_start=ident.backend_start,
+            database=ident.database,
+        )
 
     @property
     def is_mysql(self) -> bool:

@@ -12,7 +12,6 @@ from dataclasses import replace
 
 from ..checks.lockgraph import LockGraph, my_graph_of, pg_graph_of
 from ..errors import ProbeError
-from ..findings import as_datetime
 from ..probes.my_locks import read_lock_waits
 from ..probes.postgresql import session_rows
 from ..snapshot.my import MyThread
@@ -71,13 +70,15 @@ def candidates(
 
 
 def pg_session(r: PgSession, target: str, own: bool, blocks: int, seen: float) -> Session:
-    """One pg.sessions row as a terminate candidate (the one place the two shapes meet)."""
+    """One pg.sessions row as a terminate candidate (the one place the two shapes meet);
+    its identity timestamps are the row's own identity(), not read a second time."""
+    ident = r.identity(target)
     return Session(
         target=target,
         engine="postgresql",
         pid=r.pid,
-        backend_start=as_datetime(r.backend_start),
-        xact_start=as_datetime(r.xact_start),
+        backend_start=ident.backend_start,
+        xact_start=ident.xact_start,
         user=r.user,
         application=r.application,
         host=r.host,

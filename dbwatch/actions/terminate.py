@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
-from ..findings import Finding, SessionIdentity, as_datetime
+from ..findings import Finding, SessionIdentity
 from ..snapshot.values import opt_float, opt_int, opt_str
 from ..targets import Connection, TargetSpec, open_target
 from .guards import Criteria, Decision, Policy, Session, plan
@@ -72,7 +72,7 @@ def same_session(ident: SessionIdentity, s: Session) -> bool:
         return False
     if ident.is_mysql:
         return s.thread_id == ident.thread_id and s.trx_id == ident.trx_id
-    return s.pid == ident.pid and as_datetime(s.backend_start) == ident.backend_start
+    return s.pid == ident.pid and s.backend_start == ident.backend_start
 
 
 def mark_holders(sessions: list[Session], pg201: list[Finding], target: str) -> list[Session]:

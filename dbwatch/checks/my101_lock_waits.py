@@ -48,10 +48,9 @@ def _fix(ev: dict[str, object]) -> str:
 
 def _root_identity(ctx: CheckContext, root: int | None, row: MyLockWait) -> SessionIdentity | None:
     """The chain's root: the session a terminate of this finding ends."""
-    if root is None or row.blocking_trx_id is None:
+    if root is None:
         return None
-    snap = ctx.snapshot
-    return SessionIdentity.my(snap.engine, snap.target, root, row.blocking_trx_id)
+    return row.blocker_identity(ctx.snapshot.engine, ctx.snapshot.target, root)
 
 
 def _schema_of(table: str | None) -> str | None:

@@ -9,9 +9,10 @@ from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
+from ..snapshot.values import iso
 from . import CheckContext, also_reads, check
 from .models import my_lock_graph, pg_scoped_lock_graph
-from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix, pg_identity
+from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
 
 
 def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
@@ -30,8 +31,8 @@ def _pg_evidence(s: PgSession, age: float) -> dict[str, object]:
         "state": s.state,
         "age": format_duration(age),
         "age_seconds": round(age, 1),
-        "xact_start": s.xact_start,
-        "backend_start": s.backend_start,
+        "xact_start": iso(s.xact_start),
+        "backend_start": iso(s.backend_start),
         "backend_xid": s.backend_xid,
         "backend_xmin": s.backend_xmin,
         "wait_event": s.wait_event,
@@ -68,8 +69,7 @@ def _waiting_or(ev: dict[str, object], ident: SessionIdentity) -> SessionIdentit
 
 
 def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
-    snap = ctx.snapshot
-    return SessionIdentity.my(snap.engine, snap.target, t.thread_id, t.trx_id, t.db)
+    return t.identity(ctx.snapshot.engine, ctx.snapshot.target)
 
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
@@ -122,8 +122,8 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     summary=ctx.summary(**ev) + (tail or ""),
                     evidence=ev,
                     fix=fix,
-                    identity=[s.pid, s.backend_start, s.xact_start],
-                    session=_waiting_or(ev, pg_identity(ctx.snapshot.target, s)),
+                    identity=[s.pid, iso(s.backend_start), iso(s.xact_start)],
+                    session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
     for t in ctx.snapshot.get(MY_TRX) or ():
@@ -158,8 +158,8 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     subject=f"pid {s.pid}",
                     evidence=ev,
                     fix=pg_fix(s, ctx.snapshot.version_num),
-                    identity=[s.pid, s.backend_start, s.xact_start],
-                    session=_waiting_or(ev, pg_identity(ctx.snapshot.target, s)),
+                    identity=[s.pid, iso(s.backend_start), iso(s.xact_start)],
+                    session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
     for t in ctx.snapshot.get(MY_TRX) or ():

@@ -11,11 +11,12 @@ from ..durations import format_duration
 from ..findings import Finding
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
+from ..snapshot.values import iso
 from . import CheckContext, check
 from .lockgraph import LockGraph
 from .models import pg_scoped_lock_graph
 from .series import latest
-from .session_advice import pg_identity, pg_session_setting
+from .session_advice import pg_session_setting
 
 
 def _wait(s: PgSession) -> float:
@@ -65,8 +66,8 @@ def _root_evidence(root: PgSession | None) -> dict[str, object]:
     if root is None:
         root = PgSession(pid=0)  # every field None: the root is not in the listing
     return {
-        "root_backend_start": root.backend_start,
-        "root_xact_start": root.xact_start,
+        "root_backend_start": iso(root.backend_start),
+        "root_xact_start": iso(root.xact_start),
         "root_state": root.state,
         "root_query": root.query,
         "root_xact_age": format_duration(root.xact_seconds),
@@ -120,10 +121,10 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
             evidence=ev,
             identity=[
                 root_pid,
-                root.backend_start if root else None,
-                root.xact_start if root else None,
+                iso(root.backend_start) if root else None,
+                iso(root.xact_start) if root else None,
             ],
-            session=None if root is None else pg_identity(ctx.snapshot.target, root),
+            session=None if root is None else root.identity(ctx.snapshot.target),
         )
 
 

@@ -17,7 +17,6 @@ from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .models import dead_tables, horizon_holders
 from .pg_horizon import Cause, Holder, attribute
 from .series import history
-from .session_advice import pg_identity
 
 
 def _worst(*sevs: str | None) -> str | None:
@@ -84,7 +83,7 @@ def holder_session(target: str, h: Holder) -> SessionIdentity | None:
     """A backend holder is a session terminate may end; the other kinds are not sessions."""
     if h.kind != "backend" or h.session is None:
         return None
-    return pg_identity(target, h.session)
+    return h.session.identity(target)
 
 
 @also_reads(postgresql=["pg.sessions"])

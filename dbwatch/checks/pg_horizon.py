@@ -22,6 +22,7 @@ from ..snapshot.pg import (
     horizon_backends,
 )
 from ..snapshot.pg_mvcc import PgDeadTable
+from ..snapshot.values import iso
 from .session_advice import pg_session_setting
 
 IDLE = IDLE_STATES
@@ -87,7 +88,7 @@ def backend_holder(r: PgSession) -> Holder:
         fix=_backend_fix(r),
         pid=r.pid,
         query=r.query,
-        identity=["backend", r.pid, r.backend_start, r.xact_start],
+        identity=["backend", r.pid, iso(r.backend_start), iso(r.xact_start)],
         extra={
             "pins_by": pins,
             "state": r.state,
@@ -96,9 +97,9 @@ def backend_holder(r: PgSession) -> Holder:
             "client_addr": r.client_addr,
             "backend_xid": r.backend_xid,
             "backend_xmin": r.backend_xmin,
-            "xact_start": r.xact_start,
+            "xact_start": iso(r.xact_start),
             # with pid, the session's identity: terminate must never hit a recycled pid
-            "backend_start": r.backend_start,
+            "backend_start": iso(r.backend_start),
         },
         session=r,
     )
@@ -254,7 +255,7 @@ def standby_query_holder(
         fix=_backend_fix(r, standby),
         pid=r.pid,
         query=r.query,
-        identity=["standby_query", standby, r.pid, r.backend_start, r.xact_start],
+        identity=["standby_query", standby, r.pid, iso(r.backend_start), iso(r.xact_start)],
         extra=extra,
     )
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..durations import format_duration
-from ..findings import SessionIdentity, as_datetime
 from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
 from ..snapshot.pg import IDLE_STATES, PgSession
 from ..targets.quoting import pg_ident_text
@@ -45,18 +44,6 @@ def pg_session_setting(s: PgSession | None, setting: str, value: str) -> str:
     if s is None:
         return pg_role_setting(None, None, setting, value)
     return pg_role_setting(s.user, s.database, setting, value)
-
-
-def pg_identity(target: str, s: PgSession) -> SessionIdentity:
-    """The session a PostgreSQL finding names: pid + backend_start (+ its transaction)."""
-    return SessionIdentity(
-        engine="postgresql",
-        server=target,
-        database=s.database,
-        pid=s.pid,
-        backend_start=as_datetime(s.backend_start),
-        xact_start=as_datetime(s.xact_start),
-    )
 
 
 def pg_blocked_fix(pid: int, graph: LockGraph[int], by_pid: Mapping[int, PgSession]) -> str | None:

@@ -21,6 +21,7 @@ from ..snapshot.origin import (
     PgTxnStatement,
 )
 from ..snapshot.pg import PgSession
+from ..snapshot.values import iso
 from ..sqlpatterns.fingerprint import quick_kind
 from ..sqlpatterns.transactions import NON_DATA
 from .origin import Origin, pg_unknown, short, tag_unknown, tags_of
@@ -107,7 +108,7 @@ class MyIndex:
 
 def pg_activity(s: PgSession, idx: PgIndex) -> Activity:
     detail = idx.detail
-    seen = idx.statements.get((s.pid, s.backend_start, s.xact_start), [])
+    seen = idx.statements.get((s.pid, iso(s.backend_start), iso(s.xact_start)), [])
     locks = idx.locks.get(s.pid, [])
     remembered = detail is not None and detail.remembered
     seen_as = "statement seen first" if remembered else "statement seen"
@@ -128,7 +129,7 @@ def pg_activity(s: PgSession, idx: PgIndex) -> Activity:
     relations = tuple(dict.fromkeys(lk.relation for lk in held if lk.relation))
     idle = s.state_seconds if s.idle_in_transaction else None
     txn: dict[str, object] = {
-        "started": s.xact_start,
+        "started": iso(s.xact_start),
         "age": format_duration(s.xact_seconds),
         "idle": format_duration(idle) if idle is not None else None,
         "state": s.state,

@@ -11,6 +11,7 @@ from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_deadlock import parse_deadlock_lines
 from ..parsers.innodb_status import parse_status
 from ..parsers.innodb_trx import TrxInfo
+from .identity import SessionIdentity
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
@@ -133,6 +134,11 @@ class MyThread(
     query_id: int | None = None  # MariaDB QUERY_ID (terminate's listing)
     is_self: bool = False
 
+    def identity(self, engine: str, server: str) -> SessionIdentity:
+        """Thread id + InnoDB trx id (+ the default schema): the one place a MySQL/MariaDB
+        SessionIdentity is made from a thread."""
+        return SessionIdentity.my(engine, server, self.thread_id, self.trx_id, self.db)
+
     @property
     def sleeping(self) -> bool:
         return self.command == "Sleep"
@@ -177,6 +183,13 @@ class MyLockWait(
     blocking_host: str | None = None
     blocking_command: str | None = None
     blocking_command_seconds: Number | None = None
+
+    def blocker_identity(self, engine: str, server: str, root: int) -> SessionIdentity | None:
+        """The chain's root `root` (this row's blocker) with the transaction it holds: the
+        session a terminate of MY101 ends; None when the blocker's trx id is unknown."""
+        if self.blocking_trx_id is None:
+            return None
+        return SessionIdentity.my(engine, server, root, self.blocking_trx_id)
 
 
 @dataclass(frozen=True)

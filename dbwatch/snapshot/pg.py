@@ -5,8 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import TypeVar, cast
 
+from .identity import SessionIdentity
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
@@ -30,10 +32,10 @@ class PgSession(TypedRow, host=Read(compute=_host)):
     PG001/PG002, the lock graph, the horizon model and terminate all read."""
 
     pid: int
-    backend_start: str | None = None  # ISO 8601; with pid, the session's identity
-    xact_start: str | None = None
-    query_start: str | None = None
-    state_change: str | None = None
+    backend_start: datetime | None = None  # with pid, the session's identity
+    xact_start: datetime | None = None
+    query_start: datetime | None = None
+    state_change: datetime | None = None
     state: str | None = None
     wait_event_type: str | None = None
     wait_event: str | None = None
@@ -70,6 +72,18 @@ class PgSession(TypedRow, host=Read(compute=_host)):
         """XIDs it holds the horizon back by: greatest(age(backend_xid), age(backend_xmin))."""
         ages = [a for a in (self.xid_age, self.xmin_age) if a is not None]
         return max(ages) if ages else None
+
+    def identity(self, server: str) -> SessionIdentity:
+        """The session a finding names and terminate finds again: pid + backend_start (+ its
+        transaction). The one place a PostgreSQL SessionIdentity is made."""
+        return SessionIdentity(
+            engine="postgresql",
+            server=server,
+            database=self.database,
+            pid=self.pid,
+            backend_start=self.backend_start,
+            xact_start=self.xact_start,
+        )
 
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")

@@ -63,6 +63,21 @@ def opt_str(v: object) -> str | None:
     return str(v)
 
 
+def opt_datetime(v: object) -> datetime | None:
+    """A timestamp as the driver gives it, or as stored in JSON/YAML (ISO text); else None."""
+    if v is None or isinstance(v, datetime):
+        return v
+    try:
+        return datetime.fromisoformat(to_str(v))
+    except ValueError:
+        return None
+
+
+def iso(v: datetime | None) -> str | None:
+    """A typed timestamp as the text dbwatch writes (evidence, identity lists): ISO 8601."""
+    return None if v is None else v.isoformat()
+
+
 def to_str(v: object, default: str = "") -> str:
     s = opt_str(v)
     return default if s is None else s
@@ -169,6 +184,7 @@ BY_ANNOTATION: Mapping[object, Convert] = {
     float | None: opt_float,
     str: to_str,
     str | None: opt_str,
+    datetime | None: opt_datetime,
     bool: to_bool,
     bool | None: opt_bool,
     tuple[int, ...]: int_list,
