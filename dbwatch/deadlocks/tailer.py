@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from ..parsers.errorlog import Scanner, open_block_start, slim
+from ..parsers.errorlog import open_block_start, slim
 from ..parsers.innodb_deadlock import Deadlock
+from ..parsers.innodb_storm import full_scan, scan_buffer
 from ..parsers.pg_deadlock import PgScanner, detect_format
 
 log = logging.getLogger(__name__)
@@ -74,8 +75,11 @@ def head_hash(fh: BinaryIO, offset: int) -> str:
     return h.hexdigest()
 
 
-def _scan(fh: BinaryIO, offset: int, engine: str, final: bool) -> tuple[list[Deadlock], int]:
-    """Deadlocks complete in fh[offset:]; returns them and the safe resume offset."""
+def _scan(
+    fh: BinaryIO, offset: int, engine: str, final: bool, fast: bool = True
+) -> tuple[list[Deadlock], int]:
+    """Deadlocks complete in fh[offset:]; returns them and the safe resume offset. `fast`
+    (MySQL/MariaDB): through innodb_storm's shapes, else the Scanner on every line."""
     fh.seek(offset)
     data = fh.read(MAX_READ)
     cut = data.rfind(b"\n") + 1
@@ -112,16 +116,13 @@ def _scan(fh: BinaryIO, offset: int, engine: str, final: bool) -> tuple[list[Dea
         else:
             out.extend(pg.close())
         return out, safe
-    sc = Scanner()
-    for line in slim(data):
-        sc.feed(line)
-        if sc.out:
-            out.extend(sc.flush())
-    out.extend(sc.flush(quiet=True))
-    if final or sc.block is None:
-        out.extend(sc.close())
-        return out, offset + len(data)
-    return out, offset + open_block_start(data)  # a report still being written: re-read it
+    if fast:  # a storm's reports built from their shapes; equal to the full scan below
+        out, still_open = scan_buffer(data, final)
+    else:
+        out, still_open = full_scan(slim(data), final)
+    if still_open:
+        return out, offset + open_block_start(data)  # a report still being written: re-read it
+    return out, offset + len(data)
 
 
 def _sibling_with_inode(path: Path, inode: int) -> Path | None:

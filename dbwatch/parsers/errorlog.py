@@ -47,6 +47,7 @@ __all__ = [
     "iter_deadlocks_bytes",
     "open_block_start",
     "slim",
+    "slim_bytes",
 ]
 
 MAX_BLOCK_LINES = 50_000  # a real report is a few hundred lines; beyond this, give up on it
@@ -276,7 +277,8 @@ class Scanner:
 
 # Row contents after a lock (' 0: len 4; hex 80000001; asc ;;' / ' 1: SQL NULL;'): most of a
 # report's bytes and never structure, dropped from a whole buffer in one linear C-level pass.
-_DUMPS = re.compile(rb"\n(?: [0-9]{1,5}: [^\n]*|[ \t\r]*(?=\n))")
+_DUMP_LINE = rb"\n(?: [0-9]{1,5}: [^\n]*|[ \t\r]*(?=\n))"
+_DUMPS = re.compile(_DUMP_LINE + rb"(?:" + _DUMP_LINE + rb")*")  # a run at once: fewer matches
 _HEADERS = (b"deadlock detected, dumping detailed information", b"LATEST DETECTED DEADLOCK")
 CHUNK = 4 * 1024 * 1024
 
@@ -289,13 +291,18 @@ _HEAP = b"\nRecord lock, heap no "
 _HEAP_RUNS = re.compile(rb"(\nRecord lock, heap no [^\n]*)(?:\nRecord lock, heap no [^\n]*)+")
 
 
-def slim(data: bytes) -> list[str]:
-    """Complete lines of a byte buffer, record dumps and repeated record lines dropped,
-    decoded once."""
+def slim_bytes(data: bytes) -> bytes:
+    """A byte buffer without its record dumps, blank lines and repeated record lines."""
     data = _DUMPS.sub(b"", b"\n" + data)
     if _HEAP in data:
         data = _HEAP_RUNS.sub(rb"\1", data)
-    return data[1:].decode("utf-8", "replace").splitlines()
+    return data[1:]
+
+
+def slim(data: bytes) -> list[str]:
+    """Complete lines of a byte buffer, record dumps and repeated record lines dropped,
+    decoded once."""
+    return slim_bytes(data).decode("utf-8", "replace").splitlines()
 
 
 def open_block_start(data: bytes) -> int:

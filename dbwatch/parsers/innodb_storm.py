@@ -1,0 +1,430 @@
+"""A deadlock storm read at the cost of its few shapes: the log tail's scan of an error-log
+buffer (errorlog.Scanner over errorlog.slim) with the same result, most reports not parsed.
+
+Two layers, each falling back to the full scan of the buffer when unsure:
+
+1. Pieces. The buffer is cut at every line holding "eadlock detected" (each report's header
+   line, and any query text that says it). A piece is *clean* when a fresh Scanner fed only its
+   lines opens a report at its first line, ends with no line held (soft-wrap partial, bare
+   timestamp), its report complete (victim line read) and unsuspected, and gives exactly one
+   deadlock, not ambiguous, whose victim was printed. The Scanner carries nothing else from one
+   report to the next that changes a result (its prefix memo is a cache; the wrapper flag is
+   carried here), so a run of clean pieces reads as the concatenation of their own reads. The
+   first piece that is not clean is read with everything after it by the full Scanner, from the
+   piece before it (whose report that piece could still taint): a spoofed report (report text in
+   a query, a report cut short) is read exactly as before.
+2. Shapes. A storm repeats a few reports with different numbers. A piece's shape is its text
+   with every digit run of value >= 100 masked (trx/thread/query ids, handles, timestamps'
+   years and fractions, ids in statements), their lengths, and which of them are equal. One
+   clean piece of a shape is parsed, then two twins of it (each class of equal numbers
+   given another value of the same length); the parser's output must be the same function of
+   the numbers in all three (every masked number reaches the output only as itself, as text
+   or int), else the shape is parsed every time. A report of a learnt shape is then built from
+   the template with its own numbers. Numbers under 100 (transaction numbers, seconds, counts,
+   months) stay in the shape: every comparison the parser makes with a masked number is
+   equality, which the shape keeps, and its output does not depend on their order or size.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import fields, is_dataclass
+from operator import itemgetter
+
+from dbwatch.parsers.deadlock_model import Deadlock
+from dbwatch.parsers.errorlog import Scanner, slim_bytes
+
+__all__ = ["ShapeCache", "full_scan", "scan_buffer"]
+
+# A digit run worth a value >= 100 (no matter its leading zeros), whole.
+_VAR = re.compile(rb"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
+_VAR_TEXT = re.compile(r"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
+_CUT = b"eadlock detected"
+MAX_PIECE = 256 * 1024  # a real report is a few KB once its record dumps are dropped
+MAX_SHAPES = 256
+LEARN_AFTER = 2  # a shape is learnt (3 parses) when seen this often: one-offs are just parsed
+
+# -- layer 1: pieces read alone ------------------------------------------------------------
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def full_scan(
+    lines: Sequence[str], final: bool, wrapped: bool = False
+) -> tuple[list[Deadlock], bool]:
+    """The tail's scan: deadlocks of the lines, and whether a report is still open at the end
+    (the caller re-reads it next time)."""
+    sc = Scanner()
+    sc.memo.wrapped = wrapped
+    out: list[Deadlock] = []
+    for line in lines:
+        sc.feed(line)
+        if sc.out:
+            out.extend(sc.flush())
+    out.extend(sc.flush(quiet=True))
+    if final or sc.block is None:
+        out.extend(sc.close())
+        return out, False
+    return out, True
+
+
+def _read_alone(piece: bytes, wrapped: bool) -> tuple[Deadlock, bool] | None:
+    """A clean piece's deadlock and the wrapper flag after it; None if not clean."""
+    lines = _lines(piece)
+    if not lines:
+        return None
+    sc = Scanner()
+    sc.memo.wrapped = wrapped
+    sc.feed(lines[0])
+    if sc.block is None or not sc.structured:  # opened by its header, as after another report
+        return None
+    out: list[Deadlock] = []
+    for line in lines[1:]:
+        sc.feed(line)
+        if sc.out:
+            out.extend(sc.flush())
+    blk = sc.block
+    if sc.partial is not None or sc.bare_ts is not None:
+        return None
+    if blk is not None and (not blk.state.done or blk.state.problems):
+        return None
+    out.extend(sc.flush(quiet=True))
+    if len(out) != 1 or sc.block is not None or sc.pending is not None:
+        return None
+    dl = out[0]
+    if dl.ambiguous or dl.truncated or dl.victim_source not in ("printed", "too-deep"):
+        return None
+    return dl, sc.memo.wrapped
+
+
+def _inert(head: bytes, wrapped: bool) -> bool | None:
+    """Lines before the first cut: the wrapper flag after them if they leave the Scanner as a
+    fresh one (nothing found, nothing open or held), else None."""
+    sc = Scanner()
+    sc.memo.wrapped = wrapped
+    for line in _lines(head):
+        sc.feed(line)
+        if sc.out or sc.pending is not None or sc.block is not None:
+            return None
+    if sc.partial is not None or sc.bare_ts is not None:
+        return None
+    return sc.memo.wrapped
+
+
+def _cuts(data: bytes) -> list[int]:
+    """Start of every line holding the header's words."""
+    out: list[int] = []
+    find, rfind = data.find, data.rfind
+    k = find(_CUT)
+    while k >= 0:
+        start = rfind(b"\n", 0, k) + 1
+        out.append(start)
+        nl = find(b"\n", k)
+        if nl < 0:
+            break
+        k = find(_CUT, nl)
+    return out
+
+
+# -- layer 2: shapes -------------------------------------------------------------------------
+
+Build = Callable[[Sequence[str]], object]
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _const(v: object) -> Build:
+    return lambda t: v
+
+
+def _compile(v: object, cls: dict[str, int]) -> Build | None:
+    """How to build v from the classes' numbers; None: v is the same for every report."""
+    if isinstance(v, str):
+        return _compile_str(v, cls)
+    if isinstance(v, int) and not isinstance(v, bool):
+        c = cls.get(str(v))
+        if c is None:
+            return None
+        return lambda t: int(t[c])
+    if isinstance(v, tuple):
+        subs = [_compile(x, cls) for x in v]
+        if all(s is None for s in subs):
+            return None
+        parts = [s if s is not None else _const(x) for s, x in zip(subs, v, strict=True)]
+        return lambda t: tuple([p(t) for p in parts])
+    if is_dataclass(v) and not isinstance(v, type):
+        return _compile_obj(v, cls)
+    return None
+
+
+def _compile_str(v: str, cls: dict[str, int]) -> Build | None:
+    fmt: list[str] = []
+    idx: list[int] = []
+    last = 0
+    for m in _VAR_TEXT.finditer(v):
+        c = cls.get(m.group())
+        if c is None:
+            continue
+        fmt += (v[last : m.start()].replace("%", "%%"), "%s")
+        idx.append(c)
+        last = m.end()
+    if not idx:
+        return None
+    if len(idx) == 1 and fmt[0] == "" and last == len(v):
+        only = idx[0]
+        return lambda t: t[only]
+    fmt.append(v[last:].replace("%", "%%"))
+    text = "".join(fmt)
+    pick = _picker(idx)
+    return lambda t: text % pick(t)
+
+
+def _picker(idx: list[int]) -> Callable[[Sequence[str]], tuple[str, ...]]:
+    """itemgetter that always gives a tuple."""
+    if len(idx) == 1:
+        only = idx[0]
+        return lambda t: (t[only],)
+    return itemgetter(*idx)
+
+
+def _compile_obj(v: object, cls: dict[str, int]) -> Build | None:
+    subs: list[tuple[str, Build]] = []
+    for f in fields(v):  # type: ignore[arg-type]
+        s = _compile(getattr(v, f.name), cls)
+        if s is not None:
+            subs.append((f.name, s))
+    if not subs:
+        return None
+    kind = type(v)
+    base = dict(vars(v))
+
+    def build(t: Sequence[str]) -> object:
+        new = object.__new__(kind)  # a frozen dataclass, filled as its __init__ would
+        d = new.__dict__
+        d.update(base)
+        for name, s in subs:
+            d[name] = s(t)
+        return new
+
+    return build
+
+
+class _Shape:
+    """A learnt shape: the piece as a format of its numbers (one per class of equal runs), and
+    how to build its deadlock from them."""
+
+    __slots__ = ("build", "dl", "fmt", "nclasses", "pick", "wrapped_in", "wrapped_out")
+
+    def __init__(
+        self, piece: bytes, spans: list[tuple[int, int]], firsts: tuple[int, ...],
+        build: Build | None, dl: Deadlock, out: bool,
+    ) -> None:  # fmt: skip
+        reps = _class_reps(firsts)
+        name = {f: b"%%(c%d)s" % k for k, f in enumerate(reps)}  # classes by first appearance
+        parts: list[bytes] = []
+        last = 0
+        for (a, b), f in zip(spans, firsts, strict=True):
+            parts += (piece[last:a].replace(b"%", b"%%"), name[f])
+            last = b
+        parts.append(piece[last:].replace(b"%", b"%%"))
+        self.fmt = b"".join(parts)
+        self.nclasses = len(reps)
+        slices = [slice(*spans[i]) for i in reps]
+        self.pick: Callable[[bytes], tuple[bytes, ...]] = (
+            (lambda p: (p[slices[0]],)) if len(slices) == 1 else itemgetter(*slices)
+        )
+        self.build = build
+        self.dl = dl  # the deadlock when no number reaches it (build is None)
+        self.wrapped_out = out
+        self.wrapped_in = False  # the wrapper flag it was learnt under
+
+    def read(self, piece: bytes) -> tuple[Deadlock, bool] | None:
+        """The deadlock of a piece of this shape; None if it is not this shape (other small
+        numbers, or numbers equal where the learnt ones were not)."""
+        if not self.nclasses:
+            return (self.dl, self.wrapped_out) if piece == self.fmt.replace(b"%%", b"%") else None
+        reps = self.pick(piece)
+        n = self.nclasses
+        if self.fmt % {b"c%d" % k: r for k, r in enumerate(reps)} != piece:
+            return None
+        ints = set(map(int, reps))
+        if len(ints) != n or min(ints) < 100 or len(set(reps)) != n:
+            return None
+        if self.build is None:
+            return self.dl, self.wrapped_out
+        dl = self.build(b"\0".join(reps).decode("ascii").split("\0"))
+        assert isinstance(dl, Deadlock)
+        return dl, self.wrapped_out
+
+
+def _class_reps(firsts: tuple[int, ...]) -> list[int]:
+    return [i for i, f in enumerate(firsts) if f == i]
+
+
+def _classes(runs: list[bytes]) -> tuple[int, ...] | None:
+    """The first index equal to each run; None when two unequal runs are the same number."""
+    first: dict[bytes, int] = {}
+    out = tuple(first.setdefault(r, i) for i, r in enumerate(runs))
+    if len(set(map(int, first))) != len(first):
+        return None
+    return out
+
+
+def _twin(
+    piece: bytes, runs: list[bytes], firsts: tuple[int, ...], rng: random.Random
+) -> tuple[bytes, list[str]]:
+    """The piece with each class of equal runs given another number of the same length."""
+    used = set(runs)
+    value: dict[int, bytes] = {}
+    for i in _class_reps(firsts):
+        r = runs[i]
+        while True:
+            v = (str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in r[1:])).encode()
+            if v not in used:
+                break
+        used.add(v)
+        value[i] = v
+    it = iter(range(len(runs)))
+    twin = _VAR.sub(lambda m: value[firsts[next(it)]], piece)
+    return twin, [value[i].decode() for i in _class_reps(firsts)]
+
+
+def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
+    """Parse the piece and two twins; a shape if the output is the same function of the
+    numbers in all three."""
+    read = _read_alone(piece, wrapped)
+    if read is None:
+        return None
+    dl, out = read
+    found = list(_VAR.finditer(piece))
+    runs = [m.group() for m in found]
+    spans = [m.span() for m in found]
+    firsts = _classes(runs)
+    if firsts is None:
+        return None
+    if not runs:
+        return _Shape(piece, spans, firsts, None, dl, out)
+    texts = [runs[i].decode("ascii") for i in _class_reps(firsts)]
+    rng = random.Random(len(piece) * 7919 + len(runs))
+    twin1, u1 = _twin(piece, runs, firsts, rng)
+    twin2, u2 = _twin(piece, runs, firsts, rng)
+    r1, r2 = _read_alone(twin1, wrapped), _read_alone(twin2, wrapped)
+    if r1 is None or r2 is None or r1[1] != out or r2[1] != out:
+        return None
+    build = _compile(r1[0], {u: c for c, u in enumerate(u1)})
+    if build is None:
+        if dl == r1[0] == r2[0]:
+            return _Shape(piece, spans, firsts, None, dl, out)
+        return None
+    if build(texts) != dl or build(u2) != r2[0] or build(u1) != r1[0]:
+        return None
+    return _Shape(piece, spans, firsts, build, dl, out)
+
+
+_NOT_CLEAN = "not clean"  # a shape whose piece was not clean: read by the full scan
+_PARSE = "parse"  # clean, but its numbers reach the output otherwise: each piece parsed
+SHAPES_PER_KEY = 8  # shapes with digits in the same places (a storm's seconds, counts)
+
+
+class ShapeCache:
+    """Learnt shapes, bounded (oldest first out); shared by every log tailed in the process.
+    `learnt`: by the piece with all its digits zeroed (cheap), the shapes tried in turn;
+    `seen`: by the exact shape (numbers >= 100 masked), how often a shape not learnt yet was
+    seen, or that it cannot be learnt."""
+
+    def __init__(self, size: int = MAX_SHAPES) -> None:
+        self.size = size
+        self.learnt: dict[bytes, list[_Shape]] = {}
+        self.seen: dict[tuple[bytes, tuple[int, ...], bool], str | int] = {}
+        self.lock = threading.Lock()
+
+    def read(self, piece: bytes, wrapped: bool) -> tuple[Deadlock, bool] | None:
+        """The deadlock of a piece and the wrapper flag after it; None if it is not clean."""
+        if len(piece) > MAX_PIECE:
+            return _read_alone(piece, wrapped)
+        zeroed = piece.translate(_DIGITS)
+        for shape in self.learnt.get(zeroed, ()):
+            if shape.wrapped_in == wrapped:
+                got = shape.read(piece)
+                if got is not None:
+                    return got
+        runs = _VAR.findall(piece)
+        key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
+        got_seen = self.seen.get(key) if b"\0" not in piece else _PARSE
+        if got_seen == _NOT_CLEAN:
+            return None
+        if got_seen == _PARSE:
+            return _read_alone(piece, wrapped)
+        seen = (got_seen if isinstance(got_seen, int) else 0) + 1
+        if seen < LEARN_AFTER:
+            read = _read_alone(piece, wrapped)
+            self._see(key, seen if read is not None else _NOT_CLEAN)
+            return read
+        learnt = _learn(piece, wrapped)
+        if learnt is not None:
+            learnt.wrapped_in = wrapped
+            got = learnt.read(piece)
+            if got is not None:  # its own piece: always
+                self._keep(zeroed, learnt)
+                with self.lock:
+                    self.seen.pop(key, None)
+                return got
+        read = _read_alone(piece, wrapped)
+        self._see(key, _PARSE if read is not None else _NOT_CLEAN)
+        return read
+
+    def _see(self, key: tuple[bytes, tuple[int, ...], bool], value: str | int) -> None:
+        with self.lock:
+            self.seen.pop(key, None)
+            while len(self.seen) >= self.size:
+                self.seen.pop(next(iter(self.seen)), None)
+            self.seen[key] = value
+
+    def _keep(self, zeroed: bytes, shape: _Shape) -> None:
+        with self.lock:
+            shapes = [shape, *self.learnt.pop(zeroed, [])][:SHAPES_PER_KEY]
+            while len(self.learnt) >= self.size:
+                self.learnt.pop(next(iter(self.learnt)), None)
+            self.learnt[zeroed] = shapes
+
+
+SHAPES = ShapeCache()
+
+
+def scan_buffer(
+    data: bytes, final: bool, shapes: ShapeCache | None = None
+) -> tuple[list[Deadlock], bool]:
+    """errorlog's scan of a buffer of whole lines (the tailer's read): its deadlocks and whether
+    a report is still open at its end; equal to full_scan(slim(data), final)."""
+    cache = SHAPES if shapes is None else shapes
+    data = slim_bytes(data)
+    if data and not data.endswith(b"\n"):
+        return full_scan(_lines(data), final)
+    cuts = _cuts(data)
+    wrapped = False
+    if not cuts or cuts[0] > 0:
+        head = data[: cuts[0]] if cuts else data
+        state = _inert(head, wrapped)
+        if state is None or not cuts:
+            return full_scan(_lines(data), final)
+        wrapped = state
+    bounds = [*cuts, len(data)]
+    out: list[Deadlock] = []
+    wrapped_in = [wrapped]  # the wrapper flag at each piece's start
+    for i in range(len(cuts)):
+        got = cache.read(data[bounds[i] : bounds[i + 1]], wrapped)
+        if got is None:
+            if i == 0:
+                return full_scan(_lines(data), final)
+            # from the piece before, whose report this one may taint: a clean piece's header
+            # leaves a fresh Scanner as the one that read everything before it
+            rest, still_open = full_scan(_lines(data[bounds[i - 1] :]), final, wrapped_in[i - 1])
+            return out[:-1] + rest, still_open
+        out.append(got[0])
+        wrapped = got[1]
+        wrapped_in.append(wrapped)
+    return out, False
