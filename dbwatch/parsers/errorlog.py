@@ -276,9 +276,9 @@ class Scanner:
 
 
 # Row contents after a lock (' 0: len 4; hex 80000001; asc ;;' / ' 1: SQL NULL;'): most of a
-# report's bytes and never structure, dropped from a whole buffer in one linear C-level pass.
-_DUMP_LINE = rb"\n(?: [0-9]{1,5}: [^\n]*|[ \t\r]*(?=\n))"
-_DUMPS = re.compile(_DUMP_LINE + rb"(?:" + _DUMP_LINE + rb")*")  # a run at once: fewer matches
+# report's bytes and never structure, dropped from a whole buffer in one linear C-level pass
+# that keeps every other line (a line is dropped iff it is a dump or blank and not the last).
+_KEPT = re.compile(rb"\n(?! [0-9]{1,5}: |[ \t\r]*\n)[^\n]*")
 _HEADERS = (b"deadlock detected, dumping detailed information", b"LATEST DETECTED DEADLOCK")
 CHUNK = 4 * 1024 * 1024
 
@@ -293,7 +293,7 @@ _HEAP_RUNS = re.compile(rb"(\nRecord lock, heap no [^\n]*)(?:\nRecord lock, heap
 
 def slim_bytes(data: bytes) -> bytes:
     """A byte buffer without its record dumps, blank lines and repeated record lines."""
-    data = _DUMPS.sub(b"", b"\n" + data)
+    data = b"".join(_KEPT.findall(b"\n" + data))
     if _HEAP in data:
         data = _HEAP_RUNS.sub(rb"\1", data)
     return data[1:]

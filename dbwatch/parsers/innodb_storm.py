@@ -341,6 +341,7 @@ class ShapeCache:
         self.learnt: dict[bytes, list[_Shape]] = {}
         self.seen: dict[tuple[bytes, tuple[int, ...], bool], str | int] = {}
         self.lock = threading.Lock()
+        self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
 
     def read(self, piece: bytes, wrapped: bool) -> tuple[Deadlock, bool] | None:
         """The deadlock of a piece and the wrapper flag after it; None if it is not clean."""
@@ -351,6 +352,7 @@ class ShapeCache:
             if shape.wrapped_in == wrapped:
                 got = shape.read(piece)
                 if got is not None:
+                    self.built += 1
                     return got
         runs = _VAR.findall(piece)
         key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
