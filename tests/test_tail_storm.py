@@ -6,9 +6,9 @@ with a spoofed report (report text inside a query) in the middle of a storm."""
 from __future__ import annotations
 
 import io
+import json
 import random
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from deadlockgen import innodb as gen
@@ -17,23 +17,32 @@ from hypothesis import strategies as st
 import test_deadlock_spoofing as spoofing
 from test_innodb_deadlock_generated import models
 
-from dbwatch.deadlocks import tailer
+from dbwatch.daemon.journal import _as_json
+from dbwatch.deadlocks import live, tailer
+from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers import innodb_storm
 from dbwatch.parsers.errorlog import slim
-from dbwatch.parsers.innodb_storm import ShapeCache, full_scan, scan_buffer
+from dbwatch.parsers.innodb_storm import Derive, ShapeCache, _types, full_scan, scan_buffer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def same(data: bytes, cache: ShapeCache | None = None) -> list[object]:
-    """The storm path equals the full scan on data (whole lines), final or not."""
+def same(data: bytes, cache: ShapeCache | None = None) -> list[Deadlock]:
+    """The storm path equals the full scan on data (whole lines), final or not; and so do the
+    records the log tail makes of them (the record, its key order and types, the stored JSON)."""
     cache = cache if cache is not None else ShapeCache()
-    got = []
+    got: list[Deadlock] = []
     for final in (False, True):
         want = full_scan(slim(data), final)
         fast = scan_buffer(data, final, cache)
         assert fast == want
         got = list(fast[0])
+        derived = Derive(live._logged)
+        assert scan_buffer(data, final, cache, derived) == ([], want[1])
+        expect = [live._logged(dl) for dl in want[0]]
+        assert derived.out == expect
+        assert [json.dumps(r) for r, _ in derived.out] == [json.dumps(r) for r, _ in expect]
+        assert [_types(r) for r, _ in derived.out] == [_types(r) for r, _ in expect]
     return got
 
 
@@ -198,4 +207,26 @@ def test_learning_is_bounded() -> None:
 
 def test_the_module_cache_is_the_tailers() -> None:
     assert isinstance(innodb_storm.SHAPES, ShapeCache)
-    assert replace  # noqa: used by hypothesis strategies imported above
+
+
+def test_the_stored_json_is_the_journals() -> None:
+    """live._logged's text is what JournalStore.record_deadlock stores of the record."""
+    data = (FIXTURES / "innodb" / "mariadb-error-log-excerpt.log").read_bytes()
+    dls = full_scan(slim(data), True)[0]
+    assert dls
+    for dl in dls:
+        rec, text = live._logged(dl)
+        assert text == _as_json(rec)
+
+
+def test_records_built_from_shapes() -> None:
+    """In a storm the records come from the learnt shape's templates (no Deadlock, no
+    diagnosis built), and equal the full path's."""
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    rng = random.Random(2)
+    data = "".join(_vary(log, rng, 1.0, wild=False) for _ in range(30)).encode()
+    cache = ShapeCache()
+    derived = Derive(live._logged)
+    scan_buffer(data, False, cache, derived)
+    assert derived.built >= 25
+    assert derived.out == [live._logged(dl) for dl in full_scan(slim(data), False)[0]]

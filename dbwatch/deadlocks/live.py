@@ -3,6 +3,7 @@ ones into MY102/PG102 findings with their details (a burst becomes one finding w
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Mapping
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..findings import Finding
+from ..parsers.deadlock_model import Deadlock
+from ..parsers.innodb_storm import Derive
 from ..scope import deadlock_in_scope
 from ..snapshot.values import as_row
 from .record import DeadlockRecord, deadlock_record
@@ -60,6 +63,15 @@ def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) ->
     )
 
 
+def _logged(dl: Deadlock) -> tuple[DeadlockRecord, str]:
+    """A deadlock read from the log: its record and the JSON the journal stores of it (what
+    JournalStore.record_deadlock makes of the record). A storm's reports of one shape get both
+    from templates (parsers.innodb_storm.Derive), exactly."""
+    rec = deadlock_record(dl)
+    rec["source"] = "log_file"
+    return rec, json.dumps(rec, default=str, sort_keys=True)
+
+
 def tail_findings(
     state: DeadlockJournal,
     target: str,
@@ -75,15 +87,14 @@ def tail_findings(
     skipped (not recorded, logged or reported), as `dbwatch deadlocks URL` and MY102 do.
     PostgreSQL log entries name schemas, not databases: they are not filtered here."""
     pos = load_position(state, target)
-    deadlocks, new_pos = poll(Path(log_file), engine, pos, warned)
+    derived = Derive(_logged)
+    new_pos = poll(Path(log_file), engine, pos, warned, derived)[1]  # records in derived.out
     fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
-        for dl in deadlocks:
-            rec = deadlock_record(dl)
+        for rec, stored in derived.out:
             if engine == "mysql" and not deadlock_in_scope(rec, scope):
                 continue
-            rec["source"] = "log_file"
-            if state.record_deadlock(target, str(rec["key"]), rec.get("at"), rec):
+            if state.record_deadlock(target, str(rec["key"]), rec.get("at"), stored):
                 fresh.append(rec)
         if new_pos is not None:
             save_position(db, target, new_pos)

@@ -27,7 +27,7 @@ from typing import BinaryIO, Protocol
 
 from ..parsers.errorlog import open_block_start, slim
 from ..parsers.innodb_deadlock import Deadlock
-from ..parsers.innodb_storm import full_scan, scan_buffer
+from ..parsers.innodb_storm import Derive, full_scan, scan_buffer
 from ..parsers.pg_deadlock import PgScanner, detect_format
 
 log = logging.getLogger(__name__)
@@ -76,10 +76,28 @@ def head_hash(fh: BinaryIO, offset: int) -> str:
 
 
 def _scan(
-    fh: BinaryIO, offset: int, engine: str, final: bool, fast: bool = True
+    fh: BinaryIO,
+    offset: int,
+    engine: str,
+    final: bool,
+    fast: bool = True,
+    derive: Derive | None = None,
 ) -> tuple[list[Deadlock], int]:
     """Deadlocks complete in fh[offset:]; returns them and the safe resume offset. `fast`
-    (MySQL/MariaDB): through innodb_storm's shapes, else the Scanner on every line."""
+    (MySQL/MariaDB): through innodb_storm's shapes, else the Scanner on every line. `derive`:
+    what the caller makes of each deadlock is added to derive.out in order, and the deadlocks
+    are not returned."""
+    found, safe = _scan_only(fh, offset, engine, final, fast, derive)
+    if derive is not None and not (fast and engine != "postgresql"):
+        for dl in found:
+            derive.add(dl)
+        return [], safe
+    return found, safe
+
+
+def _scan_only(
+    fh: BinaryIO, offset: int, engine: str, final: bool, fast: bool, derive: Derive | None
+) -> tuple[list[Deadlock], int]:
     fh.seek(offset)
     data = fh.read(MAX_READ)
     cut = data.rfind(b"\n") + 1
@@ -117,7 +135,7 @@ def _scan(
             out.extend(pg.close())
         return out, safe
     if fast:  # a storm's reports built from their shapes; equal to the full scan below
-        out, still_open = scan_buffer(data, final)
+        out, still_open = scan_buffer(data, final, derive=derive)
     else:
         out, still_open = full_scan(slim(data), final)
     if still_open:
@@ -154,14 +172,23 @@ def _sibling_copy(path: Path, pos: Position) -> Path | None:
 
 
 def poll(
-    path: Path, engine: str, pos: Position | None, warned: set[str] | None = None
+    path: Path,
+    engine: str,
+    pos: Position | None,
+    warned: set[str] | None = None,
+    derive: Derive | None = None,
 ) -> tuple[list[Deadlock], Position | None]:
     """New deadlocks since `pos` and the position to save; an unreadable file changes nothing
     and is logged — once while it stays unreadable when the caller keeps a `warned` set (the
-    daemon does), else each time."""
+    daemon does), else each time. `derive`: what the caller makes of each deadlock is in
+    derive.out, in order, instead of the deadlocks."""
+    if derive is not None:
+        derive.out.clear()
     try:
-        found = _poll(path, engine, pos)
+        found = _poll(path, engine, pos, derive)
     except OSError as exc:
+        if derive is not None:
+            derive.out.clear()
         if warned is None or str(path) not in warned:
             log.warning("log_file %s: cannot read: %s", path, exc.strerror or exc)
         if warned is not None:
@@ -172,7 +199,9 @@ def poll(
     return found
 
 
-def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock], Position | None]:
+def _poll(
+    path: Path, engine: str, pos: Position | None, derive: Derive | None = None
+) -> tuple[list[Deadlock], Position | None]:
     """A first look starts at the end: what is already in the log is history (read it with
     `dbwatch deadlocks --log`), not news to alert on."""
     st = path.stat()
@@ -186,7 +215,7 @@ def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock]
         old = _sibling_with_inode(path, pos.inode)
         if old is not None:
             with open(old, "rb") as fh:
-                found += _scan(fh, pos.offset, engine, final=True)[0]
+                found += _scan(fh, pos.offset, engine, final=True, derive=derive)[0]
         else:
             log.warning("log_file %s was rotated and its old file is gone", path)
     else:
@@ -198,11 +227,11 @@ def _poll(path: Path, engine: str, pos: Position | None) -> tuple[list[Deadlock]
             copy = _sibling_copy(path, pos)
             if copy is not None:
                 with open(copy, "rb") as fh:
-                    found += _scan(fh, pos.offset, engine, final=True)[0]
+                    found += _scan(fh, pos.offset, engine, final=True, derive=derive)[0]
             else:
                 log.warning("log_file %s was truncated; reading it from the start", path)
     with open(path, "rb") as fh:
-        more, safe = _scan(fh, offset, engine, final=False)
+        more, safe = _scan(fh, offset, engine, final=False, derive=derive)
         found += more
         return found, Position(st.st_ino, safe, head_hash(fh, safe))
 

@@ -27,6 +27,7 @@ Two layers, each falling back to the full scan of the buffer when unsure:
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
@@ -37,7 +38,7 @@ from operator import itemgetter
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import Scanner, slim_bytes
 
-__all__ = ["ShapeCache", "full_scan", "scan_buffer"]
+__all__ = ["Derive", "ShapeCache", "full_scan", "scan_buffer"]
 
 # A digit run worth a value >= 100 (no matter its leading zeros), whole.
 _VAR = re.compile(rb"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
@@ -134,6 +135,7 @@ def _cuts(data: bytes) -> list[int]:
 # -- layer 2: shapes -------------------------------------------------------------------------
 
 Build = Callable[[Sequence[str]], object]
+Compiled = tuple[Build, frozenset[int]]  # the builder and the classes it reads
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 
 
@@ -141,7 +143,26 @@ def _const(v: object) -> Build:
     return lambda t: v
 
 
-def _compile(v: object, cls: dict[str, int]) -> Build | None:
+def _memo(build: Build, deps: frozenset[int]) -> Build:
+    """build, remembering its last result: a storm changes a few numbers (trx, thread, query
+    ids), the rest (names, pages, years) are the same report after report. The result is
+    immutable, so it is shared."""
+    pick = _picker(sorted(deps))
+    last: list[tuple[tuple[str, ...], object]] = [((), None)]
+
+    def memo(t: Sequence[str]) -> object:
+        key = pick(t)
+        was, value = last[0]  # one read of one cell: threads see a pair they stored
+        if key == was:
+            return value
+        value = build(t)
+        last[0] = (key, value)
+        return value
+
+    return memo
+
+
+def _compile(v: object, cls: dict[str, int]) -> Compiled | None:
     """How to build v from the classes' numbers; None: v is the same for every report."""
     if isinstance(v, str):
         return _compile_str(v, cls)
@@ -149,19 +170,20 @@ def _compile(v: object, cls: dict[str, int]) -> Build | None:
         c = cls.get(str(v))
         if c is None:
             return None
-        return lambda t: int(t[c])
+        return (lambda t: int(t[c])), frozenset((c,))
     if isinstance(v, tuple):
         subs = [_compile(x, cls) for x in v]
         if all(s is None for s in subs):
             return None
-        parts = [s if s is not None else _const(x) for s, x in zip(subs, v, strict=True)]
-        return lambda t: tuple([p(t) for p in parts])
+        parts = [s[0] if s is not None else _const(x) for s, x in zip(subs, v, strict=True)]
+        deps = frozenset().union(*(s[1] for s in subs if s is not None))
+        return _memo(lambda t: tuple([p(t) for p in parts]), deps), deps
     if is_dataclass(v) and not isinstance(v, type):
         return _compile_obj(v, cls)
     return None
 
 
-def _compile_str(v: str, cls: dict[str, int]) -> Build | None:
+def _compile_str(v: str, cls: dict[str, int]) -> Compiled | None:
     fmt: list[str] = []
     idx: list[int] = []
     last = 0
@@ -174,13 +196,14 @@ def _compile_str(v: str, cls: dict[str, int]) -> Build | None:
         last = m.end()
     if not idx:
         return None
+    deps = frozenset(idx)
     if len(idx) == 1 and fmt[0] == "" and last == len(v):
         only = idx[0]
-        return lambda t: t[only]
+        return (lambda t: t[only]), deps
     fmt.append(v[last:].replace("%", "%%"))
     text = "".join(fmt)
     pick = _picker(idx)
-    return lambda t: text % pick(t)
+    return (lambda t: text % pick(t)), deps
 
 
 def _picker(idx: list[int]) -> Callable[[Sequence[str]], tuple[str, ...]]:
@@ -191,12 +214,14 @@ def _picker(idx: list[int]) -> Callable[[Sequence[str]], tuple[str, ...]]:
     return itemgetter(*idx)
 
 
-def _compile_obj(v: object, cls: dict[str, int]) -> Build | None:
+def _compile_obj(v: object, cls: dict[str, int]) -> Compiled | None:
     subs: list[tuple[str, Build]] = []
+    deps: frozenset[int] = frozenset()
     for f in fields(v):  # type: ignore[arg-type]
         s = _compile(getattr(v, f.name), cls)
         if s is not None:
-            subs.append((f.name, s))
+            subs.append((f.name, s[0]))
+            deps |= s[1]
     if not subs:
         return None
     kind = type(v)
@@ -210,14 +235,16 @@ def _compile_obj(v: object, cls: dict[str, int]) -> Build | None:
             d[name] = s(t)
         return new
 
-    return build
+    return _memo(build, deps), deps
 
 
 class _Shape:
     """A learnt shape: the piece as a format of its numbers (one per class of equal runs), and
     how to build its deadlock from them."""
 
-    __slots__ = ("build", "dl", "fmt", "nclasses", "pick", "wrapped_in", "wrapped_out")
+    __slots__ = (
+        "build", "derived", "dl", "fmt", "nclasses", "pick", "points", "wrapped_in", "wrapped_out",
+    )  # fmt: skip
 
     def __init__(
         self, piece: bytes, spans: list[tuple[int, int]], firsts: tuple[int, ...],
@@ -241,12 +268,18 @@ class _Shape:
         self.dl = dl  # the deadlock when no number reaches it (build is None)
         self.wrapped_out = out
         self.wrapped_in = False  # the wrapper flag it was learnt under
+        # the learning points (class numbers, deadlock): the piece and its twins
+        self.points: tuple[tuple[list[str], Deadlock], ...] = ()
+        self.derived: dict[object, tuple[Build, Build] | None] = {}  # Derive.fn -> templates
 
-    def read(self, piece: bytes) -> tuple[Deadlock, bool] | None:
-        """The deadlock of a piece of this shape; None if it is not this shape (other small
-        numbers, or numbers equal where the learnt ones were not)."""
+    def read(self, piece: bytes) -> _Got | None:
+        """What a piece of this shape reads as, its deadlock not built yet (None); None if it
+        is not this shape (other small numbers, or numbers equal where the learnt ones were
+        not)."""
         if not self.nclasses:
-            return (self.dl, self.wrapped_out) if piece == self.fmt.replace(b"%%", b"%") else None
+            if piece != self.fmt.replace(b"%%", b"%"):
+                return None
+            return None, self.wrapped_out, self, []
         reps = self.pick(piece)
         n = self.nclasses
         if self.fmt % {b"c%d" % k: r for k, r in enumerate(reps)} != piece:
@@ -254,11 +287,21 @@ class _Shape:
         ints = set(map(int, reps))
         if len(ints) != n or min(ints) < 100 or len(set(reps)) != n:
             return None
+        return None, self.wrapped_out, self, b"\0".join(reps).decode("ascii").split("\0")
+
+    def deadlock(self, texts: Sequence[str]) -> Deadlock:
+        """The deadlock of a piece of this shape with these numbers."""
         if self.build is None:
-            return self.dl, self.wrapped_out
-        dl = self.build(b"\0".join(reps).decode("ascii").split("\0"))
+            return self.dl
+        dl = self.build(texts)
         assert isinstance(dl, Deadlock)
-        return dl, self.wrapped_out
+        return dl
+
+
+# what a piece reads as: its deadlock, the wrapper flag after it, the learnt shape it was
+# built from (if any) and that shape's numbers in this piece
+# (the deadlock is None when the shape has it built on demand: _Shape.deadlock)
+_Got = tuple[Deadlock | None, bool, "_Shape | None", list[str]]
 
 
 def _class_reps(firsts: tuple[int, ...]) -> list[int]:
@@ -307,7 +350,9 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
     if firsts is None:
         return None
     if not runs:
-        return _Shape(piece, spans, firsts, None, dl, out)
+        shape = _Shape(piece, spans, firsts, None, dl, out)
+        shape.points = (([], dl),)
+        return shape
     texts = [runs[i].decode("ascii") for i in _class_reps(firsts)]
     rng = random.Random(len(piece) * 7919 + len(runs))
     twin1, u1 = _twin(piece, runs, firsts, rng)
@@ -315,14 +360,21 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
     r1, r2 = _read_alone(twin1, wrapped), _read_alone(twin2, wrapped)
     if r1 is None or r2 is None or r1[1] != out or r2[1] != out:
         return None
-    build = _compile(r1[0], {u: c for c, u in enumerate(u1)})
+    compiled = _compile(r1[0], {u: c for c, u in enumerate(u1)})
+    build = compiled[0] if compiled is not None else None
     if build is None:
-        if dl == r1[0] == r2[0]:
-            return _Shape(piece, spans, firsts, None, dl, out)
+        if not dl == r1[0] == r2[0]:
+            return None
+    elif build(texts) != dl or build(u2) != r2[0] or build(u1) != r1[0] or build(texts) != dl:
         return None
-    if build(texts) != dl or build(u2) != r2[0] or build(u1) != r1[0]:
-        return None
-    return _Shape(piece, spans, firsts, build, dl, out)
+    shape = _Shape(piece, spans, firsts, build, dl, out)
+    shape.points = ((texts, dl), (u1, r1[0]), (u2, r2[0]))
+    return shape
+
+
+def _alone(piece: bytes, wrapped: bool) -> _Got | None:
+    read = _read_alone(piece, wrapped)
+    return None if read is None else (read[0], read[1], None, [])
 
 
 _NOT_CLEAN = "not clean"  # a shape whose piece was not clean: read by the full scan
@@ -343,10 +395,10 @@ class ShapeCache:
         self.lock = threading.Lock()
         self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
 
-    def read(self, piece: bytes, wrapped: bool) -> tuple[Deadlock, bool] | None:
-        """The deadlock of a piece and the wrapper flag after it; None if it is not clean."""
+    def read(self, piece: bytes, wrapped: bool) -> _Got | None:
+        """What a piece reads as; None if it is not clean."""
         if len(piece) > MAX_PIECE:
-            return _read_alone(piece, wrapped)
+            return _alone(piece, wrapped)
         zeroed = piece.translate(_DIGITS)
         for shape in self.learnt.get(zeroed, ()):
             if shape.wrapped_in == wrapped:
@@ -360,10 +412,10 @@ class ShapeCache:
         if got_seen == _NOT_CLEAN:
             return None
         if got_seen == _PARSE:
-            return _read_alone(piece, wrapped)
+            return _alone(piece, wrapped)
         seen = (got_seen if isinstance(got_seen, int) else 0) + 1
         if seen < LEARN_AFTER:
-            read = _read_alone(piece, wrapped)
+            read = _alone(piece, wrapped)
             self._see(key, seen if read is not None else _NOT_CLEAN)
             return read
         learnt = _learn(piece, wrapped)
@@ -375,7 +427,7 @@ class ShapeCache:
                 with self.lock:
                     self.seen.pop(key, None)
                 return got
-        read = _read_alone(piece, wrapped)
+        read = _alone(piece, wrapped)
         self._see(key, _PARSE if read is not None else _NOT_CLEAN)
         return read
 
@@ -397,36 +449,147 @@ class ShapeCache:
 SHAPES = ShapeCache()
 
 
+Record = dict[str, object]
+Derived = tuple[Record, str]
+
+
+class Derive:
+    """What the caller makes of each deadlock the scan returns, in order (`out`): `fn(dl)` gives
+    a JSON object and a text (the log tail: the deadlock's record and its stored JSON). For a
+    deadlock built from a learnt shape both are built from templates of text — the object as
+    json.loads of its JSON in key order — when, at the shape's three learning points, that
+    gives exactly what fn gives (same keys in the same order, same types, same values)."""
+
+    def __init__(self, fn: Callable[[Deadlock], Derived]) -> None:
+        self.fn = fn
+        self.out: list[Derived] = []
+        self.built = 0
+
+    def has(self, shape: _Shape) -> bool:
+        """Whether what fn makes of this shape's deadlocks is built from templates."""
+        if self.fn not in shape.derived:
+            shape.derived[self.fn] = _learn_derived(shape, self.fn)
+        return shape.derived[self.fn] is not None
+
+    def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None:
+        if shape is not None and self.has(shape):
+            self.add_built(shape, texts)
+        else:
+            self.out.append(self.fn(dl))
+
+    def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
+        tpl = shape.derived[self.fn]
+        assert tpl is not None
+        plain, stored = tpl[0](texts), tpl[1](texts)
+        assert isinstance(plain, str) and isinstance(stored, str)
+        self.out.append((json.loads(plain), stored))
+        self.built += 1
+
+
+def _plain(obj: Record) -> str | None:
+    """obj's JSON in key order if json.loads gives obj back exactly, else None."""
+    try:
+        text = json.dumps(obj, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    back = json.loads(text)
+    return text if back == obj and _types(back) == _types(obj) else None
+
+
+def _types(v: object) -> object:
+    """The shape of a JSON value with its container types (a tuple is not a list)."""
+    if isinstance(v, dict):
+        return (dict, [(k, _types(x)) for k, x in v.items()])
+    if isinstance(v, (list, tuple)):
+        return (type(v), [_types(x) for x in v])
+    return type(v)
+
+
+def _text_template(texts: list[str], points: list[tuple[list[str], str]]) -> Build | None:
+    """A template of a text that is a function of the numbers, checked at every point."""
+    first_numbers, first = points[0] if len(points) == 1 else points[1]
+    compiled = _compile_str(first, {u: c for c, u in enumerate(first_numbers)})
+    build: Build = compiled[0] if compiled is not None else _const(first)
+    if all(build(numbers) == text for numbers, text in points):
+        return build
+    return None
+
+
+def _learn_derived(shape: _Shape, fn: Callable[[Deadlock], Derived]) -> tuple[Build, Build] | None:
+    plain: list[tuple[list[str], str]] = []
+    stored: list[tuple[list[str], str]] = []
+    for numbers, dl in shape.points:
+        obj, text = fn(dl)
+        p = _plain(obj)
+        if p is None:
+            return None
+        plain.append((numbers, p))
+        stored.append((numbers, text))
+    if not plain:
+        return None
+    a = _text_template(plain[0][0], plain)
+    b = _text_template(stored[0][0], stored)
+    return (a, b) if a is not None and b is not None else None
+
+
 def scan_buffer(
-    data: bytes, final: bool, shapes: ShapeCache | None = None
+    data: bytes, final: bool, shapes: ShapeCache | None = None, derive: Derive | None = None
 ) -> tuple[list[Deadlock], bool]:
     """errorlog's scan of a buffer of whole lines (the tailer's read): its deadlocks and whether
-    a report is still open at its end; equal to full_scan(slim(data), final)."""
+    a report is still open at its end; equal to full_scan(slim(data), final). `derive`: what
+    the caller makes of each deadlock is added to derive.out, in order, and the deadlocks are
+    not returned (those of a learnt shape are then not even built)."""
     cache = SHAPES if shapes is None else shapes
+    got, still_open = _scan_pieces(data, final, cache)
+    out: list[Deadlock] = []
+    for dl, shape, texts in got:
+        if derive is not None and dl is None and shape is not None and derive.has(shape):
+            derive.add_built(shape, texts)  # no Deadlock needed: its record from the shape's
+            continue
+        if dl is None:
+            assert shape is not None
+            dl = shape.deadlock(texts)
+        out.append(dl)
+        if derive is not None:
+            derive.add(dl, shape, texts)
+    return ([] if derive is not None else out), still_open
+
+
+def _scan_pieces(
+    data: bytes, final: bool, cache: ShapeCache
+) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
+    """scan_buffer's deadlocks, each with the shape it was built from and its numbers."""
     data = slim_bytes(data)
     if data and not data.endswith(b"\n"):
-        return full_scan(_lines(data), final)
+        return _full(_lines(data), final)
     cuts = _cuts(data)
     wrapped = False
     if not cuts or cuts[0] > 0:
         head = data[: cuts[0]] if cuts else data
         state = _inert(head, wrapped)
         if state is None or not cuts:
-            return full_scan(_lines(data), final)
+            return _full(_lines(data), final)
         wrapped = state
     bounds = [*cuts, len(data)]
-    out: list[Deadlock] = []
+    out: list[tuple[Deadlock | None, _Shape | None, list[str]]] = []
     wrapped_in = [wrapped]  # the wrapper flag at each piece's start
     for i in range(len(cuts)):
         got = cache.read(data[bounds[i] : bounds[i + 1]], wrapped)
         if got is None:
             if i == 0:
-                return full_scan(_lines(data), final)
+                return _full(_lines(data), final)
             # from the piece before, whose report this one may taint: a clean piece's header
             # leaves a fresh Scanner as the one that read everything before it
-            rest, still_open = full_scan(_lines(data[bounds[i - 1] :]), final, wrapped_in[i - 1])
+            rest, still_open = _full(_lines(data[bounds[i - 1] :]), final, wrapped_in[i - 1])
             return out[:-1] + rest, still_open
-        out.append(got[0])
+        out.append((got[0], got[2], got[3]))
         wrapped = got[1]
         wrapped_in.append(wrapped)
     return out, False
+
+
+def _full(
+    lines: Sequence[str], final: bool, wrapped: bool = False
+) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
+    dls, still_open = full_scan(lines, final, wrapped)
+    return [(dl, None, []) for dl in dls], still_open
