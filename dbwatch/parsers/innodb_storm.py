@@ -45,7 +45,7 @@ _VAR = re.compile(rb"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
 _VAR_TEXT = re.compile(r"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
 _CUT = b"eadlock detected"
 MAX_PIECE = 256 * 1024  # a real report is a few KB once its record dumps are dropped
-MAX_SHAPES = 256
+MAX_SHAPES = 64  # ~50 KB each (template, its three learning points): ~3 MB at most
 LEARN_AFTER = 2  # a shape is learnt (3 parses) when seen this often: one-offs are just parsed
 
 # -- layer 1: pieces read alone ------------------------------------------------------------
@@ -243,7 +243,8 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "build", "derived", "dl", "fmt", "nclasses", "pick", "points", "wrapped_in", "wrapped_out",
+        "build", "derived", "dl", "fmt", "keys", "nclasses", "pick", "points", "wrapped_in",
+        "wrapped_out",
     )  # fmt: skip
 
     def __init__(
@@ -260,6 +261,7 @@ class _Shape:
         parts.append(piece[last:].replace(b"%", b"%%"))
         self.fmt = b"".join(parts)
         self.nclasses = len(reps)
+        self.keys = [b"c%d" % k for k in range(len(reps))]
         slices = [slice(*spans[i]) for i in reps]
         self.pick: Callable[[bytes], tuple[bytes, ...]] = (
             (lambda p: (p[slices[0]],)) if len(slices) == 1 else itemgetter(*slices)
@@ -282,7 +284,7 @@ class _Shape:
             return None, self.wrapped_out, self, []
         reps = self.pick(piece)
         n = self.nclasses
-        if self.fmt % {b"c%d" % k: r for k, r in enumerate(reps)} != piece:
+        if self.fmt % dict(zip(self.keys, reps)) != piece:
             return None
         ints = set(map(int, reps))
         if len(ints) != n or min(ints) < 100 or len(set(reps)) != n:
@@ -383,7 +385,8 @@ SHAPES_PER_KEY = 8  # shapes with digits in the same places (a storm's seconds, 
 
 
 class ShapeCache:
-    """Learnt shapes, bounded (oldest first out); shared by every log tailed in the process.
+    """Learnt shapes, bounded (`size` shapes, 4 × `size` keys seen; oldest first out); shared
+    by every log tailed in the process.
     `learnt`: by the piece with all its digits zeroed (cheap), the shapes tried in turn;
     `seen`: by the exact shape (numbers >= 100 masked), how often a shape not learnt yet was
     seen, or that it cannot be learnt."""
@@ -394,6 +397,7 @@ class ShapeCache:
         self.seen: dict[tuple[bytes, tuple[int, ...], bool], str | int] = {}
         self.lock = threading.Lock()
         self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
+        self.count = 0  # learnt shapes in all
 
     def read(self, piece: bytes, wrapped: bool) -> _Got | None:
         """What a piece reads as; None if it is not clean."""
@@ -434,15 +438,18 @@ class ShapeCache:
     def _see(self, key: tuple[bytes, tuple[int, ...], bool], value: str | int) -> None:
         with self.lock:
             self.seen.pop(key, None)
-            while len(self.seen) >= self.size:
+            while len(self.seen) >= 4 * self.size:
                 self.seen.pop(next(iter(self.seen)), None)
             self.seen[key] = value
 
     def _keep(self, zeroed: bytes, shape: _Shape) -> None:
+        """Learnt shapes are bounded in all (`size`), the oldest key's first out."""
         with self.lock:
-            shapes = [shape, *self.learnt.pop(zeroed, [])][:SHAPES_PER_KEY]
-            while len(self.learnt) >= self.size:
-                self.learnt.pop(next(iter(self.learnt)), None)
+            old = self.learnt.pop(zeroed, [])
+            shapes = [shape, *old][:SHAPES_PER_KEY]
+            self.count += len(shapes) - len(old)
+            while self.learnt and self.count + 1 > self.size:
+                self.count -= len(self.learnt.pop(next(iter(self.learnt))))
             self.learnt[zeroed] = shapes
 
 
