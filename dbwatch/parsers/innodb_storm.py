@@ -40,9 +40,11 @@ from dbwatch.parsers.errorlog import Scanner, slim_bytes
 
 __all__ = ["Derive", "ShapeCache", "full_scan", "scan_buffer"]
 
-# A digit run worth a value >= 100 (no matter its leading zeros), whole.
-_VAR = re.compile(rb"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
-_VAR_TEXT = re.compile(r"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])")
+# A digit run worth a value >= 100 (no matter its leading zeros), whole; or two digits after a
+# colon (a timestamp's minutes and seconds: the parser checks the month, day and hour, never
+# these; they reach the output only as text).
+_VAR = re.compile(rb"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])|(?<=:)[0-9]{2}(?![0-9])")
+_VAR_TEXT = re.compile(r"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])|(?<=:)[0-9]{2}(?![0-9])")
 _CUT = b"eadlock detected"
 MAX_PIECE = 256 * 1024  # a real report is a few KB once its record dumps are dropped
 MAX_SHAPES = 64  # ~50 KB each (template, its three learning points): ~3 MB at most
@@ -167,7 +169,7 @@ def _compile(v: object, cls: dict[str, int]) -> Compiled | None:
     if isinstance(v, str):
         return _compile_str(v, cls)
     if isinstance(v, int) and not isinstance(v, bool):
-        c = cls.get(str(v))
+        c = cls.get(str(v)) if v >= 100 else None  # a clock's two digits reach text only
         if c is None:
             return None
         return (lambda t: int(t[c])), frozenset((c,))
@@ -243,7 +245,7 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "build", "derived", "dl", "fmt", "keys", "nclasses", "pick", "points", "wrapped_in",
+        "big", "build", "derived", "dl", "fmt", "keys", "nclasses", "pick", "points", "wrapped_in",
         "wrapped_out",
     )  # fmt: skip
 
@@ -262,6 +264,7 @@ class _Shape:
         self.fmt = b"".join(parts)
         self.nclasses = len(reps)
         self.keys = [b"c%d" % k for k in range(len(reps))]
+        self.big = [k for k, i in enumerate(reps) if spans[i][1] - spans[i][0] > 2]
         slices = [slice(*spans[i]) for i in reps]
         self.pick: Callable[[bytes], tuple[bytes, ...]] = (
             (lambda p: (p[slices[0]],)) if len(slices) == 1 else itemgetter(*slices)
@@ -286,9 +289,11 @@ class _Shape:
         n = self.nclasses
         if self.fmt % dict(zip(self.keys, reps)) != piece:
             return None
-        ints = set(map(int, reps))
-        if len(ints) != n or min(ints) < 100 or len(set(reps)) != n:
+        ints = list(map(int, reps))
+        if len(set(ints)) != n or len(set(reps)) != n:
             return None
+        if self.big and min([ints[k] for k in self.big]) < 100:
+            return None  # not a number the shape masks: another shape
         return None, self.wrapped_out, self, b"\0".join(reps).decode("ascii").split("\0")
 
     def deadlock(self, texts: Sequence[str]) -> Deadlock:
@@ -321,16 +326,23 @@ def _classes(runs: list[bytes]) -> tuple[int, ...] | None:
 
 def _twin(
     piece: bytes, runs: list[bytes], firsts: tuple[int, ...], rng: random.Random
-) -> tuple[bytes, list[str]]:
+) -> tuple[bytes, list[str]] | None:
     """The piece with each class of equal runs given another number of the same length."""
     used = set(runs)
     value: dict[int, bytes] = {}
     for i in _class_reps(firsts):
         r = runs[i]
-        while True:
-            v = (str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in r[1:])).encode()
+        for _ in range(200):
+            if len(r) == 2:  # a clock's: a minute or second
+                v = b"%d" % rng.randint(10, 59)
+            else:
+                v = (
+                    str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in r[1:])
+                ).encode()
             if v not in used:
                 break
+        else:
+            return None  # too many clock classes to give each another value
         used.add(v)
         value[i] = v
     it = iter(range(len(runs)))
@@ -357,8 +369,10 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
         return shape
     texts = [runs[i].decode("ascii") for i in _class_reps(firsts)]
     rng = random.Random(len(piece) * 7919 + len(runs))
-    twin1, u1 = _twin(piece, runs, firsts, rng)
-    twin2, u2 = _twin(piece, runs, firsts, rng)
+    one, two = _twin(piece, runs, firsts, rng), _twin(piece, runs, firsts, rng)
+    if one is None or two is None:
+        return None
+    (twin1, u1), (twin2, u2) = one, two
     r1, r2 = _read_alone(twin1, wrapped), _read_alone(twin2, wrapped)
     if r1 is None or r2 is None or r1[1] != out or r2[1] != out:
         return None
@@ -404,7 +418,8 @@ class ShapeCache:
         if len(piece) > MAX_PIECE:
             return _alone(piece, wrapped)
         zeroed = piece.translate(_DIGITS)
-        for shape in self.learnt.get(zeroed, ()):
+        family = self.learnt.get(zeroed, ())
+        for shape in family:
             if shape.wrapped_in == wrapped:
                 got = shape.read(piece)
                 if got is not None:
@@ -418,7 +433,7 @@ class ShapeCache:
         if got_seen == _PARSE:
             return _alone(piece, wrapped)
         seen = (got_seen if isinstance(got_seen, int) else 0) + 1
-        if seen < LEARN_AFTER:
+        if seen < LEARN_AFTER and not family:  # a known family (other small numbers): learnt now
             read = _alone(piece, wrapped)
             self._see(key, seen if read is not None else _NOT_CLEAN)
             return read
@@ -526,7 +541,10 @@ def _learn_derived(shape: _Shape, fn: Callable[[Deadlock], Derived]) -> tuple[Bu
     plain: list[tuple[list[str], str]] = []
     stored: list[tuple[list[str], str]] = []
     for numbers, dl in shape.points:
-        obj, text = fn(dl)
+        try:
+            obj, text = fn(dl)
+        except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
+            return None
         p = _plain(obj)
         if p is None:
             return None
