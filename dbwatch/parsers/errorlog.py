@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from operator import methodcaller
 
 from dbwatch.parsers.innodb_common import is_record_dump, normalize_ts
 from dbwatch.parsers.innodb_deadlock import (
@@ -288,6 +289,7 @@ CHUNK = 4 * 1024 * 1024
 # of a lock, so only the first line of each run is kept. Each repetition starts with the same
 # literal: linear.
 _HEAP = b"\nRecord lock, heap no "
+_FIRST = methodcaller("group", 1)  # the run's first line (C-level, unlike a "\\1" template)
 _HEAP_RUNS = re.compile(rb"(\nRecord lock, heap no [^\n]*)(?:\nRecord lock, heap no [^\n]*)+")
 
 
@@ -295,7 +297,7 @@ def slim_bytes(data: bytes) -> bytes:
     """A byte buffer without its record dumps, blank lines and repeated record lines."""
     data = b"".join(_KEPT.findall(b"\n" + data))
     if _HEAP in data:
-        data = _HEAP_RUNS.sub(rb"\1", data)
+        data = _HEAP_RUNS.sub(_FIRST, data)
     return data[1:]
 
 
