@@ -180,9 +180,15 @@ def _compile(v: object, cls: dict[str, int]) -> Compiled | None:
         parts = [s[0] if s is not None else _const(x) for s, x in zip(subs, v, strict=True)]
         deps = frozenset().union(*(s[1] for s in subs if s is not None))
         return _memo(lambda t: tuple([p(t) for p in parts]), deps), deps
-    if is_dataclass(v) and not isinstance(v, type):
+    if is_dataclass(v) and not isinstance(v, type) and hasattr(v, "__dict__"):
         return _compile_obj(v, cls)
-    return None
+    if v is None or isinstance(v, (bool, float)):
+        return None
+    raise _Opaque(type(v).__name__)  # mutable or unknown: never shared, never templated
+
+
+class _Opaque(Exception):
+    """A value the templates cannot build: the shape is parsed every time."""
 
 
 def _compile_str(v: str, cls: dict[str, int]) -> Compiled | None:
@@ -376,7 +382,10 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
     r1, r2 = _read_alone(twin1, wrapped), _read_alone(twin2, wrapped)
     if r1 is None or r2 is None or r1[1] != out or r2[1] != out:
         return None
-    compiled = _compile(r1[0], {u: c for c, u in enumerate(u1)})
+    try:
+        compiled = _compile(r1[0], {u: c for c, u in enumerate(u1)})
+    except _Opaque:
+        return None
     build = compiled[0] if compiled is not None else None
     if build is None:
         if not dl == r1[0] == r2[0]:
