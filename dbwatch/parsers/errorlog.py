@@ -295,7 +295,14 @@ _HEAP_RUNS = re.compile(rb"(\nRecord lock, heap no [^\n]*)(?:\nRecord lock, heap
 
 def slim_bytes(data: bytes) -> bytes:
     """A byte buffer without its record dumps, blank lines and repeated record lines."""
-    data = b"".join(_KEPT.findall(b"\n" + data))
+    # as if the buffer began with a newline, without copying it (2.4 MB a poll in a storm of
+    # 24 KB reports: the copy's fresh pages cost more than the regex)
+    k = data.find(b"\n")
+    first = _KEPT.match(b"\n" + (data if k < 0 else data[: k + 1]))
+    parts = [first.group()] if first else []
+    if k >= 0:
+        parts += _KEPT.findall(data, k)
+    data = b"".join(parts)
     if _HEAP in data:
         data = _HEAP_RUNS.sub(_FIRST, data)
     return data[1:]
