@@ -10,17 +10,34 @@ are shown as they are); nothing downstream sees the driver's untyped rows.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .findings import Finding, SessionIdentity
-from .snapshot.values import JSON, JSONObject, Row, as_json, opt_float, to_float, to_int, to_str
+from .scope import same
+from .snapshot.values import (
+    JSON,
+    JSONObject,
+    Row,
+    as_json,
+    opt_float,
+    opt_int,
+    opt_str,
+    str_list,
+    to_float,
+    to_int,
+    to_str,
+)
 from .targets.secrets import scrub_tree
 
 __all__ = [
+    "DeadlockRecord",
+    "Diagnosis",
     "FindingRow",
+    "LockRecord",
     "OutboxMessage",
     "SentRow",
     "Transitions",
+    "TrxRecord",
     "finding_data",
     "json_object",
     "loads",
@@ -161,4 +178,263 @@ class OutboxMessage:
             json_object(r.get("payload")),
             to_int(r.get("attempts")),
             to_int(r.get("rev")),
+        )
+
+
+# -- deadlocks ---------------------------------------------------------------------------------
+# A deadlock past its parser: built by deadlocks/record.py (diagnosed there, once), written to
+# the state and to every output as `to_json()`, read back with `from_json()`.
+
+
+def _unquote(name: str) -> str:
+    return name.strip().strip('`"')
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    pattern: str  # queue-claim-vs-delete | queue-delete-vs-delete |
+    # queue-maintenance-vs-workers | queue-legacy-index | queue-claim-vs-claim |
+    # queue-claim-pileup | queue-unclear | gap-insert-intention | opposite-order-rows |
+    # lock-upgrade | too-deep | ambiguous | generic
+    rules: tuple[str, ...]
+    explanation: str
+    fix: str
+
+    @property
+    def is_queue_problem(self) -> bool:
+        return self.pattern.startswith("queue-")
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "pattern": self.pattern,
+            "rules": [*self.rules],
+            "explanation": self.explanation,
+            "fix": self.fix,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> Diagnosis:
+        """A diagnosis as a record stored it (anything missing reads as the generic shape)."""
+        d = value if isinstance(value, dict) else {}
+        return cls(
+            pattern=to_str(d.get("pattern"), "generic"),
+            rules=str_list(d.get("rules")),
+            explanation=to_str(d.get("explanation")),
+            fix=to_str(d.get("fix")),
+        )
+
+
+def _obj(value: object) -> JSONObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[JSON]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass(frozen=True)
+class TrxRecord:
+    """One participant as the record shows it (DeadlockTrx.to_dict's keys, and what its
+    statement says of where it came from)."""
+
+    n: int
+    trx_id: str | None
+    thread_id: int | None
+    user: str | None
+    host: str | None
+    query: str | None
+    active_seconds: int | None
+    lock_structs: int | None
+    row_locks: int | None
+    undo_entries: int | None
+    tables: tuple[str, ...]
+    victim: bool
+    blocked_by: int | None = None  # n of the transaction whose lock it waits for
+    origin: JSONObject = field(default_factory=dict)  # framework tags (sqlpatterns.tags)
+    absent: frozenset[str] = frozenset()  # keys an older version did not store
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
+            "n": self.n,
+            "trx_id": self.trx_id,
+            "thread_id": self.thread_id,
+            "user": self.user,
+            "host": self.host,
+            "query": self.query,
+            "active_seconds": self.active_seconds,
+            "lock_structs": self.lock_structs,
+            "row_locks": self.row_locks,
+            "undo_entries": self.undo_entries,
+            "tables": list(self.tables),
+            "victim": self.victim,
+            "blocked_by": self.blocked_by,
+            "origin": {k: as_json(v) for k, v in self.origin.items()},
+        }
+        return {k: v for k, v in out.items() if k not in self.absent}
+
+    @classmethod
+    def from_json(cls, value: object) -> TrxRecord:
+        d = _obj(value)
+        return cls(
+            n=to_int(d.get("n")),
+            trx_id=opt_str(d.get("trx_id")),
+            thread_id=opt_int(d.get("thread_id")),
+            user=opt_str(d.get("user")),
+            host=opt_str(d.get("host")),
+            query=opt_str(d.get("query")),
+            active_seconds=opt_int(d.get("active_seconds")),
+            lock_structs=opt_int(d.get("lock_structs")),
+            row_locks=opt_int(d.get("row_locks")),
+            undo_entries=opt_int(d.get("undo_entries")),
+            tables=str_list(d.get("tables")),
+            victim=bool(d.get("victim")),
+            blocked_by=opt_int(d.get("blocked_by")),
+            origin=dict(_obj(d.get("origin"))),
+            absent=frozenset(k for k in ("blocked_by", "origin") if k not in d),
+        )
+
+
+@dataclass(frozen=True)
+class LockRecord:
+    """One lock as the record shows it (DeadlockLock.to_dict's keys)."""
+
+    n: int
+    waiting: bool
+    mode: str | None
+    db: str | None
+    table: str | None
+    index: str | None
+    special: str | None
+    insert_intention: bool
+
+    def to_json(self) -> JSONObject:
+        return {
+            "n": self.n,
+            "waiting": self.waiting,
+            "mode": self.mode,
+            "db": self.db,
+            "table": self.table,
+            "index": self.index,
+            "special": self.special,
+            "insert_intention": self.insert_intention,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> LockRecord:
+        d = _obj(value)
+        return cls(
+            n=to_int(d.get("n")),
+            waiting=bool(d.get("waiting")),
+            mode=opt_str(d.get("mode")),
+            db=opt_str(d.get("db")),
+            table=opt_str(d.get("table")),
+            index=opt_str(d.get("index")),
+            special=opt_str(d.get("special")),
+            insert_intention=bool(d.get("insert_intention")),
+        )
+
+
+@dataclass(frozen=True)
+class DeadlockRecord:
+    """One deadlock, diagnosed once, as every reader after the parser sees it."""
+
+    at: str | None
+    victim: int | None
+    transactions: tuple[TrxRecord, ...]
+    locks: tuple[LockRecord, ...]
+    diagnosis: Diagnosis
+    key: str
+    too_deep: bool = False
+    victim_inferred: bool = False
+    victim_evidence: str | None = None
+    ambiguity: str | None = None  # set: the structure is ambiguous, no victim named
+    truncated: bool = False
+    unverified: tuple[str, ...] = ()
+    unparsed: tuple[str, ...] = ()
+    inconsistencies: tuple[str, ...] = ()
+    source: str | None = None  # "log_file" when the daemon's tail read it
+    target: str | None = None  # `deadlocks --history`: the target it was recorded for
+
+    # -- what readers ask --------------------------------------------------------------
+
+    @property
+    def victim_trx(self) -> TrxRecord | None:
+        return next((t for t in self.transactions if t.victim), None)
+
+    def databases(self) -> set[str]:
+        """The databases (schemas) of the tables it touches, as printed (unquoted)."""
+        out = {_unquote(lk.db) for lk in self.locks if lk.db}
+        for t in self.transactions:
+            for table in t.tables:
+                db, dot, _ = table.partition(".")
+                if dot and db:
+                    out.add(_unquote(db))
+        return out
+
+    def in_scope(self, scope: str | None) -> bool:
+        """Whether it is the deadlock of a target scoped to `scope`: one of its tables is
+        there, or none is known (truncated text: dropping it would hide what may be ours)."""
+        dbs = self.databases()
+        return scope is None or not dbs or any(same(d, scope) for d in dbs)
+
+    def tagged(self, *, source: str | None = None, target: str | None = None) -> DeadlockRecord:
+        return replace(self, source=source or self.source, target=target or self.target)
+
+    # -- JSON ----------------------------------------------------------------------------
+
+    def to_json(self) -> JSONObject:
+        """The SPEC §6 deadlock object with its diagnosis and key (key order as always)."""
+        out: JSONObject = {
+            "at": self.at,
+            "victim": self.victim,
+            "transactions": [t.to_json() for t in self.transactions],
+            "locks": [lk.to_json() for lk in self.locks],
+        }
+        if self.victim_inferred:
+            out["victim_inferred"] = True
+        if self.victim_evidence is not None:
+            out["victim_evidence"] = self.victim_evidence
+        if self.ambiguity is not None:
+            out["ambiguous"] = True
+            out["ambiguity"] = self.ambiguity
+        if self.truncated:
+            out["truncated"] = True
+        for name, items in (
+            ("unverified", self.unverified),
+            ("unparsed", self.unparsed),
+            ("inconsistencies", self.inconsistencies),
+        ):
+            if items:
+                out[name] = list(items)
+        out["diagnosis"] = self.diagnosis.to_dict()
+        out["key"] = self.key
+        out["too_deep"] = self.too_deep
+        if self.source is not None:
+            out["source"] = self.source
+        if self.target is not None:
+            out["target"] = self.target
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> DeadlockRecord:
+        """A record as `to_json` wrote it, or as an older version stored it in the state."""
+        d = _obj(value)
+        ambiguous = bool(d.get("ambiguous"))
+        return cls(
+            at=opt_str(d.get("at")),
+            victim=opt_int(d.get("victim")),
+            transactions=tuple(TrxRecord.from_json(t) for t in _list(d.get("transactions"))),
+            locks=tuple(LockRecord.from_json(lk) for lk in _list(d.get("locks"))),
+            diagnosis=Diagnosis.from_json(d.get("diagnosis")),
+            key=to_str(d.get("key")),
+            too_deep=bool(d.get("too_deep")),
+            victim_inferred=bool(d.get("victim_inferred")),
+            victim_evidence=opt_str(d.get("victim_evidence")),
+            ambiguity=to_str(d.get("ambiguity")) if ambiguous else None,
+            truncated=bool(d.get("truncated")),
+            unverified=str_list(d.get("unverified")),
+            unparsed=str_list(d.get("unparsed")),
+            inconsistencies=str_list(d.get("inconsistencies")),
+            source=opt_str(d.get("source")),
+            target=opt_str(d.get("target")),
         )

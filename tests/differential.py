@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import logging
 import os
 import re
 import sys
@@ -129,12 +130,31 @@ def run_inprocess(argv: list[str]) -> tuple[int, str, str]:
     from dbwatch.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with _environment(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        _environment(),
+        _own_logging(),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             rc = main(argv)
         except SystemExit as exc:  # argparse's exits (3 on a bad line)
             rc = exc.code if isinstance(exc.code, int) else 3
     return rc, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _own_logging() -> Iterator[None]:
+    """The root logger as a fresh process has it (no handler): `main` sets it up on this
+    run's stderr, as `python -m dbwatch` does; whatever was there before is put back."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def record(argv: tuple[str, ...], rc: int, stdout: str, stderr: str) -> str:

@@ -223,10 +223,8 @@ def test_deadlock_record_names_tagged_participants() -> None:
     dl = parse_deadlock_lines(DEADLOCK.splitlines())
     assert dl is not None
     rec = deadlock_record(dl)
-    validate({"deadlocks": [rec]}, "deadlocks")
-    trxs = rec["transactions"]
-    assert isinstance(trxs, list)
-    assert [t["origin"].get("phrase") for t in trxs] == ["Shop orders#create", None]
+    validate({"deadlocks": [rec.to_json()]}, "deadlocks")
+    assert [t.origin.get("phrase") for t in rec.transactions] == ["Shop orders#create", None]
 
 
 def test_my201_names_the_oldest_transaction_and_nothing_without_one() -> None:

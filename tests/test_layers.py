@@ -36,7 +36,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # the typed snapshot: rows reuse the parsers' dataclasses
         "snapshot": {"parsers"},
         "findings": {"snapshot"},
-        "scope": {"snapshot"},
+        "scope": set(),
         # the one input-file opener (gzip by magic) and binary sniffing, typed paths
         "inputs": {"errors"},
         # query-log patterns yield findings of their own (headline from the rule's TOML; and
@@ -59,7 +59,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "inputs",
             "parsers",
             "queues",
-            "scope",  # the daemon's log tail keeps a scoped target's deadlocks only
+            "records",  # the typed DeadlockRecord it builds
             "snapshot",
             "sqlpatterns",
         },
@@ -70,7 +70,6 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "findings",
             "queues",
-            "scope",
             "snapshot",
             "sqlpatterns",
             "targets",
@@ -102,7 +101,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "targets",
         },
         # the daemon's state records, below daemon/ and its readers (alerts/, web/, commands/)
-        "records": {"findings", "snapshot", "targets"},
+        "records": {"findings", "scope", "snapshot", "targets"},
         # alerts see the state through alerts.state.AlertState, never daemon/
         "alerts": {"config", "findings", "records", "snapshot", "targets"},
         # terminate reuses the one lock graph (checks), reads sessions through probes and the
@@ -133,7 +132,6 @@ ALLOWED: dict[str, frozenset[str]] = {
             "pipeline",
             "probes",
             "records",
-            "scope",
             "snapshot",
             "targets",
         },
@@ -165,7 +163,6 @@ ALLOWED: dict[str, frozenset[str]] = {
             "probes",
             "records",
             "report",
-            "scope",
             "snapshot",
             "sqlpatterns",
             "statereader",

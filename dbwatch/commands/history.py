@@ -10,7 +10,7 @@ from typing import TypedDict
 
 from ..durations import format_duration, parse_duration, plural
 from ..errors import UsageError
-from ..records import json_object
+from ..records import DeadlockRecord, json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..statereader import StateReader
@@ -121,22 +121,13 @@ def _action(a: JSONObject) -> ActionLine:
 
 
 def _deadlock(r: JSONObject) -> DeadlockLine:
-    d = json_object(r["data"])
-    diag = json_object(d.get("diagnosis"))
-    locks = d.get("locks")
-    tables = sorted(
-        {
-            f"{lk.get('db')}.{lk.get('table')}"
-            for lk in (locks if isinstance(locks, list) else [])
-            if isinstance(lk, dict) and lk.get("table")
-        }
-    )
+    d = DeadlockRecord.from_json(r["data"])
     return DeadlockLine(
-        at=d.get("at"),
+        at=d.at,
         recorded=iso(to_float(r["seen_at"])),
         target=to_str(r["target"]),
-        pattern=diag.get("pattern", "generic"),
-        tables=tables,
+        pattern=d.diagnosis.pattern,
+        tables=sorted({f"{lk.db}.{lk.table}" for lk in d.locks if lk.table}),
     )
 
 
