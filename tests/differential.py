@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,12 +175,67 @@ def golden_path(name: str) -> Path:
     return GOLDEN / f"{name}.txt"
 
 
+# -- the daemon's deadlock history: records as every version stored them ------------------------
+OLD_RECORDS = FIXTURES / "state" / "deadlock-records-by-version.json"
+HISTORY_ARGV = (
+    ("deadlocks", "--history", "--state", "<STATE>", "--format", "json"),
+    ("deadlocks", "--history", "--state", "<STATE>"),
+    ("deadlocks", "--history", "--state", "<STATE>", "--summary", "--format", "json"),
+)
+
+
+def _current_records() -> list[dict[str, object]]:
+    """Records as this tree builds them, as JSON (a dict before issue 25.3, to_json() after)."""
+    from dbwatch.deadlocks.record import deadlock_record
+    from dbwatch.parsers.innodb_status import parse_status
+
+    out: list[dict[str, object]] = []
+    for path in sorted((FIXTURES / "innodb").glob("*.txt")):
+        dl = parse_status(path.read_text()).deadlock
+        if dl is not None:
+            rec: object = deadlock_record(dl)
+            out.append(getattr(rec, "to_json", lambda r=rec: r)())
+    out[0] = {**out[0], "source": "log_file"}
+    return out
+
+
+def history_cases(tmp: Path) -> dict[str, str]:
+    """`deadlocks --history` over a state holding records of older versions and this one."""
+    import json
+
+    from dbwatch.daemon.state import State
+
+    path = tmp / "state.db"
+    st = State(path)
+    try:
+        older = json.loads(OLD_RECORDS.read_text())
+        rows = [(f"old-{v}", r) for v, recs in sorted(older.items()) for r in recs]
+        rows += [("current", r) for r in _current_records()]
+        for n, (target, rec) in enumerate(rows):
+            key = f"{n:03d}-{rec['key']}"  # one row per record even where versions share keys
+            st.record_deadlock(target, key, rec.get("at"), rec)
+    finally:
+        st.close()
+    out = {}
+    for argv in HISTORY_ARGV:
+        real = [a.replace("<STATE>", str(path)) for a in argv]
+        rc, stdout, stderr = run_inprocess(real)
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", " ".join(argv)).strip("_")
+        out[name] = record(argv, rc, stdout.replace(str(path), "<STATE>"), stderr)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="rewrite the golden files")
     ap.add_argument("--live", action="store_true", help="also the live scenario audits")
     args = ap.parse_args(argv)
+    import dbwatch
+
+    print(f"dbwatch from {Path(dbwatch.__file__).parent}", file=sys.stderr)
     results = {c.name: run_case(c) for c in cases()}
+    with tempfile.TemporaryDirectory() as tmp:
+        results.update(history_cases(Path(tmp)))
     if INNODB_CORPUS.is_dir() is False:
         print(f"note: {INNODB_CORPUS} not found: its cases are not checked", file=sys.stderr)
     if args.live:

@@ -8,7 +8,9 @@ so in the commit: `PYTHONPATH=. python tests/differential.py --write --live` (se
 from __future__ import annotations
 
 import pytest
-from differential import GOLDEN, Case, cases, golden_path, run_case
+from pathlib import Path
+
+from differential import GOLDEN, Case, cases, golden_path, history_cases, run_case
 from differential_live import SCENARIOS, live_name, run_scenario
 
 CASES = cases()
@@ -30,9 +32,18 @@ def test_live_scenario(key: str) -> None:
     assert run_scenario(key) == _expected(live_name(key))
 
 
-def test_every_golden_file_has_its_case() -> None:
+def test_deadlock_history_of_every_version(tmp_path: Path) -> None:
+    """`deadlocks --history` over records stored by older versions and by this one."""
+    found = history_cases(tmp_path)
+    assert len(found) == 3
+    for name, text in found.items():
+        assert text == _expected(name), name
+
+
+def test_every_golden_file_has_its_case(tmp_path: Path) -> None:
     """A golden file no case produces is a case that was dropped: say so, do not keep it."""
     names = {c.name for c in CASES} | {live_name(k) for k in SCENARIOS}
+    names |= set(history_cases(tmp_path))
     stale = sorted(p.stem for p in GOLDEN.glob("*.txt") if p.stem not in names)
     corpus_missing = not any(c.needs_corpus for c in CASES)
     if corpus_missing:  # the corpus cases are not listed without the corpus
