@@ -7,9 +7,9 @@ so in the commit: `PYTHONPATH=. python tests/differential.py --write --live` (se
 
 from __future__ import annotations
 
-import pytest
 from pathlib import Path
 
+import pytest
 from differential import GOLDEN, Case, cases, golden_path, history_cases, run_case
 from differential_live import SCENARIOS, live_name, run_scenario
 
