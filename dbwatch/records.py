@@ -65,11 +65,41 @@ def row_json(row: Row, *decode: str) -> JSONObject:
     return {k: loads(v) if k in decode else as_json(v) for k, v in row.items()}
 
 
-def finding_data(f: Finding) -> str:
-    """What `findings.data` stores of a finding (secrets never stored)."""
+def finding_data(f: Finding) -> tuple[JSONObject, str]:
+    """What `findings.data` stores of a finding (secrets never stored): the JSON object the
+    state keeps in its rows and its text for the column, made together (the text is the
+    object's; nothing is parsed back). The object is what `json.loads` of the text would give:
+    keys sorted, values that are not JSON as their str()."""
     d = f.to_dict()
     d["identity"] = f.identity
-    return json.dumps(scrub_tree(d), default=str, sort_keys=True)
+    data = json_object(stored_json(scrub_tree(d)))
+    return data, json.dumps(data)
+
+
+def stored_json(v: object) -> JSON:
+    """`json.loads(json.dumps(v, default=str, sort_keys=True))`, without the text: dicts in
+    sorted key order (keys as JSON writes them), tuples as lists, anything else as str()."""
+    if v is None or isinstance(v, str | bool):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
+    if isinstance(v, dict):
+        return {_json_key(k): stored_json(x) for k, x in sorted(v.items())}
+    if isinstance(v, list | tuple):
+        return [stored_json(x) for x in v]
+    return str(v)
+
+
+def _json_key(k: object) -> str:
+    if isinstance(k, str):
+        return k
+    if k is None or isinstance(k, bool):
+        return json.dumps(k)
+    if isinstance(k, int | float):
+        return json.dumps(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
 
 
 @dataclass(frozen=True)
