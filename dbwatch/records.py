@@ -30,6 +30,8 @@ from .snapshot.values import (
 from .targets.secrets import scrub_tree
 
 __all__ = [
+    "ActionRecord",
+    "AlertMessage",
     "DeadlockRecord",
     "Diagnosis",
     "FindingRow",
@@ -76,9 +78,10 @@ def finding_data(f: Finding) -> tuple[JSONObject, str]:
     return data, json.dumps(data)
 
 
-def stored_json(v: object) -> JSON:
-    """`json.loads(json.dumps(v, default=str, sort_keys=True))`, without the text: dicts in
-    sorted key order (keys as JSON writes them), tuples as lists, anything else as str()."""
+def stored_json(v: object, sort_keys: bool = True) -> JSON:
+    """`json.loads(json.dumps(v, default=str, sort_keys=sort_keys))`, without the text: dicts
+    (in sorted key order unless told), keys as JSON writes them, tuples as lists, anything
+    else as str()."""
     if v is None or isinstance(v, str | bool):
         return v
     if isinstance(v, int):
@@ -86,9 +89,10 @@ def stored_json(v: object) -> JSON:
     if isinstance(v, float):
         return float(v)
     if isinstance(v, dict):
-        return {_json_key(k): stored_json(x) for k, x in sorted(v.items())}
+        items = sorted(v.items()) if sort_keys else v.items()
+        return {_json_key(k): stored_json(x, sort_keys) for k, x in items}
     if isinstance(v, list | tuple):
-        return [stored_json(x) for x in v]
+        return [stored_json(x, sort_keys) for x in v]
     return str(v)
 
 
@@ -187,14 +191,150 @@ class SentRow:
 
 
 @dataclass(frozen=True)
+class AlertMessage:
+    """What one alert message says (an outbox row's payload): a finding firing or resolved,
+    or an action taken. The payload builders (alerts/payloads.py, pagerduty.py) read it."""
+
+    kind: str  # finding | action
+    status: str  # firing | resolved
+    fingerprint: str
+    rule: str
+    severity: str
+    target: str
+    subject: str
+    summary: str
+    fix: str
+    evidence: JSON
+    starts_at: float
+    ends_at: float | None
+    valid_for: float
+    queued_at: float
+    confidence: str | None = None  # a finding's
+    action: str | None = None  # an action's: terminated, would_terminate, ...
+    idempotency_key: str | None = None  # set when it is sent (fingerprint-revision)
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
+            "kind": self.kind,
+            "status": self.status,
+            "fingerprint": self.fingerprint,
+            "rule": self.rule,
+            "severity": self.severity,
+            "target": self.target,
+            "subject": self.subject,
+        }
+        if self.action is not None:
+            out["action"] = self.action
+        out |= {"summary": self.summary, "fix": self.fix, "evidence": self.evidence}
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
+        out |= {
+            "starts_at": self.starts_at,
+            "ends_at": self.ends_at,
+            "valid_for": self.valid_for,
+            "queued_at": self.queued_at,
+        }
+        if self.idempotency_key is not None:
+            out["idempotency_key"] = self.idempotency_key
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> AlertMessage:
+        d = json_object(as_json(value))
+        return cls(
+            kind=to_str(d.get("kind"), "finding"),
+            status=to_str(d.get("status")),
+            fingerprint=to_str(d.get("fingerprint")),
+            rule=to_str(d.get("rule")),
+            severity=to_str(d.get("severity")),
+            target=to_str(d.get("target")),
+            subject=to_str(d.get("subject")),
+            summary=to_str(d.get("summary")),
+            fix=to_str(d.get("fix")),
+            evidence=d.get("evidence", {}),
+            starts_at=to_float(d.get("starts_at")),
+            ends_at=opt_float(d.get("ends_at")),
+            valid_for=to_float(d.get("valid_for")),
+            queued_at=to_float(d.get("queued_at")),
+            confidence=opt_str(d.get("confidence")),
+            action=opt_str(d.get("action")),
+            idempotency_key=opt_str(d.get("idempotency_key")) or None,
+        )
+
+
+@dataclass(frozen=True)
+class ActionRecord:
+    """An action the daemon took or would take on a firing finding (terminate): what
+    `actions.detail` stores and what is announced. `decision` is the session and the decision
+    as actions/guards.Decision describes them; the rest is the finding acted on."""
+
+    decision: JSONObject
+    rule: str
+    fingerprint: str
+    subject: str
+    severity: str
+    finding: str  # the finding's summary
+    dry_run: bool
+    summary: str
+
+    @property
+    def action(self) -> str:
+        return to_str(self.decision.get("action"))
+
+    @property
+    def target(self) -> str:
+        return to_str(self.decision.get("target"))
+
+    @property
+    def reason(self) -> str:
+        return to_str(self.decision.get("reason"))
+
+    @property
+    def who(self) -> str:
+        """user@application, as far as the session said."""
+        user, app = to_str(self.decision.get("user")), opt_str(self.decision.get("application"))
+        return f"{user}@{app}" if app else user
+
+    def text(self, key: str) -> str:
+        """One of the decision's texts (statement, query, error, ...); '' when it has none."""
+        return to_str(self.decision.get(key))
+
+    def to_json(self) -> JSONObject:
+        return self.decision | {
+            "rule": self.rule,
+            "fingerprint": self.fingerprint,
+            "subject": self.subject,
+            "severity": self.severity,
+            "finding": self.finding,
+            "dry_run": self.dry_run,
+            "summary": self.summary,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> ActionRecord:
+        d = json_object(as_json(value))
+        own = ("rule", "fingerprint", "subject", "severity", "finding", "dry_run", "summary")
+        return cls(
+            decision={k: v for k, v in d.items() if k not in own},
+            rule=to_str(d.get("rule")),
+            fingerprint=to_str(d.get("fingerprint")),
+            subject=to_str(d.get("subject")),
+            severity=to_str(d.get("severity"), "warning"),
+            finding=to_str(d.get("finding")),
+            dry_run=bool(d.get("dry_run")),
+            summary=to_str(d.get("summary")),
+        )
+
+
+@dataclass(frozen=True)
 class OutboxMessage:
-    """One queued alert message (a row of `outbox`, its payload decoded)."""
+    """One queued alert message (a row of `outbox`, its payload read as an AlertMessage)."""
 
     id: int
     receiver: str
     fingerprint: str
     event: str
-    payload: JSONObject
+    payload: AlertMessage
     attempts: int
     rev: int
 
@@ -205,7 +345,7 @@ class OutboxMessage:
             to_str(r.get("receiver")),
             to_str(r.get("fingerprint")),
             to_str(r.get("event")),
-            json_object(r.get("payload")),
+            AlertMessage.from_json(r.get("payload")),
             to_int(r.get("attempts")),
             to_int(r.get("rev")),
         )

@@ -256,10 +256,11 @@ def test_pg201_backend_holder_named() -> None:
 
 def test_slack_shows_a_tag_as_text_never_as_markup() -> None:
     from dbwatch.alerts.payloads import slack_body
+    from dbwatch.records import AlertMessage
 
-    body = slack_body({"rule": "PG002", "target": "db", "subject": "pid 1", "severity": "warning",
-                       "summary": "pid 1 — <!channel> <https://evil|click> & co",
-                       "fix": "x <@U123>"})
+    body = slack_body(AlertMessage.from_json(
+        {"rule": "PG002", "target": "db", "subject": "pid 1", "severity": "warning",
+         "summary": "pid 1 — <!channel> <https://evil|click> & co", "fix": "x <@U123>"}))
     text = str(body["text"])
     assert "<!channel>" not in text and "<https://" not in text and "<@U123>" not in text
     assert "&lt;!channel&gt;" in text and "&amp; co" in text

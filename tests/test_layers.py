@@ -114,6 +114,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "findings",
             "parsers",
             "probes",
+            "records",  # the typed ActionRecord it keeps and announces
             "snapshot",
             "targets",
         },

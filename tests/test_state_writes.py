@@ -4,6 +4,7 @@ included), so the rows `State.update` returns equal the rows a reader gets."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -13,9 +14,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dbwatch.alerts.payloads import action_data, alert_data
 from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
-from dbwatch.records import finding_data, stored_json
+from dbwatch.records import (
+    ActionRecord,
+    AlertMessage,
+    OutboxMessage,
+    finding_data,
+    stored_json,
+)
 
 SCALARS = (
     st.none()
@@ -68,3 +76,40 @@ def test_update_returns_the_rows_a_reader_reads(tmp_path: Path) -> None:
         assert again.firing[0] == st_.firing("pg")[0]
     finally:
         st_.close()
+
+
+ACTION = {"action": "terminated", "target": "pg", "engine": "postgresql", "kind": "session",
+          "pid": 7, "user": "app", "application": "billing", "reason": "idle in transaction 2h",
+          "statement": "SELECT pg_terminate_backend(7)", "origin": {"phrase": "billing"},
+          "rule": "PG002", "fingerprint": "ab12", "subject": "pid 7", "severity": "warning",
+          "finding": "pid 7 idle", "dry_run": False, "summary": "dbwatch terminated pid 7"}
+
+
+def test_action_record_is_its_json_and_announces_as_before() -> None:
+    rec = ActionRecord.from_json(ACTION)
+    assert rec.to_json() == ACTION and json.dumps(rec.to_json()) == json.dumps(ACTION)
+    assert (rec.action, rec.target, rec.reason, rec.who) == (
+        "terminated", "pg", "idle in transaction 2h", "app@billing")
+    msg = action_data(rec, 5.0)
+    text = json.dumps(ACTION, default=str, sort_keys=True)  # how the fingerprint was made
+    assert msg.fingerprint == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert msg.evidence == json.loads(text) and msg.kind == "action"
+    assert (msg.rule, msg.target, msg.action, msg.summary) == (
+        "PG002", "pg", "terminated", "dbwatch terminated pid 7")
+
+
+def test_alert_message_round_trips_through_the_outbox(tmp_path: Path) -> None:
+    st_ = State(tmp_path / "s.db")
+    try:
+        st_.update("pg", [_finding(pids=(7,))], now=100.0)
+        (row,) = st_.firing("pg")
+        msgs = [alert_data(row, "firing", 100.0, 240.0), alert_data(row, "resolved", 150.0, 0.0),
+                action_data(ActionRecord.from_json(ACTION), 120.0)]
+        for m in msgs:
+            st_.enqueue("hook", m.fingerprint, m.kind, m.to_json(), m.queued_at)
+        queued = [OutboxMessage.of(r).payload for r in st_.outbox_head("hook")]
+    finally:
+        st_.close()
+    assert queued[-1] == msgs[-1]
+    assert all(AlertMessage.from_json(m.to_json()) == m for m in msgs)
+    assert msgs[0].confidence == "high" and "confidence" not in msgs[2].to_json()

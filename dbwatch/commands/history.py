@@ -10,7 +10,7 @@ from typing import TypedDict
 
 from ..durations import format_duration, parse_duration, plural
 from ..errors import UsageError
-from ..records import DeadlockRecord, json_object
+from ..records import ActionRecord, DeadlockRecord, json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..statereader import StateReader
@@ -109,14 +109,13 @@ def _resolved(r: JSONObject) -> ResolvedLine:
 
 
 def _action(a: JSONObject) -> ActionLine:
-    detail = a["detail"]
     return ActionLine(
         at=iso(to_float(a["ts"])),
         target=to_str(a["target"]),
         rule=opt_str(a["rule"]),
         subject=to_str(a["subject"]),
         action=to_str(a["action"]),
-        reason=to_str(detail.get("reason")) if isinstance(detail, dict) else "",
+        reason=ActionRecord.from_json(a["detail"]).reason,
     )
 
 

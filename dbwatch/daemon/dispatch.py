@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from ..actions.daemon_action import DaemonTerminator
 from ..alerts.router import announce, route
@@ -13,7 +13,7 @@ from ..deadlocks.record import latest_deadlock
 from ..deadlocks.unshown import COUNTER_KEY, NOT_SHOWN_KEY, account, server_counter
 from ..findings import Finding
 from ..pipeline import TargetResult
-from ..records import FindingRow, Transitions
+from ..records import ActionRecord, FindingRow, Transitions
 from ..snapshot import Snapshot
 from ..targets import TargetSpec
 from .setup import Setup
@@ -70,7 +70,7 @@ class Actions:
             return  # fenced: the lease moved on during this cycle; the new holder decides
         state = self.state
 
-        def notify(action: Mapping[str, object]) -> None:
+        def notify(action: ActionRecord) -> None:
             announce(state, setup.policies, action, time.time())
 
         try:
@@ -79,7 +79,7 @@ class Actions:
             log.exception("terminate action on %s failed", spec.name)
             return
         for action in done or []:
-            log.warning("action on %s: %s", spec.name, action)
+            log.warning("action on %s: %s", spec.name, action.to_json())
 
 
 def record_deadlocks(state: State, result: TargetResult) -> int:

@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..durations import format_duration
-from ..records import DeadlockRecord, json_object
+from ..records import ActionRecord, DeadlockRecord, json_object
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_str
 from ..statereader import StateReader
 from . import svg
@@ -285,10 +285,8 @@ class Pages:
         res = st.actions(0.0, q.get("target") or None, ACTIONS_PER_PAGE, page * ACTIONS_PER_PAGE)
         rows = []
         for a in res.rows:
-            d = a["detail"] if isinstance(a["detail"], dict) else {}
-            who = to_str(d.get("user"))
-            if d.get("application"):
-                who += f"@{d['application']}"
+            raw = a["detail"]
+            d = ActionRecord.from_json(raw)
             rows.append(
                 {
                     "when": iso(opt_float(a["ts"])),
@@ -296,12 +294,15 @@ class Pages:
                     "action": a["action"],
                     "rule": a["rule"] or "",
                     "subject": cut(a["subject"] or "", 200),
-                    "who": cut(who, 200),
-                    "reason": cut(d.get("reason") or (a["detail"] if not d else ""), 2000),
-                    "statement": cut(d.get("statement") or "", 2000),
-                    "query": cut(d.get("query") or "", 1000),
-                    "dry_run": bool(d.get("dry_run")),
-                    "finding": cut(d.get("finding") or "", 1000),
+                    "who": cut(d.who, 200),
+                    # a detail that is not a record (text) is shown as it is
+                    "reason": cut(
+                        d.reason or (raw if not raw or not isinstance(raw, dict) else ""), 2000
+                    ),
+                    "statement": cut(d.text("statement"), 2000),
+                    "query": cut(d.text("query"), 1000),
+                    "dry_run": d.dry_run,
+                    "finding": cut(d.finding, 1000),
                 }
             )
         return self.render(
