@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 DURATION = "duration"
 Duration = Annotated[float, DURATION]  # read by parse_duration; a float field must say so
 Table = dict[str, object]
+ENTRY = "ID"  # how the name of a dict[str, DC] entry is shown: [rules.ID]
 _T = TypeVar("_T")
 
 
@@ -80,7 +81,6 @@ class Spec:
     read: Callable[[At], object] | None = None  # reads the key itself
     derived: bool = False  # no key of its own: `read` computes it from the table
     entry: Callable[[str, Collector], str | None] | None = None  # dict[str, DC]: a bad name
-    label: str = "ID"  # dict[str, DC]: how an entry's name is shown ([rules.ID])
 
 
 SPEC = "dbwatch.config"
@@ -217,12 +217,13 @@ class At:
 def _typed(at: At) -> object:
     """The present value converted to the field's type, or MISSING (the problem recorded)."""
     slot, raw = at.slot, at.raw
-    try:
-        if slot.kind in _CONVERT:
-            return _CONVERT[slot.kind](raw)
-    except (ValueError, TypeError) as exc:
-        at.err(str(exc))
-        return MISSING
+    convert = _CONVERT.get(slot.kind)
+    if convert is not None:
+        try:
+            return convert(raw)
+        except (ValueError, TypeError) as exc:
+            at.err(str(exc))
+            return MISSING
     assert slot.of is not None, slot
     if slot.kind == "table":
         table = as_table(raw)
@@ -288,7 +289,7 @@ def _tables(of: type[DataclassInstance], raw: object, at: At) -> object:
     """[key.ID]: a table per name; a bad name or a non-table is skipped."""
     tables = as_table(raw)
     if tables is None:
-        at.err(f"must be a table of [{at.path}.{at.slot.spec.label}] tables")
+        at.err(f"must be a table of [{at.path}.{ENTRY}] tables")
         return MISSING
     out = {}
     for name, item in tables.items():
@@ -363,6 +364,6 @@ def key_table(cls: type[DataclassInstance], where: str = "") -> list[tuple[str, 
         if s.of is not None and s.spec.read is None:
             sub = dotted(where, s.key)
             if s.kind == "tables":
-                sub = f"{sub}.{s.spec.label}"
+                sub = f"{sub}.{ENTRY}"
             out.extend(key_table(s.of, sub))
     return out
