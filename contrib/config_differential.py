@@ -8,17 +8,23 @@ A valid config must give an equal Config (asdict), an invalid one the same probl
 "order_only" counts the one known difference: in one [[targets]] table with a bad name and a
 bad url, name's problem now comes first (TargetConfig declares name before url).
 """
-import importlib.util, os, random, subprocess, sys, tempfile
+import importlib.util
+import os
+import random
+import subprocess
+import sys
+import tempfile
 from dataclasses import asdict
+
 sys.path.insert(0, os.getcwd())
+import dbwatch.config as new
 from dbwatch.catalogue import load_catalogue
 from dbwatch.errors import ConfigError
-import dbwatch.config as new
 
 REV = sys.argv[3] if len(sys.argv) > 3 else "3180539"
 _src = subprocess.run(["git", "show", f"{REV}:dbwatch/config.py"], capture_output=True, text=True, check=True).stdout
-_tmp = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-_tmp.write(_src); _tmp.close()
+with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as _tmp:
+    _tmp.write(_src)
 spec = importlib.util.spec_from_file_location("dbwatch._config_old", _tmp.name)
 old = importlib.util.module_from_spec(spec); sys.modules[spec.name] = old; spec.loader.exec_module(old)
 os.unlink(_tmp.name)
@@ -95,6 +101,8 @@ def run(mod, d, cat):
         return ("err", list(e.problems))
 
 import re as _re
+
+
 def name_first(probs):
     """The old list with each target's name problems moved before its url problems."""
     out = list(probs)
