@@ -15,6 +15,7 @@ from dbwatch.catalogue import load_catalogue
 from dbwatch.config import AlertConfig, Config, TargetConfig, parse_config
 from dbwatch.config.schema import (
     ENTRY,
+    At,
     Collector,
     Duration,
     build,
@@ -162,7 +163,7 @@ def test_the_config_examples_in_the_docs_use_known_keys(monkeypatch: pytest.Monk
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     seen = 0
     for doc in docs:
-        for block in re.findall(r"```toml\n(.*?)```", doc.read_text(), re.S):
+        for block in re.findall(r"```toml\n(.*?)```", doc.read_text(), re.DOTALL):
             seen += 1
             try:
                 parse_config(tomllib.loads(block), doc.name, CATALOGUE)
@@ -223,9 +224,9 @@ def test_every_bad_value_at_once_is_collected() -> None:
 # the schema reader itself, on dataclasses of its own
 
 
-def _no_zero(value: object, at: object) -> None:
+def _no_zero(value: object, at: At) -> None:
     if value == 0:
-        at.err("must not be 0")  # type: ignore[attr-defined]
+        at.err("must not be 0")
 
 
 @dataclass(frozen=True)
