@@ -27,6 +27,8 @@ ALLOWED: dict[str, frozenset[str]] = {
         "errors": set(),
         "durations": set(),
         "queues": set(),  # the queue registry is pure data
+        # the one registration idiom: Registry[T], discovery by an explicit module list
+        "registry": set(),
         "termout": set(),
         "targets": {"errors"},  # the only code that talks to a driver
         "catalogue": {"durations", "errors"},
@@ -34,7 +36,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # parsers of untrusted text
         "parsers": set(),
         # the typed snapshot: rows reuse the parsers' dataclasses
-        "snapshot": {"parsers"},
+        "snapshot": {"parsers", "registry"},
         "findings": {"snapshot"},
         "scope": {"snapshot"},
         # the one input-file opener (gzip by magic) and binary sniffing, typed paths
@@ -51,7 +53,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "queues",
             "targets",
         },
-        "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
+        "probes": {"config", "errors", "parsers", "queues", "registry", "snapshot", "targets"},
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {
             "errors",
@@ -70,6 +72,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "findings",
             "queues",
+            "registry",
             "scope",
             "snapshot",
             "sqlpatterns",

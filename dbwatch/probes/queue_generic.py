@@ -16,9 +16,10 @@ from ..snapshot import CoverageGap
 from ..snapshot.values import as_row, opt_float, opt_int, to_str
 from ..targets import Connection
 from ..targets.quoting import my_ident_for_format
-from . import jsonable, sql
 from .queue_shape import GenericTable, enum_labels, gap, question
 from .queue_sql import compose
+from .results import jsonable
+from .sqlfiles import sql
 
 WINDOW = 10_000  # rows per window (oldest and newest by the order column): <= 20,000 read
 VALUES = 50  # status values read per table
