@@ -167,6 +167,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "pipeline",
             "probes",
             "records",
+            "registry",
             "report",
             "scope",
             "snapshot",
