@@ -392,10 +392,7 @@ DRIVERS = ("psycopg", "pymysql", "sqlite3")
 DRIVER_HOMES = ("dbwatch.targets", "dbwatch.daemon.statedb", "dbwatch.statereader")
 # Driver imports elsewhere, left for now: module -> why. Each must still occur (a stale entry
 # fails), so delete it when the import goes.
-DRIVER_PENDING = {
-    "dbwatch.probes.queue_sql": "psycopg.sql composition; the queue work moves it to targets",
-    "dbwatch.probes.queue_generic": "psycopg.sql identifiers; the queue work moves it too",
-}
+DRIVER_PENDING: dict[str, str] = {}
 
 
 def driver_imports() -> list[tuple[str, int, str]]:
