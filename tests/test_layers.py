@@ -11,6 +11,7 @@ code down (or the shared piece below both) instead of widening the table."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -420,3 +421,40 @@ def test_drivers_are_imported_only_by_targets_and_the_state_database() -> None:
     assert bad == []
     stale = set(DRIVER_PENDING) - {m for m, _, _ in found}
     assert stale == set(), "this driver import is gone: delete its DRIVER_PENDING entry"
+
+
+# --- the README states this order: its numbered list of layers, bottom up ------------------
+
+
+README = PACKAGE.parent / "README.md"
+
+
+def readme_lines() -> dict[str, int]:
+    """layer -> the number of the README list line naming it: every `name`, `name/` or
+    `name.py` outside parentheses (asides) on that numbered line and its continuation."""
+    text = README.read_text()
+    start = text.index("\n1. ", text.index("The real import\norder, bottom up"))
+    items = re.split(r"\n(\d+)\. ", text[start : text.index("\n\n", start + 1)])[1:]
+    lines: dict[str, int] = {}
+    for number, body in zip(items[::2], items[1::2]):
+        while re.search(r"\([^()]*\)", body):
+            body = re.sub(r"\([^()]*\)", "", body)  # asides name other things
+        for name in re.findall(r"`([a-z_]+)(?:/|\.py)?`", body):
+            assert name not in lines, f"README lists {name} twice"
+            lines[name] = int(number)
+    return lines
+
+
+def test_the_readme_states_the_real_import_order() -> None:
+    """Every layer is on one line of README's list, and imports only layers on lines above."""
+    lines = readme_lines()
+    missing = sorted(set(ALLOWED) - {ROOT} - set(lines))
+    assert missing == [], "a layer the README's layer list does not place"
+    assert sorted(set(lines) - set(ALLOWED)) == [], "the README names a layer that is not one"
+    upward = sorted(
+        f"{a} (line {lines[a]}) imports {b} (line {lines[b]})"
+        for a, deps in ALLOWED.items()
+        for b in deps
+        if a in lines and b in lines and lines[b] >= lines[a]
+    )
+    assert upward == [], "README's layer list is not the import order"
