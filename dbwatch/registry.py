@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Iterator, Mapping
-from typing import TypeVar
+from typing import TypeVar, overload
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 class Registry(Mapping[str, T]):
@@ -68,8 +69,28 @@ class Registry(Mapping[str, T]):
                 self._loading = False
         return self
 
+    # the reads a cycle makes (a probe, a check, a section per name): no discovery call once
+    # loaded, a plain dict read
     def __getitem__(self, name: str) -> T:
-        return self.load()._entries[name]
+        if not self._loaded:
+            self.load()
+        return self._entries[name]
+
+    @overload
+    def get(self, name: str, /) -> T | None: ...
+
+    @overload
+    def get(self, name: str, /, default: T | D) -> T | D: ...
+
+    def get(self, name: str, /, default: object = None) -> object:
+        if not self._loaded:
+            self.load()
+        return self._entries.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        if not self._loaded:
+            self.load()
+        return name in self._entries
 
     def __setitem__(self, name: str, entry: T) -> None:
         """Replace a registered entry (tests: `monkeypatch.setitem`); never adds one."""
