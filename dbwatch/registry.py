@@ -1,6 +1,7 @@
 """The one registration idiom: a typed `Registry[T]` of named entries, filled by its kind's
-decorator or declaration (`@probe`, `@check`, `section(...)`, `library(...)`, `command(...)`),
-found by importing an explicit, ordered list of modules once per process, on first read.
+decorator or declaration (`@probe`, `@check`, `section(...)`, `queue_library(...)`,
+`command(...)`) and found by importing an explicit, ordered list of modules once per process,
+on first read.
 
 Nothing is listed from disk and nothing is imported before something reads the registry, so a
 command that reads no registry (`--version`) imports none of the registered modules.
