@@ -21,8 +21,6 @@ from .common import add_all_databases, arg_flag, arg_int, arg_str
 
 Record = Mapping[str, object]
 
-HELP = "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, --summary)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", metavar="TARGET", help="mysql:// URL or configured name")
