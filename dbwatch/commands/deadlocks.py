@@ -18,8 +18,6 @@ from ..snapshot.values import JSON, JSONObject
 from ..termout import chop, fit_lines, fit_table, hanging, term_width
 from .common import add_all_databases, arg_flag, arg_int, arg_str
 
-HELP = "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, --summary)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", metavar="TARGET", help="mysql:// URL or configured name")

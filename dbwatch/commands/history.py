@@ -18,8 +18,6 @@ from ..targets.secrets import scrub, scrub_tree
 from ..termout import fit_table, hanging, paint, term_width, use_colour
 from .status import add_state_arguments, open_reader
 
-HELP = "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--since", default="24h", help="the window, e.g. 30m, 24h, 7d (default 24h)")
