@@ -362,6 +362,9 @@ def _unquote(name: str) -> str:
 
 @dataclass(frozen=True)
 class Diagnosis:
+    """The shape a deadlock matches, the rules it concerns, why, and the fix (decided by
+    deadlocks/diagnosis.py; carried by the DeadlockRecord)."""
+
     pattern: str  # queue-claim-vs-delete | queue-delete-vs-delete |
     # queue-maintenance-vs-workers | queue-legacy-index | queue-claim-vs-claim |
     # queue-claim-pileup | queue-unclear | gap-insert-intention | opposite-order-rows |
