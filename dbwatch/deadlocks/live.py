@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from ..findings import Finding
 from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_storm import Derive
-from ..scope import deadlock_in_scope
-from ..snapshot.values import as_row
 from .record import DeadlockRecord, deadlock_record
 from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
@@ -31,7 +28,7 @@ class DeadlockJournal(StateDb, Protocol):
     def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool: ...
 
 
-def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -> Finding:
+def _finding(rule: str, target: str, rec: DeadlockRecord, severity: str) -> Finding:
     return Finding(
         rule=rule,
         severity=severity,
@@ -41,25 +38,25 @@ def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -
 
 
 def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) -> Finding:
-    patterns = Counter(str(as_row(r.get("diagnosis")).get("pattern")) for r in recs)
+    patterns = Counter(r.diagnosis.pattern for r in recs)
     latest = recs[-1]
     top = ", ".join(f"{p} ×{n}" for p, n in patterns.most_common(5))
     return Finding(
         rule=rule,
         severity=severity,
         target=target,
-        subject=f"deadlocks {recs[0].get('at')} … {latest.get('at')}",
+        subject=f"deadlocks {recs[0].at} … {latest.at}",
         summary=f"{len(recs)} deadlocks in the server log since the last look ({top}); "
         f"latest: {victim_text(latest)}",
-        fix=str(as_row(latest.get("diagnosis")).get("fix") or ""),
+        fix=latest.diagnosis.fix,
         evidence={
             "count": len(recs),
             "by_pattern": dict(patterns),
-            "latest": latest,
+            "latest": latest.to_json(),
             "source": "log_file",
             "see_all": f"dbwatch deadlocks --history {target} / --log <file> --summary",
         },
-        identity=f"burst:{recs[0].get('key')}",
+        identity=f"burst:{recs[0].key}",
     )
 
 
@@ -67,9 +64,8 @@ def _logged(dl: Deadlock) -> tuple[DeadlockRecord, str]:
     """A deadlock read from the log: its record and the JSON the journal stores of it (what
     JournalStore.record_deadlock makes of the record). A storm's reports of one shape get both
     from templates (parsers.innodb_storm.Derive), exactly."""
-    rec = deadlock_record(dl)
-    rec["source"] = "log_file"
-    return rec, json.dumps(rec, default=str, sort_keys=True)
+    rec = deadlock_record(dl).tagged(source="log_file")
+    return rec, json.dumps(rec.to_json(), default=str, sort_keys=True)
 
 
 def tail_findings(
@@ -92,9 +88,9 @@ def tail_findings(
     fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
         for rec, stored in derived.out:
-            if engine == "mysql" and not deadlock_in_scope(rec, scope):
+            if engine == "mysql" and not rec.in_scope(scope):
                 continue
-            if state.record_deadlock(target, str(rec["key"]), rec.get("at"), stored):
+            if state.record_deadlock(target, rec.key, rec.at, stored):
                 fresh.append(rec)
         if new_pos is not None:
             save_position(db, target, new_pos)

@@ -27,13 +27,13 @@ Two layers, each falling back to the full scan of the buffer when unsure:
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import fields, is_dataclass
 from operator import itemgetter
+from typing import Any, Generic, TypeVar
 
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import Scanner, slim_bytes
@@ -137,7 +137,9 @@ def _cuts(data: bytes) -> list[int]:
 # -- layer 2: shapes -------------------------------------------------------------------------
 
 Build = Callable[[Sequence[str]], object]
-Compiled = tuple[Build, frozenset[int]]  # the builder and the classes it reads
+# the builder, the classes it reads, and whether what it builds holds a mutable container (a
+# dict or list: then built afresh every time, never remembered or shared)
+Compiled = tuple[Build, frozenset[int], bool]
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 
 
@@ -147,8 +149,8 @@ def _const(v: object) -> Build:
 
 def _memo(build: Build, deps: frozenset[int]) -> Build:
     """build, remembering its last result: a storm changes a few numbers (trx, thread, query
-    ids), the rest (names, pages, years) are the same report after report. The result is
-    immutable, so it is shared."""
+    ids), the rest (names, pages, years) are the same report after report. Only for immutable
+    results, which are then shared."""
     pick = _picker(sorted(deps))
     last: list[tuple[tuple[str, ...], object]] = [((), None)]
 
@@ -165,30 +167,69 @@ def _memo(build: Build, deps: frozenset[int]) -> Build:
 
 
 def _compile(v: object, cls: dict[str, int]) -> Compiled | None:
-    """How to build v from the classes' numbers; None: v is the same for every report."""
+    """How to build v from the classes' numbers; None: v is the same immutable value for every
+    report (shared)."""
     if isinstance(v, str):
         return _compile_str(v, cls)
     if isinstance(v, int) and not isinstance(v, bool):
         c = cls.get(str(v)) if v >= 100 else None  # a clock's two digits reach text only
         if c is None:
             return None
-        return (lambda t: int(t[c])), frozenset((c,))
-    if isinstance(v, tuple):
-        subs = [_compile(x, cls) for x in v]
-        if all(s is None for s in subs):
-            return None
-        parts = [s[0] if s is not None else _const(x) for s, x in zip(subs, v, strict=True)]
-        deps = frozenset().union(*(s[1] for s in subs if s is not None))
-        return _memo(lambda t: tuple([p(t) for p in parts]), deps), deps
-    if is_dataclass(v) and not isinstance(v, type) and hasattr(v, "__dict__"):
-        return _compile_obj(v, cls)
+        return (lambda t: int(t[c])), frozenset((c,)), False
     if v is None or isinstance(v, (bool, float)):
         return None
-    raise _Opaque(type(v).__name__)  # mutable or unknown: never shared, never templated
+    if isinstance(v, (tuple, list)):
+        return _compile_seq(v, cls)
+    if isinstance(v, dict):
+        return _compile_dict(v, cls)
+    if isinstance(v, frozenset):
+        if any(_compile(x, cls) is not None for x in v):
+            raise _Opaque("a number inside a set")
+        return None
+    if is_dataclass(v) and not isinstance(v, type) and hasattr(v, "__dict__"):
+        return _compile_obj(v, cls)
+    raise _Opaque(type(v).__name__)  # unknown: never shared, never templated
 
 
 class _Opaque(Exception):
     """A value the templates cannot build: the shape is parsed every time."""
+
+
+def _parts(
+    values: Sequence[object], cls: dict[str, int]
+) -> tuple[list[Build], frozenset[int], bool] | None:
+    """Builders of each value (constants as they are), the classes read, any mutable; None if
+    all are shared constants."""
+    subs = [_compile(x, cls) for x in values]
+    if all(s is None for s in subs):
+        return None
+    parts = [s[0] if s is not None else _const(x) for s, x in zip(subs, values, strict=True)]
+    deps = frozenset().union(*(s[1] for s in subs if s is not None))
+    return parts, deps, any(s[2] for s in subs if s is not None)
+
+
+def _compile_seq(v: tuple[object, ...] | list[object], cls: dict[str, int]) -> Compiled | None:
+    got = _parts(v, cls)
+    if isinstance(v, list):
+        parts = got[0] if got is not None else [_const(x) for x in v]
+        deps = got[1] if got is not None else frozenset()
+        return (lambda t: [p(t) for p in parts]), deps, True
+    if got is None:
+        return None
+    parts, deps, mutable = got
+    build: Build = lambda t: tuple([p(t) for p in parts])
+    return (build if mutable else _memo(build, deps)), deps, mutable
+
+
+def _compile_dict(v: dict[object, object], cls: dict[str, int]) -> Compiled:
+    if any(_compile(k, cls) is not None for k in v):
+        raise _Opaque("a number in a key")
+    keys = list(v)
+    got = _parts([v[k] for k in keys], cls)
+    parts = got[0] if got is not None else [_const(v[k]) for k in keys]
+    deps = got[1] if got is not None else frozenset()
+    pairs = list(zip(keys, parts, strict=True))
+    return (lambda t: {k: p(t) for k, p in pairs}), deps, True
 
 
 def _compile_str(v: str, cls: dict[str, int]) -> Compiled | None:
@@ -207,11 +248,11 @@ def _compile_str(v: str, cls: dict[str, int]) -> Compiled | None:
     deps = frozenset(idx)
     if len(idx) == 1 and fmt[0] == "" and last == len(v):
         only = idx[0]
-        return (lambda t: t[only]), deps
+        return (lambda t: t[only]), deps, False
     fmt.append(v[last:].replace("%", "%%"))
     text = "".join(fmt)
     pick = _picker(idx)
-    return (lambda t: text % pick(t)), deps
+    return (lambda t: text % pick(t)), deps, False
 
 
 def _picker(idx: list[int]) -> Callable[[Sequence[str]], tuple[str, ...]]:
@@ -225,11 +266,13 @@ def _picker(idx: list[int]) -> Callable[[Sequence[str]], tuple[str, ...]]:
 def _compile_obj(v: object, cls: dict[str, int]) -> Compiled | None:
     subs: list[tuple[str, Build]] = []
     deps: frozenset[int] = frozenset()
+    mutable = False
     for f in fields(v):  # type: ignore[arg-type]
         s = _compile(getattr(v, f.name), cls)
         if s is not None:
             subs.append((f.name, s[0]))
             deps |= s[1]
+            mutable = mutable or s[2]
     if not subs:
         return None
     kind = type(v)
@@ -243,7 +286,7 @@ def _compile_obj(v: object, cls: dict[str, int]) -> Compiled | None:
             d[name] = s(t)
         return new
 
-    return _memo(build, deps), deps
+    return (build if mutable else _memo(build, deps)), deps, mutable
 
 
 class _Shape:
@@ -386,6 +429,8 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
         compiled = _compile(r1[0], {u: c for c, u in enumerate(u1)})
     except _Opaque:
         return None
+    if compiled is not None and compiled[2]:
+        return None  # the parser's model holds no dict or list: something else changed
     build = compiled[0] if compiled is not None else None
     if build is None:
         if not dl == r1[0] == r2[0]:
@@ -480,20 +525,19 @@ class ShapeCache:
 SHAPES = ShapeCache()
 
 
-Record = dict[str, object]
-Derived = tuple[Record, str]
+R = TypeVar("R")
 
 
-class Derive:
+class Derive(Generic[R]):
     """What the caller makes of each deadlock the scan returns, in order (`out`): `fn(dl)` gives
-    a JSON object and a text (the log tail: the deadlock's record and its stored JSON). For a
-    deadlock built from a learnt shape both are built from templates of text — the object as
-    json.loads of its JSON in key order — when, at the shape's three learning points, that
-    gives exactly what fn gives (same keys in the same order, same types, same values)."""
+    an object (the log tail: the deadlock's record) and a text (its stored JSON). For a
+    deadlock built from a learnt shape both are built from templates — the object's
+    dataclasses, tuples, text and numbers; its dicts and lists afresh — when, at the shape's
+    three learning points, that gives exactly what fn gives."""
 
-    def __init__(self, fn: Callable[[Deadlock], Derived]) -> None:
+    def __init__(self, fn: Callable[[Deadlock], tuple[R, str]]) -> None:
         self.fn = fn
-        self.out: list[Derived] = []
+        self.out: list[tuple[R, str]] = []
         self.built = 0
 
     def has(self, shape: _Shape) -> bool:
@@ -511,32 +555,13 @@ class Derive:
     def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
         tpl = shape.derived[self.fn]
         assert tpl is not None
-        plain, stored = tpl[0](texts), tpl[1](texts)
-        assert isinstance(plain, str) and isinstance(stored, str)
-        self.out.append((json.loads(plain), stored))
+        obj, stored = tpl[0](texts), tpl[1](texts)
+        assert isinstance(stored, str)
+        self.out.append((obj, stored))  # type: ignore[arg-type]  # built as fn's R, checked
         self.built += 1
 
 
-def _plain(obj: Record) -> str | None:
-    """obj's JSON in key order if json.loads gives obj back exactly, else None."""
-    try:
-        text = json.dumps(obj, allow_nan=False)
-    except (TypeError, ValueError):
-        return None
-    back = json.loads(text)
-    return text if back == obj and _types(back) == _types(obj) else None
-
-
-def _types(v: object) -> object:
-    """The shape of a JSON value with its container types (a tuple is not a list)."""
-    if isinstance(v, dict):
-        return (dict, [(k, _types(x)) for k, x in v.items()])
-    if isinstance(v, (list, tuple)):
-        return (type(v), [_types(x) for x in v])
-    return type(v)
-
-
-def _text_template(texts: list[str], points: list[tuple[list[str], str]]) -> Build | None:
+def _text_template(points: list[tuple[list[str], str]]) -> Build | None:
     """A template of a text that is a function of the numbers, checked at every point."""
     first_numbers, first = points[0] if len(points) == 1 else points[1]
     compiled = _compile_str(first, {u: c for c, u in enumerate(first_numbers)})
@@ -546,28 +571,59 @@ def _text_template(texts: list[str], points: list[tuple[list[str], str]]) -> Bui
     return None
 
 
-def _learn_derived(shape: _Shape, fn: Callable[[Deadlock], Derived]) -> tuple[Build, Build] | None:
-    plain: list[tuple[list[str], str]] = []
-    stored: list[tuple[list[str], str]] = []
+def _obj_template(points: list[tuple[list[str], object]]) -> Build | None:
+    """A template of an object that is a function of the numbers, checked at every point
+    (equal, and of the same type all the way down: a tuple is not a list)."""
+    first_numbers, first = points[0] if len(points) == 1 else points[1]
+    try:
+        compiled = _compile(first, {u: c for c, u in enumerate(first_numbers)})
+    except _Opaque:
+        return None
+    if compiled is None:
+        build: Build = _const(first)
+    else:
+        build = compiled[0]
+    for numbers, want in points:
+        got = build(numbers)
+        if got != want or _types(got) != _types(want):
+            return None
+    return build
+
+
+def _types(v: object) -> object:
+    """The shape of a value with the type of every part (== says 1 == True, (1,) != [1])."""
+    if isinstance(v, dict):
+        return (dict, [(k, _types(x)) for k, x in v.items()])
+    if isinstance(v, (list, tuple)):
+        return (type(v), [_types(x) for x in v])
+    if is_dataclass(v) and not isinstance(v, type):
+        return (type(v), [_types(getattr(v, f.name)) for f in fields(v)])
+    return type(v)
+
+
+def _learn_derived(
+    shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
+) -> tuple[Build, Build] | None:
+    objs: list[tuple[list[str], object]] = []
+    texts: list[tuple[list[str], str]] = []
     for numbers, dl in shape.points:
         try:
             obj, text = fn(dl)
         except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
             return None
-        p = _plain(obj)
-        if p is None:
-            return None
-        plain.append((numbers, p))
-        stored.append((numbers, text))
-    if not plain:
+        objs.append((numbers, obj))
+        texts.append((numbers, text))
+    if not objs:
         return None
-    a = _text_template(plain[0][0], plain)
-    b = _text_template(stored[0][0], stored)
+    a, b = _obj_template(objs), _text_template(texts)
     return (a, b) if a is not None and b is not None else None
 
 
 def scan_buffer(
-    data: bytes, final: bool, shapes: ShapeCache | None = None, derive: Derive | None = None
+    data: bytes,
+    final: bool,
+    shapes: ShapeCache | None = None,
+    derive: Derive[Any] | None = None,
 ) -> tuple[list[Deadlock], bool]:
     """errorlog's scan of a buffer of whole lines (the tailer's read): its deadlocks and whether
     a report is still open at its end; equal to full_scan(slim(data), final). `derive`: what
