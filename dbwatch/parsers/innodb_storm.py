@@ -473,11 +473,15 @@ class ShapeCache:
             return _alone(piece, wrapped)
         zeroed = piece.translate(_DIGITS)
         family = self.learnt.get(zeroed, ())
-        for shape in family:
+        for i, shape in enumerate(family):
             if shape.wrapped_in == wrapped:
                 got = shape.read(piece)
                 if got is not None:
                     self.built += 1
+                    if i:  # the last one found is tried first (a family's shapes, by use)
+                        with self.lock:
+                            if self.learnt.get(zeroed) is family:
+                                self.learnt[zeroed] = [shape, *family[:i], *family[i + 1 :]]
                     return got
         runs = _VAR.findall(piece)
         key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
