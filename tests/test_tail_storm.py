@@ -233,3 +233,22 @@ def test_records_built_from_shapes() -> None:
     scan_buffer(data, False, cache, derived)
     assert derived.built >= 25
     assert derived.out == [live._logged(dl) for dl in full_scan(slim(data), False)[0]]
+
+
+def test_a_fault_of_the_storm_path_falls_back_to_the_full_scan(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A bug in the shortcut never stops the tail: the buffer is read the full way, and what
+    the shortcut had already added is dropped (each deadlock once)."""
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_bytes()
+    data = log * 5
+    want = tailer._scan(io.BytesIO(data), 0, "mysql", False, fast=False, derive=None)
+    real = tailer.scan_buffer
+
+    def broken(buf: bytes, final: bool, shapes: object = None, derive: object = None) -> object:
+        real(buf, final, derive=derive)  # type: ignore[arg-type]  # adds to derive.out, then fails
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(tailer, "scan_buffer", broken)
+    assert tailer._scan(io.BytesIO(data), 0, "mysql", False) == want
+    derived = Derive(live._logged)
+    assert tailer._scan(io.BytesIO(data), 0, "mysql", False, derive=derived) == ([], want[1])
+    assert derived.out == [live._logged(dl) for dl in want[0]]

@@ -87,8 +87,17 @@ def _scan(
     (MySQL/MariaDB): through innodb_storm's shapes, else the Scanner on every line. `derive`:
     what the caller makes of each deadlock is added to derive.out in order, and the deadlocks
     are not returned."""
-    found, safe = _scan_only(fh, offset, engine, final, fast, derive)
-    if derive is not None and not (fast and engine != "postgresql"):
+    storm = fast and engine != "postgresql"
+    if storm:
+        done = len(derive.out) if derive is not None else 0
+        try:
+            return _scan_only(fh, offset, engine, final, True, derive)
+        except Exception:  # a fault of the shortcut never stops the tail: the full way
+            log.exception("reading the log by report shape failed; reading it line by line")
+            if derive is not None:
+                del derive.out[done:]
+    found, safe = _scan_only(fh, offset, engine, final, False, None)
+    if derive is not None:
         for dl in found:
             derive.add(dl)
         return [], safe
