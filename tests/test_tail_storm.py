@@ -11,16 +11,16 @@ import random
 import re
 from pathlib import Path
 
+import test_deadlock_spoofing as spoofing
 from deadlockgen import innodb as gen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import test_deadlock_spoofing as spoofing
 from test_innodb_deadlock_generated import models
 
 from dbwatch.daemon.journal import _as_json
 from dbwatch.deadlocks import live, tailer
-from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers import innodb_storm
+from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import slim
 from dbwatch.parsers.innodb_storm import Derive, ShapeCache, _types, full_scan, scan_buffer
 
