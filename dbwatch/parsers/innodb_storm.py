@@ -1,7 +1,7 @@
 """A deadlock storm read at the cost of its few shapes: the log tail's scan of an error-log
 buffer (errorlog.Scanner over errorlog.slim) with the same result, most reports not parsed.
 
-Two layers, each falling back to the full scan of the buffer when unsure:
+Each layer falls back to the full scan of the buffer when unsure:
 
 1. Pieces. The buffer is cut at every line holding "eadlock detected" (each report's header
    line, and any query text that says it). A piece is *clean* when a fresh Scanner fed only its
@@ -14,15 +14,20 @@ Two layers, each falling back to the full scan of the buffer when unsure:
    piece before it (whose report that piece could still taint): a spoofed report (report text in
    a query, a report cut short) is read exactly as before.
 2. Shapes. A storm repeats a few reports with different numbers. A piece's shape is its text
-   with every digit run of value >= 100 masked (trx/thread/query ids, handles, timestamps'
-   years and fractions, ids in statements), their lengths, and which of them are equal. One
-   clean piece of a shape is parsed, then two twins of it (each class of equal numbers
-   given another value of the same length); the parser's output must be the same function of
-   the numbers in all three (every masked number reaches the output only as itself, as text
-   or int), else the shape is parsed every time. A report of a learnt shape is then built from
-   the template with its own numbers. Numbers under 100 (transaction numbers, seconds, counts,
-   months) stay in the shape: every comparison the parser makes with a masked number is
-   equality, which the shape keeps, and its output does not depend on their order or size.
+   with every digit run of value >= 100 (trx/thread/query ids, handles, years, fractions, ids in
+   statements) and every two digits after a colon (a timestamp's minutes and seconds) masked,
+   their lengths, and which of them are equal. A shape seen once is parsed; seen again it is
+   learnt: the piece is parsed, then two twins of it (each class of equal numbers given another
+   value of the same length), and the parser's output must be the same function of the numbers
+   at all three points (a masked number reaches the output only as itself: text, or an int >=
+   100), else the shape is parsed every time. A report of a learnt shape is checked against it
+   (one format and compare) and built from the template with its own numbers. Numbers under 100
+   elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
+   the parser makes with a masked number is equality, which the shape keeps; the one rule that
+   weighs numbers (the victim by weight) is never templated, only printed victims are.
+3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
+   the JSON the journal stores) is learnt from the same three points, so a storm's report is
+   neither parsed nor diagnosed nor serialised.
 """
 
 from __future__ import annotations
