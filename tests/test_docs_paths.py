@@ -3,7 +3,8 @@ point a newcomer to exists.
 
 - every `dbwatch/...` path named anywhere in the text exists (a placeholder such as `<engine>`
   or a `*` matches at least one file);
-- a path in backticks relative to the package or one of its packages (`checks/series.py`,
+- a relative file path anywhere (code blocks and drawings too: `probes/postgresql.py`) and
+  a path in backticks relative to the package or one of its packages (`checks/series.py`,
   `sql/<engine>/*.sql`, `rules/*.toml`) exists under the checkout, `dbwatch/` or one of its
   packages;
 - a bare module file name in backticks (`lockgraph.py`) is a file somewhere in the checkout;
@@ -46,6 +47,10 @@ GONE: dict[str, set[str]] = {
 }
 
 _DBWATCH_PATH = re.compile(r"(?<![\w/.~-])dbwatch/[\w/.*<>-]*")
+# a relative file path anywhere in the text, code blocks and drawings included
+_ANY_PATH = re.compile(
+    r"(?<![\w/.~:-])(?:[\w-]+/)+[\w.<>*-]+\.(?:py|sql|html|toml|md|yaml|json|sh)\b"
+)
 _TICKED = re.compile(r"`([^`\s]+)`")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -133,6 +138,11 @@ def dbwatch_path_problems(text: str) -> list[str]:
 def problems(name: str, text: str) -> list[str]:
     gone = GONE.get(name, set())
     out = dbwatch_path_problems(text)
+    out += [
+        f"{p}: no such path under the checkout or dbwatch/"
+        for p in sorted(set(_ANY_PATH.findall(text)))
+        if p not in gone and not _exists(p, BASES)
+    ]
     for tok in sorted(set(_TICKED.findall(text))):
         tok = tok.rstrip(",;:")
         if tok in gone or tok.startswith(("/", "~", "..", "http")) or "://" in tok:
@@ -203,6 +213,8 @@ def test_gone_names_are_still_mentioned_and_still_gone() -> None:
         ("`actions/my_kill.live_transactions`, `ctx.duration/count`", False),
         ("`actions/my_kill.kill_everything`", True),
         ("`statereader.deadlocks`", True),
+        ("```\n  checks/models.py  lock graph\n  checks/pg_mvcc.py  PG201\n```", True),
+        ("```\n  checks/models.py  lock graph\n  probes/sql/postgresql/sessions.sql\n```", False),
     ],
 )
 def test_a_stale_pointer_is_caught(text: str, found: bool) -> None:
