@@ -7,7 +7,8 @@ point a newcomer to exists.
   a path in backticks relative to the package or one of its packages (`checks/series.py`,
   `sql/<engine>/*.sql`, `rules/*.toml`) exists under the checkout, `dbwatch/` or one of its
   packages;
-- a bare module file name in backticks (`lockgraph.py`) is a file somewhere in the checkout;
+- a bare module file name in backticks (`lockgraph.py`) is a file somewhere in the checkout,
+  and in a row of README's file map, in one of that row's own folders;
 - a dotted name in backticks that starts with a dbwatch module (`inputs.open_input`,
   `parsers.innodb_trx.parse_transaction_list`) is importable down to its last part.
 
