@@ -335,8 +335,8 @@ def legacy_index(dl: Deadlock, table: str, legacy: list[Legacy]) -> Diagnosis:
     text = (
         f"Deadlock on the legacy {'indexes' if many else 'index'} {_legacy_names(legacy)} "
         f"of `{table}`: reserving a job updates reserved_at, which moves the row inside "
-        f"{'those indexes' if many else 'that index'} while other workers' claim scans hold locks on it, so claims deadlock "
-        f"with each other. Rolled back: {_who(victim)}."
+        f"{'those indexes' if many else 'that index'} while other workers' claim scans hold "
+        f"locks on it, so claims deadlock with each other. Rolled back: {_who(victim)}."
     )
     fix = _legacy_fix(legacy) + f" Then {_SKIP_LOCKED}."
     return Diagnosis("queue-legacy-index", ("QU301",), text, fix)

@@ -77,10 +77,10 @@ def legacy_shape_of_name(index: str) -> tuple[str, ...] | None:
 def legacy_index_fix(
     engine: str, schema: str | None, table: str, indexes: Sequence[str], has_queue_index: bool
 ) -> str:
-    """The SQL that replaces a jobs table's legacy indexes by Laravel's `(queue)` index, the
-    new one built before the old go (one online ALTER on MySQL/MariaDB, CREATE then DROP
-    CONCURRENTLY on PostgreSQL); no new index when `has_queue_index`. `schema` None: the
-    table unqualified."""
+    """The SQL that replaces a jobs table's legacy indexes by Laravel's `(queue)` index with
+    no moment without one: a single online ALTER on MySQL/MariaDB (it fails whole, dropping
+    nothing, when the new name is taken), CREATE before DROP … CONCURRENTLY on PostgreSQL.
+    No new index when `has_queue_index`; `schema` None: the table unqualified."""
     where = (schema,) if schema else ()
     new = f"{table}_queue_index"
     if engine == "postgresql":
