@@ -91,3 +91,17 @@ def test_queue_libs(tmp_path: Path) -> None:
         assert any(f[0].startswith("QU") for f in r["findings"]), r["library"]
     assert "jobs.summary" in libs["laravel-pg"]["cold_ms"]
     assert "jobs.bounds" in libs["laravel-mariadb"]["cold_ms"]
+
+
+def test_queue_model(tmp_path: Path) -> None:
+    run("bench_queue_model.py", "--json", str(tmp_path / "m.json"), timeout=400)
+    res = json.loads((tmp_path / "m.json").read_text())
+    assert {r["engine"] for r in res["results"]} == {"postgresql", "mysql"}
+    for r in res["results"]:
+        # the job table no library knows is read by the model as a queue
+        assert [v for k, v in r["generic_candidates"] if k.endswith(".task_queue")] == ["queue"]
+        for key in ("generic_query_ms_cold", "generic_query_ms_median"):
+            # every aspect ran (a number, not "failed: ..."), cold and after ANALYZE
+            assert set(r[key]) == {"values_indexed", "values", "summary", "reserved",
+                                   "repeated", "failed"}
+            assert all(isinstance(v, float) for v in r[key].values()), r[key]

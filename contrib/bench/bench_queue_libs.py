@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -51,13 +50,18 @@ from dbwatch.probes.queue import (  # noqa: E402
     _render,
     discover,
 )
+from dbwatch.probes import queue as _queue  # noqa: E402
 from dbwatch.targets import open_target, spec_for  # noqa: E402
+
+# PostgreSQL kinds read by constant id ranges (none before this change: DBWATCH_BENCH_ROOT)
+PG_ID_RANGE_KINDS = getattr(_queue, "PG_ID_RANGE_KINDS", set())
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ROOT / "tests" / "live" / "queue_apps"
 LIBS = Path(os.environ.get("DBWATCH_QUEUE_LIBS", ROOT / "tests" / ".queue-libs"))
 NODE = LIBS / "node" / "node_modules"
 PG_PORT = [5432]  # the throwaway cluster's port replaces it
+KEEP = False  # --keep: leave the databases for EXPLAIN (diagnosis); drop them by hand
 
 
 def _pg(db: str) -> str:
@@ -270,7 +274,8 @@ def _good_job(db: str) -> list[str]:
         " timestamp NOT NULL, active_job_id uuid, concurrency_key text, cron_key text,"
         " retried_good_job_id uuid, cron_at timestamp, executions_count integer, job_class text,"
         " error_event smallint, labels text[], locked_by_id uuid, locked_at timestamp)",
-        # GoodJob 4's own indexes (db/migrate of its install generator)
+        # GoodJob 4's own indexes (its install generator's migration, the discarded-jobs ones
+        # included)
         "CREATE INDEX index_good_jobs_on_queue_name_and_scheduled_at ON good_jobs (queue_name,"
         " scheduled_at) WHERE finished_at IS NULL",
         "CREATE INDEX index_good_jobs_on_scheduled_at ON good_jobs (scheduled_at) WHERE"
@@ -287,6 +292,12 @@ def _good_job(db: str) -> list[str]:
         " locked_by_id IS NOT NULL",
         "CREATE INDEX index_good_job_jobs_for_candidate_lookups ON good_jobs (priority ASC NULLS"
         " LAST, created_at ASC) WHERE finished_at IS NULL",
+        "CREATE INDEX index_good_jobs_jobs_on_finished_at_only ON good_jobs (finished_at) WHERE"
+        " finished_at IS NOT NULL",
+        "CREATE INDEX index_good_jobs_on_discarded ON good_jobs (finished_at DESC) WHERE"
+        " finished_at IS NOT NULL AND error IS NOT NULL",
+        "CREATE INDEX index_good_jobs_on_unfinished_or_errored ON good_jobs (id) WHERE"
+        " finished_at IS NULL OR error IS NOT NULL",
         ins.format(sch=f"{utc} - interval '2 hours'", perf=f"{utc} - interval '2 hours'",
                    fin=f"{utc} - interval '1 hour'", ex=1, err="NULL", lb="NULL", k="n"),
         ins.format(sch=f"{utc} - interval '1 minute'", perf="NULL", fin="NULL", ex=0, err="NULL",
@@ -480,27 +491,44 @@ LIBRARIES: dict[str, tuple[str, Any]] = {
 }
 
 
-def _server_ms(engine: str, conn: Any, text: str, params: dict[str, Any]) -> float:
+CPU: dict[str, list[float]] = {}  # query -> the backend's CPU ms of each run (PostgreSQL)
+
+
+def _backend_cpu_ns(pid: int) -> int | None:
+    """Time the backend process spent on a CPU (/proc/<pid>/schedstat, nanoseconds): robust
+    to the machine's load, unlike wall time. None where /proc is not readable."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _server_ms(engine: str, conn: Any, text: str, params: dict[str, Any], key: str) -> float:
     with conn.cursor() as cur:
         if engine == "mysql":
-            cur.execute("ANALYZE FORMAT=JSON " + text, params)
-            row = cur.fetchone()
-            text = str(row[0] if isinstance(row, tuple) else next(iter(row.values())))
-            # the query block's own total comes first (MariaDB's JSON is not always valid JSON:
-            # attached conditions keep backslashes unescaped)
-            found = re.search(r'"r_total_time_ms":\s*([0-9.]+)', text)
-            return float(found.group(1)) if found else 0.0
+            # the statement's wall time as the client sees it (rows fetched): ANALYZE
+            # FORMAT=JSON's r_total_time_ms leaves out the temporary tables and sorts
+            t0 = time.perf_counter()
+            cur.execute(text, params)
+            cur.fetchall()
+            return (time.perf_counter() - t0) * 1000
+        pid = conn.info.backend_pid
+        before = _backend_cpu_ns(pid)
         # TIMING OFF: per-node clock reads would inflate the scans being measured
         cur.execute("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + text, params)
         row = cur.fetchone()
+        after = _backend_cpu_ns(pid)
+        if before is not None and after is not None:
+            CPU.setdefault(key, []).append((after - before) / 1e6)
         plan = row[0] if isinstance(row, tuple) else next(iter(row.values()))
         plan = plan if isinstance(plan, list) else json.loads(plan)
         return float(plan[0]["Execution Time"])
 
 
-def _timed(engine: str, conn: Any, text: str, params: dict[str, Any], repeat: int) -> float:
+def _timed(engine: str, conn: Any, text: str, params: dict[str, Any], repeat: int,
+           key: str) -> float:
     try:
-        runs = [_server_ms(engine, conn, text, params) for _ in range(repeat)]
+        runs = [_server_ms(engine, conn, text, params, key) for _ in range(repeat)]
     except (pymysql.MySQLError, psycopg.Error) as exc:
         print(f"{text[:80]}: {exc}", file=sys.stderr)
         return float("nan")
@@ -509,13 +537,19 @@ def _timed(engine: str, conn: Any, text: str, params: dict[str, Any], repeat: in
 
 def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
     """Server ms of every queue query of every discovered table (a Discovered, by attribute),
-    the MySQL/MariaDB id-window bounds query included."""
+    the id-window bounds query included. PostgreSQL runs them serially (no parallel workers:
+    two cores shared by everything) so the backend's CPU time is the query's."""
     out: dict[str, float] = {}
+    CPU.clear()
+    if engine == "postgresql":
+        target.conn.execute("SET max_parallel_workers_per_gather = 0")
     for t in discover(target, engine):
         params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
-        if engine == "mysql" and t.kind in ID_RANGE_KINDS:
-            bounds = _render(sql("mysql", "queue_bounds", target.version), "mysql", t)
-            out[f"{t.table}.bounds"] = _timed(engine, target.conn, bounds, {"window": WINDOW}, repeat)
+        ranged = PG_ID_RANGE_KINDS if engine == "postgresql" else ID_RANGE_KINDS
+        if t.kind in ranged:
+            bounds = _render(sql(engine, "queue_bounds", target.version), engine, t)
+            key = f"{t.table}.bounds"
+            out[key] = _timed(engine, target.conn, bounds, {"window": WINDOW}, repeat, key)
             params |= _bounds(target, t)
             params.pop("beyond_window")
         for aspect in ASPECTS:
@@ -524,8 +558,13 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
                 continue
             text = _render(sql(engine, name, target.version), engine, t)
             params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
-            out[f"{t.table}.{aspect}"] = _timed(engine, target.conn, text, params, repeat)
+            key = f"{t.table}.{aspect}"
+            out[key] = _timed(engine, target.conn, text, params, repeat, key)
     return out
+
+
+def _cpu() -> dict[str, float]:
+    return {k: round(statistics.median(v), 1) for k, v in CPU.items()}
 
 
 def _audit_seconds(url: str) -> float:
@@ -571,35 +610,43 @@ def bench(lib: str, counts: dict[str, int], repeat: int) -> dict[str, Any]:
         target = open_target(spec_for(url))
         try:
             cold = _queries(engine, target, 1)  # first run of each query, no statistics
+            cold_cpu = _cpu()
             cold_audit = _audit_seconds(url)
             run("ANALYZE TABLE " + ", ".join(f"`{t.table}`" for t in discover(target, engine))
                 if engine == "mysql" else "ANALYZE")
             warm = _queries(engine, target, repeat)
+            warm_cpu = _cpu()
             warm_audit = _audit_seconds(url)
             findings = _audit_findings(url)
         finally:
             target.close()
         return {"library": lib, "engine": engine, "rows": counts, "build_seconds": built,
-                "cold_ms": cold, "analyzed_ms": warm, "audit_seconds_cold": cold_audit,
+                "cold_ms": cold, "analyzed_ms": warm, "cold_cpu_ms": cold_cpu,
+                "analyzed_cpu_ms": warm_cpu, "audit_seconds_cold": cold_audit,
                 "audit_seconds": warm_audit, "findings": findings,
                 "finished_rows": counts["n"]}
     finally:
-        if engine == "mysql":
+        if KEEP:
+            print(f"kept {url}", file=sys.stderr)
+        elif engine == "mysql":
             admin.cursor().execute(f"DROP DATABASE {db}")
         else:
             conn.close()
-            admin.execute(f"DROP DATABASE {db} WITH (FORCE)")
+            if not KEEP:
+                admin.execute(f"DROP DATABASE {db} WITH (FORCE)")
         admin.close()
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
-    lines = ["| library | engine | query | cold ms | analyzed ms |", "|---|---|---|---|---|"]
+    lines = ["| library | engine | query | cold ms | cold CPU ms | analyzed ms | analyzed CPU ms |",
+             "|---|---|---|---:|---:|---:|---:|"]
     for r in results:
+        cc, wc = r.get("cold_cpu_ms", {}), r.get("analyzed_cpu_ms", {})
         for q in r["cold_ms"]:
             lines.append(f"| {r['library']} | {r['engine']} | {q} | {r['cold_ms'][q]} | "
-                         f"{r['analyzed_ms'].get(q)} |")
+                         f"{cc.get(q, '')} | {r['analyzed_ms'].get(q)} | {wc.get(q, '')} |")
         lines.append(f"| {r['library']} | {r['engine']} | **audit --select QU (s)** | "
-                     f"{r['audit_seconds_cold']} | {r['audit_seconds']} |")
+                     f"{r['audit_seconds_cold']} | | {r['audit_seconds']} | |")
     return "\n".join(lines)
 
 
@@ -620,8 +667,14 @@ def main() -> int:
                     help="PostgreSQL in a cluster of its own (autovacuum off), not :5432")
     ap.add_argument("--smoke", action="store_true",
                     help="CI: the libraries without an external tool, 2,000 rows, one run each")
+    ap.add_argument("--pg-port", type=int, help="PostgreSQL on this local port (trust auth)")
+    ap.add_argument("--keep", action="store_true", help="leave the databases (diagnosis)")
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
+    global KEEP
+    KEEP = args.keep
+    if args.pg_port:
+        PG_PORT[0] = args.pg_port
     if args.smoke:
         args.rows, args.pending, args.running, args.failed, args.repeat = 2_000, 100, 10, 20, 1
         args.libs = SMOKE_LIBS

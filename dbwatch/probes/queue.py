@@ -63,6 +63,9 @@ CANONICAL = QUEUE_TABLE_NAMES  # the libraries' default names: probed first with
 ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count", "retry_count")
 # MySQL/MariaDB kinds whose queries read constant primary-key id ranges (integer ids, wide rows)
 ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job", "symfony_messenger"}
+# PostgreSQL kinds read the same way: no index serves their filter (Delayed::Job's failed_at), so
+# a constant id range keeps the plan an index range scan before ANALYZE as after
+PG_ID_RANGE_KINDS = {"delayed_job"}
 # pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
 EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
 # pg-boss 12: a job with heartbeat_seconds is failed once heartbeat_on is that old
@@ -207,12 +210,14 @@ def _render(text: str, engine: str, t: Discovered) -> str:
 
 
 def _bounds(conn: Connection, t: Discovered) -> dict[str, object]:
-    """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
-    most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
-    text = _render(sql("mysql", "queue_bounds", conn.version), "mysql", t)
+    """Id windows as constants, so every query is a primary-key range of at most WINDOW
+    (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
+    text = _render(sql(conn.engine, "queue_bounds", conn.version), conn.engine, t)
     row = as_row(conn.rows(text, {"window": WINDOW})[0])
     lo, hi = opt_int(row.get("lo")) or 0, opt_int(row.get("hi")) or 0
     return {
+        "lo": lo,
+        "hi": hi,
         "max_id": lo + WINDOW - 1,
         "min_id": max(hi - FAILED_WINDOW + 1, 0),
         "beyond_window": hi > lo + WINDOW - 1,
@@ -240,6 +245,9 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         examined_at=time.time(),
     )
     try:
+        if engine == "postgresql" and t.kind in PG_ID_RANGE_KINDS:
+            params |= _bounds(conn, t)
+            out["window_capped_ids"] = params.pop("beyond_window")
         if engine != "postgresql":
             if t.kind in ID_RANGE_KINDS:
                 params |= _bounds(conn, t)
