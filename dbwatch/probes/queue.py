@@ -66,6 +66,9 @@ ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job", "symfony_mess
 # PostgreSQL kinds read the same way: no index serves their filter (Delayed::Job's failed_at), so
 # a constant id range keeps the plan an index range scan before ANALYZE as after
 PG_ID_RANGE_KINDS = {"delayed_job"}
+# MySQL/MariaDB kinds read as the newest WINDOW rows by their key (string keys, no index for the
+# filter): the table's row estimate past the window sets window_capped_ids
+MY_NEWEST_KINDS = {"laravel_batches"}
 # pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
 EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
 # pg-boss 12: a job with heartbeat_seconds is failed once heartbeat_on is that old
@@ -257,6 +260,8 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
                 {"schema": t.schema, "table": t.table},
             )
             out["rows_estimate"] = _estimate(as_row(est[0]).get("rows_estimate") if est else None)
+            if t.kind in MY_NEWEST_KINDS:  # the window is the newest rows: more past it?
+                out["window_capped_ids"] = (opt_int(out["rows_estimate"]) or 0) > WINDOW
     except ProbeError as exc:
         return out | _refused(t, exc)
     for aspect in ASPECTS:
