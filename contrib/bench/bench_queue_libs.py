@@ -520,8 +520,8 @@ def _my_thread(conn: Any) -> str | None:
         return MY_TID[id(conn)]
     found = None
     pids = subprocess.run(["pgrep", "-x", "mariadbd"], capture_output=True, text=True).stdout.split()
-    if len(pids) == 1:
-        tasks = list(Path(f"/proc/{pids[0]}/task").glob("*/schedstat"))
+    if pids:  # every MariaDB server of the machine: the busy thread is ours
+        tasks = [t for pid in pids for t in Path(f"/proc/{pid}/task").glob("*/schedstat")]
         before = {t: _thread_cpu(str(t)) or 0 for t in tasks}
         with conn.cursor() as cur:
             cur.execute("SELECT BENCHMARK(3000000, MD5('dbwatch'))")

@@ -36,6 +36,7 @@ import pymysql
 sys.path.insert(0, os.environ.get("DBWATCH_BENCH_ROOT") or str(Path(__file__).resolve().parents[2]))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
+from bench_queue_libs import _backend_cpu_ns, _my_thread, _thread_cpu  # noqa: E402
 from dbwatch.errors import ProbeError
 from dbwatch.probes import sql
 from dbwatch.probes.queue import discover_tables
@@ -158,13 +159,15 @@ def _aspects(conn: Any, engine: str, g: Any, runs: int) -> dict[str, float | str
     ident = {"table": (g.schema, g.table)}
     rows_sql = compose(engine, sql(engine, "queue_generic_rows", conn.version), ident, frags)
     aspects: dict[str, float | str] = {}
+    cpu: dict[str, float] = {}
     for name in ("values_indexed", "values", "summary", "reserved", "repeated", "failed"):
         text = sql(engine, f"queue_generic_{name}", conn.version)
         text = compose(engine, text, ident if name.startswith("values") else {},
                        frags if name.startswith("values") else
                        {"rows": rows_sql} | {k: frags[k] for k in ("join", "err", "kind")})
-        ms = []
+        ms, cpus = [], []
         for _ in range(runs):
+            before = _cpu_ns(engine, conn)
             t0 = time.perf_counter()
             try:
                 conn.rows(text, params)
@@ -172,9 +175,21 @@ def _aspects(conn: Any, engine: str, g: Any, runs: int) -> dict[str, float | str
                 aspects[name] = f"failed: {exc.detail}"
                 break
             ms.append((time.perf_counter() - t0) * 1000)
+            after = _cpu_ns(engine, conn)
+            if before is not None and after is not None:
+                cpus.append((after - before) / 1e6)
         else:
             aspects[name] = round(statistics.median(ms), 1)
-    return aspects
+            if cpus:
+                cpu[name] = round(statistics.median(cpus), 1)
+    return aspects | {f"{k}_cpu": v for k, v in cpu.items()}
+
+
+def _cpu_ns(engine: str, conn: Any) -> int | None:
+    """The server's CPU time for this session (its backend / its MariaDB thread, /proc)."""
+    if engine == "postgresql":
+        return _backend_cpu_ns(conn.conn.info.backend_pid)
+    return _thread_cpu(_my_thread(conn.conn))
 
 
 def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
