@@ -111,19 +111,22 @@ def _pgboss(major: str, db: str) -> list[str]:
 def _graphile(db: str) -> list[str]:
     _run(["node", "graphile.js", "setup"], PG_URL=_pg_url(db))
     ins = ("INSERT INTO graphile_worker._private_jobs (task_id, payload, attempts, max_attempts,"
-           " last_error, run_at, locked_at, locked_by) SELECT {t}, '{{{{}}}}', {a}, {m}, {e}, {run},"
-           " {la}, {lb} FROM generate_series(1, {{{k}}})")
+           " last_error, run_at, locked_at, locked_by, job_queue_id) SELECT {t}, '{{{{}}}}', {a},"
+           " {m}, {e}, {run}, {la}, {lb}, {q} FROM generate_series(1, {{{k}}})")
     return [
         "INSERT INTO graphile_worker._private_tasks (identifier) VALUES ('boom'), ('ok')",
+        # a named queue locked by worker-1 (its running jobs are in it), and a free one
+        "INSERT INTO graphile_worker._private_job_queues (queue_name, locked_at, locked_by)"
+        " VALUES ('serial', now() - interval '1 minute', 'worker-1'), ('other', NULL, NULL)",
         # graphile deletes finished jobs: the rows it keeps are the ones failed for good
         ins.format(t=1, a=2, m=2, e="'Error: boom'", run="now() + interval '1 day'", la="NULL",
-                   lb="NULL", k="n"),
+                   lb="NULL", q="NULL", k="n"),
         ins.format(t=2, a=0, m=25, e="NULL", run="now() - interval '1 minute'", la="NULL",
-                   lb="NULL", k="p"),
+                   lb="NULL", q=1, k="p"),
         ins.format(t=2, a=1, m=25, e="NULL", run="now() - interval '2 minutes'",
-                   la="now() - interval '1 minute'", lb="'worker-1'", k="r"),
+                   la="now() - interval '1 minute'", lb="'worker-1'", q=1, k="r"),
         ins.format(t=1, a=2, m=2, e="'Error: boom'", run="now() + interval '1 hour'", la="NULL",
-                   lb="NULL", k="f"),
+                   lb="NULL", q=2, k="f"),
     ]
 
 

@@ -262,6 +262,8 @@ def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
                 "locked_seconds": int(age),
                 "waiting": row.waiting,
                 "held_jobs": row.held_jobs,
+                # counted among the newest jobs by id (no index holds locked jobs): a bound
+                "held_jobs_window": t.window,
                 "released_by_library_after": "4h",
             }
             yield ctx.finding(
