@@ -40,6 +40,7 @@ from bench_queue_libs import _backend_cpu_ns, _my_thread, _thread_cpu  # noqa: E
 from dbwatch.errors import ProbeError
 from dbwatch.probes import sql
 from dbwatch.probes.queue import discover_tables
+from dbwatch.probes import queue_generic as _generic
 from dbwatch.probes.queue_generic import WINDOW, _bind, fragments
 from dbwatch.probes.queue_sql import compose
 from dbwatch.queues import CATALOG_COLUMNS, MARKER_COLUMNS
@@ -47,6 +48,8 @@ from dbwatch.queues.roles import ROLES
 from dbwatch.queues.statuses import map_statuses
 from dbwatch.targets import open_target, spec_for
 
+# MySQL/MariaDB's indexed status values read by index dives (absent before: DBWATCH_BENCH_ROOT)
+INDEX_VALUES = getattr(_generic, "_my_index_values", None)
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 PG = ["postgresql://postgres@127.0.0.1:5432/postgres"]  # the throwaway cluster's replaces it
 DB = f"dbw_bench_qmodel_{os.getpid()}"
@@ -170,7 +173,10 @@ def _aspects(conn: Any, engine: str, g: Any, runs: int) -> dict[str, float | str
             before = _cpu_ns(engine, conn)
             t0 = time.perf_counter()
             try:
-                conn.rows(text, params)
+                if name == "values_indexed" and engine == "mysql" and INDEX_VALUES:
+                    INDEX_VALUES(conn, g, frags)  # one index dive per value (this branch)
+                else:
+                    conn.rows(text, params)
             except ProbeError as exc:  # a statement past the session's timeout: say so
                 aspects[name] = f"failed: {exc.detail}"
                 break
