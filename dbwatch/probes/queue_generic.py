@@ -201,11 +201,14 @@ def _my_index_values(conn: Connection, g: GenericTable, frags: dict[str, str]) -
     """MySQL/MariaDB: every distinct status value (at most VALUES) by one index dive each, in
     the index's order (the column's collation, as GROUP BY would merge them)."""
     idents: dict[str, tuple[str, ...]] = {"table": (g.schema, g.table)}
-    text = compose("mysql", sql("mysql", "queue_generic_values_next", conn.version), idents, frags)
+    first, then = (
+        compose("mysql", sql("mysql", f"queue_generic_values_{n}", conn.version), idents, frags)
+        for n in ("first", "next")
+    )
     values: list[str] = []
     after: object = None
     while len(values) < VALUES:
-        rows = conn.rows(text, {"first": after is None, "after": after})
+        rows = conn.rows(first, {}) if after is None else conn.rows(then, {"after": after})
         row = as_row(rows[0]) if rows else None
         if row is None or row.get("raw") is None:
             break
