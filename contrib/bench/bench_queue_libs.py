@@ -583,7 +583,8 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
     if engine == "postgresql":
         target.conn.execute("SET max_parallel_workers_per_gather = 0")
     for t in discover(target, engine):
-        params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+        params: dict[str, Any] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON,
+                                  "lookups": getattr(_queue, "LOOKUPS", WINDOW)}
         ranged = PG_ID_RANGE_KINDS if engine == "postgresql" else ID_RANGE_KINDS
         if t.kind in ranged:
             bounds = _render(sql(engine, "queue_bounds", target.version), engine, t)

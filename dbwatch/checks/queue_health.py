@@ -418,9 +418,12 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
         if sev is None:
             continue
         by_class = sorted(groups.values(), key=lambda g: -g.count)[:20]
+        # repeated attempts counted among fewer rows than the summary's (Solid Queue)
+        bound = {"repeated_window": t.repeated_window} if t.repeated_window else {}
         ev = (
             _base(t)
             | _window_note(t).evidence()
+            | bound
             | {
                 "count": count,
                 "min_attempts": min_attempts,

@@ -57,6 +57,10 @@ ROTATION = "queues.rotation"  # ProbeCache key: the daemon's cursor and last res
 WINDOW = 50_000  # jobs rows read per table: the oldest by id
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
+# Solid Queue's repeated attempts: executions read per kind (ready, scheduled), each one a job
+# lookup for its serialized "executions": a smaller window than WINDOW (QU003 says so)
+LOOKUPS = 10_000
+LOOKUP_KINDS = {"solid_queue"}
 HORIZON = 7 * 86400  # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed", "locks")
 CANONICAL = QUEUE_TABLE_NAMES  # the libraries' default names: probed first within a cap
@@ -236,7 +240,12 @@ def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
 
 def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, object]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
-    params: dict[str, object] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+    params: dict[str, object] = {
+        "window": WINDOW,
+        "groups": GROUPS,
+        "horizon": HORIZON,
+        "lookups": LOOKUPS,
+    }
     out = dict(
         t.as_dict(),
         window=WINDOW,
@@ -247,6 +256,8 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         privilege=False,
         examined_at=time.time(),
     )
+    if t.kind in LOOKUP_KINDS:
+        out["repeated_window"] = LOOKUPS
     try:
         if engine == "postgresql" and t.kind in PG_ID_RANGE_KINDS:
             params |= _bounds(conn, t)
