@@ -11,6 +11,7 @@ from typing import Any
 from dbwatch.actions.daemon_action import daemon_decision, eligible
 from dbwatch.actions.guards import (
     Criteria,
+    Pin,
     Policy,
     Session,
     is_dump_statement,
@@ -28,35 +29,52 @@ from dbwatch.checks.my101_lock_waits import my_lock_waits
 from dbwatch.config import TerminateConfig
 from dbwatch.findings import Finding, SessionIdentity
 from dbwatch.snapshot import Snapshot
+from dbwatch.snapshot.my import MyThread
+from dbwatch.snapshot.pg import PgSession
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
 
+CANDIDATE = ("own", "blocks", "holds_horizon", "programs_known", "seen_at")
+PG_NAMES = {"age": "xact_seconds", "idle": "state_seconds"}
+MY_NAMES = {"age": "trx_seconds", "idle": "command_seconds", "application": "program",
+            "query": "info", "database": "db", "rows_modified": "trx_rows_modified"}
+
+
+def _candidate(target: str, engine: str, row: PgSession | MyThread,
+               kw: dict[str, Any]) -> Session:
+    return Session(target=target, engine=engine, row=row,
+                   **{k: v for k, v in kw.items() if k in CANDIDATE})
+
+
 def pg(pid: int = 10, **kw: Any) -> Session:
+    """A candidate made of a pg.sessions row; age/idle are its xact/state seconds."""
     base: dict[str, Any] = {
-        "target": "t", "engine": "postgresql", "pid": pid, "backend_start": T0,
-        "xact_start": T0 + timedelta(seconds=5), "user": "app", "application": "worker",
-        "host": "10.0.0.1", "database": "app", "state": "idle in transaction",
-        "backend_type": "client backend", "age": 600.0, "idle": 590.0,
-        "idle_in_transaction": True, "superuser": False}
+        "pid": pid, "backend_start": T0, "xact_start": T0 + timedelta(seconds=5),
+        "user": "app", "application": "worker", "host": "10.0.0.1", "database": "app",
+        "state": "idle in transaction", "backend_type": "client backend", "age": 600.0,
+        "idle": 590.0, "superuser": False}
     base.update(kw)
-    return Session(**base)
+    fields = {PG_NAMES.get(k, k): v for k, v in base.items() if k not in CANDIDATE}
+    return _candidate("t", "postgresql", PgSession(**fields), base)
 
 
 def my(tid: int = 40, **kw: Any) -> Session:
+    """A candidate made of a thread of terminate's listing; age/idle are its trx/command
+    seconds, application its program name."""
     base: dict[str, Any] = {
-        "target": "m", "engine": "mariadb", "thread_id": tid, "trx_id": "1234", "user": "app",
-        "host": "10.0.0.2:5555", "command": "Sleep", "age": 600.0, "idle": 590.0,
-        "idle_in_transaction": True, "superuser": False}
+        "thread_id": tid, "trx_id": "1234", "user": "app", "host": "10.0.0.2:5555",
+        "command": "Sleep", "age": 600.0, "idle": 590.0, "superuser": False}
     base.update(kw)
-    return Session(**base)
+    fields = {MY_NAMES.get(k, k): v for k, v in base.items() if k not in CANDIDATE}
+    return _candidate("m", "mariadb", MyThread(**fields), base)
 
 
 def test_criteria_are_anded() -> None:
     both = Criteria(older_than=300, idle_in_transaction=True)
     assert matches(pg(), both)
     assert not matches(pg(age=100.0), both)                        # idle but young
-    assert not matches(pg(idle_in_transaction=False, state="active"), both)   # old but busy
+    assert not matches(pg(state="active"), both)   # old but busy
     assert not matches(pg(age=None), Criteria(older_than=0))       # no transaction: no age
 
 
@@ -74,8 +92,8 @@ def test_blocking_and_holding_criteria() -> None:
     assert not matches(pg(), Criteria(blocking=True))
     assert matches(pg(blocks=2), Criteria(blocking=True))
     assert matches(pg(holds_horizon=True), Criteria(holding_xmin=True))
-    slot = Session(target="t", engine="postgresql", kind="replication_slot", name="s1",
-                   holds_horizon=True, xid_age=900)
+    slot = Session(target="t", engine="postgresql", holds_horizon=True,
+                   pin=Pin(kind="replication_slot", name="s1", xid_age=900))
     assert matches(slot, Criteria(holding_xmin=True))
     assert not matches(slot, Criteria(older_than=1))
 
@@ -83,6 +101,7 @@ def test_blocking_and_holding_criteria() -> None:
 def test_protections() -> None:
     p = Policy()
     assert protection(pg(is_self=True), p) == "dbwatch's own connection"
+    assert protection(pg(own=True), p) == "dbwatch's own connection"  # by connection id
     assert protection(pg(application="dbwatch"), p) is None     # a name protects nothing
     assert protection(pg(application="dbwatch-audit"), p) is None
     assert "superuser" in str(protection(pg(superuser=True), p))
@@ -99,7 +118,7 @@ def test_protections() -> None:
         protection(pg(), Policy(protect_apps=frozenset({"worker"}))))
     assert "identity not visible" in str(protection(pg(backend_start=None), p))
     assert "cancel does nothing" in str(protection(pg(), Policy(cancel=True)))
-    assert protection(pg(state="active", idle_in_transaction=False), Policy(cancel=True)) is None
+    assert protection(pg(state="active"), Policy(cancel=True)) is None
 
 
 def test_mysql_protections() -> None:
@@ -190,13 +209,13 @@ def test_policy_merges_config_and_flags() -> None:
 
 def test_plan_orders_limits_and_lists_protected() -> None:
     sessions = [pg(1, age=100.0), pg(2, age=900.0), pg(3, age=500.0, user="ops"),
-                pg(4, age=50.0), pg(5, age=None, idle_in_transaction=False, state="idle")]
+                pg(4, age=50.0), pg(5, age=None, state="idle")]
     policy = Policy(protect_users=frozenset({"ops"}))
     out, left = plan(sessions, Criteria(idle_in_transaction=True), policy, limit=2)
     assert [(d.session.pid, d.action) for d in out] == [
         (2, "would_terminate"), (3, "skipped_protected"), (1, "would_terminate")]
     assert left == 1
-    cancel, _ = plan([pg(9, state="active", idle_in_transaction=False)],
+    cancel, _ = plan([pg(9, state="active")],
                      Criteria(older_than=1), Policy(cancel=True))
     assert cancel[0].action == "would_cancel"
     assert statement_for(cancel[0].session, "would_cancel") == "SELECT pg_cancel_backend(9)"
@@ -205,7 +224,7 @@ def test_plan_orders_limits_and_lists_protected() -> None:
 
 
 def test_standby_running_query_is_cancelled() -> None:
-    out, _ = plan([pg(7, state="active", idle_in_transaction=False, standby=True)],
+    out, _ = plan([pg(7, state="active", standby=True)],
                   Criteria(older_than=1), Policy())
     assert out[0].action == "would_cancel"
     out, _ = plan([pg(8, standby=True)], Criteria(older_than=1), Policy())

@@ -19,7 +19,7 @@ from ..snapshot.pg import PG_SESSIONS
 from ..snapshot.values import opt_float
 from ..targets import TargetSpec, open_target
 from ..targets.own import OWN_SESSIONS
-from .guards import Decision, Policy, Session, describe, intended_action, protection
+from .guards import Decision, Pin, Policy, Session, describe, intended_action, protection
 from .sessions import candidates, read_sessions
 from .terminate import execute, same_session, who
 
@@ -93,9 +93,7 @@ def daemon_decision(
         stub = Session(
             target=f.target,
             engine=ident.engine if ident is not None else "postgresql",
-            kind=kind if kind != "backend" else "finding",
-            name=f.subject,
-            statement=f.fix,
+            pin=Pin(kind=kind if kind != "backend" else "finding", name=f.subject, statement=f.fix),
         )
         return Decision(
             stub,

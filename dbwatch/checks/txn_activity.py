@@ -219,7 +219,7 @@ def my_activity(t: MyThread, idx: MyIndex) -> Activity:
     )
     idle = float(t.command_seconds or 0) if t.sleeping else None
     txn: dict[str, object] = {
-        "started": t.trx_started,
+        "started": iso(t.trx_started),
         "wrote": bool(t.trx_rows_modified),
         "age": format_duration(float(t.trx_seconds or 0)),
         "idle": format_duration(idle) if idle is not None else None,

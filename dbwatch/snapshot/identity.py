@@ -87,15 +87,3 @@ class SessionIdentity:
             thread_id=_int(d.get("thread_id")),
             trx_id=opt_str(d.get("trx_id")),
         )
-
-    @classmethod
-    def my(
-        cls, engine: str, server: str, thread_id: object, trx_id: object, database: object = None
-    ) -> SessionIdentity:
-        return cls(
-            engine=engine,
-            server=server,
-            database=opt_str(database),
-            thread_id=_int(thread_id),
-            trx_id=opt_str(trx_id),
-        )
