@@ -37,9 +37,15 @@ class ActionLog(Protocol):
 
 @dataclass(frozen=True)
 class Eligible:
+    """A firing finding terminate may act on, with the offender's age."""
+
     finding: Finding
     age: float
-    identity: SessionIdentity | None
+
+    @property
+    def identity(self) -> SessionIdentity | None:
+        """The session the finding names (derived by the check from the session row)."""
+        return self.finding.session
 
 
 def finding_age(f: Finding, firing_for: float) -> float:
@@ -67,7 +73,7 @@ def eligible(
         if key in seen:
             continue
         seen.add(key)
-        out.append(Eligible(f, age, ident))
+        out.append(Eligible(f, age))
     return out
 
 
