@@ -8,6 +8,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from dbwatch.actions.daemon_action import daemon_decision, eligible
 from dbwatch.actions.guards import (
     Criteria,
@@ -343,3 +345,26 @@ def test_cli_bad_input_is_one_line_exit_3() -> None:
                             *extra], check=False, capture_output=True, text=True, timeout=60)
         assert r.returncode == 3, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_candidate_is_the_session_row_not_a_copy() -> None:
+    from dbwatch.actions.sessions import candidates
+
+    rows = (PgSession(pid=10, backend_start=T0, xact_start=T0 + timedelta(seconds=5),
+                      state="idle in transaction", xact_seconds=600.0, state_seconds=590.0,
+                      database="app", blocked_by=()),
+            PgSession(pid=11, backend_start=T0, state="active", database="app", blocked_by=(10,)))
+    got = candidates(rows, "t", own=frozenset({11}))
+    assert [s.row for s in got] == list(rows) and all(s.row is r for s, r in zip(got, rows))
+    ident = rows[0].identity("t")
+    assert (got[0].pid, got[0].backend_start, got[0].xact_start) == (
+        ident.pid, ident.backend_start, ident.xact_start)
+    assert got[0].blocks == 1 and got[0].age == 600.0 and got[0].idle == 590.0
+    assert got[1].is_self and not rows[1].is_self          # own by connection id, row untouched
+    # a candidate is exactly one of a row, a name or a pin: never nothing to judge it by
+    for bad in ({}, {"row": rows[0], "pin": Pin(kind="replication_slot")},
+                {"row": rows[0], "named": ident}):
+        with pytest.raises(ValueError):
+            Session(target="t", engine="postgresql", **bad)
+    gone = Session.named_by("t", ident)
+    assert (gone.pid, gone.backend_start, gone.xact_start, gone.kind) == (10, T0, None, "session")

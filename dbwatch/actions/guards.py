@@ -133,6 +133,10 @@ class Session:
     programs_known: bool = True  # MySQL: client program names readable (performance_schema)
     seen_at: float | None = None  # time.monotonic() of the listing that read it
 
+    def __post_init__(self) -> None:
+        if [self.row, self.named, self.pin].count(None) != 2:
+            raise ValueError("a candidate is one of a session row, a name, or a pin")
+
     @classmethod
     def named_by(cls, target: str, ident: SessionIdentity) -> Session:
         """The session a finding's identity names, when no live row stands for it (gone, or
