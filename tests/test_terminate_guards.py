@@ -368,3 +368,23 @@ def test_candidate_is_the_session_row_not_a_copy() -> None:
             Session(target="t", engine="postgresql", **bad)
     gone = Session.named_by("t", ident)
     assert (gone.pid, gone.backend_start, gone.xact_start, gone.kind) == (10, T0, None, "session")
+
+
+def test_daemon_terminate_takes_the_cycles_own_finding(tmp_path: Any) -> None:
+    """The firing rows written this cycle stand for the cycle's Finding objects (the one the
+    state kept: first of its fingerprint at the highest severity), so the identity terminate
+    compares is the row's datetimes, not their JSON text read back; a row of a rule that did
+    not run this cycle comes from the state."""
+    from dbwatch.daemon.dispatch import due_findings
+    from dbwatch.daemon.state import State
+
+    st = State(str(tmp_path / "s.db"))
+    warn, crit = finding(), Finding(**{**finding().__dict__, "severity": "critical"})
+    other = finding(pid=11)
+    assert warn.fingerprint == crit.fingerprint
+    st.update("t", [other], now=100.0)
+    tr = st.update("t", [warn, crit], now=200.0, keep_rules={"PG002"})
+    due = dict((f.fingerprint, (f, age)) for f, age in due_findings(tr.firing, [warn, crit], 260.0))
+    assert due[crit.fingerprint][0] is crit and due[crit.fingerprint][1] == 60.0
+    kept, age = due[other.fingerprint]                  # from the state: rebuilt, equal
+    assert kept is not other and kept.session == other.session and age == 160.0
