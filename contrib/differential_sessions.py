@@ -40,7 +40,7 @@ MASKS = [
     ),
     (re.compile(r"\b(\d+(\.\d+)?\s?(ms|min|sec|[smhd]))+\b"), "D"),  # 5s, 1m09s, 2 min
     (re.compile(r"\b\d+(\.\d+)? ?(seconds?|XIDs?)\b"), "N"),
-    (re.compile(r"'[a-z_ ]+'=[0-9.]+[a-zA-Z%]*"), "P"),
+    (re.compile(r"(_xids|_age)'=[0-9.]+"), r"\1'=N"),  # XID ages move with the cluster's writes
 ]
 
 
