@@ -388,3 +388,21 @@ def test_daemon_terminate_takes_the_cycles_own_finding(tmp_path: Any) -> None:
     assert due[crit.fingerprint][0] is crit and due[crit.fingerprint][1] == 60.0
     kept, age = due[other.fingerprint]                  # from the state: rebuilt, equal
     assert kept is not other and kept.session == other.session and age == 160.0
+
+
+def test_daemon_decision_text_from_the_finding_is_scrubbed_as_the_state_stores_it() -> None:
+    """The daemon decides on the cycle's own Finding, not on the state's scrubbed copy: the
+    finding's text that goes into the action record is scrubbed as before."""
+    import uuid
+
+    from dbwatch.targets.secrets import register_secret
+
+    secret = f"pw-{uuid.uuid4().hex}"
+    register_secret(secret)
+    f = Finding(rule="PG201", severity="warning", target="t", subject="slot s", summary="s",
+                fix=f"connect with password {secret} and drop it", evidence={"kind": "slot"})
+    cfg = TerminateConfig(enabled=True, after=0, rules=("PG201",))
+    (e,) = eligible([(f, 10.0)], cfg, "t")
+    d = daemon_decision(e, [], Policy(), cfg)
+    assert d.action == "skipped_protected" and "drop it" in d.reason
+    assert secret not in d.reason and secret not in str(d.to_dict())
