@@ -406,3 +406,33 @@ def test_daemon_decision_text_from_the_finding_is_scrubbed_as_the_state_stores_i
     d = daemon_decision(e, [], Policy(), cfg)
     assert d.action == "skipped_protected" and "drop it" in d.reason
     assert secret not in d.reason and secret not in str(d.to_dict())
+
+
+def test_daemon_kill_compares_raw_identity_not_the_states_scrubbed_copy(tmp_path: Any) -> None:
+    """The state scrubs every text of a stored finding, identity included: a database name
+    holding a fragment of a registered password came back masked, so the stored finding's
+    session looked outside the target's scope and the kill was refused. The cycle's own
+    Finding carries the row's values."""
+    import uuid
+
+    from dbwatch.daemon.dispatch import due_findings
+    from dbwatch.daemon.state import State
+    from dbwatch.targets.secrets import register_secret
+
+    tag = uuid.uuid4().hex[:8]
+    register_secret(f"{tag}-password")
+    db = f"{tag}_app"
+    ident = SessionIdentity("postgresql", "t", db, 10, T0, T0 + timedelta(seconds=5))
+    f = finding(session=ident)
+    st = State(str(tmp_path / "s.db"))
+    tr = st.update("t", [f], now=100.0)
+    stored = tr.firing[0].finding.session
+    assert stored is not None and stored.database != db          # masked in the state
+    cfg = TerminateConfig(enabled=True, after=300)
+    ((cycle, _),) = due_findings(tr.firing, [f], 160.0)
+    assert cycle is f
+    e = eligible([(cycle, 0.0)], cfg, "t")[0]
+    live = [pg(database=db)]
+    assert daemon_decision(e, live, Policy(), cfg, db).action == "would_terminate"
+    old = eligible([(tr.firing[0].finding, 0.0)], cfg, "t")[0]   # what the daemon used before
+    assert daemon_decision(old, live, Policy(), cfg, db).action == "skipped_protected"
