@@ -393,11 +393,9 @@ def test_daemon_terminate_takes_the_cycles_own_finding(tmp_path: Any) -> None:
 def test_daemon_decision_text_from_the_finding_is_scrubbed_as_the_state_stores_it() -> None:
     """The daemon decides on the cycle's own Finding, not on the state's scrubbed copy: the
     finding's text that goes into the action record is scrubbed as before."""
-    import uuid
-
     from dbwatch.targets.secrets import register_secret
 
-    secret = f"pw-{uuid.uuid4().hex}"
+    secret = "Vq7Jx!Kzw"  # process-wide: no 4-letter run of it occurs in any other test's text
     register_secret(secret)
     f = Finding(rule="PG201", severity="warning", target="t", subject="slot s", summary="s",
                 fix=f"connect with password {secret} and drop it", evidence={"kind": "slot"})
@@ -413,15 +411,12 @@ def test_daemon_kill_compares_raw_identity_not_the_states_scrubbed_copy(tmp_path
     holding a fragment of a registered password came back masked, so the stored finding's
     session looked outside the target's scope and the kill was refused. The cycle's own
     Finding carries the row's values."""
-    import uuid
-
     from dbwatch.daemon.dispatch import due_findings
     from dbwatch.daemon.state import State
     from dbwatch.targets.secrets import register_secret
 
-    tag = uuid.uuid4().hex[:8]
-    register_secret(f"{tag}-password")
-    db = f"{tag}_app"
+    register_secret("Wq8vJ!kzQ")  # process-wide: no 4-letter run of it in any other test's text
+    db = "wq8v_app"
     ident = SessionIdentity("postgresql", "t", db, 10, T0, T0 + timedelta(seconds=5))
     f = finding(session=ident)
     st = State(str(tmp_path / "s.db"))
