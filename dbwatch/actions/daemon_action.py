@@ -20,7 +20,8 @@ from ..snapshot.pg import PG_SESSIONS
 from ..snapshot.values import opt_float
 from ..targets import TargetSpec, open_target
 from ..targets.own import OWN_SESSIONS
-from .guards import Decision, Policy, Session, describe, intended_action, protection
+from ..targets.secrets import scrub
+from .guards import Decision, Pin, Policy, Session, describe, intended_action, protection
 from .sessions import candidates, read_sessions
 from .terminate import execute, same_session, who
 
@@ -38,9 +39,15 @@ class ActionLog(Protocol):
 
 @dataclass(frozen=True)
 class Eligible:
+    """A firing finding terminate may act on, with the offender's age."""
+
     finding: Finding
     age: float
-    identity: SessionIdentity | None
+
+    @property
+    def identity(self) -> SessionIdentity | None:
+        """The session the finding names (derived by the check from the session row)."""
+        return self.finding.session
 
 
 def finding_age(f: Finding, firing_for: float) -> float:
@@ -68,7 +75,7 @@ def eligible(
         if key in seen:
             continue
         seen.add(key)
-        out.append(Eligible(f, age, ident))
+        out.append(Eligible(f, age))
     return out
 
 
@@ -91,17 +98,16 @@ def daemon_decision(
         return Decision(stub, "skipped_protected", why)
     if ident is None or not ident.usable:
         kind = str(f.evidence.get("kind") or "finding")
+        fix = scrub(f.fix)  # as the state stores a finding's text (the daemon's is this cycle's)
         stub = Session(
             target=f.target,
             engine=ident.engine if ident is not None else "postgresql",
-            kind=kind if kind != "backend" else "finding",
-            name=f.subject,
-            statement=f.fix,
+            pin=Pin(kind=kind if kind != "backend" else "finding", name=f.subject, statement=fix),
         )
         return Decision(
             stub,
             "skipped_protected",
-            f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}",
+            f"{f.rule} names no session dbwatch may end ({f.subject}): {fix}",
         )
     s = next((s for s in live if same_session(ident, s)), None)
     if s is None or (not ident.is_mysql and s.xact_start != ident.xact_start):
@@ -198,7 +204,7 @@ class DaemonTerminator:
             fingerprint=f.fingerprint,
             subject=f.subject,
             severity=f.severity,
-            finding=f.summary,
+            finding=scrub(f.summary),  # as the state stores a finding's text
             dry_run=cfg.dry_run,
             summary=f"dbwatch {d.action} {who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
         )
