@@ -283,16 +283,16 @@ def test_eligible_filters_rules_targets_age_and_dedupes() -> None:
               (finding(target="other"), 5.0), (finding(pid=11, age_seconds=100.0), 5.0),
               (finding(pid=12, age_seconds=None), 400.0)]
     got = eligible(firing, cfg, "t")
-    assert [(e.finding.rule, e.identity.pid if e.identity else None) for e in got] == [
+    assert [(f.rule, f.session.pid if f.session else None) for f in got] == [
         ("PG002", 10), ("PG002", 12)]
-    assert got[0].identity is not None and got[0].identity.backend_start == T0
+    assert got[0].session is not None and got[0].session.backend_start == T0
 
 
 def test_lock_findings_carry_the_root() -> None:
     root = SessionIdentity("mariadb", "m", None, thread_id=3, trx_id="5")
     f = finding("MY101", "m", pid=None, session=root, thread_id=7, trx_id="9")
     (e,) = eligible([(f, 0.0)], TerminateConfig(enabled=True, after=0, rules=("MY101",)), "m")
-    assert e.identity == root
+    assert e is f and e.session == root
 
 
 def test_daemon_decision() -> None:
