@@ -1,0 +1,103 @@
+"""Oban and River summary/repeated queries past their window (a backlog bigger than the oldest-
+window read): a bounded read of the state index (`fit`) picks the plan — the state index when
+the unfinished jobs fit, a primary-key walk when they do not. Both branches must return the
+rows of the plain definition (the oldest `window` unfinished jobs by id): run here with small
+windows on a small table, each branch forced and the chosen one, in one transaction (one now())."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from queue_libs import pg_database
+
+from dbwatch.probes.queue_sql import compose
+from dbwatch.probes.sqlfiles import sql
+from dbwatch.targets.version import ServerVersion
+
+OBAN = """
+CREATE TYPE oban_job_state AS ENUM ('available', 'scheduled', 'executing', 'retryable',
+  'completed', 'discarded', 'cancelled');
+CREATE TABLE jobs (id bigserial PRIMARY KEY, state oban_job_state NOT NULL, queue text NOT NULL,
+  worker text NOT NULL, attempt integer NOT NULL, scheduled_at timestamp NOT NULL,
+  attempted_at timestamp);
+CREATE INDEX ON jobs (state, queue, scheduled_at, id);
+"""
+RIVER = """
+CREATE TYPE river_job_state AS ENUM ('available', 'cancelled', 'completed', 'discarded',
+  'pending', 'retryable', 'running', 'scheduled');
+CREATE TABLE jobs (id bigserial PRIMARY KEY, state river_job_state NOT NULL, queue text NOT NULL,
+  kind text NOT NULL, attempt smallint NOT NULL, scheduled_at timestamptz NOT NULL,
+  attempted_at timestamptz);
+CREATE INDEX ON jobs (state, queue, scheduled_at, id);
+"""
+LIBS = {
+    "oban": (OBAN, "worker", ("available", "scheduled", "executing", "retryable"), "completed"),
+    "river": (RIVER, "kind", ("available", "scheduled", "retryable", "running", "pending"),
+              "completed"),
+}
+GATE = "(SELECT small FROM fit)"
+PG15 = ServerVersion("postgresql", 15, 0, 0)
+
+
+def _load(c: Any, lib: str) -> int:
+    """Finished jobs first, then unfinished ones of every state interleaved with finished ones
+    (two queues, attempts 0-2); returns how many are unfinished (River's pending is not)."""
+    ddl, job, states, done = LIBS[lib]
+    c.execute(ddl)
+    now = "timezone('UTC', now())" if lib == "oban" else "now()"
+    c.execute(f"INSERT INTO jobs (state, queue, {job}, attempt, scheduled_at) SELECT %s, 'q0', "
+              f"'W', 1, {now} - interval '2 hours' FROM generate_series(1, 30)", (done,))
+    for i in range(60):
+        state = states[i % len(states)] if i % 4 else done
+        c.execute(f"INSERT INTO jobs (state, queue, {job}, attempt, scheduled_at, attempted_at) "
+                  f"VALUES (%s, %s, %s, %s, {now} - make_interval(secs => %s), "
+                  f"{now} - interval '1 minute')",
+                  (state, f"q{i % 2}", f"W{i % 3}", i % 3, 600 - i * 7))
+    n: int = c.execute("SELECT count(*) FROM jobs WHERE state::text IN "
+                       "('available', 'scheduled', 'retryable', 'executing', 'running')"
+                       ).fetchone()[0]
+    return n
+
+
+def _rows(c: Any, text: str, window: int) -> list[tuple[Any, ...]]:
+    """The rows, sorted: `repeated` orders by count only, ties in any order."""
+    got = c.execute(text, {"window": window, "groups": 500, "horizon": 86400}).fetchall()
+    return sorted(got, key=repr)
+
+
+def _fits(c: Any, lib: str, window: int) -> bool:
+    """What the gate must say: Oban, its unfinished states (before 'completed') within the
+    window; River, each of its two unfinished ranges within half of it."""
+    def count(cond: str) -> int:
+        return int(c.execute(f"SELECT count(*) FROM jobs WHERE {cond}").fetchone()[0])
+
+    if lib == "oban":
+        return count("state < 'completed'") <= window
+    half = window // 2
+    return count("state <= 'available'") <= half and count("state >= 'retryable'") <= half
+
+
+@pytest.mark.parametrize("lib", sorted(LIBS))
+def test_backlog_past_the_window_reads_the_same_rows(lib: str, uniq: str) -> None:
+    # one transaction: one now() for every query
+    with pg_database(f"dbwq_backlog_{lib}_{uniq}") as conninfo, psycopg.connect(conninfo) as conn:
+        unfinished = _load(conn, lib)
+        assert unfinished > 20
+        for aspect in ("summary", "repeated"):
+            text = compose("postgresql", sql("postgresql", f"queue_{lib}_{aspect}", PG15),
+                           {"table": ("public", "jobs")}, {})
+            assert text.count(GATE) == 2, "one gate per branch"
+            fit = text.split("SELECT w.", 1)[0].split("SELECT r.", 1)[0]
+            for window in (3, 8, unfinished - 1, unfinished, unfinished + 5, 1000):
+                chosen = _rows(conn, text, window)
+                by_index = _rows(conn, text.replace(GATE, "true"), window)
+                by_walk = _rows(conn, text.replace(GATE, "false"), window)
+                assert chosen == by_index == by_walk, (aspect, window)
+                small = _rows(conn, fit + "SELECT small FROM fit", window)[0][0]
+                assert small is _fits(conn, lib, window), (window, small)
+                if aspect == "summary":  # the window holds the oldest `window` unfinished
+                    assert sum(r[1] for r in chosen) == min(window, unfinished)
+                else:
+                    assert all(r[1] > 1 for r in chosen)
