@@ -1,4 +1,4 @@
-"""Oban and River summary/repeated queries past their window (a backlog bigger than the oldest-
+"""Oban, River and procrastinate summary/repeated queries past their window (a backlog bigger than the oldest-
 window read): a bounded read of the state index (`fit`) picks the plan — the state index when
 the unfinished jobs fit, a primary-key walk when they do not. Both branches must return the
 rows of the plain definition (the oldest `window` unfinished jobs by id): run here with small
@@ -32,8 +32,19 @@ CREATE TABLE jobs (id bigserial PRIMARY KEY, state river_job_state NOT NULL, que
   attempted_at timestamptz);
 CREATE INDEX ON jobs (state, queue, scheduled_at, id);
 """
+PROCRASTINATE = """
+CREATE TYPE procrastinate_job_status AS ENUM ('todo', 'doing', 'succeeded', 'failed',
+  'cancelled', 'aborting', 'aborted');
+CREATE TABLE jobs (id bigserial PRIMARY KEY, status procrastinate_job_status NOT NULL,
+  queue_name text NOT NULL, task_name text NOT NULL, attempts integer NOT NULL,
+  scheduled_at timestamptz, attempted_at timestamptz, lock text);
+CREATE INDEX ON jobs (id, lock) WHERE status IN ('todo', 'doing');
+CREATE TABLE events (id bigserial PRIMARY KEY, job_id bigint NOT NULL, type text NOT NULL,
+  at timestamptz NOT NULL);
+"""
 LIBS = {
     "oban": (OBAN, "worker", ("available", "scheduled", "executing", "retryable"), "completed"),
+    "procrastinate": (PROCRASTINATE, "task_name", ("todo", "doing"), "succeeded"),
     "river": (RIVER, "kind", ("available", "scheduled", "retryable", "running", "pending"),
               "completed"),
 }
@@ -47,17 +58,24 @@ def _load(c: Any, lib: str) -> int:
     ddl, job, states, done = LIBS[lib]
     c.execute(ddl)
     now = "timezone('UTC', now())" if lib == "oban" else "now()"
-    c.execute(f"INSERT INTO jobs (state, queue, {job}, attempt, scheduled_at) SELECT %s, 'q0', "
-              f"'W', 1, {now} - interval '2 hours' FROM generate_series(1, 30)", (done,))
+    cols = {"state": "state", "queue": "queue", "attempt": "attempt"}
+    if lib == "procrastinate":
+        cols = {"state": "status", "queue": "queue_name", "attempt": "attempts"}
+    state_, queue_, attempt_ = cols["state"], cols["queue"], cols["attempt"]
+    c.execute(f"INSERT INTO jobs ({state_}, {queue_}, {job}, {attempt_}, scheduled_at) SELECT %s, "
+              f"'q0', 'W', 1, {now} - interval '2 hours' FROM generate_series(1, 30)", (done,))
     for i in range(60):
         state = states[i % len(states)] if i % 4 else done
-        c.execute(f"INSERT INTO jobs (state, queue, {job}, attempt, scheduled_at, attempted_at) "
+        c.execute(f"INSERT INTO jobs ({state_}, {queue_}, {job}, {attempt_}, scheduled_at, "
+                  f"attempted_at) "
                   f"VALUES (%s, %s, %s, %s, {now} - make_interval(secs => %s), "
                   f"{now} - interval '1 minute')",
                   (state, f"q{i % 2}", f"W{i % 3}", i % 3, 600 - i * 7))
-    n: int = c.execute("SELECT count(*) FROM jobs WHERE state::text IN "
-                       "('available', 'scheduled', 'retryable', 'executing', 'running')"
-                       ).fetchone()[0]
+    if lib == "procrastinate":  # a deferred event for each job (its oldest job's age)
+        c.execute("INSERT INTO events (job_id, type, at) SELECT id, 'deferred', now() FROM jobs")
+    n: int = c.execute(f"SELECT count(*) FROM jobs WHERE {state_}::text IN "
+                       "('available', 'scheduled', 'retryable', 'executing', 'running', "
+                       "'todo', 'doing')").fetchone()[0]
     return n
 
 
@@ -75,6 +93,9 @@ def _fits(c: Any, lib: str, window: int) -> bool:
 
     if lib == "oban":
         return count("state < 'completed'") <= window
+    if lib == "procrastinate":
+        ids = c.execute("SELECT max(id) - min(id) FROM jobs WHERE status IN ('todo', 'doing')")
+        return bool(ids.fetchone()[0] < window or count("status IN ('todo', 'doing')") <= window)
     half = window // 2
     return count("state <= 'available'") <= half and count("state >= 'retryable'") <= half
 
@@ -87,7 +108,7 @@ def test_backlog_past_the_window_reads_the_same_rows(lib: str, uniq: str) -> Non
         assert unfinished > 20
         for aspect in ("summary", "repeated"):
             text = compose("postgresql", sql("postgresql", f"queue_{lib}_{aspect}", PG15),
-                           {"table": ("public", "jobs")}, {})
+                           {"table": ("public", "jobs"), "events": ("public", "events")}, {})
             assert text.count(GATE) == 2, "one gate per branch"
             fit = text.split("SELECT w.", 1)[0].split("SELECT r.", 1)[0]
             for window in (3, 8, unfinished - 1, unfinished, unfinished + 5, 1000):
