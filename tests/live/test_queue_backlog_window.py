@@ -1,4 +1,4 @@
-"""Oban, River and procrastinate summary/repeated queries past their window (a backlog bigger than the oldest-
+"""Oban, River, procrastinate and Que summary/repeated queries past their window (a backlog bigger than the oldest-
 window read): a bounded read of the state index (`fit`) picks the plan — the state index when
 the unfinished jobs fit, a primary-key walk when they do not. Both branches must return the
 rows of the plain definition (the oldest `window` unfinished jobs by id): run here with small
@@ -42,9 +42,16 @@ CREATE INDEX ON jobs (id, lock) WHERE status IN ('todo', 'doing');
 CREATE TABLE events (id bigserial PRIMARY KEY, job_id bigint NOT NULL, type text NOT NULL,
   at timestamptz NOT NULL);
 """
+QUE = """
+CREATE TABLE jobs (id bigserial PRIMARY KEY, queue text NOT NULL, priority smallint NOT NULL,
+  run_at timestamptz NOT NULL, job_class text NOT NULL, args jsonb NOT NULL, error_count integer
+  NOT NULL, finished_at timestamptz, expired_at timestamptz);
+CREATE INDEX ON jobs (queue, priority, run_at, id) WHERE finished_at IS NULL AND expired_at IS NULL;
+"""
 LIBS = {
     "oban": (OBAN, "worker", ("available", "scheduled", "executing", "retryable"), "completed"),
     "procrastinate": (PROCRASTINATE, "task_name", ("todo", "doing"), "succeeded"),
+    "que": (QUE, "job_class", (), ""),
     "river": (RIVER, "kind", ("available", "scheduled", "retryable", "running", "pending"),
               "completed"),
 }
@@ -57,6 +64,15 @@ def _load(c: Any, lib: str) -> int:
     (two queues, attempts 0-2); returns how many are unfinished (River's pending is not)."""
     ddl, job, states, done = LIBS[lib]
     c.execute(ddl)
+    if lib == "que":  # no state column: finished_at / expired_at set when it is over
+        c.execute("INSERT INTO jobs (queue, priority, run_at, job_class, args, error_count, "
+                  "finished_at, expired_at) SELECT 'q' || (g % 2), 100, now() - g * interval "
+                  "'1 minute', CASE WHEN g % 3 = 0 THEN 'ActiveJob::QueueAdapters::QueAdapter"
+                  "::JobWrapper' ELSE 'Mailer' END, '[{\"job_class\": \"Sync\"}]', g % 3, "
+                  "CASE WHEN g <= 30 OR g % 4 = 0 THEN now() END, CASE WHEN g % 13 = 0 "
+                  "THEN now() END FROM generate_series(1, 90) g")
+        n = c.execute("SELECT count(*) FROM jobs WHERE finished_at IS NULL AND expired_at IS NULL")
+        return int(n.fetchone()[0])
     now = "timezone('UTC', now())" if lib == "oban" else "now()"
     cols = {"state": "state", "queue": "queue", "attempt": "attempt"}
     if lib == "procrastinate":
@@ -93,6 +109,8 @@ def _fits(c: Any, lib: str, window: int) -> bool:
 
     if lib == "oban":
         return count("state < 'completed'") <= window
+    if lib == "que":
+        return count("finished_at IS NULL AND expired_at IS NULL") <= window
     if lib == "procrastinate":
         ids = c.execute("SELECT max(id) - min(id) FROM jobs WHERE status IN ('todo', 'doing')")
         return bool(ids.fetchone()[0] < window or count("status IN ('todo', 'doing')") <= window)
