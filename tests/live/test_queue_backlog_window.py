@@ -140,3 +140,30 @@ def test_backlog_past_the_window_reads_the_same_rows(lib: str, uniq: str) -> Non
                     assert sum(r[1] for r in chosen) == min(window, unfinished)
                 else:
                     assert all(r[1] > 1 for r in chosen)
+
+
+PGBOSS = """
+CREATE TYPE job_state AS ENUM ('created', 'retry', 'active', 'completed', 'cancelled', 'failed');
+CREATE TABLE job (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL,
+  state job_state NOT NULL, start_after timestamptz NOT NULL, started_on timestamptz,
+  retry_count integer NOT NULL);
+CREATE INDEX ON job (name, start_after) WHERE state < 'active';
+INSERT INTO job (name, state, start_after, retry_count)
+  SELECT 'q' || (g % 3), (ARRAY['created', 'retry', 'active', 'completed', 'failed'])[g % 5 + 1]::job_state,
+         now() - g * interval '1 minute', g % 4 FROM generate_series(1, 200) g;
+"""
+
+
+def test_pgboss_repeated_reads_every_unfinished_job_within_the_window(uniq: str) -> None:
+    """pg-boss repeated reads created/retry jobs by (name, start_after) and active ones apart:
+    within the window that is every unfinished job on a second or later try."""
+    with pg_database(f"dbwq_backlog_pgboss_{uniq}") as conninfo, psycopg.connect(conninfo) as conn:
+        conn.execute(PGBOSS)
+        text = compose("postgresql", sql("postgresql", "queue_pg_boss_repeated", PG15),
+                       {"table": ("public", "job")}, {})
+        plain = _rows(conn, "SELECT name, retry_count + 1, name, NULL::text, count(*) FROM job "
+                      "WHERE state IN ('created', 'retry', 'active') AND retry_count > 0 "
+                      "GROUP BY 1, 2, 3", 0)
+        assert plain and _rows(conn, text, 1000) == plain
+        # a window of 10: at most 10 created/retry and 10 active jobs are counted
+        assert 0 < sum(r[4] for r in _rows(conn, text, 10)) <= 20
