@@ -13,6 +13,7 @@ Prints JSON and a Markdown table: per library, query, the server milliseconds (E
     python contrib/bench/bench_queue_libs.py --throwaway        # every library available
     python contrib/bench/bench_queue_libs.py --libs pg-boss12 --rows 200000
     python contrib/bench/bench_queue_libs.py --smoke    # CI: every library, 2,000 rows
+    python contrib/bench/bench_queue_libs.py --throwaway --backlog  # 1 M waiting, 1 k finished
 
 --throwaway runs PostgreSQL in a cluster of its own (contrib/bench/pgcluster.py, autovacuum
 off); MariaDB databases are created on the shared server under unique names and dropped.
@@ -710,11 +711,15 @@ def main() -> int:
     ap.add_argument("--pg-port", type=int, help="PostgreSQL on this local port (trust auth)")
     ap.add_argument("--keep", action="store_true", help="leave the databases (diagnosis)")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--backlog", action="store_true",
+                    help="a 1,000,000-job backlog instead: 1,000 finished rows, 1,000,000 waiting")
     args = ap.parse_args()
     global KEEP
     KEEP = args.keep
     if args.pg_port:
         PG_PORT[0] = args.pg_port
+    if args.backlog:
+        args.rows, args.pending = 1_000, 1_000_000
     if args.smoke:
         args.rows, args.pending, args.running, args.failed, args.repeat = 2_000, 100, 10, 20, 1
         args.libs = SMOKE_LIBS

@@ -3,12 +3,31 @@
 -- column: the oldest available job's age is its scheduled_at, else its 'deferred' event.
 -- A 'todo' job whose lock a 'doing' job holds cannot run (blocked; the stalled finding names
 -- the holder): read through procrastinate_jobs_lock_idx_v1.
-WITH w AS (
+-- Plans that hold without statistics (a 1 M backlog: the partial index's bitmap would read all
+-- of it and sort it). `fit` says whether the waiting and running jobs fit the window: their id
+-- span (min/max of the partial index), else a count of at most window + 1 of them. If they fit,
+-- the partial index finds them all; if not, the oldest by id are the first ones of a
+-- primary-key walk that stops at the window (its filter in a CASE, estimated as most rows, so
+-- the walk is chosen cold too). Both branches return the same rows; `fit` only picks the plan.
+WITH fit AS MATERIALIZED (
+  SELECT CASE WHEN (SELECT max(id) FROM {table} WHERE status IN ('todo', 'doing'))
+                   - (SELECT min(id) FROM {table} WHERE status IN ('todo', 'doing')) < %(window)s
+              THEN true
+              ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE status IN ('todo', 'doing')
+                                          LIMIT %(window)s + 1) b) <= %(window)s END AS small
+), w AS (
   SELECT j.id, j.queue_name, j.status, j.scheduled_at, j.attempts,
          (j.status = 'todo' AND j.lock IS NOT NULL
           AND EXISTS (SELECT 1 FROM {table} d WHERE d.lock = j.lock AND d.status = 'doing'))
            AS blocked
-  FROM {table} j WHERE j.status IN ('todo', 'doing') ORDER BY j.id LIMIT %(window)s
+  FROM ((SELECT id, queue_name, status, scheduled_at, attempts, lock FROM {table}
+        WHERE status IN ('todo', 'doing') AND (SELECT small FROM fit)
+        ORDER BY id LIMIT %(window)s)
+      UNION ALL
+      (SELECT id, queue_name, status, scheduled_at, attempts, lock FROM {table}
+       WHERE CASE WHEN status IN ('todo', 'doing') THEN 1 ELSE 0 END <> 0
+         AND NOT (SELECT small FROM fit)
+       ORDER BY id LIMIT %(window)s)) j
 ), ready AS (
   SELECT * FROM w WHERE status = 'todo' AND NOT blocked
                     AND (scheduled_at IS NULL OR scheduled_at <= now())

@@ -1,14 +1,28 @@
 -- Que jobs that already failed at least once (attempts = error_count + 1), by queue and class
--- (the ActiveJob wrapper's real class from args[0].job_class).
+-- (the ActiveJob wrapper's real class from args[0].job_class), over the summary's window.
+-- Plans that hold without statistics (a 1 M backlog: que_poll_idx's bitmap would read all of it
+-- and sort it by id). `fit`: a count of at most window + 1 unfinished jobs says whether they fit
+-- the window. If they do, que_poll_idx finds them all; if not, the oldest by id are the first
+-- ones of a primary-key walk that stops at the window (its filter in a CASE, estimated as most
+-- rows, so the walk is chosen cold too). Both branches return the same rows.
+WITH fit AS MATERIALIZED (
+  SELECT count(*) <= %(window)s AS small
+  FROM (SELECT 1 FROM {table} WHERE finished_at IS NULL AND expired_at IS NULL
+        LIMIT %(window)s + 1) b
+)
 SELECT r.queue, r.error_count + 1 AS attempts,
        left(CASE WHEN r.job_class LIKE 'ActiveJob::%%' THEN r.args -> 0 ->> 'job_class'
                  ELSE r.job_class END, 255) AS job_class,
        NULL::text AS timeout_head, count(*) AS n
-FROM (SELECT queue, error_count, job_class, args FROM {table}
-      WHERE finished_at IS NULL AND expired_at IS NULL AND error_count > 0
-        AND id <= (SELECT coalesce(max(x.id), 0)
-                   FROM (SELECT id FROM {table} WHERE finished_at IS NULL AND expired_at IS NULL
-                         ORDER BY id LIMIT %(window)s) x)) r
+FROM ((SELECT queue, error_count, job_class, args FROM {table}
+        WHERE finished_at IS NULL AND expired_at IS NULL AND (SELECT small FROM fit)
+        ORDER BY id LIMIT %(window)s)
+      UNION ALL
+      (SELECT queue, error_count, job_class, args FROM {table}
+       WHERE CASE WHEN finished_at IS NULL AND expired_at IS NULL THEN 1 ELSE 0 END <> 0
+         AND NOT (SELECT small FROM fit)
+       ORDER BY id LIMIT %(window)s)) r
+WHERE r.error_count > 0
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s
