@@ -110,6 +110,16 @@ class JournalStore(StateBase):
         )
         return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
 
+    def first_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        """The oldest (ts, value) of one series within `since_seconds` ([] when none)."""
+        since = time.time() - since_seconds
+        rows = self._rows(
+            "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
+            "ORDER BY ts LIMIT 1",
+            (target, key, since),
+        )
+        return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
+
     def rate(self, target: str, key: str, since_seconds: float) -> float | None:
         """Growth per second between the oldest and newest point of the window."""
         points = self.history(target, key, since_seconds)

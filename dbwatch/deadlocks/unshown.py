@@ -21,6 +21,20 @@ class _History(Protocol):
     def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]: ...
 
 
+@runtime_checkable
+class _Points(Protocol):
+    """The daemon's state: one series point by the (target, key, ts) index, not the window's
+    thousands (a 30-day window grows by a point per cycle)."""
+
+    def last_point(
+        self, target: str, key: str, since_seconds: float
+    ) -> list[tuple[float, float]]: ...
+
+    def first_point(
+        self, target: str, key: str, since_seconds: float
+    ) -> list[tuple[float, float]]: ...
+
+
 def server_counter(snap: Snapshot) -> int | None:
     """Innodb_deadlocks / lock_deadlocks (server-wide), or pg_stat_database.deadlocks of the
     target's database (all databases for an unscoped target)."""
@@ -46,25 +60,33 @@ class Unshown:
 
 def last(state: object, target: str, key: str) -> tuple[float, float] | None:
     """The newest point of one of the daemon's series, or None (one-shot audit, no state)."""
-    if not isinstance(state, _History):
+    if isinstance(state, _Points):
+        points = state.last_point(target, key, WINDOW)
+    elif isinstance(state, _History):
+        points = state.history(target, key, WINDOW)
+    else:
         return None
-    points = state.history(target, key, WINDOW)
     return points[-1] if points else None
 
 
 def first_ts(state: object, target: str) -> float | None:
-    if not isinstance(state, _History):
+    if isinstance(state, _Points):
+        points = state.first_point(target, NOT_SHOWN_KEY, WINDOW)
+    elif isinstance(state, _History):
+        points = state.history(target, NOT_SHOWN_KEY, WINDOW)
+    else:
         return None
-    points = state.history(target, NOT_SHOWN_KEY, WINDOW)
     return points[0][0] if points else None
 
 
 def account(state: object, target: str, counter: int | None, recorded: int) -> Unshown:
     """One cycle's accounting; the caller records COUNTER_KEY = counter, NOT_SHOWN_KEY = total."""
+    if counter is None:  # nothing to account (no counter read): nothing is recorded either
+        return Unshown(None, None, recorded, 0, 0, None)
     prev = last(state, target, COUNTER_KEY)
     prev_total = last(state, target, NOT_SHOWN_KEY)
     total = int(prev_total[1]) if prev_total else 0
-    if counter is None or prev is None:  # first look (or no counter): the baseline
+    if prev is None:  # first look: the baseline
         return Unshown(counter, None, recorded, 0, total, first_ts(state, target))
     before = int(prev[1])
     delta = counter - before if counter >= before else counter  # a reset restarts the count

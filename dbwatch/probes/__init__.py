@@ -30,6 +30,7 @@ from .share import (
     _Cycle,
     catalog_cached,
     per_server,
+    shared_section,
 )
 from .sqlfiles import SQL_DIR, _sql_variants, sql
 
@@ -41,6 +42,7 @@ __all__ = [
     "_sql_variants",
     "catalog_cached",
     "per_server",
+    "shared_section",
     "sql",
 ]
 
@@ -166,6 +168,9 @@ def _run_probes(
 ) -> Snapshot:
     started = time.time()
     sections: dict[str, object] = {}
+    cyc = _CYCLE.get()
+    if cyc is not None:
+        cyc.sections = sections  # what later probes of this pass may look at (shared_section)
     failures: list[ProbeFailure] = []
     features: set[str] = set()
     gaps: list[CoverageGap] = []
