@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .findings import Finding, SessionIdentity
 from .snapshot.values import JSON, JSONObject, Row, as_json, opt_float, to_float, to_int, to_str
-from .targets.secrets import scrub_tree
+from .targets.secrets import scrub_tree, secrets_known
 
 __all__ = [
     "FindingRow",
@@ -33,9 +33,10 @@ def loads(text: object) -> JSON:
     if not isinstance(text, str):
         return as_json(text)
     try:
-        return as_json(json.loads(text))
+        value: JSON = json.loads(text)  # JSON text decodes to JSON values: nothing to convert
     except ValueError:
         return text
+    return value
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -52,7 +53,8 @@ def finding_data(f: Finding) -> str:
     """What `findings.data` stores of a finding (secrets never stored)."""
     d = f.to_dict()
     d["identity"] = f.identity
-    return json.dumps(scrub_tree(d), default=str, sort_keys=True)
+    # without a registered password scrub_tree changes no string: the same text, no copy
+    return json.dumps(scrub_tree(d) if secrets_known() else d, default=str, sort_keys=True)
 
 
 @dataclass(frozen=True)
