@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import pstats
+import resource
 import sys
 import tempfile
 import threading
@@ -233,11 +234,13 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # read, caches filled) cost
         time.sleep(interval)
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
         steady_srv0 = server_cpu()
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         sched.shutdown(wait=True)
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
         steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
         steady_srv1 = server_cpu()
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
@@ -265,6 +268,10 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "steady_cpu_ms_per_cycle": round(1000 * steady_cpu / max(steady_n, 1), 2),
         # the cycles' own thread CPU; the rest of steady_cpu is scheduler, runner, GC elsewhere
         "steady_cycle_thread_cpu_ms": round(1000 * steady_cycle_cpu / max(steady_n, 1), 2),
+        # of steady_cpu: kernel time, and context switches per cycle (threads handing off)
+        "steady_sys_ms_per_cycle": round(1000 * (ru1.ru_stime - ru0.ru_stime) / max(steady_n, 1), 2),
+        "steady_switches_per_cycle": round(
+            (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),
         "steady_server_cpu_ms_per_cycle": (
             round(1000 * (steady_srv1 - steady_srv0) / max(steady_n, 1), 2)
             if steady_srv0 is not None and steady_srv1 is not None else None),

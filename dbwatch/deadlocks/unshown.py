@@ -9,7 +9,7 @@ from typing import Protocol, TypeGuard, runtime_checkable
 
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_COUNTERS
-from ..snapshot.pg_mvcc import PG_DEADLOCKS
+from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 
 COUNTER_KEY = "deadlocks:server"  # the counter this accounting compares (the target's scope)
 NOT_SHOWN_KEY = "deadlocks:not_shown"  # the running total of deadlocks counted and not shown
@@ -63,8 +63,8 @@ def server_counter(snap: Snapshot) -> int | None:
     rows = snap.get(PG_DEADLOCKS)
     if rows is None:
         return None
-    scope = snap.scope
-    return sum(int(d.deadlocks or 0) for d in rows if scope is None or d.database == scope)
+    # the target's database's row by the shared read's index, not a walk of every database's
+    return sum(int(d.deadlocks or 0) for d in deadlocks_in_scope(rows, snap.scope))
 
 
 @dataclass(frozen=True)
