@@ -83,3 +83,12 @@ def test_queue_libs(tmp_path: Path) -> None:
     for r in libs.values():
         assert "jobs.summary" in r["cold_ms"] and "jobs.summary" in r["analyzed_ms"]
         assert r["finished_rows"] == 2000
+
+
+def test_scheduler(tmp_path: Path) -> None:
+    run("bench_scheduler.py", "--json", str(tmp_path / "s.json"))
+    res = json.loads((tmp_path / "s.json").read_text())
+    assert res["targets"] == 50
+    # every target's job ran about once a second (a no-op: nothing may hold them back)
+    assert res["cycles"] >= res["expected"] // 2
+    assert res["cpu_ms_per_cycle"] >= 0 and res["switches_per_cycle"] >= 0
