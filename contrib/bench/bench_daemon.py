@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import json
 import logging
 import os
@@ -139,6 +140,27 @@ class Profiles:
 PROFILES: Profiles | None = None
 
 
+class GcTime:
+    """Seconds spent in the garbage collector (gc.callbacks; it holds the GIL: CPU), and
+    collections per generation."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.runs = [0, 0, 0]
+        self._t0 = 0.0
+        gc.callbacks.append(self._cb)
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t0
+            self.runs[info["generation"]] += 1
+
+
+GC = GcTime()
+
+
 def machine_busy() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
@@ -235,12 +257,14 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         time.sleep(interval)
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        gc0, gcruns0 = GC.seconds, list(GC.runs)
         steady_srv0 = server_cpu()
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         sched.shutdown(wait=True)
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        gc1, gcruns1 = GC.seconds, list(GC.runs)
         steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
         steady_srv1 = server_cpu()
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
@@ -270,6 +294,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "steady_cycle_thread_cpu_ms": round(1000 * steady_cycle_cpu / max(steady_n, 1), 2),
         # of steady_cpu: kernel time, and context switches per cycle (threads handing off)
         "steady_sys_ms_per_cycle": round(1000 * (ru1.ru_stime - ru0.ru_stime) / max(steady_n, 1), 2),
+        "steady_gc_ms_per_cycle": round(1000 * (gc1 - gc0) / max(steady_n, 1), 3),
+        "steady_gc_runs": [b - a for a, b in zip(gcruns0, gcruns1)],
         "steady_switches_per_cycle": round(
             (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),
         "steady_server_cpu_ms_per_cycle": (

@@ -74,7 +74,6 @@ class Unshown:
     recorded: int  # deadlocks the daemon recorded this cycle
     not_shown: int  # this cycle's
     total: int  # the running total
-    since: float | None  # when the running total started (its first point)
 
 
 def last(state: object, target: str, key: str) -> tuple[float, float] | None:
@@ -101,16 +100,16 @@ def first_ts(state: object, target: str) -> float | None:
 def account(state: object, target: str, counter: int | None, recorded: int) -> Unshown:
     """One cycle's accounting; the caller records COUNTER_KEY = counter, NOT_SHOWN_KEY = total."""
     if counter is None:  # nothing to account (no counter read): nothing is recorded either
-        return Unshown(None, None, recorded, 0, 0, None)
+        return Unshown(None, None, recorded, 0, 0)
     prev = last(state, target, COUNTER_KEY)
     prev_total = last(state, target, NOT_SHOWN_KEY)
     total = int(prev_total[1]) if prev_total else 0
     if prev is None:  # first look: the baseline
-        return Unshown(counter, None, recorded, 0, total, first_ts(state, target))
+        return Unshown(counter, None, recorded, 0, total)
     before = int(prev[1])
     delta = counter - before if counter >= before else counter  # a reset restarts the count
     cycle = max(delta - recorded, 0)
-    return Unshown(counter, delta, recorded, cycle, total + cycle, first_ts(state, target))
+    return Unshown(counter, delta, recorded, cycle, total + cycle)
 
 
 def running_total(state: object, target: str) -> int | None:
