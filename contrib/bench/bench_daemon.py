@@ -384,7 +384,7 @@ def _main(args: argparse.Namespace) -> int:
                 results.append(res)
                 print(json.dumps(res), flush=True)
     finally:
-        if not args.keep:
+        if not args.keep and not args.throwaway:  # a throwaway cluster goes as a whole
             drop_databases(args.pg)
     if PROFILES is not None:
         PROFILES.dump(args.profile)
