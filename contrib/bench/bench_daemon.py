@@ -258,6 +258,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         gc0, gcruns0 = GC.seconds, list(GC.runs)
+        with phases.lock:
+            phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         sched.shutdown(wait=True)
@@ -265,6 +267,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
         gc1, gcruns1 = GC.seconds, list(GC.runs)
+        with phases.lock:
+            phase1 = dict(phases.cpu)
         steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
         steady_srv1 = server_cpu()
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
@@ -310,6 +314,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "dbwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
         "machine_cpu_pct_of_all_cores": round(100 * machine, 1),
         "cpu_ms_per_cycle": round(1000 * cpu / max(len(records), 1), 2),
+        "steady_cpu_ms_per_cycle_by_phase": {
+            k: round(1000 * (v - phase0.get(k, 0.0)) / max(steady_n, 1), 3)
+            for k, v in sorted(phase1.items())},
         "cpu_ms_per_cycle_by_phase": {k: round(1000 * v / max(len(records), 1), 2)
                                       for k, v in sorted(phases.cpu.items())},
         "wall_seconds": round(wall, 1),
