@@ -183,3 +183,25 @@ def test_commit_waits_for_the_disk_only_when_something_changed(state_at: str) ->
     assert syncs == [True, False, True, False, True, True, True, True, False]
     assert [r.rule for r in st.firing("db")] == ["PG002"]
     assert st.firing("db")[0].last_seen == 220.0  # the relaxed commits are committed
+
+
+def test_metrics_read_deadlocks_recorded_at_scrape_time(state_at: str) -> None:
+    """dbwatch_deadlocks_seen comes from one count per scrape, not a read per cycle."""
+    from dbwatch.daemon.metrics import DaemonCollector
+
+    st = State(state_at)
+    col = DaemonCollector()
+    col.deadlock_source = st.deadlock_counts
+    col.observe("my", up=True, duration=0.1, lateness=0.0, error=False, findings=[], values={})
+    col.observe("pg", up=True, duration=0.1, lateness=0.0, error=False, findings=[], values={})
+
+    def seen() -> dict[str, float]:
+        (fam,) = [m for m in col.collect() if m.name == "dbwatch_deadlocks_seen"]
+        return {s.labels["target"]: s.value for s in fam.samples}
+
+    assert seen() == {"my": 0.0, "pg": 0.0}
+    st.record_deadlock("my", "k1", "2024-01-01T00:00:00", {"x": 1})
+    st.record_deadlock("my", "k2", "2024-01-01T00:00:01", {"x": 2})
+    st.record_deadlock("other", "k3", "2024-01-01T00:00:02", {"x": 3})  # not observed here
+    assert seen() == {"my": 2.0, "pg": 0.0}
+    assert st.deadlock_counts() == {"my": 2, "other": 1}
