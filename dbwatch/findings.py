@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 # Re-exported: findings carry it; the snapshot rows derive it (PgSession.identity).
 from .snapshot.identity import SessionIdentity
@@ -60,8 +61,9 @@ class Finding:
     # the session a terminate action would end (lock rules: the chain's root)
     session: SessionIdentity | None = None
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
+        """Once per finding (its fields are frozen): a cycle asks for it several times."""
         ident = self.identity if self.identity is not None else self.subject
         if self.session is not None:
             ident = [ident, self.session.key()]

@@ -172,9 +172,22 @@ def contained_probe_target(
         return _unreachable(spec, catalogue, config, None, err, started)
 
 
+_SHARE_KEYS: dict[tuple[str, str], str] = {}  # (url, engine) -> share_key, parsed once
+
+
 def share_key(spec: TargetSpec) -> str:
     """Server-wide results are shared by targets of one server seen as one user (what a role
     may see differs)."""
+    hit = _SHARE_KEYS.get((spec.url, spec.engine))
+    if hit is not None:
+        return hit
+    if len(_SHARE_KEYS) > 100_000:  # reloads with other URLs: start over
+        _SHARE_KEYS.clear()
+    key = _SHARE_KEYS[(spec.url, spec.engine)] = _share_key(spec)
+    return key
+
+
+def _share_key(spec: TargetSpec) -> str:
     try:
         user = url_parts(spec.url)[0]["user"] or ""
     except ValueError:

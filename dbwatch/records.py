@@ -27,7 +27,7 @@ from .snapshot.values import (
     to_int,
     to_str,
 )
-from .targets.secrets import scrub_tree
+from .targets.secrets import scrub_tree, secrets_known
 
 __all__ = [
     "ActionRecord",
@@ -52,9 +52,10 @@ def loads(text: object) -> JSON:
     if not isinstance(text, str):
         return as_json(text)
     try:
-        return as_json(json.loads(text))
+        value: JSON = json.loads(text)  # JSON text decodes to JSON values: nothing to convert
     except ValueError:
         return text
+    return value
 
 
 def json_object(value: JSON) -> JSONObject:
@@ -74,7 +75,8 @@ def finding_data(f: Finding) -> tuple[JSONObject, str]:
     keys sorted, values that are not JSON as their str()."""
     d = f.to_dict()
     d["identity"] = f.identity
-    data = json_object(stored_json(scrub_tree(d)))
+    # without a registered password scrub_tree changes no string: no copy
+    data = json_object(stored_json(scrub_tree(d) if secrets_known() else d))
     return data, json.dumps(data)
 
 

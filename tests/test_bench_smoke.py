@@ -116,3 +116,12 @@ def test_queue_model(tmp_path: Path) -> None:
             assert names == {"values_indexed", "values", "summary", "reserved", "repeated",
                              "failed"}
             assert all(isinstance(v, float) for v in r[key].values()), r[key]
+
+
+def test_scheduler(tmp_path: Path) -> None:
+    run("bench_scheduler.py", "--json", str(tmp_path / "s.json"))
+    res = json.loads((tmp_path / "s.json").read_text())
+    assert res["targets"] == 50
+    # every target's job ran about once a second (a no-op: nothing may hold them back)
+    assert res["cycles"] >= res["expected"] // 2
+    assert res["cpu_ms_per_cycle"] >= 0 and res["switches_per_cycle"] >= 0

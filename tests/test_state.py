@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from dbwatch.daemon.state import State
@@ -149,3 +150,58 @@ def test_cycles(state_at: str) -> None:
     st.record_cycle("db", 25.0, 0.4, "unreachable", "cannot connect", 1, 0.02)
     assert [(c["target"], c["status"], c["error"]) for c in st.cycles()] == [
         ("db", "unreachable", "cannot connect")]
+
+
+def test_commit_waits_for_the_disk_only_when_something_changed(state_at: str) -> None:
+    """A cycle that sees its findings again commits without waiting for the disk; a
+    transition, or an alert queued inside the same transaction, makes it wait (fsync)."""
+    st = State(state_at)
+    syncs: list[bool] = []  # per outermost transaction: did its commit wait for the disk
+    transaction = st.transaction
+
+    def recording(durable: bool = True):  # type: ignore[no-untyped-def]
+        outer = st._depth == 0
+        with transaction(durable) as db:
+            yield db
+        if outer:
+            syncs.append(st._sync)
+
+    st.transaction = contextmanager(recording)  # type: ignore[method-assign]
+    wait = {"PG001": 30.0}
+    later = lambda r: wait.get(r, 0.0)  # noqa: E731
+    st.update("db", [f()], now=100.0)                        # new, firing
+    st.update("db", [f(age="9s")], now=115.0)                # seen again, evidence moved
+    st.update("db", [f(), f("PG001", "pid 2")], now=130.0, for_seconds=later)  # new, pending
+    st.update("db", [f(), f("PG001", "pid 2")], now=145.0, for_seconds=later)  # still pending
+    st.update("db", [f(), f("PG001", "pid 2")], now=161.0, for_seconds=later)  # pending -> firing
+    st.update("db", [f(severity="critical"), f("PG001", "pid 2")], now=175.0)  # severity
+    st.update("db", [f(severity="critical")], now=190.0)     # PG001 resolved
+    with st.transaction(durable=False):                      # a quiet update, then an alert
+        st.update("db", [f(severity="critical")], now=205.0)
+        st.enqueue("ops", "fp", "firing", {"x": 1}, now=205.0)
+    st.update("db", [f(severity="critical")], now=220.0)
+    assert syncs == [True, False, True, False, True, True, True, True, False]
+    assert [r.rule for r in st.firing("db")] == ["PG002"]
+    assert st.firing("db")[0].last_seen == 220.0  # the relaxed commits are committed
+
+
+def test_metrics_read_deadlocks_recorded_at_scrape_time(state_at: str) -> None:
+    """dbwatch_deadlocks_seen comes from one count per scrape, not a read per cycle."""
+    from dbwatch.daemon.metrics import DaemonCollector
+
+    st = State(state_at)
+    col = DaemonCollector()
+    col.deadlock_source = st.deadlock_counts
+    col.observe("my", up=True, duration=0.1, lateness=0.0, error=False, findings=[], values={})
+    col.observe("pg", up=True, duration=0.1, lateness=0.0, error=False, findings=[], values={})
+
+    def seen() -> dict[str, float]:
+        (fam,) = [m for m in col.collect() if m.name == "dbwatch_deadlocks_seen"]
+        return {s.labels["target"]: s.value for s in fam.samples}
+
+    assert seen() == {"my": 0.0, "pg": 0.0}
+    st.record_deadlock("my", "k1", "2024-01-01T00:00:00", {"x": 1})
+    st.record_deadlock("my", "k2", "2024-01-01T00:00:01", {"x": 2})
+    st.record_deadlock("other", "k3", "2024-01-01T00:00:02", {"x": 3})  # not observed here
+    assert seen() == {"my": 2.0, "pg": 0.0}
+    assert st.deadlock_counts() == {"my": 2, "other": 1}

@@ -17,9 +17,13 @@ to compare (0 = a new session per cycle, the one-shot way). --smoke: 5 targets, 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
 import json
 import logging
 import os
+import pstats
+import resource
 import sys
 import tempfile
 import threading
@@ -103,6 +107,60 @@ class Phases:
         setattr(module, name, timed)
 
 
+class Profiles:
+    """--profile: a cProfile per worker thread on the CPU clock (time.thread_time), merged at
+    the end; what runs outside the cycles (scheduler, runner hand-offs) is the process CPU the
+    cycles' own thread CPU does not account for."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.all: list[cProfile.Profile] = []
+        self.lock = threading.Lock()
+
+    def get(self) -> cProfile.Profile:
+        prof = getattr(self.local, "prof", None)
+        if prof is None:
+            prof = cProfile.Profile(time.thread_time)
+            self.local.prof = prof
+            with self.lock:
+                self.all.append(prof)
+        return prof
+
+    def dump(self, path: str) -> None:
+        with self.lock:
+            profs = list(self.all)
+        if not profs:
+            return
+        stats = pstats.Stats(profs[0])
+        for prof in profs[1:]:
+            stats.add(prof)
+        stats.dump_stats(path)
+
+
+PROFILES: Profiles | None = None
+
+
+class GcTime:
+    """Seconds spent in the garbage collector (gc.callbacks; it holds the GIL: CPU), and
+    collections per generation."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.runs = [0, 0, 0]
+        self._t0 = 0.0
+        gc.callbacks.append(self._cb)
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t0
+            self.runs[info["generation"]] += 1
+
+
+GC = GcTime()
+
+
 def machine_busy() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine, from /proc/stat."""
     fields = [float(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
@@ -170,7 +228,15 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
 
         def job(slot: Slot) -> None:
             started, cpu0 = time.time(), time.thread_time()
-            d.cycle(slot.name, slot.scheduled, slot)
+            if PROFILES is not None and started >= steady_from:
+                prof = PROFILES.get()
+                prof.enable()
+                try:
+                    d.cycle(slot.name, slot.scheduled, slot)
+                finally:
+                    prof.disable()
+            else:
+                d.cycle(slot.name, slot.scheduled, slot)
             with lock:
                 records.append((slot.name, slot.scheduled, started, time.time() - started,
                                 time.thread_time() - cpu0))
@@ -181,6 +247,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         sched = Scheduler(runner.submit, 2)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
+        steady_from = time.time() + interval + 1.0  # profile steady cycles only
         server_ms(base, reset=True)
         srv_cpu0 = server_cpu()
         cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
@@ -189,11 +256,20 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # read, caches filled) cost
         time.sleep(interval)
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        gc0, gcruns0 = GC.seconds, list(GC.runs)
+        with phases.lock:
+            phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         sched.shutdown(wait=True)
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+        gc1, gcruns1 = GC.seconds, list(GC.runs)
+        with phases.lock:
+            phase1 = dict(phases.cpu)
+        steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
         steady_srv1 = server_cpu()
         cpu, busy, wall = time.process_time() - cpu0, machine_busy(), time.time() - wall0
         srv_cpu1 = server_cpu()
@@ -218,6 +294,14 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "steady_cycles": steady_n,
         "steady_cpu_ms_per_cycle": round(1000 * steady_cpu / max(steady_n, 1), 2),
+        # the cycles' own thread CPU; the rest of steady_cpu is scheduler, runner, GC elsewhere
+        "steady_cycle_thread_cpu_ms": round(1000 * steady_cycle_cpu / max(steady_n, 1), 2),
+        # of steady_cpu: kernel time, and context switches per cycle (threads handing off)
+        "steady_sys_ms_per_cycle": round(1000 * (ru1.ru_stime - ru0.ru_stime) / max(steady_n, 1), 2),
+        "steady_gc_ms_per_cycle": round(1000 * (gc1 - gc0) / max(steady_n, 1), 3),
+        "steady_gc_runs": [b - a for a, b in zip(gcruns0, gcruns1)],
+        "steady_switches_per_cycle": round(
+            (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),
         "steady_server_cpu_ms_per_cycle": (
             round(1000 * (steady_srv1 - steady_srv0) / max(steady_n, 1), 2)
             if steady_srv0 is not None and steady_srv1 is not None else None),
@@ -230,6 +314,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "dbwatch_cpu_pct_of_one_core": round(100 * cpu / wall, 1),
         "machine_cpu_pct_of_all_cores": round(100 * machine, 1),
         "cpu_ms_per_cycle": round(1000 * cpu / max(len(records), 1), 2),
+        "steady_cpu_ms_per_cycle_by_phase": {
+            k: round(1000 * (v - phase0.get(k, 0.0)) / max(steady_n, 1), 3)
+            for k, v in sorted(phase1.items())},
         "cpu_ms_per_cycle_by_phase": {k: round(1000 * v / max(len(records), 1), 2)
                                       for k, v in sorted(phases.cpu.items())},
         "wall_seconds": round(wall, 1),
@@ -256,6 +343,7 @@ def main() -> int:
     ap.add_argument("--throwaway", action="store_true",
                     help="run against a PostgreSQL cluster of its own (max_connections 2300)")
     ap.add_argument("--smoke", action="store_true", help="CI: 5 targets, 2 short cycles")
+    ap.add_argument("--profile", help="cProfile (CPU clock) of the steady cycles, to this file")
     args = ap.parse_args()
     if args.smoke:
         global PREFIX
@@ -290,6 +378,9 @@ def _main(args: argparse.Namespace) -> int:
     phases.wrap(Daemon, "_after_probe", "state+alerts+metrics")
     assert daemon_mod.probe_target is pipeline.probe_target
     results = []
+    if args.profile:
+        global PROFILES
+        PROFILES = Profiles()
     try:
         t0 = time.time()
         create_databases(args.pg, max(sizes))
@@ -300,18 +391,24 @@ def _main(args: argparse.Namespace) -> int:
                 results.append(res)
                 print(json.dumps(res), flush=True)
     finally:
-        if not args.keep:
+        if not args.keep and not args.throwaway:  # a throwaway cluster goes as a whole
             drop_databases(args.pg)
+    if PROFILES is not None:
+        PROFILES.dump(args.profile)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
-    print("\ntargets  pool  cycles  late p50/p95/max s  took p50/p95 s  dbwatch CPU  machine CPU"
-          "  server ms/cycle  server CPU ms/cycle  statements/cycle")
+    print("\ntargets  pool  cycles  late p50/p95/max s  steady p95 s  took p50/p95 s  dbwatch CPU"
+          "  machine CPU  load  dbwatch CPU ms/cycle (steady)  server CPU ms/cycle (steady)"
+          "  statements/cycle")
     for r in results:
         print(f"{r['targets']:7d}  {r['per_server']:4d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
               f"{r['lateness_p50']}/{r['lateness_p95']}/{r['lateness_max']:<8} "
+              f"{r['steady_lateness_p95']}  "
               f"{r['duration_p50']}/{r['duration_p95']:<8} "
               f"{r['dbwatch_cpu_pct_of_one_core']:5.1f}%    {r['machine_cpu_pct_of_all_cores']:5.1f}%"
-              f"    {r['server_ms_per_cycle']}    {r['server_cpu_ms_per_cycle']}"
+              f"  {r['loadavg_1m']}"
+              f"    {r['cpu_ms_per_cycle']} ({r['steady_cpu_ms_per_cycle']})"
+              f"    {r['server_cpu_ms_per_cycle']} ({r['steady_server_cpu_ms_per_cycle']})"
               f"    {r['statements_per_cycle']}")
     return 0
 

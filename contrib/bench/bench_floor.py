@@ -55,6 +55,31 @@ def _recording(cls: Any) -> None:
     cls.rows = rows
 
 
+PHASES: dict[str, float] = {}
+
+
+def _phases() -> None:
+    """--phases: thread CPU of the probes, the rules and the bookkeeping after them (the same
+    split as bench_daemon's; a few clock reads per cycle on top of the cycle's own CPU)."""
+    from dbwatch import pipeline
+
+    def wrap(owner: Any, name: str, label: str) -> None:
+        fn = getattr(owner, name)
+
+        def timed(*a: Any, **kw: Any) -> Any:
+            t0 = time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                PHASES[label] = PHASES.get(label, 0.0) + time.thread_time() - t0
+
+        setattr(owner, name, timed)
+
+    wrap(pipeline, "run_probes", "probes")
+    wrap(pipeline, "evaluate", "evaluate")
+    wrap(Daemon, "_after_probe", "state+alerts+metrics")
+
+
 def cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -97,6 +122,7 @@ def run(engine: str, url: str, cycles: int, postmaster: int | None, stmts: bool)
         for _ in range(3):  # warm-up: first connection, ttl caches filled
             d.cycle("t", time.time())
         RECORD.clear()
+        PHASES.clear()
         if stmts:
             _pss_reset(url)
         srv0 = proc_cpu(children(postmaster)) if postmaster else None
@@ -127,6 +153,7 @@ def run(engine: str, url: str, cycles: int, postmaster: int | None, stmts: bool)
         "server_cpu_ms_per_cycle": (
             round(1000 * (srv1 - srv0) / cycles, 3) if srv0 is not None and srv1 is not None else None
         ),
+        "cpu_ms_per_cycle_by_phase": {k: round(1000 * v / cycles, 3) for k, v in sorted(PHASES.items())},
         "pg_stat_statements": pss,
         "floor_wall_ms_per_cycle": floor[0],
         "floor_cpu_ms_per_cycle": floor[1],
@@ -197,11 +224,15 @@ def main() -> int:
     ap.add_argument("--cycles", type=int, default=300)
     ap.add_argument("--throwaway", action="store_true", help="PostgreSQL: a cluster of its own")
     ap.add_argument("--smoke", action="store_true", help="a few cycles (CI)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also the thread CPU per phase (probes, rules, bookkeeping)")
     ap.add_argument("--json", help="write the result here too")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.smoke:
         args.cycles = 5
+    if args.phases:
+        _phases()
     if args.engine == "mysql":
         res = _mysql(args)
     elif args.throwaway:

@@ -19,7 +19,7 @@ from ..snapshot.my import (
     MyThread,
 )
 from . import CheckContext, check
-from .history import LastPoint
+from .history import has_last_point
 
 
 def _ts(text: str | None) -> datetime | None:
@@ -42,7 +42,7 @@ def _recent_deadlocks(ctx: CheckContext, counter: int | None) -> int | None:
     state = ctx.state
     if state is None or counter is None or not hasattr(state, "history"):
         return None
-    if isinstance(state, LastPoint):  # one row, not a week of points for the last one
+    if has_last_point(state):  # one row, not a week of points for the last one
         past = state.last_point(ctx.snapshot.target, "innodb_deadlocks", 7 * 86400)
     else:
         past = state.history(ctx.snapshot.target, "innodb_deadlocks", 7 * 86400)

@@ -4,7 +4,7 @@ window, [] in a one-shot audit, without state, or when the state cannot answer."
 from __future__ import annotations
 
 from . import CheckContext
-from .history import History, LastPoint
+from .history import has_history, has_last_point
 
 HISTORY_WINDOW = 3600.0
 
@@ -13,7 +13,7 @@ def latest(ctx: CheckContext, key: str, since: float = HISTORY_WINDOW) -> list[t
     """The daemon's last point of key within `since` ([] when none), as a 0/1-point history:
     one row, not a week of points read each cycle for the last one."""
     st: object = ctx.state
-    if not isinstance(st, LastPoint):
+    if not has_last_point(st):
         return history(ctx, key, since)[-1:]
     try:
         return [(float(t), float(v)) for t, v in st.last_point(ctx.snapshot.target, key, since)]
@@ -26,7 +26,7 @@ def history(
 ) -> list[tuple[float, float]]:
     """The daemon's history for key, oldest first; [] in a one-shot audit or without state."""
     st: object = ctx.state
-    if not isinstance(st, History):
+    if not has_history(st):
         return []
     try:
         return [(float(t), float(v)) for t, v in st.history(ctx.snapshot.target, key, since)]

@@ -33,7 +33,8 @@ def apply_findings(
 ) -> Transitions:
     """The findings' transitions and the alerts they call for, committed together; routing
     decides on the rows just written (`Transitions.firing`), not on a read-back."""
-    with state.transaction():
+    # durable only if something changed (State.update, the outbox call want_sync)
+    with state.transaction(durable=False):
         tr = state.update(target, findings, now, setup.for_seconds, keep_rules=keep_rules)
         route(state, target, setup.policies, now, interval, firing=tr.firing)
     log_transitions(target, tr)

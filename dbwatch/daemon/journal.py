@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from ..records import row_json
-from ..snapshot.values import JSONObject, to_float, to_int
+from ..snapshot.values import JSONObject, to_float, to_int, to_str
 from ..targets.secrets import scrub_opt
 from .statebase import StateBase
 
@@ -46,6 +46,11 @@ class JournalStore(StateBase):
     def deadlock_count(self, target: str) -> int:
         rows = self._rows("SELECT count(*) AS n FROM deadlocks WHERE target = ?", (target,))
         return to_int(rows[0]["n"])
+
+    def deadlock_counts(self) -> dict[str, int]:
+        """Deadlocks recorded per target (the metrics, at scrape time)."""
+        rows = self._rows("SELECT target, count(*) AS n FROM deadlocks GROUP BY target")
+        return {to_str(r["target"]): to_int(r["n"]) for r in rows}
 
     def record_action(
         self,
@@ -106,6 +111,16 @@ class JournalStore(StateBase):
         rows = self._rows(
             "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
             "ORDER BY ts DESC LIMIT 1",
+            (target, key, since),
+        )
+        return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
+
+    def first_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        """The oldest (ts, value) of one series within `since_seconds` ([] when none)."""
+        since = time.time() - since_seconds
+        rows = self._rows(
+            "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
+            "ORDER BY ts LIMIT 1",
             (target, key, since),
         )
         return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]

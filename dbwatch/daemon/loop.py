@@ -62,6 +62,7 @@ class Daemon:
         self.collector = DaemonCollector()
         self.delivery = Delivery(state, *backoff)
         self.collector.delivery = self.delivery.stats
+        self.collector.deadlock_source = state.deadlock_counts
         self.signals = Signals()  # the main thread waits on these: no polling
         self.misses = Misses()
         self.memory = MemoryKeeper()
@@ -245,7 +246,6 @@ class Daemon:
             error=bool(result.snapshot.failures),
             findings=findings,
             values=values,
-            deadlocks=self.state.deadlock_count(spec.name),
         )
         self.state.prune(now)
 

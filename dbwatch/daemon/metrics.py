@@ -41,6 +41,9 @@ class DaemonCollector(Collector):
         self.targets: dict[str, TargetStats] = {}
         self.outbox: dict[str, int] = {}
         self.outbox_source: Callable[[], dict[str, int]] | None = None  # read at scrape time
+        # deadlocks recorded per target, read at scrape time (one query for every target), not
+        # counted by each cycle (a state read per target-cycle)
+        self.deadlock_source: Callable[[], dict[str, int]] | None = None
         self.delivery: dict[str, dict[str, int]] = {}
 
     def observe(
@@ -53,7 +56,7 @@ class DaemonCollector(Collector):
         error: bool,
         findings: list[Finding],
         values: dict[str, float],
-        deadlocks: int,
+        deadlocks: int | None = None,
     ) -> None:
         counts: dict[tuple[str, str], int] = {}
         for f in findings:
@@ -63,7 +66,18 @@ class DaemonCollector(Collector):
             st.up, st.duration, st.lateness = up, duration, lateness
             st.cycles += 1
             st.errors += int(error)
-            st.findings, st.gauges, st.deadlocks = counts, values, deadlocks
+            st.findings, st.gauges = counts, values
+            if deadlocks is not None:
+                st.deadlocks = deadlocks
+
+    def _deadlocks_seen(self) -> dict[str, int] | None:
+        if self.deadlock_source is None:
+            return None
+        try:
+            return self.deadlock_source()
+        except Exception:  # the state is away: the last values the cycles gave
+            log.debug("deadlock counts unavailable", exc_info=True)
+            return None
 
     def observe_missed(self, target: str) -> None:
         """A scheduled cycle that got no answer (the target hangs)."""
@@ -122,6 +136,7 @@ class DaemonCollector(Collector):
             "innodb_history_list_length": hll,
         }
         prefixed = {"pg.n_dead_tup:": dead, "queue_depth:": depth, "queue_age_seconds:": qage}
+        seen = self._deadlocks_seen()
         for name, st in sorted(self.targets.items()):
             for (rule, sev), n in sorted(st.findings.items()):
                 found.add_metric([rule, sev, name], n)
@@ -130,7 +145,7 @@ class DaemonCollector(Collector):
             late.add_metric([name], st.lateness)
             cyc.add_metric([name], st.cycles)
             err.add_metric([name], st.errors)
-            dl.add_metric([name], st.deadlocks)
+            dl.add_metric([name], seen.get(name, 0) if seen is not None else st.deadlocks)
             deadlocks = server_deadlocks(st.gauges)
             if deadlocks is not None:
                 srv.add_metric([name], deadlocks)

@@ -25,6 +25,7 @@ class AlertStore(StateBase):
         self, receiver: str, fingerprint: str, target: str, status: str, severity: str, now: float
     ) -> None:
         with self.transaction() as db:
+            self.want_sync()  # inside a cycle's relaxed transaction too: an alert must last
             db.execute(
                 "INSERT INTO alerts_sent(receiver, fingerprint, target, status, severity, "
                 "first_sent, last_sent) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -48,6 +49,7 @@ class AlertStore(StateBase):
         now = time.time() if now is None else now
         body = json.dumps(scrub_tree(payload), default=str, sort_keys=True)
         with self.transaction() as db:
+            self.want_sync()  # inside a cycle's relaxed transaction too: an alert must last
             rev = self._next_rev(db)
             last = db.execute(
                 "SELECT id, event FROM outbox WHERE receiver = ? AND fingerprint = ?"

@@ -104,6 +104,7 @@ class Runner:
         self._deadlines: list[tuple[float, int, Slot]] = []
         self._seq = 0
         self._stopping = False
+        self._settling = 0  # threads in wait_settled()
         # missed cycles are reported (state DB writes, alerts) off the scheduler's thread
         self._reports: deque[tuple[str, str, Slot | None]] = deque()
         self._watch = threading.Thread(target=self._watchdog, name="dbwatch-deadlines", daemon=True)
@@ -234,7 +235,10 @@ class Runner:
             slot.deadline = slot.started + self.timeout
             self._seq += 1
             heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot))
-            self._lock.notify_all()
+            # the watchdog sleeps until the earliest deadline: woken only if this one is
+            # earlier (the deadlines and reporter threads woke twice a cycle for nothing)
+            if self._deadlines[0][2] is slot:
+                self._lock.notify_all()
         try:
             self.job(slot)
         except Exception:  # the job logs its own failures; this keeps the worker alive
@@ -243,7 +247,8 @@ class Runner:
             with self._lock:
                 if self._running.get(slot.name) is slot:
                     del self._running[slot.name]
-                self._lock.notify_all()
+                if self._stopping or self._settling:  # stop() / wait_settled() wait for it
+                    self._lock.notify_all()
 
     # -- deadlines ---------------------------------------------------------------------------
 
@@ -315,9 +320,13 @@ class Runner:
     def wait_settled(self, timeout: float | None = None) -> bool:
         """Until every cycle has finished or been abandoned and reported (--once)."""
         with self._lock:
-            return self._lock.wait_for(
-                lambda: all(s.reported for s in self._running.values()), timeout
-            )
+            self._settling += 1
+            try:
+                return self._lock.wait_for(
+                    lambda: all(s.reported for s in self._running.values()), timeout
+                )
+            finally:
+                self._settling -= 1
 
     def stop(self, timeout: float) -> list[str]:
         """No new cycles; wait up to `timeout` for running ones, then shut their connections

@@ -2,12 +2,14 @@
 
 The job only hands the cycle to the runner (dbwatch.daemon.runner), which gives each target
 its own slot and deadline, so APScheduler's two threads are never held by a probe. coalesce
-and max_instances=1 keep a late tick from bursting; first runs are staggered.
+and max_instances=1 keep a late tick from bursting; first runs are staggered on a grid of
+GRID seconds, so one wake of the scheduler thread hands out every target due in that slot.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -22,6 +24,11 @@ log = logging.getLogger(__name__)
 # server (more skips, and 64 connections near max_connections); 32 ran every cycle. Now the
 # runner's pool of permits for answering targets.
 MAX_THREADS = 32
+# First runs are staggered over the interval on this grid (absolute time): one wake of
+# APScheduler's thread then serves all targets of a slot. Staggered to the microsecond, every
+# target cost a wake of its own: 0.18-0.29 ms of scheduler and runner CPU per cycle at 1,000
+# targets, 0.05 ms on the grid (issue 28; at 2,000 targets and 15 s, about 13 per slot).
+GRID = 0.1
 
 
 class _JobEvent(Protocol):
@@ -125,7 +132,7 @@ class Scheduler:
             old = self.anchor.get(name)
             if old is not None and old[1] == interval:
                 continue
-            first = now + 0.2 + (i / n) * min(interval, 15.0)
+            first = _on_grid(now + 0.2 + (i / n) * min(interval, 15.0))
             self.anchor[name] = (first, interval)
             self._sched.add_job(
                 self._run,
@@ -145,6 +152,11 @@ class Scheduler:
         """Stop scheduling; with wait, let the running cycles finish."""
         if self._sched.running:
             self._sched.shutdown(wait=wait)
+
+
+def _on_grid(ts: float) -> float:
+    """The next GRID boundary at or after `ts`."""
+    return math.ceil(ts / GRID) * GRID
 
 
 def _dt(ts: float) -> datetime:

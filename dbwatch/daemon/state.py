@@ -73,7 +73,9 @@ class State(AlertStore, JournalStore):
                 current[f.fingerprint] = f
         out = Transitions()
         firing: list[FindingRow] = []
-        with self.transaction() as db:
+        # a cycle that only sees its findings again (last_seen, evidence) need not wait for
+        # the disk; a transition does (want_sync): see StateBase.transaction
+        with self.transaction(durable=False) as db:
             live = {
                 r.fingerprint: r
                 for r in self._finding_rows(
@@ -91,6 +93,7 @@ class State(AlertStore, JournalStore):
                     if row.status == "firing":
                         firing.append(row)
                     continue
+                self.want_sync()
                 if row.status == "pending":
                     db.execute("DELETE FROM findings WHERE fingerprint = ?", (fp,))
                     continue
@@ -115,6 +118,7 @@ class State(AlertStore, JournalStore):
         """Write one current finding; returns the row as it now stands."""
         data, text = finding_data(f)  # the object for the row returned, the text for the table
         if row is None:
+            self.want_sync()
             status = "firing" if wait <= 0 else "pending"
             head = (f.fingerprint, f.target, f.rule, f.severity, f.subject, status, now)
             fired_last = (now if status == "firing" else None, now)
@@ -134,6 +138,8 @@ class State(AlertStore, JournalStore):
             status = row.status
             if status == "pending" and now - row.first_seen >= wait:
                 status = "firing"
+            if (status, f.severity, f.subject) != (row.status, row.severity, row.subject):
+                self.want_sync()
             db.execute(
                 "UPDATE findings SET severity = ?, subject = ?, status = ?, last_seen = ?,"
                 " fired_at = coalesce(fired_at, CASE WHEN ? = 'firing' THEN ? END),"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,8 @@ class StateBase:
         self.retention = retention
         self._lock = threading.RLock()
         self._depth = 0
+        self._sync = True  # the open transaction's commit waits for the disk
+        self._synchronous = "FULL"  # SQLite's level now (open_conn sets FULL)
         db, self.dialect = open_conn(location, schema)
         self._db: StateConn = db
         self._begin = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
@@ -48,11 +51,13 @@ class StateBase:
         """BEGIN (IMMEDIATE on SQLite) … COMMIT; nested uses join the outer transaction.
 
         `durable=False` (a cycle's bookkeeping: its record, metrics, deadlocks with the log
-        position): the commit survives a killed process but not a power loss, without waiting
-        for the disk — SQLite's synchronous=NORMAL for that commit (WAL: the next durable
-        commit's fsync covers it), PostgreSQL's synchronous_commit=off. A full fsync per
-        target-cycle under the state lock (7 ms on a busy disk) was what 2,000 targets at
-        15 s queued behind. Alerts, findings and the outbox stay durable."""
+        position; a cycle's findings when nothing changed but when they were last seen): the
+        commit survives a killed process but not a power loss, without waiting for the disk —
+        SQLite's synchronous=NORMAL for that commit (WAL: the next durable commit's fsync
+        covers it), PostgreSQL's synchronous_commit=off. A full fsync per target-cycle under
+        the state lock (7 ms on a busy disk) was what 2,000 targets at 15 s queued behind.
+        A write inside that must last (a finding's transition, an alert queued or marked
+        sent) calls want_sync(): the commit then waits for the disk as before."""
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -61,25 +66,53 @@ class StateBase:
                 finally:
                     self._depth -= 1
                 return
+            self._sync = durable
             relaxed = not durable and self.dialect == "sqlite"
-            if relaxed:
-                self._db.execute("PRAGMA synchronous=NORMAL")
+            self._level("NORMAL" if relaxed else "FULL")
+            self._db.execute(self._begin)
+            self._depth = 1
             try:
-                self._db.execute(self._begin)
-                if not durable and self.dialect != "sqlite":
-                    self._db.execute("SET LOCAL synchronous_commit = off")
-                self._depth = 1
-                try:
-                    yield self._db
-                except BaseException:
-                    self._depth = 0
-                    self._db.execute("ROLLBACK")
-                    raise
+                yield self._db
+            except BaseException:
                 self._depth = 0
-                self._db.execute("COMMIT")
-            finally:
-                if relaxed:
-                    self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            if not self._sync and self.dialect != "sqlite":
+                self._db.execute("SET LOCAL synchronous_commit = off")
+            self._db.execute("COMMIT")
+            if relaxed and self._sync:
+                self._flush()
+
+    def _level(self, level: str) -> None:
+        """SQLite's synchronous level for the next commit, set only when it changes (SQLite
+        takes it outside a transaction only): a cycle's relaxed commits in a row pay no
+        PRAGMA. The level stays until the next transaction sets its own."""
+        if self.dialect == "sqlite" and self._synchronous != level:
+            self._db.execute(f"PRAGMA synchronous={level}")  # one of two constants
+            self._synchronous = level
+
+    def want_sync(self) -> None:
+        """Inside a transaction: its commit waits for the disk, whatever it was opened with."""
+        with self._lock:
+            self._sync = True
+
+    def _flush(self) -> None:
+        """SQLite, after a relaxed commit that wanted the disk: one small write committed with
+        synchronous=FULL, whose fsync of the write-ahead log covers the commit before it (the
+        level cannot change inside a transaction; checked with strace: one fdatasync)."""
+        self._level("FULL")
+        self._db.execute(self._begin)
+        try:
+            self._db.execute(
+                "INSERT INTO meta(key, value) VALUES ('synced', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (repr(time.time()),),
+            )
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def query(self, sql: str, params: Iterable[Param] = ()) -> list[Row]:
         """Rows of one read (mappings), in the shared `?` dialect."""

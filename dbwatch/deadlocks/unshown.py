@@ -5,11 +5,11 @@ one-shot audit says the server's total minus what it shows. Pure arithmetic plus
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_INNODB_COUNTERS
-from ..snapshot.pg_mvcc import PG_DEADLOCKS
+from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 
 COUNTER_KEY = "deadlocks:server"  # the counter this accounting compares (the target's scope)
 NOT_SHOWN_KEY = "deadlocks:not_shown"  # the running total of deadlocks counted and not shown
@@ -21,6 +21,39 @@ class _History(Protocol):
     def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]: ...
 
 
+@runtime_checkable
+class _Points(Protocol):
+    """The daemon's state: one series point by the (target, key, ts) index, not the window's
+    thousands (a 30-day window grows by a point per cycle)."""
+
+    def last_point(
+        self, target: str, key: str, since_seconds: float
+    ) -> list[tuple[float, float]]: ...
+
+    def first_point(
+        self, target: str, key: str, since_seconds: float
+    ) -> list[tuple[float, float]]: ...
+
+
+_CLASS_HAS: dict[tuple[type, type], bool] = {}
+
+
+def class_has(cls: type, proto: type) -> bool:
+    """issubclass for a protocol of methods, per class once (isinstance: ~8 µs a time)."""
+    got = _CLASS_HAS.get((cls, proto))
+    if got is None:
+        got = _CLASS_HAS[(cls, proto)] = issubclass(cls, proto)
+    return got
+
+
+def _points(state: object) -> TypeGuard[_Points]:
+    return class_has(type(state), _Points) or isinstance(state, _Points)
+
+
+def _history(state: object) -> TypeGuard[_History]:
+    return class_has(type(state), _History) or isinstance(state, _History)
+
+
 def server_counter(snap: Snapshot) -> int | None:
     """Innodb_deadlocks / lock_deadlocks (server-wide), or pg_stat_database.deadlocks of the
     target's database (all databases for an unscoped target)."""
@@ -30,8 +63,8 @@ def server_counter(snap: Snapshot) -> int | None:
     rows = snap.get(PG_DEADLOCKS)
     if rows is None:
         return None
-    scope = snap.scope
-    return sum(int(d.deadlocks or 0) for d in rows if scope is None or d.database == scope)
+    # the target's database's row by the shared read's index, not a walk of every database's
+    return sum(int(d.deadlocks or 0) for d in deadlocks_in_scope(rows, snap.scope))
 
 
 @dataclass(frozen=True)
@@ -41,40 +74,47 @@ class Unshown:
     recorded: int  # deadlocks the daemon recorded this cycle
     not_shown: int  # this cycle's
     total: int  # the running total
-    since: float | None  # when the running total started (its first point)
 
 
 def last(state: object, target: str, key: str) -> tuple[float, float] | None:
     """The newest point of one of the daemon's series, or None (one-shot audit, no state)."""
-    if not isinstance(state, _History):
+    if _points(state):
+        points = state.last_point(target, key, WINDOW)
+    elif _history(state):
+        points = state.history(target, key, WINDOW)
+    else:
         return None
-    points = state.history(target, key, WINDOW)
     return points[-1] if points else None
 
 
 def first_ts(state: object, target: str) -> float | None:
-    if not isinstance(state, _History):
+    if _points(state):
+        points = state.first_point(target, NOT_SHOWN_KEY, WINDOW)
+    elif _history(state):
+        points = state.history(target, NOT_SHOWN_KEY, WINDOW)
+    else:
         return None
-    points = state.history(target, NOT_SHOWN_KEY, WINDOW)
     return points[0][0] if points else None
 
 
 def account(state: object, target: str, counter: int | None, recorded: int) -> Unshown:
     """One cycle's accounting; the caller records COUNTER_KEY = counter, NOT_SHOWN_KEY = total."""
+    if counter is None:  # nothing to account (no counter read): nothing is recorded either
+        return Unshown(None, None, recorded, 0, 0)
     prev = last(state, target, COUNTER_KEY)
     prev_total = last(state, target, NOT_SHOWN_KEY)
     total = int(prev_total[1]) if prev_total else 0
-    if counter is None or prev is None:  # first look (or no counter): the baseline
-        return Unshown(counter, None, recorded, 0, total, first_ts(state, target))
+    if prev is None:  # first look: the baseline
+        return Unshown(counter, None, recorded, 0, total)
     before = int(prev[1])
     delta = counter - before if counter >= before else counter  # a reset restarts the count
     cycle = max(delta - recorded, 0)
-    return Unshown(counter, delta, recorded, cycle, total + cycle, first_ts(state, target))
+    return Unshown(counter, delta, recorded, cycle, total + cycle)
 
 
 def running_total(state: object, target: str) -> int | None:
     """The running total before this cycle, or None outside the daemon."""
-    if not isinstance(state, _History):
+    if not _history(state):
         return None
     point = last(state, target, NOT_SHOWN_KEY)
     return int(point[1]) if point else 0

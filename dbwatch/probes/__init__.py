@@ -14,7 +14,14 @@ from __future__ import annotations
 from .registry import PROBES, Probe, probe
 from .results import Covered, PartialResult, jsonable
 from .run import ALWAYS, PROBE_BUDGET, ProbeStats, run_probes, unreachable_snapshot
-from .share import CATALOG_MAX_AGE, ProbeCache, SharedProbes, catalog_cached, per_server
+from .share import (
+    CATALOG_MAX_AGE,
+    ProbeCache,
+    SharedProbes,
+    catalog_cached,
+    per_server,
+    shared_section,
+)
 from .sqlfiles import SQL_DIR, sql
 
 __all__ = [
@@ -34,6 +41,7 @@ __all__ = [
     "per_server",
     "probe",
     "run_probes",
+    "shared_section",
     "sql",
     "unreachable_snapshot",
 ]

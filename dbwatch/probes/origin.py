@@ -13,12 +13,13 @@ from ..errors import ProbeError
 from ..snapshot import CoverageGap
 from ..snapshot.my import opt_num
 from ..snapshot.origin import MyTxnDetail, PgTxnDetail, PgTxnLock, PgTxnStatement
+from ..snapshot.pg import PgSession, scoped
 from ..snapshot.values import as_row, opt_datetime, to_int, to_str
 from ..targets import Connection
 from .postgresql import MONITOR_GRANT
 from .registry import probe
 from .results import Covered
-from .share import ProbeCache
+from .share import ProbeCache, shared_section
 from .sqlfiles import sql
 from .statements import PFS_GRANT, PFS_ON_FIX, consumers
 
@@ -54,7 +55,9 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
     transaction is at least MIN_AGE old; with the daemon's cache, the statements seen for
     each transaction identity are remembered across cycles (first seen / last seen)."""
     params = {"min_age": MIN_AGE, "limit": LOCK_ROWS, "database": conn.spec.scoped_database}
-    rows = [as_row(r) for r in conn.rows(sql("postgresql", "txn_locks", conn.version), params)]
+    rows = []
+    if not _none_open(conn):
+        rows = [as_row(r) for r in conn.rows(sql("postgresql", "txn_locks", conn.version), params)]
     locks = tuple(PgTxnLock.from_row(r) for r in rows if r.get("locktype") is not None)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     seen: dict[Key, str] = {}
@@ -97,6 +100,20 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
         "locks of younger ones were not examined",
     )
     return Covered(data, (gap,))
+
+
+def _none_open(conn: Connection) -> bool:
+    """The daemon: this cycle's pg.sessions (the shared server-wide read, run before this
+    probe) shows no client backend of the target's database in a transaction. Then
+    txn_locks.sql has nothing to return but transactions begun since that read (at most the
+    share interval ago, younger than any session rule sees in this cycle's rows), and the
+    round trip is not made: an idle database's cycle sends 2 statements, not 3. Elsewhere
+    (audit), or without that read, the query runs."""
+    rows = shared_section("pg.sessions")
+    if not isinstance(rows, tuple):
+        return False
+    mine = scoped(tuple(r for r in rows if isinstance(r, PgSession)), conn.spec.scoped_database)
+    return not any(r.client and r.xact_start is not None for r in mine)
 
 
 def _remember(cache: ProbeCache | None, seen: dict[Key, str], now: str) -> Memory:

@@ -71,6 +71,9 @@ def _run_probes(
 ) -> Snapshot:
     started = time.time()
     sections: dict[str, object] = {}
+    cyc = _CYCLE.get()
+    if cyc is not None:
+        cyc.sections = sections  # what later probes of this pass may look at (shared_section)
     failures: list[ProbeFailure] = []
     features: set[str] = set()
     gaps: list[CoverageGap] = []

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar, cast
 
@@ -93,6 +93,9 @@ class _Cycle:
     cache: ProbeCache | None
     marker: tuple[object, ...] | None = None
     read: bool = False
+    # the sections this pass has read so far (probes run in name order), for a probe whose
+    # read another one's rows can show to be empty (pg.txn_detail after pg.sessions)
+    sections: dict[str, object] = field(default_factory=dict)
 
 
 _CYCLE: ContextVar[_Cycle | None] = ContextVar("dbwatch_cycle", default=None)
@@ -159,3 +162,12 @@ def per_server(name: str, read: Callable[[], object]) -> object:
         return read()
     store, key = shared
     return store.get_or_run(key, name, read)
+
+
+def shared_section(name: str) -> object:
+    """In the daemon (server-wide reads shared), the section `name` as this cycle already read
+    it; None elsewhere (audit), before it ran, or when it failed."""
+    cyc = _CYCLE.get()
+    if _SHARED.get() is None or cyc is None or cyc.cache is None:
+        return None
+    return cyc.sections.get(name)

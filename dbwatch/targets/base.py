@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Protocol
 
 from ..errors import TargetError
@@ -38,9 +39,10 @@ class TargetSpec:
     all_databases: bool = False
     password_file: str | None = None  # overrides the URL's password; read at each connect
 
-    @property
+    @cached_property
     def database(self) -> str | None:
-        """The database (PostgreSQL) or schema (MySQL) the URL names, None when it names none."""
+        """The database (PostgreSQL) or schema (MySQL) the URL names, None when it names none
+        (parsed once per spec: a cycle asked three times)."""
         try:
             return parse_url(self.url).database
         except TargetError:

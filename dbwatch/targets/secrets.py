@@ -120,6 +120,11 @@ def scrub_opt(text: str | None) -> str | None:
     return None if text is None else scrub(text)
 
 
+def secrets_known() -> bool:
+    """Whether any password is registered (else scrub_tree leaves every string as it is)."""
+    return bool(_patterns)
+
+
 def scrub_tree(value: Any) -> Any:
     """scrub() applied to every string (keys too) of a JSON-like structure."""
     if isinstance(value, str):

@@ -14,6 +14,7 @@ from conftest import MY_URL, PG_URL
 
 from dbwatch.probes import ProbeCache, SharedProbes, run_probes
 from dbwatch.snapshot import Snapshot
+from dbwatch.snapshot.origin import PG_TXN_DETAIL
 from dbwatch.snapshot.pg import PgSession
 from dbwatch.snapshot.queues import MY_QUEUES, PG_QUEUES
 from dbwatch.targets import Connection, open_target, spec_for
@@ -139,6 +140,37 @@ def test_horizon_shared_per_server(pg_db: str) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_pg_txn_detail_only_when_sessions_show_a_transaction(pg_db: str) -> None:
+    """The daemon sends txn_locks.sql only when this cycle's shared pg.sessions shows a client
+    backend of the target's database in a transaction; then its detail is what an audit reads."""
+    spec = spec_for(f"{BASE}/{pg_db}", "t")
+    conn = open_target(spec)
+    counting = Counting(conn)
+    needs = ["pg.sessions", "pg.txn_detail"]
+    job = psycopg.connect(f"{BASE}/{pg_db}")
+    try:
+        snap = run_probes(conn, "t", needs, cache=ProbeCache(), shared=(SharedProbes(0.0), "k"))
+        assert not any("open transactions hold" in s for s in counting.take())
+        idle = snap.get(PG_TXN_DETAIL)
+        assert idle is not None and idle.locks == () and idle.statements == ()  # read: empty
+        job.execute("CREATE TEMP TABLE held(x int)")  # a transaction, open and idle
+        job.execute("SELECT 1")
+        time.sleep(1.2)  # older than MIN_AGE
+        snap = run_probes(conn, "t", needs, cache=ProbeCache(), shared=(SharedProbes(0.0), "k"))
+        assert sum("open transactions hold" in s for s in counting.take()) == 1
+        got = snap.get(PG_TXN_DETAIL)
+        audit = run_probes(conn, "t", needs).get(PG_TXN_DETAIL)  # no sharing: always read
+        assert got is not None and audit is not None
+        assert {lk.pid for lk in got.locks} == {job.info.backend_pid}
+        assert got.locks == audit.locks
+        assert [(s.pid, s.query) for s in got.statements] == [
+            (s.pid, s.query) for s in audit.statements
+        ]
+    finally:
+        job.close()
+        conn.close()
 
 
 @pytest.fixture

@@ -8,14 +8,14 @@
 WITH top AS (
   SELECT c.oid AS relid, n.nspname AS schemaname, c.relname, c.reloptions,
          pg_stat_get_dead_tuples(c.oid) AS n_dead_tup,
-         (c.relname = ANY(%(queue_names)s) OR c.relname ~ %(queue_pattern)s) AS queue_named
+         (c.relname = ANY(%(queue_names)s::text[]) OR c.relname ~ %(queue_pattern)s) AS queue_named
   FROM pg_class c
   JOIN pg_namespace n ON n.oid = c.relnamespace
   WHERE c.relkind IN ('r', 'm', 'p')
     AND n.nspname NOT IN ('pg_catalog', 'information_schema')
     AND n.nspname !~ '^pg_toast'
     AND pg_stat_get_dead_tuples(c.oid) >= %(min_dead)s
-  ORDER BY (c.relname = ANY(%(queue_names)s) OR c.relname ~ %(queue_pattern)s) DESC,
+  ORDER BY (c.relname = ANY(%(queue_names)s::text[]) OR c.relname ~ %(queue_pattern)s) DESC,
            pg_stat_get_dead_tuples(c.oid) DESC
   LIMIT %(limit)s
 )
