@@ -2,6 +2,7 @@
 daemon eligibility and decisions, and the MY101 check over a snapshot. No database."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -271,7 +272,7 @@ def test_session_identity_round_trips_and_is_fingerprinted() -> None:
     assert f.session is not None
     back = SessionIdentity.from_dict(f.to_dict()["session"])
     assert back == f.session
-    assert Finding(**{**f.__dict__, "session": back}).fingerprint == f.fingerprint
+    assert dataclasses.replace(f, session=back).fingerprint == f.fingerprint
     other = SessionIdentity("postgresql", "t", "app", 10, T0 + timedelta(1), None)
     assert finding(session=other).fingerprint != f.fingerprint        # a recycled pid
     assert not SessionIdentity("mysql", "m", None, thread_id=3).usable  # no trx id
