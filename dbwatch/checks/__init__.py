@@ -155,14 +155,47 @@ def also_reads(**optional: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
 
 
 _LOADED: list[bool] = []
+# check name -> the module registering it: an audit imports only the checks its rules name
+# (startup cost). tests/test_startup.py checks it against what importing every module
+# registers; a name not listed here loads them all.
+CHECK_MODULES: dict[str, str] = {
+    "claim_without_skip_locked": "qu401_qu402_statements",
+    "dead_tuples": "pg201_pg202_horizon",
+    "fetch_before_delete": "qu401_qu402_statements",
+    "history_list": "my102_my201_innodb",
+    "idle_in_transaction": "pg001_pg002_my001_my002_sessions",
+    "incomplete_coverage": "dw002_coverage",
+    "innodb_deadlock": "my102_my201_innodb",
+    "legacy_queue_index": "queue_schema",
+    "long_transaction": "pg001_pg002_my001_my002_sessions",
+    "my_lock_waits": "my101_lock_waits",
+    "my_settings": "pg501_my501_settings",
+    "pg_blocking": "pg101_pg102_locks",
+    "pg_deadlocks": "pg101_pg102_locks",
+    "pg_settings": "pg501_my501_settings",
+    "probe_failed": "dw001_probe_failed",
+    "queue_attempts": "queue_health",
+    "queue_backlog": "queue_health",
+    "queue_expired": "queue_health",
+    "queue_failed": "queue_health",
+    "xmin_horizon": "pg201_pg202_horizon",
+}
 
 
-def load_checks() -> dict[str, Check]:
-    """Import every check module so its checks register: once (listing the package from
-    disk on every cycle cost more than most checks)."""
+def load_checks(names: Iterable[str] | None = None) -> dict[str, Check]:
+    """Import the check modules so their checks register: those registering `names`, or
+    every one (once: listing the package from disk on every cycle cost more than most
+    checks). The result holds at least the checks asked for that exist."""
     if _LOADED:
         return CHECKS
     import importlib
+
+    if names is not None:
+        wanted = [n for n in names if n not in CHECKS]
+        if all(n in CHECK_MODULES for n in wanted):
+            for n in wanted:
+                importlib.import_module(f"{__name__}.{CHECK_MODULES[n]}")
+            return CHECKS
     import pkgutil
 
     for mod in pkgutil.iter_modules(__path__):

@@ -114,6 +114,14 @@ class ProbeStats:
 
 
 _LOADED = False
+# engine -> the modules registering its probes: a PostgreSQL-only audit never imports the
+# MySQL probes (startup cost). tests/test_startup.py checks it against what importing every
+# module registers; an engine not listed here loads them all.
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {
+    "postgresql": ("origin", "pg_mvcc", "postgresql", "privileges", "queue", "statements"),
+    "mysql": ("innodb", "my_locks", "mysql", "origin", "privileges", "queue", "statements"),
+}
+_LOADED_ENGINES: set[str] = set()
 
 
 def _load_all() -> None:
@@ -130,6 +138,21 @@ def _load_all() -> None:
     _LOADED = True
 
 
+def _load_engine(engine: str) -> None:
+    """Import the probe modules of one engine (once), all of them for an engine not listed."""
+    if _LOADED or engine in _LOADED_ENGINES:
+        return
+    modules = ENGINE_MODULES.get(engine)
+    if modules is None:
+        _load_all()
+        return
+    import importlib
+
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}")
+    _LOADED_ENGINES.add(engine)
+
+
 def run_probes(
     conn: Connection,
     target: str,
@@ -144,7 +167,7 @@ def run_probes(
     With a cache (the daemon), probes with a ttl reuse their last complete result; with
     `shared` (the daemon: store and server key), server-wide probes run once per server.
     Probes not started within the time budget are left None and listed as gaps (DW002)."""
-    _load_all()
+    _load_engine(conn.engine)
     token = _SHARED.set(shared)
     cycle = _CYCLE.set(_Cycle(conn, cache))
     try:

@@ -6,8 +6,6 @@ table cannot tell. Catalog names are quoted by the driver's rules; values are bo
 
 from __future__ import annotations
 
-from psycopg import sql as pgsql
-
 from ..errors import ProbeError
 from ..queues.recognition import unjudged
 from ..queues.roles import queue_named, type_kind
@@ -31,6 +29,8 @@ SENTINEL = "9000-01-01"  # times from here on are placeholders, not times  # kee
 
 def _q(engine: str, *parts: str) -> str:
     if engine == "postgresql":
+        from psycopg import sql as pgsql
+
         return pgsql.Identifier(*(p.replace("%", "%%") for p in parts)).as_string(None)
     return my_ident_for_format(*parts)
 

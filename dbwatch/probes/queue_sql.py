@@ -5,8 +5,10 @@ queue_generic.py)."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from psycopg import sql as pgsql
+if TYPE_CHECKING:  # imported when a PostgreSQL query is composed (a MySQL audit never does)
+    from psycopg import sql as pgsql
 
 from ..targets.quoting import my_ident_for_format, pg_ident_text
 
@@ -20,6 +22,8 @@ def compose(
     driver's own rules (psycopg.sql.Identifier / backticks, % doubled for the paramstyle),
     fixed fragments from this module. Inserted text is never scanned again, so a name holding
     '{tasks}', quotes or comment marks stays inside its quotes."""
+    if engine == "postgresql":
+        from psycopg import sql as pgsql
     parts: list[pgsql.Composable] = []
     out: list[str] = []
     pos = 0

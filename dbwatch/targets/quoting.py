@@ -5,17 +5,24 @@ Compose SQL with these at the last step; never apply a string template to a quot
 
 from __future__ import annotations
 
-from psycopg import sql
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # psycopg is imported where a PostgreSQL name is composed (startup cost)
+    from psycopg import sql
 
 
 def pg_ident(*parts: str) -> sql.Composable:
     """A (possibly qualified) PostgreSQL identifier composed by psycopg itself."""
+    from psycopg import sql
+
     return sql.Identifier(*parts)
 
 
 def pg_compose(template: str, **idents: sql.Composable) -> str:
     """An SQL text with `{name}` placeholders filled by composed identifiers, as text the
     driver runs (psycopg's own composition: a name is never template text)."""
+    from psycopg import sql
+
     return sql.SQL(template).format(**idents).as_string(None)
 
 
