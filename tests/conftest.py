@@ -234,3 +234,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(Path(item.path))))
+
+
+@pytest.fixture(autouse=True)
+def _forget_test_passwords() -> Iterator[None]:
+    """scrub() masks, in every later message of the process, each password registered so far
+    (dbwatch.targets.secrets, process-wide by design): what one test registered (web_fixtures'
+    `hunter2`) masked `inter…` in another's text when a worker ran the files in another order.
+    Each test's registrations are forgotten after it (module fixtures' stay: made before)."""
+    from dbwatch.targets import secrets
+
+    with secrets._lock:
+        saved = dict(secrets._patterns), dict(secrets._public)
+    yield
+    with secrets._lock:
+        secrets._patterns.clear()
+        secrets._patterns.update(saved[0])
+        secrets._public.clear()
+        secrets._public.update(saved[1])

@@ -83,37 +83,53 @@ def test_whole_parser_still_has_every_command() -> None:
 # What a one-target audit must not import: the other engine's driver, libraries only other
 # commands or flags use (--log, --format nagios, the daemon, the web dashboard), the session
 # culprit machinery when no session finding was made. Modules, not timings: a count cannot flake.
-AUDIT_NEVER = {"tabulate", "sqlparse", "jinja2", "apscheduler", "prometheus_client", "shtab"}
+AUDIT_NEVER = {"tabulate", "jinja2", "apscheduler", "prometheus_client", "shtab"}
 AUDIT_NEVER_DBWATCH = (
     "dbwatch.daemon",
     "dbwatch.web",
     "dbwatch.actions",
     "dbwatch.sqlpatterns.logs",
-    "dbwatch.sqlpatterns.fingerprint",
-    "dbwatch.checks.culprit",
-    "dbwatch.checks.txn_activity",
     "dbwatch.nagios",
 )
+# imported only to name the culprit of a session or deadlock finding (checks/culprit_rules.py)
+CULPRIT = (
+    "dbwatch.checks.culprit",
+    "dbwatch.checks.txn_activity",
+    "dbwatch.sqlpatterns.fingerprint",
+    "sqlparse",
+)
 MODULES = r"""
-import contextlib, io, sys
+import contextlib, io, json, sys
 from dbwatch.cli import main
-with contextlib.redirect_stdout(io.StringIO()):
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
     try:
         main(sys.argv[1:])
     except SystemExit as exc:
         print("exit", exc.code, file=sys.stderr)
 print(" ".join(sorted(sys.modules)))
+found = json.loads(out.getvalue())["findings"]
+print(" ".join(sorted({f["rule"] for f in found})))
+print(json.dumps(found))
 """
 
 
 def audit_modules(url: str) -> set[str]:
+    """The modules a JSON audit of `url` imported, checked against its findings: the culprit
+    machinery is there exactly when a finding needed it (the shared server's other sessions
+    and deadlocks may give one)."""
+    from dbwatch.checks.culprit_rules import enriched
+
     out = subprocess.run(
         [sys.executable, "-c", MODULES, "audit", "--format", "json", url],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    mods = set(out.stdout.split())
+    modules, rules = out.stdout.split("\n")[:2]
+    mods = set(modules.split())
     assert "dbwatch.commands.audit" in mods and "dbwatch.evaluate" in mods, mods
+    named = any(enriched(r) for r in rules.split())
+    assert all((m in mods) == named for m in CULPRIT), (rules, mods & set(CULPRIT))
     return mods
 
 
@@ -199,3 +215,28 @@ def test_load_checks_by_name_registers_them_and_an_unknown_name_loads_all() -> N
     assert got == ["pg_settings", "probe_failed"] and n < len(CHECK_MODULES)
     got, n = run("pg_settings", "no_such_check")
     assert got == ["pg_settings"] and n == len(CHECK_MODULES)  # not in the table: all loaded
+
+
+def test_a_session_finding_still_names_its_culprit(own_pg_url: str, tmp_path: Path) -> None:
+    """The culprit machinery, imported only when needed, is imported and applied when a
+    session finding is made (PG002 on a session idle in transaction in the test's database)."""
+    import time
+
+    import psycopg
+
+    cfg = tmp_path / "dbwatch.toml"
+    cfg.write_text('[rules.PG002]\nthresholds = { warning = "1s", critical = "1h" }\n')
+    with psycopg.connect(own_pg_url, application_name="dbw-startup-idle") as idle:
+        idle.execute("SELECT 1")  # autocommit off: idle in transaction from here
+        time.sleep(1.5)
+        out = subprocess.run(
+            [sys.executable, "-c", MODULES, "audit", "--format", "json", "--select", "PG002",
+             "--config", str(cfg), own_pg_url],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )
+    assert out.returncode == 0, out.stderr
+    modules, rules, findings = out.stdout.split("\n")[:3]
+    assert "PG002" in rules.split()
+    assert set(CULPRIT) <= set(modules.split())
+    found = [f for f in json.loads(findings) if f["rule"] == "PG002"]
+    assert found and all("origin" in f["evidence"] for f in found), found
