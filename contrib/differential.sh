@@ -3,6 +3,7 @@
 # inputs (InnoDB status texts, error/PostgreSQL logs, query logs, refused files, rules/explain)
 # run on a base revision and on the working tree; stdout+stderr and exit codes compared, timing
 # figures (MB/s, "seconds", "generated_at") left out. Usage: contrib/differential.sh [REV]
+# The same command lines are golden files in the suite: tests/test_differential.py.
 set -u
 REV=${1:-main}
 HERE=$(cd "$(dirname "$0")/.." && pwd)

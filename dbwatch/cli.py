@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn, Protocol, cast
+from typing import NoReturn, cast
 
 from . import __version__
+from .commands import COMMANDS
 from .errors import ConfigError, DbwatchError, TargetError
 from .termout import HelpFormatter
 
 log = logging.getLogger("dbwatch")
-# Every command lives in dbwatch/commands/<name>.py with HELP, add_arguments(parser) and run(args).
-COMMANDS = (
-    "audit",
-    "deadlocks",
-    "terminate",
-    "watch",
-    "status",
-    "history",
-    "rules",
-    "config",
-    "completion",
-)
 DESCRIPTION = """\
 diagnostics and watchdog for databases used as job queues (PostgreSQL, MySQL, MariaDB):
 InnoDB deadlocks, the xmin horizon, dead tuples, idle transactions, lock waits, queue tables;
@@ -40,35 +28,7 @@ environment: DBWATCH_CONFIG, DBWATCH_TARGETS, COLUMNS (output width), NO_COLOR
 'dbwatch COMMAND --help' for each command; the man page: python -m dbwatch.manpage | man -l -"""
 
 
-# Each command's one-line help, for `dbwatch --help` without importing every command (startup:
-# a command imports only its own module; tests/test_startup.py checks these match HELP).
-HELPS = {
-    "audit": "one pass of every selected rule over every target",
-    "deadlocks": "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, "
-    "--summary)",
-    "terminate": "find offending sessions and (only with --execute) cancel or terminate them",
-    "watch": "the watchdog daemon: probe every target on its interval, alert, act",
-    "status": "what the daemon has firing now and each target's last cycle (Nagios exit code)",
-    "history": "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)",
-    "rules": "list the rule catalogue",
-    "config": "configuration commands",
-    "completion": "print a bash or zsh completion script (eval it or save it; see --help)",
-    "explain": "one rule's full text",
-}
-# the commands whose parser needs every command's arguments (the completion script)
-WHOLE = ("completion",)
-
 Run = Callable[[argparse.Namespace], int]
-
-
-class CommandModule(Protocol):
-    """What every dbwatch/commands/<name>.py provides (imported when the parser is built)."""
-
-    HELP: str
-
-    def add_arguments(self, p: argparse.ArgumentParser) -> None: ...
-
-    def run(self, args: argparse.Namespace) -> int: ...
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser; given the command line, only the command it names is imported and
-    given its arguments (the others are listed by HELPS), so `--version` and one audit do not
+    given its arguments (the others are listed with their help from COMMANDS), so `--version` and one audit do not
     import every command's dependencies."""
     only = _command_of(argv) if argv is not None else None
     parser = _Parser(
@@ -94,24 +54,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dbwatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
-        if only is not None and name != only and not (name == "rules" and only == "explain"):
-            sub.add_parser(name, help=HELPS[name], add_help=False)
-            if name == "rules":
-                sub.add_parser("explain", help=HELPS["explain"], add_help=False)
+    for cmd in COMMANDS.values():
+        if only is not None and cmd.name != only:  # listed, not imported
+            sub.add_parser(cmd.name, help=cmd.help, add_help=False)
             continue
-        mod = cast(CommandModule, importlib.import_module(f"dbwatch.commands.{name}"))
-        p = sub.add_parser(name, help=mod.HELP, formatter_class=HelpFormatter)
+        p = sub.add_parser(cmd.name, help=cmd.help, formatter_class=HelpFormatter)
+        mod = cmd.load()
         mod.add_arguments(p)
         p.set_defaults(func=mod.run)
-        if name == "completion":  # the script is generated from this parser
+        if cmd.whole_parser:  # the completion script is generated from this parser
             p.set_defaults(root_parser=parser)
-        if name == "rules":
-            from .commands import rules
-
-            e = sub.add_parser("explain", help=HELPS["explain"], formatter_class=HelpFormatter)
-            rules.add_explain_arguments(e)
-            e.set_defaults(func=rules.run_explain)
     return parser
 
 
@@ -121,7 +73,8 @@ def _command_of(argv: Sequence[str]) -> str | None:
     for arg in argv:
         if arg.startswith("-"):
             continue
-        return None if arg in WHOLE or arg not in HELPS else arg
+        cmd = COMMANDS.get(arg)
+        return None if cmd is None or cmd.whole_parser else arg
     return ""
 
 

@@ -16,6 +16,7 @@ from schemas import load_json
 
 from dbwatch.alerts.delivery import Delivery, Worker, endpoint, send, where
 from dbwatch.alerts.payloads import ZERO_TIME, alert_data, build
+from dbwatch.records import AlertMessage
 from dbwatch.alerts.router import Policy, muted, route
 from dbwatch.config import AlertConfig
 from dbwatch.daemon.state import State
@@ -208,8 +209,10 @@ def test_worker_thread_delivers_and_drops_rejected(tmp_path: Path, receiver: Rec
     st = State(tmp_path / "s.db")
     cfg = AlertConfig(kind="slack", url=receiver.url, name="s", timeout=2.0)
     receiver.codes = [400]
-    st.enqueue("s", "a", "firing", alert_data(row_for(st, finding()), "firing", 0.0, 0.0))
-    st.enqueue("s", "b", "firing", alert_data(row_for(st, finding("pid 8")), "firing", 0.0, 0.0))
+    st.enqueue("s", "a", "firing",
+               alert_data(row_for(st, finding()), "firing", 0.0, 0.0).to_json())
+    st.enqueue("s", "b", "firing",
+               alert_data(row_for(st, finding("pid 8")), "firing", 0.0, 0.0).to_json())
     w = Worker(cfg, st, base=0.05, cap=0.1)
     w.start()
     deadline = time.time() + 5
@@ -224,7 +227,8 @@ def test_worker_thread_delivers_and_drops_rejected(tmp_path: Path, receiver: Rec
 
 def test_send_connection_refused_is_retryable() -> None:
     cfg = AlertConfig(kind="webhook", url="http://127.0.0.1:1/x", name="h", timeout=1.0)
-    out = send(cfg, {"kind": "finding", "status": "firing", "fingerprint": "f", "rule": "PG002",
-                     "severity": "warning", "target": "db", "subject": "s", "summary": "",
-                     "fix": "", "starts_at": 0.0, "ends_at": None})
+    out = send(cfg, AlertMessage.from_json(
+        {"kind": "finding", "status": "firing", "fingerprint": "f", "rule": "PG002",
+         "severity": "warning", "target": "db", "subject": "s", "summary": "", "fix": "",
+         "starts_at": 0.0, "ends_at": None}))
     assert not out.ok and not out.permanent and "refused" in out.error.lower()

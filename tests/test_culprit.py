@@ -223,10 +223,8 @@ def test_deadlock_record_names_tagged_participants() -> None:
     dl = parse_deadlock_lines(DEADLOCK.splitlines())
     assert dl is not None
     rec = deadlock_record(dl)
-    validate({"deadlocks": [rec]}, "deadlocks")
-    trxs = rec["transactions"]
-    assert isinstance(trxs, list)
-    assert [t["origin"].get("phrase") for t in trxs] == ["Shop orders#create", None]
+    validate({"deadlocks": [rec.to_json()]}, "deadlocks")
+    assert [t.origin.get("phrase") for t in rec.transactions] == ["Shop orders#create", None]
 
 
 def test_my201_names_the_oldest_transaction_and_nothing_without_one() -> None:
@@ -258,10 +256,11 @@ def test_pg201_backend_holder_named() -> None:
 
 def test_slack_shows_a_tag_as_text_never_as_markup() -> None:
     from dbwatch.alerts.payloads import slack_body
+    from dbwatch.records import AlertMessage
 
-    body = slack_body({"rule": "PG002", "target": "db", "subject": "pid 1", "severity": "warning",
-                       "summary": "pid 1 — <!channel> <https://evil|click> & co",
-                       "fix": "x <@U123>"})
+    body = slack_body(AlertMessage.from_json(
+        {"rule": "PG002", "target": "db", "subject": "pid 1", "severity": "warning",
+         "summary": "pid 1 — <!channel> <https://evil|click> & co", "fix": "x <@U123>"}))
     text = str(body["text"])
     assert "<!channel>" not in text and "<https://" not in text and "<@U123>" not in text
     assert "&lt;!channel&gt;" in text and "&amp; co" in text

@@ -48,7 +48,7 @@ def test_too_deep_victim_is_the_printed_transaction_by_the_printers_rule() -> No
     assert dl.transactions[0].victim and dl.transactions[0].thread_id == 2301
     assert "printer's rule" in dl.victim_evidence
     rec = deadlock_record(dl)
-    assert rec["victim"] == 1 and "printer's rule" in str(rec["victim_evidence"])
+    assert rec.victim == 1 and "printer's rule" in str(rec.victim_evidence)
     d = diagnose(dl)  # the queue diagnosis it had before issue 18.4
     assert d.pattern == "queue-claim-pileup" and d.rules == ("QU402",)
     assert "thread 2301" in d.explanation
@@ -157,7 +157,7 @@ def test_a_lock_line_the_grammar_cannot_read_is_named() -> None:
                          "RECORD LOCKS space ??? garbled", 1)
     dl = one(text)
     assert any(x.startswith("RECORD LOCKS space ???") for x in dl.unparsed)
-    assert deadlock_record(dl)["unparsed"]
+    assert deadlock_record(dl).unparsed
 
 
 def test_mysql8018_duplicate_waiting_lock_under_holds_is_kept_as_held() -> None:
@@ -199,8 +199,8 @@ def test_spoofed_statement_lists_only_agreed_participants() -> None:
     shown = "\n".join(dl.unverified)
     assert "mallory" in shown and "TRANSACTION 41722336" in shown  # the rest, as text
     rec = deadlock_record(dl)
-    assert rec["diagnosis"]["pattern"] == "ambiguous"  # type: ignore[index]
-    assert rec["unverified"]
+    assert rec.diagnosis.pattern == "ambiguous"
+    assert rec.unverified
 
 
 def test_trx_ids_are_checked_against_the_servers_counter() -> None:
@@ -227,9 +227,9 @@ def test_every_record_here_matches_the_json_schema() -> None:
     texts += [p.read_text() for p in sorted(PUB.glob("*.txt"))]
     recs = [deadlock_record(dl) for t in texts for dl in iter_deadlocks(t.splitlines())]
     assert len(recs) == len(texts)
-    assert any(r.get("unparsed") for r in recs) and any(r.get("inconsistencies") for r in recs)
-    assert any(r.get("unverified") for r in recs)
-    validate({"deadlocks": recs}, "deadlocks")
+    assert any(r.unparsed for r in recs) and any(r.inconsistencies for r in recs)
+    assert any(r.unverified for r in recs)
+    validate({"deadlocks": [r.to_json() for r in recs]}, "deadlocks")
 
 
 def test_published_mysql8_report_cut_short_gives_what_it_holds() -> None:

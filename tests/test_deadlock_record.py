@@ -21,10 +21,9 @@ def test_section_keeps_the_parsed_deadlock() -> None:
     assert isinstance(sec.deadlock, Deadlock)
     assert sec.deadlock == parse_status(text).deadlock
     rec = deadlock_record(sec.deadlock)
-    assert rec["key"] == deadlock_key(sec.deadlock) == "trx:95662,95604"
-    assert rec["too_deep"] is False
-    assert isinstance(rec["diagnosis"], dict)
-    assert rec["diagnosis"]["pattern"] == "queue-claim-vs-delete"
+    assert rec.key == deadlock_key(sec.deadlock) == "trx:95662,95604"
+    assert rec.too_deep is False
+    assert rec.diagnosis.pattern == "queue-claim-vs-delete"
 
 
 def test_builder_reads_report_text() -> None:

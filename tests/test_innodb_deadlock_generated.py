@@ -124,7 +124,7 @@ def check(m: gen.Model, dl: Deadlock, width: int | None = None, redacted: bool =
         # CONFLICTING WITH names owners only by trx id: redacted, the owner is unknown (0)
         want_locks = {(0, *x[1:]) if not x[1] else x for x in want_locks}
     assert lock_set(dl) == want_locks
-    validate({"deadlocks": [deadlock_record(dl)]}, "deadlocks")
+    validate({"deadlocks": [deadlock_record(dl).to_json()]}, "deadlocks")
     if redacted:
         assert dl.inconsistencies
     else:

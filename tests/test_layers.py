@@ -11,6 +11,7 @@ code down (or the shared piece below both) instead of widening the table."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ ALLOWED: dict[str, frozenset[str]] = {
         ROOT: set(),
         "errors": set(),
         "durations": set(),
-        "queues": set(),  # the queue registry is pure data
+        # the one registration idiom: Registry[T], discovery by an explicit module list
+        "registry": set(),
+        "queues": {"registry"},  # the queue libraries are pure data
         "termout": set(),
         "targets": {"errors"},  # the only code that talks to a driver
         "catalogue": {"durations", "errors"},
@@ -34,9 +37,9 @@ ALLOWED: dict[str, frozenset[str]] = {
         # parsers of untrusted text
         "parsers": set(),
         # the typed snapshot: rows reuse the parsers' dataclasses
-        "snapshot": {"parsers"},
+        "snapshot": {"parsers", "registry"},
         "findings": {"snapshot"},
-        "scope": {"snapshot"},
+        "scope": set(),
         # the one input-file opener (gzip by magic) and binary sniffing, typed paths
         "inputs": {"errors"},
         # query-log patterns yield findings of their own (headline from the rule's TOML; and
@@ -51,7 +54,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "queues",
             "targets",
         },
-        "probes": {"config", "errors", "parsers", "queues", "snapshot", "targets"},
+        "probes": {"config", "errors", "parsers", "queues", "registry", "snapshot", "targets"},
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {
             "errors",
@@ -59,7 +62,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "inputs",
             "parsers",
             "queues",
-            "scope",  # the daemon's log tail keeps a scoped target's deadlocks only
+            "records",  # the typed DeadlockRecord it builds
             "snapshot",
             "sqlpatterns",
         },
@@ -70,7 +73,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "durations",
             "findings",
             "queues",
-            "scope",
+            "registry",
             "snapshot",
             "sqlpatterns",
             "targets",
@@ -102,7 +105,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "targets",
         },
         # the daemon's state records, below daemon/ and its readers (alerts/, web/, commands/)
-        "records": {"findings", "snapshot", "targets"},
+        "records": {"findings", "scope", "snapshot", "targets"},
         # alerts see the state through alerts.state.AlertState, never daemon/
         "alerts": {"config", "findings", "records", "snapshot", "targets"},
         # terminate reuses the one lock graph (checks), reads sessions through probes and the
@@ -115,6 +118,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "findings",
             "parsers",
             "probes",
+            "records",  # the typed ActionRecord it keeps and announces
             "snapshot",
             "targets",
         },
@@ -133,7 +137,6 @@ ALLOWED: dict[str, frozenset[str]] = {
             "pipeline",
             "probes",
             "records",
-            "scope",
             "snapshot",
             "targets",
         },
@@ -164,8 +167,8 @@ ALLOWED: dict[str, frozenset[str]] = {
             "pipeline",
             "probes",
             "records",
+            "registry",
             "report",
-            "scope",
             "snapshot",
             "sqlpatterns",
             "statereader",
@@ -388,10 +391,7 @@ DRIVERS = ("psycopg", "pymysql", "sqlite3")
 DRIVER_HOMES = ("dbwatch.targets", "dbwatch.daemon.statedb", "dbwatch.statereader")
 # Driver imports elsewhere, left for now: module -> why. Each must still occur (a stale entry
 # fails), so delete it when the import goes.
-DRIVER_PENDING = {
-    "dbwatch.probes.queue_sql": "psycopg.sql composition; the queue work moves it to targets",
-    "dbwatch.probes.queue_generic": "psycopg.sql identifiers; the queue work moves it too",
-}
+DRIVER_PENDING: dict[str, str] = {}
 
 
 def driver_imports() -> list[tuple[str, int, str]]:
@@ -419,3 +419,40 @@ def test_drivers_are_imported_only_by_targets_and_the_state_database() -> None:
     assert bad == []
     stale = set(DRIVER_PENDING) - {m for m, _, _ in found}
     assert stale == set(), "this driver import is gone: delete its DRIVER_PENDING entry"
+
+
+# --- the README states this order: its numbered list of layers, bottom up ------------------
+
+
+README = PACKAGE.parent / "README.md"
+
+
+def readme_lines() -> dict[str, int]:
+    """layer -> the number of the README list line naming it: every `name`, `name/` or
+    `name.py` outside parentheses (asides) on that numbered line and its continuation."""
+    text = README.read_text()
+    start = text.index("\n1. ", text.index("The real import\norder, bottom up"))
+    items = re.split(r"\n(\d+)\. ", text[start : text.index("\n\n", start + 1)])[1:]
+    lines: dict[str, int] = {}
+    for number, body in zip(items[::2], items[1::2]):
+        while re.search(r"\([^()]*\)", body):
+            body = re.sub(r"\([^()]*\)", "", body)  # asides name other things
+        for name in re.findall(r"`([a-z_]+)(?:/|\.py)?`", body):
+            assert name not in lines, f"README lists {name} twice"
+            lines[name] = int(number)
+    return lines
+
+
+def test_the_readme_states_the_real_import_order() -> None:
+    """Every layer is on one line of README's list, and imports only layers on lines above."""
+    lines = readme_lines()
+    missing = sorted(set(ALLOWED) - {ROOT} - set(lines))
+    assert missing == [], "a layer the README's layer list does not place"
+    assert sorted(set(lines) - set(ALLOWED)) == [], "the README names a layer that is not one"
+    upward = sorted(
+        f"{a} (line {lines[a]}) imports {b} (line {lines[b]})"
+        for a, deps in ALLOWED.items()
+        for b in deps
+        if a in lines and b in lines and lines[b] >= lines[a]
+    )
+    assert upward == [], "README's layer list is not the import order"

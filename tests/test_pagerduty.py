@@ -15,6 +15,7 @@ from schemas import load_json
 from dbwatch.alerts.delivery import Delivery
 from dbwatch.alerts.pagerduty import MAX_EVENT_BYTES, MAX_SUMMARY
 from dbwatch.alerts.payloads import alert_data, build
+from dbwatch.records import ActionRecord
 from dbwatch.alerts.router import Policy, announce, route
 from dbwatch.config import PAGERDUTY_URL, AlertConfig, load_config
 from dbwatch.daemon.state import State
@@ -122,7 +123,8 @@ def test_delivery_202_429_500_400(tmp_path: Path, own_secrets: None) -> None:
         f = finding()
         st.update("db-main", [f], now=0.0)
         route(st, "db-main", [Policy.of(cfg)], 0.0)
-        announce(st, [Policy.of(cfg)], {"action": "terminated", "rule": "PG201"}, 0.5)  # no page
+        act = ActionRecord.from_json({"action": "terminated", "rule": "PG201"})
+        announce(st, [Policy.of(cfg)], act, 0.5)  # no page
         st.update("db-main", [], now=1.0)
         route(st, "db-main", [Policy.of(cfg)], 1.0)
         stub.fail_next = [429, 500, 503]  # throttled, then down: retried, in order

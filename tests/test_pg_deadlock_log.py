@@ -49,7 +49,7 @@ def test_no_detail_is_what_the_cut_text_holds() -> None:
     assert [(t.thread_id, t.query, t.victim) for t in dl.transactions] == [(1, "select 1", True)]
     assert dl.truncated and not dl.locks and "no DETAIL" in dl.unparsed[0]
     record = deadlock_record(dl)
-    assert record["truncated"] is True and record["unparsed"]
+    assert record.truncated is True and record.unparsed
 
 
 @pytest.mark.parametrize(

@@ -134,7 +134,7 @@ def test_published_report_field_by_field(name: str) -> None:
     ]
     assert [ws(t.query) or None for t in dl.transactions] == [p[5] for p in procs]
     record = deadlock_record(dl)
-    assert [t["blocked_by"] for t in record["transactions"]] == [p[2] for p in procs]  # type: ignore[index, union-attr]
+    assert [t.blocked_by for t in record.transactions] == [p[2] for p in procs]
 
 
 def test_published_lock_types_and_tables() -> None:

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import time
 
-from dbwatch.probes import ALWAYS, PROBES, ProbeCache, ProbeStats, _load_all, run_probes
+from dbwatch.probes import ALWAYS, PROBES, ProbeCache, ProbeStats, run_probes
 from dbwatch.targets import open_target, spec_for
 
 
 def test_ttl_probes_are_reused_and_others_are_not(pg_url: str) -> None:
-    _load_all()
     assert PROBES["pg.queue_indexes"].ttl > 0 and PROBES["pg.sessions"].ttl == 0
     conn = open_target(spec_for(pg_url))
     cache = ProbeCache()

@@ -277,7 +277,7 @@ def test_library_tables_are_not_read_twice() -> None:
 def test_library_declarations_map_to_their_own_columns() -> None:
     # each module is a declaration on the model: its roles are the model's, on its own
     # columns (a sibling table's as sibling.column)
-    for lib in LIBRARIES:
+    for lib in LIBRARIES.values():
         columns = set().union(*(s.columns for s in lib.shapes))
         assert lib.roles and set(lib.roles) <= set(ROLES), lib.name
         own = {c for c in lib.roles.values() if "." not in c}

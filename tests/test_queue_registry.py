@@ -46,9 +46,9 @@ DDL = {
 
 
 def test_every_library_has_its_spec_name_and_words() -> None:
-    assert {lib.name for lib in LIBRARIES} == SPEC_NAMES
+    assert {lib.name for lib in LIBRARIES.values()} == SPEC_NAMES
     assert {s.library for s in SHAPES} == SPEC_NAMES
-    for lib in LIBRARIES:
+    for lib in LIBRARIES.values():
         assert set(lib.states) == {"available", "claimed", "retrying", "failed", "done"}
         assert lib.stuck and lib.backlog_fix and lib.versions
     for name in SPEC_NAMES - {"laravel"}:  # nobody but Laravel is told about artisan

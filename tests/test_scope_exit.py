@@ -20,7 +20,7 @@ from dbwatch.sqlpatterns.logs.sniff import check_log
 from dbwatch.pipeline import AuditResult, TargetResult
 from dbwatch.probes.grants import exact_grant
 from dbwatch.probes.privileges import account_literal, can_select, parse_grants
-from dbwatch.scope import deadlock_in_scope
+from dbwatch.deadlocks.record import DeadlockRecord
 from dbwatch.snapshot import CoverageGap, Snapshot
 from dbwatch.targets import TargetSpec
 
@@ -155,10 +155,11 @@ def test_grants_parsing() -> None:
 
 
 def test_deadlock_scope() -> None:
-    dl = {"locks": [{"db": "shop", "table": "jobs"}], "transactions": [{"tables": ["shop.jobs"]}]}
-    assert deadlock_in_scope(dl, None) and deadlock_in_scope(dl, "shop")
-    assert not deadlock_in_scope(dl, "app")
-    assert deadlock_in_scope({"locks": [], "transactions": []}, "app")   # unknown: kept
+    dl = DeadlockRecord.from_json({"locks": [{"db": "`shop`", "table": "jobs"}],
+                                   "transactions": [{"tables": ["shop.jobs"]}]})
+    assert dl.in_scope(None) and dl.in_scope("shop") and dl.in_scope("SHOP")
+    assert not dl.in_scope("app")
+    assert DeadlockRecord.from_json({"locks": [], "transactions": []}).in_scope("app")  # kept
 
 
 def test_pg201_scope_drops_other_databases_and_marks_cluster_holders() -> None:

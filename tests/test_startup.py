@@ -1,15 +1,15 @@
 """Startup: a command imports only what it needs (`dbwatch --version` and `--help` import no
-driver or library), and the help listed for commands not imported matches their own HELP."""
+driver or library), and every command module is registered (dbwatch/commands/__init__.py)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 from dbwatch import cli
+from dbwatch.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = {
@@ -32,6 +32,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit:
         pass
 print(" ".join(sorted({m.split(".")[0] for m in sys.modules})))
+print(" ".join(sorted(m for m in sys.modules if m.startswith("dbwatch.commands."))))
 """
 
 
@@ -40,7 +41,8 @@ def imported(*argv: str) -> set[str]:
         [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert out.returncode == 0, out.stderr
-    return set(out.stdout.split())
+    top, commands = (out.stdout.split("\n") + ["", ""])[:2]
+    return set(top.split()) | set(commands.split())
 
 
 def test_version_and_help_import_no_dependency() -> None:
@@ -63,18 +65,22 @@ def test_a_command_imports_its_own_module_only() -> None:
     assert "dbwatch.commands.status" in out.stdout.split()
 
 
-def test_listed_help_matches_each_command() -> None:
-    for name in cli.COMMANDS:
-        mod = importlib.import_module(f"dbwatch.commands.{name}")
-        assert cli.HELPS[name] == mod.HELP, name
-    assert set(cli.HELPS) == {*cli.COMMANDS, "explain"}
+def test_every_command_module_is_registered() -> None:
+    """A module in dbwatch/commands/ is a registered command (or the shared `common`), and
+    every registered command's module provides add_arguments and run."""
+    modules = {p.stem for p in (ROOT / "dbwatch" / "commands").glob("*.py")}
+    assert modules - {"__init__", "common"} == set(COMMANDS)
+    for cmd in COMMANDS.values():
+        mod = cmd.load()
+        assert callable(mod.add_arguments) and callable(mod.run), cmd.name
+        assert cmd.help and "\n" not in cmd.help, cmd.name
 
 
 def test_whole_parser_still_has_every_command() -> None:
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     choices = getattr(sub, "choices", {}) or {}
-    for name in (*cli.COMMANDS, "explain"):
+    for name in COMMANDS:
         assert name in choices
         assert choices[name]._actions, name  # arguments added, not a stub
     assert any(a.option_strings for a in choices["audit"]._actions if a.dest != "help")
@@ -167,10 +173,9 @@ def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
 REGISTERED = r"""
 import collections, json
 from dbwatch.checks import load_checks
-from dbwatch.probes import PROBES, _load_all
-_load_all()
+from dbwatch.probes import PROBES
 probes = collections.defaultdict(set)
-for p in PROBES.values():
+for p in PROBES.load().values():
     probes[p.engine].add(p.fn.__module__.rsplit(".", 1)[1])
 checks = {n: c.fn.__module__.rsplit(".", 1)[1] for n, c in load_checks().items()}
 print(json.dumps({"probes": {k: sorted(v) for k, v in probes.items()}, "checks": checks}))
@@ -181,7 +186,7 @@ def test_module_tables_match_what_the_modules_register() -> None:
     """The tables that let an audit import only its own checks and engine's probes name
     exactly the modules registering them (in a fresh process: every module imported)."""
     from dbwatch.checks import CHECK_MODULES
-    from dbwatch.probes import ENGINE_MODULES
+    from dbwatch.probes.registry import ENGINE_MODULES
 
     out = subprocess.run(
         [sys.executable, "-c", REGISTERED], capture_output=True, text=True, cwd=ROOT, timeout=60
@@ -196,7 +201,7 @@ LOADED = r"""
 import sys
 from dbwatch.checks import CHECKS, load_checks
 got = load_checks(sys.argv[1:])
-print(" ".join(sorted(n for n in sys.argv[1:] if n in got)), "|", len(CHECKS))
+print(" ".join(sorted(n for n in sys.argv[1:] if n in got)), "|", len(CHECKS.registered()))
 """
 
 

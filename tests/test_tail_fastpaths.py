@@ -60,21 +60,23 @@ def test_statement_memos_hand_out_copies() -> None:
     ]
     first = [deadlock_record(d) for d in iter_deadlocks(report)]
     assert len(first) == 1
-    trxs = first[0]["transactions"]
-    assert isinstance(trxs, list) and trxs[0]["origin"] == {
+    trxs = first[0].transactions
+    assert trxs[0].origin == {
         "controller": "orders",
         "action": "create",
         "tags": {"traceparent": "00-ab"},
         "source": "sqlcommenter",
         "phrase": "orders#create",
     }
-    trxs[0]["origin"]["controller"] = "changed by the caller"
-    trxs[0]["origin"]["tags"]["traceparent"] = "changed"
-    trxs[1]["origin"].clear()
+    tags = trxs[0].origin["tags"]
+    assert isinstance(tags, dict)
+    trxs[0].origin["controller"] = "changed by the caller"
+    tags["traceparent"] = "changed"
+    trxs[1].origin.clear()
     again = [deadlock_record(d) for d in iter_deadlocks(report)]
-    origin = again[0]["transactions"][0]["origin"]  # type: ignore[index]
+    origin = again[0].transactions[0].origin
     assert origin["controller"] == "orders" and origin["tags"] == {"traceparent": "00-ab"}
-    assert again[0]["transactions"][1]["origin"] == again[0]["transactions"][0]["origin"]  # type: ignore[index]
+    assert again[0].transactions[1].origin == again[0].transactions[0].origin
 
 
 def test_bench_tail_parts_smoke() -> None:

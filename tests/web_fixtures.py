@@ -28,7 +28,7 @@ def sample_deadlocks() -> list[dict[str, Any]]:
                  "mariadb-laravel-legacy-index.txt", "mysql8-manual-example-status.txt"):
         dl = parse_status((FIXTURES / name).read_text()).deadlock
         if dl:
-            out.append(deadlock_record(dl))
+            out.append(deadlock_record(dl).to_json())
     return out
 
 

@@ -32,7 +32,7 @@ from dbwatch.catalogue import Thresholds, load_catalogue  # noqa: E402
 from dbwatch.checks import culprit  # noqa: E402
 from dbwatch.config import Config, RuleOverride  # noqa: E402
 from dbwatch.evaluate import Selection, evaluate  # noqa: E402
-from dbwatch.probes import PROBES, ProbeCache, _load_all, run_probes  # noqa: E402
+from dbwatch.probes import PROBES, ProbeCache, run_probes  # noqa: E402
 from dbwatch.targets import open_target, spec_for  # noqa: E402
 
 TABLES = 20
@@ -87,7 +87,6 @@ def bench_pg(n: int, runs: int) -> dict[str, Any]:
             c.execute(f"SELECT count(*) FROM t{(k + 2) % TABLES} {TAG}")
             conns.append(c)
         time.sleep(1.5)  # every transaction past MIN_AGE
-        _load_all()
         conn = open_target(spec_for(url))
         cache = ProbeCache()
         try:
@@ -124,7 +123,6 @@ def bench_my(n: int, runs: int) -> dict[str, Any]:
             cur.execute(f"SELECT count(*) FROM t{(k + 2) % TABLES} {TAG}")
             conns.append(c)
         time.sleep(2.2)
-        _load_all()
         conn = open_target(spec_for(db.url()))
         try:
             base_ms, base = _timed(lambda: PROBES["my.trx"].fn(conn), runs)

@@ -9,12 +9,11 @@ import argparse
 import statistics
 import time
 
-from dbwatch.probes import PROBES, _load_all
+from dbwatch.probes import PROBES
 from dbwatch.targets import open_target, spec_for
 
 
 def measure(url: str, probe: str, runs: int) -> list[float]:
-    _load_all()
     out = []
     for _ in range(runs):
         conn = open_target(spec_for(url))

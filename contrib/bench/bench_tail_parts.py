@@ -53,7 +53,8 @@ def measure(kind: str, tmp: Path) -> dict[str, object]:
         st = State(tmp / f"{kind}-{next(runs)}.db")
         with st.transaction():
             for r in recs:
-                st.record_deadlock("t", str(r["key"]), r.get("at"), dict(r, source="log_file"))
+                doc = dict(r.to_json() if hasattr(r, "to_json") else r, source="log_file")
+                st.record_deadlock("t", str(doc["key"]), doc.get("at"), doc)
 
     scan = best(lambda: tailer._scan(io.BytesIO(raw), 0, "mysql", False))
     record = best(lambda: [deadlock_record(d) for d in dls])

@@ -23,7 +23,8 @@ import bench_parsers
 files = [Path(p) for p in sys.argv[2:]]
 out = {}
 def recs(dls):
-    return json.dumps([deadlock_record(d) for d in dls], sort_keys=True, default=str)
+    rs = [deadlock_record(d) for d in dls]  # a typed record (to_json) from issue 25.3 on
+    return json.dumps([getattr(r, "to_json", lambda r=r: r)() for r in rs], sort_keys=True, default=str)
 def tail(data, step):
     found, off, end = [], 0, 0
     while end < len(data):

@@ -14,6 +14,7 @@ from ..checks.models import pg_lock_graph
 from ..config import TerminateConfig
 from ..errors import TargetError
 from ..findings import Finding, SessionIdentity
+from ..records import ActionRecord, json_object, stored_json
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_SESSIONS
 from ..snapshot.values import opt_float
@@ -24,7 +25,7 @@ from .sessions import candidates, read_sessions
 from .terminate import execute, same_session, who
 
 log = logging.getLogger(__name__)
-Notify = Callable[[dict[str, object]], None]
+Notify = Callable[[ActionRecord], None]
 
 
 class ActionLog(Protocol):
@@ -129,7 +130,7 @@ class DaemonTerminator:
         state: ActionLog | None,
         notify: Notify,
         snapshot: Snapshot | None = None,
-    ) -> list[dict[str, object]]:
+    ) -> list[ActionRecord]:
         """The [terminate] action for one target and cycle; returns the new actions.
 
         Only when cfg.enabled; only findings of cfg.rules past cfg.after; at most
@@ -184,25 +185,26 @@ class DaemonTerminator:
         cfg: TerminateConfig,
         state: ActionLog | None,
         notify: Notify,
-    ) -> dict[str, object] | None:
+    ) -> ActionRecord | None:
         f = e.finding
         key = (spec.name, f.fingerprint)
         with self._lock:
             if self._announced.get(key) == d.action and d.action not in ("terminated", "cancelled"):
                 return None
             self._announced[key] = d.action
-        doc = d.to_dict() | {
-            "rule": f.rule,
-            "fingerprint": f.fingerprint,
-            "subject": f.subject,
-            "severity": f.severity,
-            "finding": f.summary,
-            "dry_run": cfg.dry_run,
-            "summary": f"dbwatch {d.action} {who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
-        }
+        rec = ActionRecord(
+            decision=json_object(stored_json(d.to_dict(), sort_keys=False)),
+            rule=f.rule,
+            fingerprint=f.fingerprint,
+            subject=f.subject,
+            severity=f.severity,
+            finding=f.summary,
+            dry_run=cfg.dry_run,
+            summary=f"dbwatch {d.action} {who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
+        )
         if state is not None:
             state.record_action(
-                spec.name, f.rule, f.fingerprint, f.subject, d.action, json.dumps(doc, default=str)
+                spec.name, f.rule, f.fingerprint, f.subject, d.action, json.dumps(rec.to_json())
             )
         level = (
             logging.WARNING if d.action in ("terminated", "cancelled", "failed") else logging.INFO
@@ -217,7 +219,7 @@ class DaemonTerminator:
             d.reason,
         )
         try:
-            notify(doc)
+            notify(rec)
         except Exception:  # an alert receiver must never undo or block an action
             log.exception("announcing the %s of %s on %s failed", d.action, f.subject, spec.name)
-        return doc
+        return rec

@@ -20,8 +20,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from ..config import AlertConfig
-from ..records import OutboxMessage
-from ..snapshot.values import JSONObject
+from ..records import AlertMessage, OutboxMessage
 from .payloads import build
 from .state import AlertState
 
@@ -53,7 +52,7 @@ def idempotency_key(msg: OutboxMessage) -> str:
     return f"{msg.fingerprint}-{msg.rev}"
 
 
-def send(cfg: AlertConfig, payload: JSONObject, now: float | None = None) -> Outcome:
+def send(cfg: AlertConfig, payload: AlertMessage, now: float | None = None) -> Outcome:
     """POST one message. Alertmanager peers each get it (the cluster deduplicates): delivered
     when at least one peer accepted it."""
     now = time.time() if now is None else now
@@ -148,7 +147,7 @@ class Worker(threading.Thread):
         return 0.0
 
     def _deliver(self, msg: OutboxMessage) -> bool:
-        payload: JSONObject = {**msg.payload, "idempotency_key": idempotency_key(msg)}
+        payload = replace(msg.payload, idempotency_key=idempotency_key(msg))
         out = send(self.cfg, payload)
         counts = self.stats.setdefault(self.cfg.name, {"sent": 0, "failed": 0, "dropped": 0})
         if out.ok or out.permanent:

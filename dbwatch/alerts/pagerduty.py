@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 
-from ..snapshot.values import JSON, JSONObject, to_float, to_str
+from ..records import AlertMessage
+from ..snapshot.values import JSON, JSONObject
 from ..targets.secrets import scrub_tree
 
 # The API's own limits (Events API v2): the whole event, the dedup key, the summary.
@@ -37,38 +38,37 @@ def _bounded(value: JSON, limit: int) -> JSON:
     return {"truncated": True, "bytes": len(text.encode()), "json_prefix": cut}
 
 
-def _summary(a: JSONObject) -> str:
-    rule, target, summary = (to_str(a.get(k)) for k in ("rule", "target", "summary"))
-    text = f"[{rule}] {target}: {summary}".strip()
+def _summary(a: AlertMessage) -> str:
+    text = f"[{a.rule}] {a.target}: {a.summary}".strip()
     return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
 
 
-def event(a: JSONObject, routing_key: str) -> JSONObject:
+def event(a: AlertMessage, routing_key: str) -> JSONObject:
     """The event for one outbox message (a finding firing or resolved). The routing key goes
     in after the scrub: it is a registered secret, and the only place it may appear."""
-    dedup = to_str(a.get("fingerprint"))[:MAX_DEDUP_KEY]
-    if a.get("status") == "resolved":
+    dedup = a.fingerprint[:MAX_DEDUP_KEY]
+    if a.status == "resolved":
         doc: JSONObject = {"event_action": "resolve", "dedup_key": dedup}
     else:
-        rule = to_str(a.get("rule")) or "dbwatch"
+        rule = a.rule or "dbwatch"
         details: JSONObject = {
             "rule": rule,
-            "target": to_str(a.get("target")),
-            "subject": to_str(a.get("subject")),
-            "summary": to_str(a.get("summary")),
-            "fix": to_str(a.get("fix")),
-            "confidence": to_str(a.get("confidence"), "high"),
+            "target": a.target,
+            "subject": a.subject,
+            "summary": a.summary,
+            "fix": a.fix,
+            "confidence": a.confidence or "high",
             "runbook": f"dbwatch explain {rule}",
-            "evidence": _bounded(a.get("evidence", {}), MAX_DETAILS_BYTES),
+            "evidence": _bounded(a.evidence, MAX_DETAILS_BYTES),
         }
         doc = {
             "event_action": "trigger",
             "dedup_key": dedup,
             "payload": {
                 "summary": _summary(a),
-                "source": to_str(a.get("target")) or "dbwatch",
-                "severity": SEVERITY.get(to_str(a.get("severity")), "warning"),
-                "timestamp": _iso(to_float(a.get("starts_at"))),
+                "source": a.target or "dbwatch",
+                "severity": SEVERITY.get(a.severity, "warning"),
+                "timestamp": _iso(a.starts_at),
                 "component": rule,
                 "group": rule,
                 "class": rule,

@@ -1,8 +1,8 @@
 """Pure payload builders: Alertmanager webhook v4 shape, Slack incoming webhook, Alertmanager API,
 PagerDuty Events API v2 (pagerduty.py).
 
-An outbox message holds an `alert` dict (see alert_data); build() turns it into the exact
-bytes and headers one receiver kind expects.
+An outbox message holds an AlertMessage (alert_data, action_data); build() turns it into the
+exact bytes and headers one receiver kind expects.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import hashlib
 import hmac
 import json
 import socket
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 
-from ..records import FindingRow, loads
-from ..snapshot.values import JSON, JSONObject, to_float, to_str
+from ..records import ActionRecord, AlertMessage, FindingRow, stored_json
+from ..snapshot.values import JSON, JSONObject, to_str
 from ..targets.secrets import scrub_tree
 from . import pagerduty
 
@@ -37,158 +36,152 @@ def generator_url(target: str, rule: str) -> str:
     return f"dbwatch://{socket.gethostname()}/{target}/{rule}"
 
 
-def _s(a: JSONObject, key: str, default: str = "") -> str:
-    return to_str(a.get(key), default)
-
-
-def alert_data(row: FindingRow, status: str, now: float, valid_for: float) -> JSONObject:
+def alert_data(row: FindingRow, status: str, now: float, valid_for: float) -> AlertMessage:
     """What an outbox message remembers of a finding (no secrets, JSON-able)."""
     d = row.data
-    return {
-        "kind": "finding",
-        "status": status,
-        "fingerprint": row.fingerprint,
-        "rule": row.rule,
-        "severity": row.severity,
-        "target": row.target,
-        "subject": row.subject,
-        "summary": d.get("summary", ""),
-        "fix": d.get("fix", ""),
-        "evidence": d.get("evidence", {}),
-        "confidence": d.get("confidence", "high"),
-        "starts_at": row.fired_at or row.first_seen,
-        "ends_at": (row.resolved_at or now) if status == "resolved" else None,
-        "valid_for": valid_for,
-        "queued_at": now,
-    }
+    return AlertMessage(
+        kind="finding",
+        status=status,
+        fingerprint=row.fingerprint,
+        rule=row.rule,
+        severity=row.severity,
+        target=row.target,
+        subject=row.subject,
+        summary=to_str(d.get("summary")),
+        fix=to_str(d.get("fix")),
+        evidence=d.get("evidence", {}),
+        confidence=to_str(d.get("confidence"), "high"),
+        starts_at=row.fired_at or row.first_seen,
+        ends_at=(row.resolved_at or now) if status == "resolved" else None,
+        valid_for=valid_for,
+        queued_at=now,
+    )
 
 
-def action_data(action: Mapping[str, object], now: float) -> JSONObject:
+def action_data(action: ActionRecord, now: float) -> AlertMessage:
     """An action taken (terminate …), announced as its own notification."""
-    text = json.dumps(action, default=str, sort_keys=True)
-    evidence = loads(text)  # the action as the outbox stores it
-    return {
-        "kind": "action",
-        "status": "firing",
-        "fingerprint": hashlib.sha256(text.encode()).hexdigest()[:16],
-        "rule": str(action.get("rule", "")),
-        "severity": str(action.get("severity", "warning")),
-        "target": str(action.get("target", "")),
-        "subject": str(action.get("subject", "")),
-        "action": str(action.get("action", "")),
-        "summary": str(action.get("summary") or _action_summary(action)),
-        "fix": "",
-        "evidence": evidence,
-        "starts_at": now,
-        "ends_at": now,
-        "valid_for": 0.0,
-        "queued_at": now,
-    }
+    evidence = stored_json(action.to_json())  # the action as the outbox stores it
+    text = json.dumps(evidence)
+    return AlertMessage(
+        kind="action",
+        status="firing",
+        fingerprint=hashlib.sha256(text.encode()).hexdigest()[:16],
+        rule=action.rule,
+        severity=action.severity,
+        target=action.target,
+        subject=action.subject,
+        action=action.action,
+        summary=action.summary or _action_summary(action),
+        fix="",
+        evidence=evidence,
+        starts_at=now,
+        ends_at=now,
+        valid_for=0.0,
+        queued_at=now,
+    )
 
 
-def _action_summary(a: Mapping[str, object]) -> str:
-    return f"dbwatch {a.get('action', 'action')} {a.get('subject', '')} ({a.get('rule', '')})"
+def _action_summary(a: ActionRecord) -> str:
+    return f"dbwatch {a.action or 'action'} {a.subject} ({a.rule})"
 
 
-def _labels(a: JSONObject) -> dict[str, str]:
+def _labels(a: AlertMessage) -> dict[str, str]:
     labels = {
-        "alertname": _s(a, "rule") or "dbwatch",
-        "severity": _s(a, "severity"),
-        "target": _s(a, "target"),
-        "subject": _s(a, "subject"),
+        "alertname": a.rule or "dbwatch",
+        "severity": a.severity,
+        "target": a.target,
+        "subject": a.subject,
         "source": "dbwatch",
     }
-    if a.get("kind") == "action":
-        labels["action"] = _s(a, "action")
+    if a.kind == "action":
+        labels["action"] = a.action or ""
     return labels
 
 
-def _annotations(a: JSONObject) -> dict[str, str]:
+def _annotations(a: AlertMessage) -> dict[str, str]:
     out = {
-        "summary": _s(a, "summary"),
-        "fix": _s(a, "fix"),
-        "evidence": json.dumps(a.get("evidence", {}), default=str, sort_keys=True),
+        "summary": a.summary,
+        "fix": a.fix,
+        "evidence": json.dumps(a.evidence, default=str, sort_keys=True),
     }
-    if a.get("rule") and a.get("kind") == "finding":
-        out["runbook"] = f"dbwatch explain {a['rule']}"
-    if a.get("idempotency_key"):
-        out["idempotency_key"] = str(a["idempotency_key"])
+    if a.rule and a.kind == "finding":
+        out["runbook"] = f"dbwatch explain {a.rule}"
+    if a.idempotency_key:
+        out["idempotency_key"] = a.idempotency_key
     return out
 
 
-def _ends(a: JSONObject) -> str:
-    return iso(to_float(a["ends_at"])) if a.get("ends_at") is not None else ZERO_TIME
+def _ends(a: AlertMessage) -> str:
+    return iso(a.ends_at) if a.ends_at is not None else ZERO_TIME
 
 
-def webhook_body(receiver: str, a: JSONObject) -> JSONObject:
+def webhook_body(receiver: str, a: AlertMessage) -> JSONObject:
     """Alertmanager's webhook payload (version 4) carrying one alert."""
     labels = _labels(a)
     annotations = _annotations(a)
     group = {"alertname": labels["alertname"], "target": labels["target"]}
     alert: JSONObject = {
-        "status": _s(a, "status"),
+        "status": a.status,
         "labels": dict(labels),
         "annotations": dict(annotations),
-        "startsAt": iso(to_float(a.get("starts_at"))),
+        "startsAt": iso(a.starts_at),
         "endsAt": _ends(a),
-        "generatorURL": generator_url(_s(a, "target"), _s(a, "rule")),
-        "fingerprint": _s(a, "fingerprint"),
+        "generatorURL": generator_url(a.target, a.rule),
+        "fingerprint": a.fingerprint,
     }
     return {
         "version": "4",
         "groupKey": f'{{}}:{{alertname="{group["alertname"]}", target="{group["target"]}"}}',
         "truncatedAlerts": 0,
-        "status": _s(a, "status"),
+        "status": a.status,
         "receiver": receiver,
         "groupLabels": dict(group),
         "commonLabels": dict(labels),
         "commonAnnotations": dict(annotations),
         "externalURL": f"dbwatch://{socket.gethostname()}",
         "alerts": [alert],
-        "idempotencyKey": str(a.get("idempotency_key") or ""),
+        "idempotencyKey": a.idempotency_key or "",
     }
 
 
-def _slack(a: JSONObject, key: str) -> str:
+def _slack(text: str) -> str:
     """Text as Slack shows it, never as markup: a query or a framework tag saying
     `<!channel>` or `<https://…|…>` must not ping or link (Slack's own escaping of & < >)."""
-    return _s(a, key).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_body(a: JSONObject) -> JSONObject:
-    rule, target, subject, summary = (
-        _slack(a, k) for k in ("rule", "target", "subject", "summary")
-    )
-    if a.get("kind") == "action":
-        head = f":hammer: *ACTION* {_s(a, 'action')} {rule} on `{target}` — {subject}"
+def slack_body(a: AlertMessage) -> JSONObject:
+    rule, target, subject, summary = (_slack(t) for t in (a.rule, a.target, a.subject, a.summary))
+    if a.kind == "action":
+        head = f":hammer: *ACTION* {a.action or ''} {rule} on `{target}` — {subject}"
         return {"text": f"{head}\n{summary}"}
-    if a.get("status") == "resolved":
+    if a.status == "resolved":
         head = f":white_check_mark: *RESOLVED* {rule} on `{target}` — {subject}"
         return {"text": f"{head}\n{summary}"}
-    severity = _s(a, "severity")
+    severity = a.severity
     icon = _ICON.get(severity, ":warning:")
     head = f"{icon} *{severity.upper()}* {rule} on `{target}` — {subject}"
     text = f"{head}\n{summary}"
-    if a.get("fix"):
-        text += f"\n*Fix:* {_slack(a, 'fix')}"
+    if a.fix:
+        text += f"\n*Fix:* {_slack(a.fix)}"
     return {"text": text}
 
 
-def alertmanager_body(a: JSONObject, now: float) -> list[JSON]:
+def alertmanager_body(a: AlertMessage, now: float) -> list[JSON]:
     """A postable alert; a firing one ends `valid_for` after sending unless re-sent."""
-    if a.get("status") == "resolved" or a.get("kind") == "action":
-        ends = iso(to_float(a["ends_at"]) if a.get("ends_at") is not None else now)
-        if a.get("kind") == "action":
+    if a.status == "resolved" or a.kind == "action":
+        ends = iso(a.ends_at if a.ends_at is not None else now)
+        if a.kind == "action":
             ends = iso(now + 300)
     else:
-        ends = iso(now + max(to_float(a.get("valid_for")), 60.0))
+        ends = iso(now + max(a.valid_for, 60.0))
     return [
         {
             "labels": dict(_labels(a)),
             "annotations": dict(_annotations(a)),
-            "startsAt": iso(to_float(a.get("starts_at"))),
+            "startsAt": iso(a.starts_at),
             "endsAt": ends,
-            "generatorURL": generator_url(_s(a, "target"), _s(a, "rule")),
+            "generatorURL": generator_url(a.target, a.rule),
         }
     ]
 
@@ -200,7 +193,7 @@ def sign(body: bytes, secret: str) -> str:
 def build(
     kind: str,
     receiver: str,
-    a: JSONObject,
+    a: AlertMessage,
     now: float,
     secret: str | None = None,
     routing_key: str | None = None,
@@ -219,8 +212,8 @@ def build(
     doc = scrub_tree(doc)  # secrets never leave: the last step before sending
     body = json.dumps(doc, default=str, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "dbwatch"}
-    if a.get("idempotency_key"):
-        headers[IDEMPOTENCY_HEADER] = str(a["idempotency_key"])
+    if a.idempotency_key:
+        headers[IDEMPOTENCY_HEADER] = a.idempotency_key
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
     return body, headers

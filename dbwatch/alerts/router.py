@@ -7,13 +7,12 @@ messages it causes are committed together (a SIGKILL loses neither, duplicates n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..config import AlertConfig
 from ..findings import severity_rank
-from ..records import FindingRow
-from ..snapshot.values import to_str
+from ..records import ActionRecord, FindingRow
 from .payloads import action_data, alert_data
 from .state import AlertState
 
@@ -86,7 +85,9 @@ def _route_one(
             continue
         gone = state.finding(fp)
         if p.send_resolved and gone is not None:
-            state.enqueue(p.name, fp, "resolved", alert_data(gone, "resolved", now, 0.0), now)
+            state.enqueue(
+                p.name, fp, "resolved", alert_data(gone, "resolved", now, 0.0).to_json(), now
+            )
             queued += 1
         state.mark_sent(p.name, fp, target, "resolved", prev.severity, now)
     for fp, row in eligible.items():
@@ -99,20 +100,22 @@ def _route_one(
             or severity_rank(row.severity) > severity_rank(last.severity)
         ):
             continue
-        state.enqueue(p.name, fp, "firing", alert_data(row, "firing", now, valid_for), now)
+        state.enqueue(
+            p.name, fp, "firing", alert_data(row, "firing", now, valid_for).to_json(), now
+        )
         state.mark_sent(p.name, fp, target, "firing", row.severity, now)
         queued += 1
     return queued
 
 
 def announce(
-    state: AlertState, policies: Iterable[Policy], action: Mapping[str, object], now: float
+    state: AlertState, policies: Iterable[Policy], action: ActionRecord, now: float
 ) -> None:
     """Queue an action notification (terminate …) for every receiver."""
     data = action_data(action, now)
-    fingerprint = to_str(data["fingerprint"])
+    fingerprint = data.fingerprint
     with state.transaction():
         for p in policies:
             if p.kind == "pagerduty":  # an action taken is no incident to page about
                 continue
-            state.enqueue(p.name, fingerprint, "action", data, now)
+            state.enqueue(p.name, fingerprint, "action", data.to_json(), now)

@@ -13,6 +13,7 @@ from ..catalogue import Param, Rule, Thresholds
 from ..catalogue import render as render  # re-exported: checks.render fills summaries
 from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
+from ..registry import Registry
 from ..snapshot import Snapshot
 from .history import History
 
@@ -127,14 +128,35 @@ class Check:
         return self.sections_for(engine) + self.optional.get(key, ())
 
 
-CHECKS: dict[str, Check] = {}
+# The modules that register checks, in file-name order (a rule family's module is named after
+# its rule IDs): imported once, when the registry is first read. tests/test_registry.py fails
+# on a module that registers a check and is missing here.
+CHECKS: Registry[Check] = Registry(
+    "check",
+    tuple(
+        f"{__name__}.{m}"
+        for m in (
+            "dw001_probe_failed",
+            "dw002_coverage",
+            "my101_lock_waits",
+            "my102_my201_innodb",
+            "pg001_pg002_my001_my002_sessions",
+            "pg101_pg102_locks",
+            "pg201_pg202_horizon",
+            "pg501_my501_settings",
+            "qu401_qu402_statements",
+            "queue_health",
+            "queue_schema",
+        )
+    ),
+)
 
 
 def check(name: str, **needs: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
     """Register a check; keyword args map engine -> the sections it reads."""
 
     def deco(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = Check(name, fn, {k: tuple(v) for k, v in needs.items()})
+        CHECKS.add(name, Check(name, fn, {k: tuple(v) for k, v in needs.items()}))
         return fn
 
     return deco
@@ -145,19 +167,18 @@ def also_reads(**optional: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
     it; their failure never makes the rule unknown)."""
 
     def deco(fn: CheckFn) -> CheckFn:
-        for name, chk in CHECKS.items():
+        for name, chk in list(CHECKS.registered().items()):
             if chk.fn is fn:
                 opt = {k: tuple(v) for k, v in optional.items()}
-                CHECKS[name] = Check(chk.name, chk.fn, chk.needs, opt)
+                CHECKS.replace(name, Check(chk.name, chk.fn, chk.needs, opt))
         return fn
 
     return deco
 
 
-_LOADED: list[bool] = []
 # check name -> the module registering it: an audit imports only the checks its rules name
-# (startup cost). tests/test_startup.py checks it against what importing every module
-# registers; a name not listed here loads them all.
+# (startup cost). tests/test_startup.py checks it against what the modules register; a name
+# not listed here loads them all.
 CHECK_MODULES: dict[str, str] = {
     "claim_without_skip_locked": "qu401_qu402_statements",
     "dead_tuples": "pg201_pg202_horizon",
@@ -182,23 +203,12 @@ CHECK_MODULES: dict[str, str] = {
 }
 
 
-def load_checks(names: Iterable[str] | None = None) -> dict[str, Check]:
-    """Import the check modules so their checks register: those registering `names`, or
-    every one (once: listing the package from disk on every cycle cost more than most
-    checks). The result holds at least the checks asked for that exist."""
-    if _LOADED:
-        return CHECKS
-    import importlib
-
-    if names is not None:
-        wanted = [n for n in names if n not in CHECKS]
-        if all(n in CHECK_MODULES for n in wanted):
-            for n in wanted:
-                importlib.import_module(f"{__name__}.{CHECK_MODULES[n]}")
-            return CHECKS
-    import pkgutil
-
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
-    _LOADED.append(True)
-    return CHECKS
+def load_checks(names: Iterable[str] | None = None) -> Mapping[str, Check]:
+    """Every registered check (their modules imported once per process, on first call); with
+    `names`, at least those that exist, importing only the modules registering them."""
+    if names is None:
+        return CHECKS.load()
+    wanted = set(names)
+    if not wanted <= CHECK_MODULES.keys():
+        return CHECKS.load()
+    return CHECKS.load_only(sorted({f"{__name__}.{CHECK_MODULES[n]}" for n in wanted}))

@@ -10,13 +10,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..deadlocks.record import DeadlockRecord
 from ..findings import Finding
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_TRX, MyThread
 from ..snapshot.origin import MY_TXN_DETAIL, PG_TXN_DETAIL
 from ..snapshot.pg import PG_SESSIONS, PgSession
 from ..snapshot.values import opt_int
-from ..sqlpatterns.tags import parse_tags
 from .culprit_rules import CHAIN_RULES, DEADLOCK_RULES, SESSION_RULES, enriched
 from .origin import Origin, tag_unknown, tags_of
 from .txn_activity import Activity, MyIndex, PgIndex, my_activity, pg_activity
@@ -162,22 +162,18 @@ def _prevention(act: Activity) -> str:
 
 
 def _deadlock(f: Finding) -> Finding:
-    """MY102: what each participant's statement says of where it came from."""
+    """MY102: what each participant's statement says of where it came from (the record's
+    own reading of its statements' tags, made once when it was built)."""
     dl = f.evidence.get("deadlock")
-    trxs = dl.get("transactions") if isinstance(dl, Mapping) else None
-    if not isinstance(trxs, list):
+    if not isinstance(dl, dict) or not isinstance(dl.get("transactions"), list):
         return f
     parts: list[dict[str, object]] = []
     phrases: list[str] = []
-    for i, t in enumerate(trxs, 1):
-        if not isinstance(t, Mapping):
-            continue
-        query = t.get("query")
-        tags = parse_tags(query if isinstance(query, str) else None)
-        parts.append({"n": t.get("n", i), "thread_id": t.get("thread_id"), **tags.to_json()})
-        phrase = tags.phrase()
+    for t in DeadlockRecord.from_json(dl).transactions:
+        parts.append({"n": t.n, "thread_id": t.thread_id, **t.origin})
+        phrase = t.origin.get("phrase")
         if phrase:
-            phrases.append(f"T{t.get('n', i)}: {phrase}")
+            phrases.append(f"T{t.n}: {phrase}")
     ev = dict(f.evidence)
     ev["origin"] = {"participants": parts}
     summary = f.summary + (f" ({'; '.join(phrases)})" if phrases else "")

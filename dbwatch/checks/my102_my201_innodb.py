@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 
-from ..deadlocks.record import deadlock_record
+from ..deadlocks.record import DeadlockRecord, deadlock_record, latest_deadlock
 from ..deadlocks.text import deadlock_fields, victim_text
 from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration, plural
 from ..findings import Finding
-from ..scope import deadlock_in_scope
 from ..snapshot.my import (
     MY_INNODB_COUNTERS,
     MY_INNODB_STATUS,
@@ -19,7 +18,6 @@ from ..snapshot.my import (
     InnodbStatusSection,
     MyThread,
 )
-from ..snapshot.values import as_row, opt_str
 from . import CheckContext, check
 from .history import LastPoint
 
@@ -31,9 +29,9 @@ def _ts(text: str | None) -> datetime | None:
         return None
 
 
-def _age(status: InnodbStatusSection, dl: Mapping[str, object]) -> float | None:
+def _age(status: InnodbStatusSection, dl: DeadlockRecord) -> float | None:
     """Seconds between the deadlock and the monitor output (both in server time)."""
-    now, then = _ts(status.at), _ts(opt_str(dl.get("at")))
+    now, then = _ts(status.at), _ts(dl.at)
     if now is None or then is None:
         return None
     return max((now - then).total_seconds(), 0.0)
@@ -56,7 +54,7 @@ def _from_error_log_table(ctx: CheckContext, status: InnodbStatusSection) -> lis
     max_age = ctx.duration("max_age")
     out = []
     for rec in map(deadlock_record, status.error_log.deadlocks[-50:]):
-        if not deadlock_in_scope(rec, ctx.snapshot.scope):
+        if not rec.in_scope(ctx.snapshot.scope):
             continue
         age = _age(status, rec)
         if age is not None and age > max_age:
@@ -79,9 +77,9 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     if from_table:  # every deadlock, not only the latest: the status text adds nothing
         yield from from_table
         return
-    dl = deadlock_record(status.deadlock) if status.deadlock else None
+    dl = latest_deadlock(ctx.snapshot)  # shared with the daemon's journal: diagnosed once
     since = _recent_deadlocks(ctx, counter)
-    if dl and not deadlock_in_scope(dl, scope):
+    if dl and not dl.in_scope(scope):
         return  # none of its tables is in the target's scope
     age = _age(status, dl) if dl else None
     max_age = ctx.duration("max_age")
@@ -89,7 +87,7 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
         if since and since > 0:  # the counter moved but the status text shows none of them
             yield _unseen(ctx, since, counter, scope)
         return
-    diag = as_row(dl.get("diagnosis"))
+    diag = dl.diagnosis
     unshown = not_shown_evidence(ctx.state, ctx.snapshot.target, counter, since, 1)
     extra = (
         f"; {since} deadlocks since the last probe, {since - 1} of them not shown "
@@ -99,28 +97,28 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
     )
     summary = (
         ctx.summary(
-            at=dl.get("at"),
+            at=dl.at,
             ago=format_duration(age),
-            pattern=diag.get("pattern", "generic"),
+            pattern=diag.pattern,
             victim=victim_text(dl),
         )
         + extra
     )
     yield ctx.finding(
         severity=ctx.rule.severity,
-        subject=f"deadlock {dl.get('at')}",
+        subject=f"deadlock {dl.at}",
         summary=summary,
-        fix=str(diag.get("fix") or ""),
+        fix=diag.fix,
         evidence={
-            "deadlock": dl,
-            "diagnosis": diag,
-            "rules": diag.get("rules", []),
+            "deadlock": dl.to_json(),
+            "diagnosis": diag.to_dict(),
+            "rules": list(diag.rules),
             "deadlocks_total": counter,
             "deadlocks_since_last_probe": since,
             **unshown,
             "age_seconds": age,
         },
-        identity=dl.get("key"),
+        identity=dl.key,
     )
 
 

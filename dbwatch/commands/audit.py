@@ -25,8 +25,6 @@ from .common import (
     resolve_targets,
 )
 
-HELP = "one pass of every selected rule over every target"
-
 
 def _n(n: int, word: str) -> str:
     """A count with thousands separators and its noun: `1 line`, `12,345 lines`."""

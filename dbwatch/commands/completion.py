@@ -11,7 +11,6 @@ import argparse
 from ..errors import UsageError
 from ..termout import HelpFormatter
 
-HELP = "print a bash or zsh completion script (eval it or save it; see --help)"
 EPILOG = """install:
   bash:  dbwatch completion bash > /etc/bash_completion.d/dbwatch
          (or: eval "$(dbwatch completion bash)" in ~/.bashrc)

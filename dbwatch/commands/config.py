@@ -8,8 +8,6 @@ from ..durations import plural
 from ..targets import spec_for
 from .common import add_common, load_all
 
-HELP = "configuration commands"
-
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
     csub = c.add_subparsers(dest="config_command", metavar="check")

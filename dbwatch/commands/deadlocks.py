@@ -6,22 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
-from ..deadlocks.record import check_threads, deadlock_record
+from ..deadlocks.record import DeadlockRecord, check_threads, deadlock_record
 from ..deadlocks.sources import ReadStats, read_log, read_status_file, require_recognisable
 from ..deadlocks.summary import summarize
 from ..durations import plural
 from ..errors import UsageError
-from ..scope import deadlock_in_scope
 from ..snapshot.my import MY_INNODB_STATUS, MY_TRX
-from ..snapshot.values import as_row, as_rows, str_list
+from ..snapshot.values import JSON, JSONObject
 from ..termout import chop, fit_lines, fit_table, hanging, term_width
 from .common import add_all_databases, arg_flag, arg_int, arg_str
-
-Record = Mapping[str, object]
-
-HELP = "parse and diagnose deadlocks (live, --file, --error-log/--log, --history, --summary)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true")
 
 
-def _from_target(args: argparse.Namespace) -> list[Record]:
+def _from_target(args: argparse.Namespace) -> list[DeadlockRecord]:
     from ..probes import run_probes
     from ..targets import open_target
     from .common import load_all, resolve_targets
@@ -86,7 +81,7 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
     threads = snap.get(MY_TRX) or ()
     dl = deadlock_record(check_threads(status.deadlock, threads)) if status.deadlock else None
     scope = specs[0].scoped_database
-    if dl and not deadlock_in_scope(dl, scope):
+    if dl and not dl.in_scope(scope):
         print(
             f"dbwatch: the server's latest deadlock touches no table of schema {scope}; "
             "--all-databases shows it",
@@ -96,7 +91,7 @@ def _from_target(args: argparse.Namespace) -> list[Record]:
     return [dl] if dl else []
 
 
-def _from_history(args: argparse.Namespace) -> list[Record]:
+def _from_history(args: argparse.Namespace) -> list[DeadlockRecord]:
     """Deadlocks recorded by the daemon, oldest first, each tagged with its target. The state
     is found as `status` and `history` find it (--state, else [daemon] state / [state] url of
     --config, else the default path); a configured target scoped to one schema lists only
@@ -112,13 +107,15 @@ def _from_history(args: argparse.Namespace) -> list[Record]:
         for t in config.targets
         if (spec := spec_from_config(t)).engine == "mysql" and not arg_flag(args, "all_databases")
     }
-    out: list[Record] = []
+    out: list[DeadlockRecord] = []
     for r in reversed(rows):
-        data = r["data"] if isinstance(r["data"], dict) else {}
         target = r.get("target")
-        if isinstance(target, str) and not deadlock_in_scope(data, scopes.get(target)):
+        dl = DeadlockRecord.from_json(r["data"]).tagged(
+            target=target if isinstance(target, str) else None
+        )
+        if dl.target is not None and not dl.in_scope(scopes.get(dl.target)):
             continue
-        out.append({**data, "target": target})
+        out.append(dl)
     return out
 
 
@@ -140,7 +137,7 @@ def history_not_shown(args: argparse.Namespace) -> dict[str, int]:
     return {t: int(v) for t, (_ts, v) in sorted(last.items()) if want in (None, "", t)}
 
 
-def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterator[Record]:
+def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterator[DeadlockRecord]:
     """Deadlock records from the chosen source; files must hold something recognisable."""
     stats = stats if stats is not None else ReadStats()
     file, error_log = arg_str(args, "file"), arg_str(args, "error_log")
@@ -159,11 +156,33 @@ def collect(args: argparse.Namespace, stats: ReadStats | None = None) -> Iterato
     yield from _from_target(args)
 
 
+def _json(dl: DeadlockRecord, history: bool) -> JSONObject:
+    """A record's JSON; from the history as the state stores it (keys sorted, the target
+    last), as this command has always printed it."""
+    doc = dl.to_json()
+    if not history:
+        return doc
+    target = doc.pop("target", None)
+    return {**_sorted(doc), "target": target}
+
+
+def _sorted(value: JSONObject) -> JSONObject:
+    return {k: _sorted_value(value[k]) for k in sorted(value)}
+
+
+def _sorted_value(value: JSON) -> JSON:
+    if isinstance(value, dict):
+        return _sorted(value)
+    if isinstance(value, list):
+        return [_sorted_value(v) for v in value]
+    return value
+
+
 def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def render_table(deadlocks: list[Record], width: int | None = None) -> str:
+def render_table(deadlocks: list[DeadlockRecord], width: int | None = None) -> str:
     """innotop-style transaction and lock tables and the diagnosis, within `width` (COLUMNS):
     each statement on its own lines under its transaction, paragraphs wrapped, nothing cut."""
     width = width or term_width()
@@ -171,65 +190,63 @@ def render_table(deadlocks: list[Record], width: int | None = None) -> str:
         return "No deadlocks found."
     out = []
     for i, dl in enumerate(deadlocks, 1):
-        out.append(f"== Deadlock {i} at {dl.get('at') or '?'}")
-        rows = as_rows(dl.get("transactions"))
+        out.append(f"== Deadlock {i} at {dl.at or '?'}")
         trx = [
             [
-                t["n"],
-                t.get("user"),
-                t.get("host"),
-                "yes" if t.get("victim") else "",
-                t.get("active_seconds"),
-                t.get("undo_entries"),
-                t.get("lock_structs"),
+                t.n,
+                t.user,
+                t.host,
+                "yes" if t.victim else "",
+                t.active_seconds,
+                t.undo_entries,
+                t.lock_structs,
             ]
-            for t in rows
+            for t in dl.transactions
         ]
         queries = [
-            hanging(" ".join(str(t.get("query") or "?").split()), width, "    query: ", " " * 11)
-            for t in rows
+            hanging(" ".join((t.query or "?").split()), width, "    query: ", " " * 11)
+            for t in dl.transactions
         ]
         out.append("Deadlock Transactions")
         heads = ["ID", "User", "Host", "Victim", "Time", "Undo", "LStrcts"]
         out.append(fit_table(heads, [[_cell(v) for v in r] for r in trx], width, queries))
         locks = [
             [
-                lk["n"],
-                "yes" if lk.get("waiting") else "",
-                lk.get("mode"),
-                lk.get("db"),
-                lk.get("table"),
-                lk.get("index"),
-                lk.get("special") or "",
-                "yes" if lk.get("insert_intention") else "",
+                lk.n,
+                "yes" if lk.waiting else "",
+                lk.mode,
+                lk.db,
+                lk.table,
+                lk.index,
+                lk.special or "",
+                "yes" if lk.insert_intention else "",
             ]
-            for lk in as_rows(dl.get("locks"))
+            for lk in dl.locks
         ]
         out.append("\nDeadlock Locks")
         heads = ["ID", "Wait", "Mode", "DB", "Table", "Index", "Special", "InsInt"]
         out.append(fit_table(heads, [[_cell(v) for v in r] for r in locks], width))
-        if dl.get("victim_inferred"):
-            out += ["", *hanging(f"Victim inferred: {dl.get('victim_evidence')}", width)]
-        elif dl.get("victim_evidence"):
-            out += ["", *hanging(f"Victim: {dl.get('victim_evidence')}", width)]
-        if dl.get("ambiguous"):
-            text = f"Structure ambiguous: {dl.get('ambiguity')}; no victim named"
+        if dl.victim_inferred:
+            out += ["", *hanging(f"Victim inferred: {dl.victim_evidence}", width)]
+        elif dl.victim_evidence:
+            out += ["", *hanging(f"Victim: {dl.victim_evidence}", width)]
+        if dl.ambiguity is not None:
+            text = f"Structure ambiguous: {dl.ambiguity}; no victim named"
             out += ["", *hanging(text, width)]
-        for raw in str_list(dl.get("unverified")):
+        for raw in dl.unverified:
             # never facts: the text as read, quoted, so that it cannot pass for dbwatch's output
             out += ["", "Unverified (text, not facts):"]
             for line in raw.splitlines()[:40]:
                 out += hanging(chop(line, width - 4), width, "  | ", "  | ")
-        for what, key in (("Not understood", "unparsed"), ("Inconsistent", "inconsistencies")):
-            items = str_list(dl.get(key))
+        for what, items in (("Not understood", dl.unparsed), ("Inconsistent", dl.inconsistencies)):
             if items:
                 out += ["", *hanging(f"{what}: " + "; ".join(items[:8]), width)]
-        diag = as_row(dl.get("diagnosis"))
-        rules = f" [{', '.join(str_list(diag['rules']))}]" if diag.get("rules") else ""
-        out += ["", *hanging(f"Diagnosis: {diag.get('pattern', 'generic')}{rules}", width)]
-        out += hanging(str(diag.get("explanation", "")), width, "  ", "  ")
-        if diag.get("fix"):
-            out += hanging(str(diag["fix"]), width, "  Fix: ", "       ")
+        diag = dl.diagnosis
+        rules = f" [{', '.join(diag.rules)}]" if diag.rules else ""
+        out += ["", *hanging(f"Diagnosis: {diag.pattern}{rules}", width)]
+        out += hanging(diag.explanation, width, "  ", "  ")
+        if diag.fix:
+            out += hanging(diag.fix, width, "  Fix: ", "       ")
         out.append("")
     out.append(f"{plural(len(deadlocks), 'deadlock')}.")
     return "\n".join(out)
@@ -253,7 +270,8 @@ def run(args: argparse.Namespace) -> int:
         deadlocks = deadlocks[-limit:]
     unshown = history_not_shown(args) if arg_flag(args, "history") else {}
     if as_json:
-        doc: dict[str, object] = {"deadlocks": deadlocks}
+        history = arg_flag(args, "history")
+        doc: dict[str, object] = {"deadlocks": [_json(dl, history) for dl in deadlocks]}
         if arg_flag(args, "history"):
             doc["not_shown"] = unshown
         print(json.dumps(doc, indent=2, default=str))

@@ -10,15 +10,13 @@ from typing import TypedDict
 
 from ..durations import format_duration, parse_duration, plural
 from ..errors import UsageError
-from ..records import json_object
+from ..records import ActionRecord, DeadlockRecord, json_object
 from ..report import iso
 from ..snapshot.values import JSON, JSONObject, opt_float, opt_str, to_float, to_str
 from ..statereader import StateReader
 from ..targets.secrets import scrub, scrub_tree
 from ..termout import fit_table, hanging, paint, term_width, use_colour
 from .status import add_state_arguments, open_reader
-
-HELP = "what fired, resolved and was done, and the deadlocks, over a window (--since 24h)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -109,34 +107,24 @@ def _resolved(r: JSONObject) -> ResolvedLine:
 
 
 def _action(a: JSONObject) -> ActionLine:
-    detail = a["detail"]
     return ActionLine(
         at=iso(to_float(a["ts"])),
         target=to_str(a["target"]),
         rule=opt_str(a["rule"]),
         subject=to_str(a["subject"]),
         action=to_str(a["action"]),
-        reason=to_str(detail.get("reason")) if isinstance(detail, dict) else "",
+        reason=ActionRecord.from_json(a["detail"]).reason,
     )
 
 
 def _deadlock(r: JSONObject) -> DeadlockLine:
-    d = json_object(r["data"])
-    diag = json_object(d.get("diagnosis"))
-    locks = d.get("locks")
-    tables = sorted(
-        {
-            f"{lk.get('db')}.{lk.get('table')}"
-            for lk in (locks if isinstance(locks, list) else [])
-            if isinstance(lk, dict) and lk.get("table")
-        }
-    )
+    d = DeadlockRecord.from_json(r["data"])
     return DeadlockLine(
-        at=d.get("at"),
+        at=d.at,
         recorded=iso(to_float(r["seen_at"])),
         target=to_str(r["target"]),
-        pattern=diag.get("pattern", "generic"),
-        tables=tables,
+        pattern=d.diagnosis.pattern,
+        tables=sorted({f"{lk.db}.{lk.table}" for lk in d.locks if lk.table}),
     )
 
 

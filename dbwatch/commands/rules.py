@@ -1,4 +1,4 @@
-"""`dbwatch rules` and `dbwatch explain`: the catalogue and one rule's full text."""
+"""`dbwatch rules`: the rule catalogue as a table, JSON or Markdown."""
 
 from __future__ import annotations
 
@@ -7,11 +7,8 @@ import json
 import re
 
 from ..catalogue import Rule, load_catalogue
-from ..errors import UsageError
-from ..termout import fill, hanging, table, term_width, wrap
+from ..termout import table, term_width, wrap
 from .common import arg_str
-
-HELP = "list the rule catalogue"
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:
@@ -19,12 +16,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--debug", action="store_true")
 
 
-def add_explain_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("rule_id", metavar="ID")
-    e.add_argument("--debug", action="store_true")
-
-
-def _threshold_text(rule: Rule) -> str:
+def threshold_text(rule: Rule) -> str:
     if rule.thresholds is None:
         return rule.severity
     raw = rule.raw_thresholds
@@ -40,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
             "engine": r.engine,
             "category": r.category,
             "status": r.status,
-            "severity": _threshold_text(r),
+            "severity": threshold_text(r),
             "summary": r.summary,
         }
         for r in sorted(catalogue.values(), key=lambda r: r.id)
@@ -74,7 +66,7 @@ def _table(rows: list[dict[str, str]], width: int) -> str:
     return table(heads, cells, [w["id"], name, w["engine"], w["status"], sev])
 
 
-def _url_lines(url: str, width: int) -> list[str]:
+def url_lines(url: str, width: int) -> list[str]:
     """A reference URL indented, broken (if it must be) only after / - _ . # ? or &."""
     lines = ["  "]
     for part in re.findall(r"[^-/_.#?&]+[-/_.#?&]?|[-/_.#?&]", url):
@@ -97,26 +89,5 @@ def _parts(name: str, width: int) -> list[str]:
 def rules_markdown(catalogue: dict[str, Rule]) -> str:
     lines = ["| ID | rule | engine | status | severity / thresholds |", "|---|---|---|---|---|"]
     for r in sorted(catalogue.values(), key=lambda r: r.id):
-        lines.append(f"| {r.id} | {r.name} | {r.engine} | {r.status} | {_threshold_text(r)} |")
+        lines.append(f"| {r.id} | {r.name} | {r.engine} | {r.status} | {threshold_text(r)} |")
     return "\n".join(lines)
-
-
-def run_explain(args: argparse.Namespace) -> int:
-    catalogue = load_catalogue()
-    rule_id = arg_str(args, "rule_id") or ""
-    rule = catalogue.get(rule_id.upper())
-    if rule is None:
-        raise UsageError(f"no rule {rule_id!r}; `dbwatch rules` lists them")
-    width = term_width()
-    out = wrap(f"{rule.id} {rule.name} ({rule.engine}, {rule.category}, {rule.status})", width)
-    out += hanging(_threshold_text(rule), width, "Severity: ")
-    if rule.params:
-        params = ", ".join(f"{k} = {v!r}" for k, v in rule.params.items())
-        out += hanging(params, width, "Params: ")
-    for sec in ("what", "why", "fix"):
-        out += ["", sec.upper(), *fill(str(rule.doc[sec]), width)]
-    out += ["", "REFERENCES"]
-    for ref in rule.references:
-        out += _url_lines(ref, width)
-    print("\n".join(out))
-    return 0

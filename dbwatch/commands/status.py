@@ -29,7 +29,6 @@ from ..targets.secrets import redact, scrub, scrub_tree
 from ..termout import column_width, fit_table, paint, table, term_width, use_colour, wrap
 from ..web.view import cycle_status, stale_after
 
-HELP = "what the daemon has firing now and each target's last cycle (Nagios exit code)"
 DEFAULT_INTERVAL = 60.0
 _SEVERITY_ORDER = {"critical": 0, "unknown": 1, "warning": 2}
 

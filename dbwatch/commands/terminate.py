@@ -18,7 +18,6 @@ from ..targets import TargetSpec
 from ..termout import HelpFormatter, chop, fit_table, hanging, term_width
 from .common import add_all_databases
 
-HELP = "find offending sessions and (only with --execute) cancel or terminate them"
 EPILOG = """\
 Criteria are ANDed: a session is selected only when every given criterion holds
 (--older-than 5m --idle-in-transaction = idle in a transaction that is at least 5m old).

@@ -24,8 +24,6 @@ if TYPE_CHECKING:  # the daemon is imported when it runs, not to build the parse
     from ..daemon.state import State
     from ..statereader import StateReader
 
-HELP = "the watchdog daemon: probe every target on its interval, alert, act"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", "-c", help="config file (default: $DBWATCH_CONFIG, ./dbwatch.toml)")

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from ..actions.daemon_action import DaemonTerminator
 from ..alerts.router import announce, route
-from ..deadlocks.record import deadlock_record
+from ..deadlocks.record import latest_deadlock
 from ..deadlocks.unshown import COUNTER_KEY, NOT_SHOWN_KEY, account, server_counter
 from ..findings import Finding
 from ..pipeline import TargetResult
-from ..records import FindingRow, Transitions
-from ..scope import deadlock_in_scope
+from ..records import ActionRecord, FindingRow, Transitions
 from ..snapshot import Snapshot
-from ..snapshot.my import MY_INNODB_STATUS
 from ..targets import TargetSpec
 from .setup import Setup
 from .state import State
@@ -72,7 +70,7 @@ class Actions:
             return  # fenced: the lease moved on during this cycle; the new holder decides
         state = self.state
 
-        def notify(action: Mapping[str, object]) -> None:
+        def notify(action: ActionRecord) -> None:
             announce(state, setup.policies, action, time.time())
 
         try:
@@ -81,21 +79,20 @@ class Actions:
             log.exception("terminate action on %s failed", spec.name)
             return
         for action in done or []:
-            log.warning("action on %s: %s", spec.name, action)
+            log.warning("action on %s: %s", spec.name, action.to_json())
 
 
 def record_deadlocks(state: State, result: TargetResult) -> int:
     """The latest InnoDB deadlock, deduplicated by its key (for `dbwatch deadlocks --history`),
     if it touches the target's scope (the same test as `dbwatch deadlocks URL` and MY102);
     returns how many were new (0 or 1)."""
-    status = result.snapshot.get(MY_INNODB_STATUS)
-    if status is None or status.deadlock is None:
+    dl = latest_deadlock(result.snapshot)  # the record MY102 diagnosed this cycle
+    if dl is None:
         return 0
-    dl = deadlock_record(status.deadlock)
-    if not deadlock_in_scope(dl, result.spec.scoped_database):
+    if not dl.in_scope(result.spec.scoped_database):
         return 0  # another schema's: not this target's to record, list, log or alert on
-    if state.record_deadlock(result.spec.name, str(dl["key"]), dl.get("at"), dl):
-        log.info("new deadlock on %s at %s", result.spec.name, dl.get("at"))
+    if state.record_deadlock(result.spec.name, dl.key, dl.at, dl.to_json()):
+        log.info("new deadlock on %s at %s", result.spec.name, dl.at)
         return 1
     return 0
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..findings import Finding, severity_rank
-from ..records import FindingRow, Transitions, finding_data, json_object, loads
+from ..records import FindingRow, Transitions, finding_data
 from .journal import JournalStore
 from .outbox import AlertStore
 from .statedb import SCHEMA_VERSION, Param, StateConn
@@ -113,12 +113,12 @@ class State(AlertStore, JournalStore):
         out: Transitions,
     ) -> FindingRow:
         """Write one current finding; returns the row as it now stands."""
-        data = finding_data(f)
+        data, text = finding_data(f)  # the object for the row returned, the text for the table
         if row is None:
             status = "firing" if wait <= 0 else "pending"
             head = (f.fingerprint, f.target, f.rule, f.severity, f.subject, status, now)
             fired_last = (now if status == "firing" else None, now)
-            written = FindingRow(*head, *fired_last, None, json_object(loads(data)))
+            written = FindingRow(*head, *fired_last, None, data)
             db.execute(
                 "INSERT INTO findings(fingerprint, target, rule, severity, "
                 "subject, status, first_seen, fired_at, last_seen, resolved_at, data) "
@@ -128,7 +128,7 @@ class State(AlertStore, JournalStore):
                 " status = excluded.status, first_seen = excluded.first_seen,"
                 " fired_at = excluded.fired_at, last_seen = excluded.last_seen,"
                 " resolved_at = NULL, data = excluded.data",
-                (*head, *fired_last, data),  # the same values as the row returned
+                (*head, *fired_last, text),  # the same values as the row returned
             )
         else:
             status = row.status
@@ -138,7 +138,7 @@ class State(AlertStore, JournalStore):
                 "UPDATE findings SET severity = ?, subject = ?, status = ?, last_seen = ?,"
                 " fired_at = coalesce(fired_at, CASE WHEN ? = 'firing' THEN ? END),"
                 " data = ? WHERE fingerprint = ?",
-                (f.severity, f.subject, status, now, status, now, data, f.fingerprint),
+                (f.severity, f.subject, status, now, status, now, text, f.fingerprint),
             )
             fired_at = row.fired_at
             if fired_at is None and status == "firing":
@@ -154,7 +154,7 @@ class State(AlertStore, JournalStore):
                 fired_at,
                 now,
                 row.resolved_at,
-                json_object(loads(data)),
+                data,
             )
         if status == "pending":
             out.pending += 1

@@ -19,12 +19,12 @@ from dbwatch.parsers.statements import (
     Statement,
     classify,
 )
+from dbwatch.records import Diagnosis
 
 from .queue_shapes import (
     SKIP_LOCKED as _SKIP_LOCKED,
 )
 from .queue_shapes import (
-    Diagnosis,
     delete_targets,
     delete_vs_delete,
     is_queue_table_name,

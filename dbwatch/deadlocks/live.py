@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from ..findings import Finding
-from ..scope import deadlock_in_scope
-from ..snapshot.values import as_row
 from .record import DeadlockRecord, deadlock_record
 from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
@@ -28,7 +25,7 @@ class DeadlockJournal(StateDb, Protocol):
     def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool: ...
 
 
-def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -> Finding:
+def _finding(rule: str, target: str, rec: DeadlockRecord, severity: str) -> Finding:
     return Finding(
         rule=rule,
         severity=severity,
@@ -38,25 +35,25 @@ def _finding(rule: str, target: str, rec: Mapping[str, object], severity: str) -
 
 
 def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) -> Finding:
-    patterns = Counter(str(as_row(r.get("diagnosis")).get("pattern")) for r in recs)
+    patterns = Counter(r.diagnosis.pattern for r in recs)
     latest = recs[-1]
     top = ", ".join(f"{p} ×{n}" for p, n in patterns.most_common(5))
     return Finding(
         rule=rule,
         severity=severity,
         target=target,
-        subject=f"deadlocks {recs[0].get('at')} … {latest.get('at')}",
+        subject=f"deadlocks {recs[0].at} … {latest.at}",
         summary=f"{len(recs)} deadlocks in the server log since the last look ({top}); "
         f"latest: {victim_text(latest)}",
-        fix=str(as_row(latest.get("diagnosis")).get("fix") or ""),
+        fix=latest.diagnosis.fix,
         evidence={
             "count": len(recs),
             "by_pattern": dict(patterns),
-            "latest": latest,
+            "latest": latest.to_json(),
             "source": "log_file",
             "see_all": f"dbwatch deadlocks --history {target} / --log <file> --summary",
         },
-        identity=f"burst:{recs[0].get('key')}",
+        identity=f"burst:{recs[0].key}",
     )
 
 
@@ -79,11 +76,10 @@ def tail_findings(
     fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
         for dl in deadlocks:
-            rec = deadlock_record(dl)
-            if engine == "mysql" and not deadlock_in_scope(rec, scope):
+            rec = deadlock_record(dl).tagged(source="log_file")
+            if engine == "mysql" and not rec.in_scope(scope):
                 continue
-            rec["source"] = "log_file"
-            if state.record_deadlock(target, str(rec["key"]), rec.get("at"), rec):
+            if state.record_deadlock(target, rec.key, rec.at, rec.to_json()):
                 fresh.append(rec)
         if new_pos is not None:
             save_position(db, target, new_pos)

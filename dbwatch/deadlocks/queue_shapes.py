@@ -7,12 +7,10 @@ library that owns the table, when the queue registry knows it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dbwatch.parsers.deadlock_model import Deadlock, DeadlockTrx
 from dbwatch.parsers.statements import CLAIM_SIDE, DELETE, delete_target
 from dbwatch.queues import is_job_table, is_queue_like, is_queue_table, library
-from dbwatch.snapshot.values import JSONObject
+from dbwatch.records import Diagnosis
 
 MAX_SHOWN = 200  # query characters quoted in an explanation
 
@@ -21,29 +19,6 @@ SKIP_LOCKED = (
     "(MySQL 8.0.1+, MariaDB 10.6+; Laravel uses it from 6.14 / 8.69)"
 )
 RETRY = "retry the transaction on a deadlock (MySQL error 1213, PostgreSQL SQLSTATE 40P01)"
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    pattern: str  # queue-claim-vs-delete | queue-delete-vs-delete |
-    # queue-maintenance-vs-workers | queue-legacy-index | queue-claim-vs-claim |
-    # queue-claim-pileup | queue-unclear | gap-insert-intention | opposite-order-rows |
-    # lock-upgrade | too-deep | ambiguous | generic
-    rules: tuple[str, ...]
-    explanation: str
-    fix: str
-
-    @property
-    def is_queue_problem(self) -> bool:
-        return self.pattern.startswith("queue-")
-
-    def to_dict(self) -> JSONObject:
-        return {
-            "pattern": self.pattern,
-            "rules": [*self.rules],
-            "explanation": self.explanation,
-            "fix": self.fix,
-        }
 
 
 def is_queue_table_name(name: str | None) -> bool:

@@ -1,7 +1,10 @@
 """A deadlock as dbwatch reports and keeps it: the parser's Deadlock (SPEC §6 object) with its
-diagnosis, a dedupe key and the too-deep flag. Built where the deadlock is used (MY102, the
-daemon's deadlock journal and log tail, `dbwatch deadlocks`), never in a probe: the snapshot
-keeps the parsed Deadlock only."""
+diagnosis, a dedupe key and the too-deep flag, as one frozen `DeadlockRecord`. Built where
+the deadlock is used (MY102, the daemon's deadlock journal and log tail, `dbwatch deadlocks`),
+never in a probe: the snapshot keeps the parsed Deadlock only. Its JSON (`to_json`) is the one
+shape of MY102/PG102 evidence, the daemon's history, the dashboard and `dbwatch deadlocks`;
+`from_json` reads it back from the state, including what older versions stored (a key they
+did not write stays absent when written again)."""
 
 from __future__ import annotations
 
@@ -9,38 +12,99 @@ from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
 
-from ..parsers.deadlock_model import Deadlock
-from ..snapshot.my import MyThread
+from ..parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
+from ..records import DeadlockRecord, LockRecord, TrxRecord
+from ..snapshot import Snapshot
+from ..snapshot.my import MY_INNODB_STATUS, MyThread
+from ..snapshot.values import JSONObject, as_json
 from ..sqlpatterns.tags import parse_tags
 from .diagnosis import diagnose
 
-# The record's JSON object: one shape for MY102/PG102 evidence, the daemon's history, the
-# dashboard and `dbwatch deadlocks`.
-DeadlockRecord = dict[str, object]
+__all__ = [
+    "DeadlockRecord",
+    "LockRecord",
+    "TrxRecord",
+    "check_threads",
+    "deadlock_key",
+    "deadlock_record",
+    "latest_deadlock",
+]
 
 
 def deadlock_record(dl: Deadlock) -> DeadlockRecord:
-    """The SPEC §6 deadlock object with its diagnosis and a dedupe key."""
-    raw = dl.to_dict()
-    # what each participant's statement says of where it came from (framework tags; text only)
-    raw["transactions"] = [t | {"origin": _origin(t.get("query"))} for t in raw["transactions"]]
-    out: DeadlockRecord = raw
-    out["diagnosis"] = diagnose(dl).to_dict()
-    out["key"] = deadlock_key(dl)
-    out["too_deep"] = dl.too_deep
-    return out
+    """The parsed deadlock with its diagnosis (run here, once per deadlock) and dedupe key."""
+    inferred = dl.victim_inferred
+    evidence = (
+        dl.victim_evidence
+        if inferred or (dl.victim_source == "too-deep" and dl.victim is not None)
+        else None
+    )
+    return DeadlockRecord(
+        at=dl.at,
+        victim=dl.victim,
+        transactions=tuple(_trx(t) for t in dl.transactions),
+        locks=tuple(_lock(lk) for lk in dl.locks),
+        diagnosis=diagnose(dl),
+        key=deadlock_key(dl),
+        too_deep=dl.too_deep,
+        victim_inferred=inferred,
+        victim_evidence=evidence,
+        ambiguity=dl.ambiguous or None,
+        truncated=dl.truncated,
+        unverified=dl.unverified,
+        unparsed=dl.unparsed,
+        inconsistencies=dl.inconsistencies,
+    )
+
+
+def latest_deadlock(snapshot: Snapshot) -> DeadlockRecord | None:
+    """The record of the snapshot's latest InnoDB deadlock (SHOW ENGINE INNODB STATUS),
+    diagnosed once per snapshot: MY102 and the daemon's deadlock journal share it."""
+    return snapshot.model("my.latest_deadlock", _latest_deadlock)
+
+
+def _latest_deadlock(snapshot: Snapshot) -> DeadlockRecord | None:
+    status = snapshot.get(MY_INNODB_STATUS)
+    if status is None or status.deadlock is None:
+        return None
+    return deadlock_record(status.deadlock)
+
+
+def _trx(t: DeadlockTrx) -> TrxRecord:
+    return TrxRecord(
+        t.n,
+        t.trx_id,
+        t.thread_id,
+        t.user,
+        t.host,
+        t.query,
+        t.active_seconds,
+        t.lock_structs,
+        t.row_locks,
+        t.undo_entries,
+        t.tables,
+        t.victim,
+        t.blocked_by,
+        _origin(t.query),
+    )
+
+
+def _lock(lk: DeadlockLock) -> LockRecord:
+    return LockRecord(
+        lk.n, lk.waiting, lk.mode, lk.db, lk.table, lk.index, lk.special, lk.insert_intention
+    )
 
 
 @lru_cache(maxsize=256)
-def _origin_cached(query: str | None) -> dict[str, object]:
-    return parse_tags(query).to_json()
+def _origin_cached(query: str | None) -> JSONObject:
+    found = as_json(parse_tags(query).to_json())
+    return found if isinstance(found, dict) else {}
 
 
-def _origin(query: object) -> dict[str, object]:
+def _origin(query: str | None) -> JSONObject:
     """parse_tags(query).to_json(), remembered per statement text (a storm repeats a few
-    statements); a copy, as the record is the caller's to change."""
-    found = _origin_cached(query if isinstance(query, str) else None)
-    return {k: dict(v) if isinstance(v, dict) else v for k, v in found.items()}
+    statements); a copy, so no record shares the cached object."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in _origin_cached(query).items()}
 
 
 def deadlock_key(dl: Deadlock) -> str:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from ..snapshot.values import as_row, as_rows, opt_str
+from .record import DeadlockRecord
 
 MAX_KEYS = 1000  # distinct keys kept per counter (hostile logs cannot grow it without bound)
 SHOWN = 15
@@ -39,24 +39,19 @@ class Summary:
         self.by_hour: Counter[str] = Counter()
         self.victim_unknown = 0
 
-    def add(self, dl: Mapping[str, object]) -> None:
+    def add(self, dl: DeadlockRecord) -> None:
         self.deadlocks += 1
-        diag = as_row(dl.get("diagnosis"))
-        _bump(self.by_pattern, str(diag.get("pattern") or "generic"))
-        tables = {
-            f"{lk.get('db')}.{lk.get('table')}" if lk.get("db") else str(lk.get("table"))
-            for lk in as_rows(dl.get("locks"))
-            if lk.get("table")
-        }
+        _bump(self.by_pattern, dl.diagnosis.pattern or "generic")
+        tables = {f"{lk.db}.{lk.table}" if lk.db else lk.table for lk in dl.locks if lk.table}
         for t in sorted(tables):
             _bump(self.by_table, t)
-        victim = next((t for t in as_rows(dl.get("transactions")) if t.get("victim")), None)
+        victim = dl.victim_trx
         if victim is None:
             self.victim_unknown += 1
             _bump(self.by_victim_statement, "(victim not known)")
         else:
-            _bump(self.by_victim_statement, _fingerprint(opt_str(victim.get("query"))))
-        at = str(dl.get("at") or "")
+            _bump(self.by_victim_statement, _fingerprint(victim.query))
+        at = dl.at or ""
         _bump(self.by_hour, f"{at[:13]}:00" if len(at) >= 13 else "(no time)")
 
     def to_dict(self) -> dict[str, object]:
@@ -88,7 +83,7 @@ class Summary:
         return "\n".join(out)
 
 
-def summarize(deadlocks: Iterable[Mapping[str, object]]) -> Summary:
+def summarize(deadlocks: Iterable[DeadlockRecord]) -> Summary:
     s = Summary()
     for dl in deadlocks:
         s.add(dl)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TypedDict
 
-from ..snapshot.values import as_row, as_rows
+from .record import DeadlockRecord
 
 
-def victim_text(rec: Mapping[str, object]) -> str:
-    for t in as_rows(rec.get("transactions")):
-        if t.get("victim"):
-            q = " ".join(str(t.get("query") or "").split())[:120]
-            return f"thread {t.get('thread_id')} ({t.get('user')}) was rolled back: {q}"
-    return "victim unknown"
+def victim_text(rec: DeadlockRecord) -> str:
+    t = rec.victim_trx
+    if t is None:
+        return "victim unknown"
+    q = " ".join((t.query or "").split())[:120]
+    return f"thread {t.thread_id} ({t.user}) was rolled back: {q}"
 
 
 class DeadlockFields(TypedDict):
@@ -26,20 +25,19 @@ class DeadlockFields(TypedDict):
     identity: object
 
 
-def deadlock_fields(rec: Mapping[str, object], read_from: str, source: str) -> DeadlockFields:
+def deadlock_fields(rec: DeadlockRecord, read_from: str, source: str) -> DeadlockFields:
     """subject, summary, fix, evidence and identity of a finding for one deadlock record;
     `read_from` is shown in the summary, `source` kept in the evidence."""
-    diag = as_row(rec.get("diagnosis"))
+    diag = rec.diagnosis
     return {
-        "subject": f"deadlock {rec.get('at')}",
-        "summary": f"deadlock at {rec.get('at')} ({read_from}) — "
-        f"{diag.get('pattern', 'generic')}: {victim_text(rec)}",
-        "fix": str(diag.get("fix") or ""),
+        "subject": f"deadlock {rec.at}",
+        "summary": f"deadlock at {rec.at} ({read_from}) — {diag.pattern}: {victim_text(rec)}",
+        "fix": diag.fix,
         "evidence": {
-            "deadlock": rec,
-            "diagnosis": diag,
-            "rules": diag.get("rules", []),
+            "deadlock": rec.to_json(),
+            "diagnosis": diag.to_dict(),
+            "rules": list(diag.rules),
             "source": source,
         },
-        "identity": rec.get("key"),
+        "identity": rec.key,
     }

@@ -8,7 +8,8 @@ from dataclasses import replace
 from ..snapshot.my import ErrorLogDeadlocks, InnodbCounters, InnodbStatusSection
 from ..snapshot.values import as_row, opt_int, to_str
 from ..targets import Connection
-from . import probe, sql
+from .registry import probe
+from .sqlfiles import sql
 
 PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"
 ERROR_LOG_WINDOW = 86_400  # seconds of performance_schema.error_log read per look

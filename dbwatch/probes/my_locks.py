@@ -12,8 +12,9 @@ from dataclasses import replace
 from ..snapshot.my import MyLockWait, MyLockWaits
 from ..snapshot.values import as_row
 from ..targets import Connection
-from . import probe, sql
 from .mysql import PROCESS_GRANT
+from .registry import probe
+from .sqlfiles import sql
 
 WAIT_LIMIT = 1000
 SOURCES = (  # preference order: (schema, table) -> SQL file

@@ -6,7 +6,8 @@ from ..snapshot.my import MyThread
 from ..snapshot.queues import QueueIndex
 from ..snapshot.values import as_row, opt_str, to_int, to_str
 from ..targets import Connection
-from . import probe, sql
+from .registry import probe
+from .sqlfiles import sql
 
 TRX_LIMIT = 2000
 PROCESS_GRANT = "GRANT PROCESS ON *.* TO '<monitor>'@'%';"

@@ -15,8 +15,11 @@ from ..snapshot.my import opt_num
 from ..snapshot.origin import MyTxnDetail, PgTxnDetail, PgTxnLock, PgTxnStatement
 from ..snapshot.values import as_row, opt_str, to_int, to_str
 from ..targets import Connection
-from . import Covered, ProbeCache, probe, sql
 from .postgresql import MONITOR_GRANT
+from .registry import probe
+from .results import Covered
+from .share import ProbeCache
+from .sqlfiles import sql
 from .statements import PFS_GRANT, PFS_ON_FIX, consumers
 
 MIN_AGE = 1.0  # seconds: younger transactions are no finding of any session rule's defaults

@@ -30,8 +30,11 @@ from ..snapshot.pg import (
 from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
-from . import Covered, PartialResult, jsonable, per_server, probe, sql
 from .postgresql import session_rows
+from .registry import probe
+from .results import Covered, PartialResult, jsonable
+from .share import per_server
+from .sqlfiles import sql
 
 R = TypeVar("R", bound=FromRow)
 

@@ -10,7 +10,9 @@ from ..snapshot.queues import QueueIndex
 from ..snapshot.values import as_row
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
-from . import Covered, PartialResult, jsonable, probe, sql
+from .registry import probe
+from .results import Covered, PartialResult, jsonable
+from .sqlfiles import sql
 
 SESSION_LIMIT = 5000
 SAFETY_SETTINGS = [

@@ -18,7 +18,9 @@ from ..snapshot.settings import (
 from ..snapshot.values import as_row, to_bool, to_str
 from ..targets import Connection
 from ..targets.quoting import my_ident, pg_ident_text
-from . import Covered, PartialResult, probe, sql
+from .registry import probe
+from .results import Covered, PartialResult
+from .sqlfiles import sql
 
 PG_LIMIT = 50
 _GRANT = re.compile(

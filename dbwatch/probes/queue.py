@@ -26,17 +26,6 @@ from ..queues.roles import CORE_COLUMNS, QUEUE_WORDS_PATTERN
 from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, to_bool, to_str
 from ..targets import Connection
-from . import (
-    SQL_DIR,
-    Covered,
-    PartialResult,
-    ProbeCache,
-    _sql_variants,
-    catalog_cached,
-    jsonable,
-    probe,
-    sql,
-)
 from .queue_generic import probe_generic
 from .queue_shape import (
     MY_CATALOG_ROWS,
@@ -48,6 +37,10 @@ from .queue_shape import (
     question,
 )
 from .queue_sql import compose, qualified
+from .registry import probe
+from .results import Covered, PartialResult, jsonable
+from .share import ProbeCache, catalog_cached
+from .sqlfiles import SQL_DIR, _sql_variants, sql
 
 log = logging.getLogger(__name__)
 

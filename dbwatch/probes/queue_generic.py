@@ -13,10 +13,11 @@ from ..queues.statuses import StatusMap, map_statuses
 from ..snapshot import CoverageGap
 from ..snapshot.values import as_row, opt_float, opt_int, to_str
 from ..targets import Connection
-from ..targets.quoting import my_ident_for_format
-from . import jsonable, sql
+from ..targets.quoting import my_ident_for_format, pg_ident_for_format
 from .queue_shape import GenericTable, enum_labels, gap, question
 from .queue_sql import compose
+from .results import jsonable
+from .sqlfiles import sql
 
 WINDOW = 10_000  # rows per window (oldest and newest by the order column): <= 20,000 read
 VALUES = 50  # status values read per table
@@ -29,9 +30,7 @@ SENTINEL = "9000-01-01"  # times from here on are placeholders, not times  # kee
 
 def _q(engine: str, *parts: str) -> str:
     if engine == "postgresql":
-        from psycopg import sql as pgsql
-
-        return pgsql.Identifier(*(p.replace("%", "%%") for p in parts)).as_string(None)
+        return pg_ident_for_format(*parts)
     return my_ident_for_format(*parts)
 
 

@@ -18,7 +18,7 @@ from ..queues.statuses import StatusMap
 from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, opt_str, to_bool, to_str
 from ..targets import Connection
-from . import sql
+from .sqlfiles import sql
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,10 @@ from ..snapshot.statements import (
 )
 from ..targets import Connection
 from ..targets.quoting import pg_compose, pg_ident
-from . import PartialResult, catalog_cached, per_server, probe, sql
+from .registry import probe
+from .results import PartialResult
+from .share import catalog_cached, per_server
+from .sqlfiles import sql
 
 log = logging.getLogger(__name__)
 

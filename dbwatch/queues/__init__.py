@@ -10,21 +10,7 @@ from __future__ import annotations
 
 import re
 
-from . import (
-    delayed_job,
-    good_job,
-    graphile_worker,
-    laravel,
-    oban,
-    pg_boss,
-    pgqueuer,
-    procrastinate,
-    que,
-    river,
-    solid_queue,
-    symfony_messenger,
-)
-from .base import Library, Shape
+from .base import LIBRARIES, Library, Shape
 from .failures import BATCH_EXCEPTION, FIX, MEANING, Failure, classify_failure
 from .roles import ROLE_COLUMNS, type_kind
 from .text import attempts_limit, job_class, payload_timeout
@@ -60,22 +46,11 @@ __all__ = [
     "sibling_names",
 ]
 
-# Order matters: the first shape a table satisfies wins (more specific shapes first).
-LIBRARIES: tuple[Library, ...] = (
-    laravel.LIBRARY,
-    que.LIBRARY,
-    good_job.LIBRARY,
-    delayed_job.LIBRARY,
-    oban.LIBRARY,
-    river.LIBRARY,
-    solid_queue.LIBRARY,
-    graphile_worker.LIBRARY,
-    pg_boss.LIBRARY,
-    procrastinate.LIBRARY,
-    pgqueuer.LIBRARY,
-    symfony_messenger.LIBRARY,
-)
-_BY_NAME = {lib.name: lib for lib in LIBRARIES}
+# The library modules register themselves (queues/base.py: LIBRARIES, in recognition order);
+# the names below are derived from them, so they are imported with this package.
+LIBRARIES.load()
+# The recognition order of the shapes: the first shape a table satisfies wins (more specific
+# shapes first; Laravel's batches last).
 _ORDER = (
     "laravel_jobs",
     "laravel_failed",
@@ -93,7 +68,7 @@ _ORDER = (
     "symfony_messenger",
     "laravel_batches",
 )
-_SHAPES = {s.kind: s for lib in LIBRARIES for s in lib.shapes}
+_SHAPES = {s.kind: s for lib in LIBRARIES.values() for s in lib.shapes}
 SHAPES: tuple[Shape, ...] = tuple(_SHAPES[k] for k in _ORDER)
 
 # Columns the discovery query returns (the union of the shapes' columns plus types we read).
@@ -108,9 +83,11 @@ MARKER_COLUMNS: tuple[str, ...] = tuple(
 CATALOG_COLUMNS: tuple[str, ...] = tuple(sorted(set(MARKER_COLUMNS) | ROLE_COLUMNS))
 
 # Default table names of every library (lower case), for code that has only a name.
-QUEUE_TABLE_NAMES: frozenset[str] = frozenset().union(*(lib.table_names for lib in LIBRARIES))
+QUEUE_TABLE_NAMES: frozenset[str] = frozenset().union(
+    *(lib.table_names for lib in LIBRARIES.values())
+)
 _LIB_OF_NAME: dict[str, str] = {}
-for _lib in reversed(LIBRARIES):  # the first library listing a name wins
+for _lib in reversed(tuple(LIBRARIES.values())):  # the first library listing a name wins
     for _name in _lib.table_names:
         _LIB_OF_NAME[_name] = _lib.name
 # The libraries' tables jobs are claimed from (locking reads, reservations, deletes): the
@@ -148,7 +125,7 @@ QUEUE_DEAD_WITHOUT_HOLDER = 5000
 
 def library(name: str | None) -> Library | None:
     """The library registered under its SPEC name (laravel, pg-boss, ...)."""
-    return _BY_NAME.get(name or "")
+    return LIBRARIES.get(name or "")
 
 
 def is_queue_table(name: str) -> str | None:

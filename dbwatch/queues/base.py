@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..registry import Registry
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -66,3 +68,33 @@ class Library:
     # A client/version told from the table's column types (columns -> Variant); None: one
     variant: Callable[[dict[str, str]], Variant] | None = None
     variant_words: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+# The library modules, each declaring its LIBRARY with `queue_library(...)`. Order matters: it
+# is the recognition order (the first shape a table satisfies wins, more specific shapes
+# first; queues.SHAPES orders the shapes) and the order a table name's library is looked up in.
+LIBRARIES: Registry[Library] = Registry(
+    "queue library",
+    tuple(
+        f"dbwatch.queues.{m}"
+        for m in (
+            "laravel",
+            "que",
+            "good_job",
+            "delayed_job",
+            "oban",
+            "river",
+            "solid_queue",
+            "graphile_worker",
+            "pg_boss",
+            "procrastinate",
+            "pgqueuer",
+            "symfony_messenger",
+        )
+    ),
+)
+
+
+def queue_library(lib: Library) -> Library:
+    """Register a library under its SPEC name: `queue_library(LIBRARY)` in its module."""
+    return LIBRARIES.add(lib.name, lib)

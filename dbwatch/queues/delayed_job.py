@@ -5,7 +5,7 @@ Stuck: locked longer than Delayed::Worker.max_run_time (default 4 h): another wo
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 SHAPE = Shape(
     "delayed_job",
@@ -61,3 +61,4 @@ LIBRARY = Library(
         "other": "Read last_error (SELECT id, attempts, last_error FROM delayed_jobs WHERE failed_at IS NOT NULL), fix the job, then Delayed::Job.find(<id>).update(failed_at: nil, attempts: 0, run_at: Time.now)."
     },
 )
+queue_library(LIBRARY)

@@ -5,7 +5,7 @@ Stuck: executions_count growing, or finished with an error (discarded).
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 SHAPE = Shape(
     "good_job",
@@ -62,3 +62,4 @@ LIBRARY = Library(
         "other": "Read the error (GoodJob dashboard or good_jobs.error), fix the job, then GoodJob::Job.find(<id>).retry_job (or retry from the dashboard)."
     },
 )
+queue_library(LIBRARY)

@@ -7,7 +7,7 @@ job of that queue: no other worker runs them.
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 JOBS = Shape(
     "graphile_worker",
@@ -95,3 +95,4 @@ LIBRARY = Library(
         ),
     },
 )
+queue_library(LIBRARY)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 JOBS = Shape(
     "laravel_jobs",
@@ -145,3 +145,4 @@ LIBRARY = Library(
         ),
     },
 )
+queue_library(LIBRARY)

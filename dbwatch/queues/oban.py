@@ -5,7 +5,7 @@ rescues after 300 s). Which client made the table is read from the `errors` colu
 
 from __future__ import annotations
 
-from .base import Library, Shape, Variant
+from .base import Library, Shape, Variant, queue_library
 
 SHAPE = Shape(
     "oban",
@@ -117,3 +117,4 @@ LIBRARY = Library(
         "created_at": "inserted_at",
     },
 )
+queue_library(LIBRARY)

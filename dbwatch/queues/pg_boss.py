@@ -7,7 +7,7 @@ pg-boss's supervisor fails it ("job heartbeat timeout") and retries it while ret
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 JOB = Shape(
     "pg_boss",
@@ -126,3 +126,4 @@ LIBRARY = Library(
         ),
     },
 )
+queue_library(LIBRARY)

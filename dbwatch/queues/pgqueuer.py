@@ -6,7 +6,7 @@ Stuck: a 'picked' job whose heartbeat is older than the consumer's heartbeat_tim
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 JOBS = Shape(
     "pgqueuer",
@@ -74,3 +74,4 @@ LIBRARY = Library(
         ),
     },
 )
+queue_library(LIBRARY)

@@ -7,7 +7,7 @@ never re-runs such a job by itself: it stays 'doing' until someone retries it.
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 JOBS = Shape(
     "procrastinate",
@@ -89,3 +89,4 @@ LIBRARY = Library(
         ),
     },
 )
+queue_library(LIBRARY)

@@ -5,7 +5,7 @@ Stuck: a job whose error_count grows, or expired (retries exhausted); Que's advi
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 SHAPE = Shape(
     "que",
@@ -60,3 +60,4 @@ LIBRARY = Library(
         "other": "Read last_error_message/last_error_backtrace (SELECT id, job_class, last_error_message FROM que_jobs WHERE expired_at IS NOT NULL), fix the job, then UPDATE que_jobs SET expired_at = NULL, error_count = 0 WHERE id = <id>;"
     },
 )
+queue_library(LIBRARY)

@@ -5,7 +5,7 @@ Stuck: running longer than the rescuer's RescueStuckJobsAfter (default 1 h): the
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 SHAPE = Shape(
     "river",
@@ -66,3 +66,4 @@ LIBRARY = Library(
         "other": "Read errors (SELECT id, kind, errors[array_length(errors,1)] FROM river_job WHERE state = 'discarded'), fix the worker, then client.JobRetry(ctx, <id>) (or the River UI)."
     },
 )
+queue_library(LIBRARY)

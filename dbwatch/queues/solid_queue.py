@@ -5,7 +5,7 @@ Stuck: claimed by a process whose last_heartbeat_at is older than process_alive_
 
 from __future__ import annotations
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 SHAPE = Shape(
     "solid_queue",
@@ -102,3 +102,4 @@ LIBRARY = Library(
         ),
     ),
 )
+queue_library(LIBRARY)

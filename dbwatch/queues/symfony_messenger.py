@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Library, Shape
+from .base import Library, Shape, queue_library
 
 MESSAGES = Shape(
     "symfony_messenger",
@@ -100,3 +100,4 @@ LIBRARY = Library(
         ),
     },
 )
+queue_library(LIBRARY)

@@ -10,28 +10,20 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import TypeVar, cast
 
-from .sections import SectionKey
+from .sections import SECTIONS, SectionKey
 from .sections import build as _build
 from .values import JSON, as_json
 
 T = TypeVar("T")
 
 
-_LOADED: list[bool] = []
-
-
 def load_sections() -> None:
-    """Import the section families so their sections register (here, not in sections.py:
-    they import it)."""
-    if not _LOADED:
-        from . import my, origin, pg, pg_mvcc, queues, settings, statements  # noqa: F401
-
-        _LOADED.append(True)
+    """Import the section families so their sections register (once per process)."""
+    SECTIONS.load()
 
 
 def build_section(name: str, data: object) -> object:
     """The section's typed data (None stays None; an unregistered one is kept as is)."""
-    load_sections()
     return _build(name, data)
 
 

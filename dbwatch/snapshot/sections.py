@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, Self, TypeVar, cast
 
+from ..registry import Registry
 from .values import Row, as_row, as_rows
 
 T = TypeVar("T")
@@ -31,12 +32,22 @@ class SectionKey(Generic[T]):
     build: Callable[[object], T]
 
 
-SECTIONS: dict[str, SectionKey[object]] = {}
+# The section families: each registers its sections with `section(...)` as it loads. Imported
+# once, when the registry is first read (the first section built). tests/test_registry.py
+# fails on a module that registers a section and is missing here.
+SECTIONS: Registry[SectionKey[object]] = Registry(
+    "section",
+    tuple(
+        f"dbwatch.snapshot.{m}"
+        for m in ("my", "origin", "pg", "pg_mvcc", "queues", "settings", "statements")
+    ),
+)
 
 
 def section(name: str, build: Callable[[object], T]) -> SectionKey[T]:
+    """Register the section `name`, whose data `build` makes; the key reads it typed."""
     key = SectionKey(name, build)
-    SECTIONS[name] = key  # type: ignore[assignment]  # registry of heterogeneous keys
+    SECTIONS.add(name, key)  # type: ignore[arg-type]  # a registry of heterogeneous keys
     return key
 
 
@@ -71,7 +82,7 @@ def one_of(cls: type[R]) -> Callable[[object], R]:
 
 def build(name: str, data: object) -> object:
     """The section's typed data (None stays None); an unregistered section is kept as is.
-    The families register on import: dbwatch.snapshot.build_section imports them first."""
+    The first call imports the section families (SECTIONS' modules)."""
     if data is None:
         return None
     key = SECTIONS.get(name)

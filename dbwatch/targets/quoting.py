@@ -26,6 +26,14 @@ def pg_compose(template: str, **idents: sql.Composable) -> str:
     return sql.SQL(template).format(**idents).as_string(None)
 
 
+def pg_ident_for_format(*parts: str) -> str:
+    """pg_ident as the text the driver runs, with % doubled, for statements that also carry
+    %s parameters (psycopg's own quoting of the name)."""
+    from psycopg import sql
+
+    return sql.Identifier(*(p.replace("%", "%%") for p in parts)).as_string(None)
+
+
 def pg_ident_text(*parts: str) -> str:
     """The same identifier as text, for fixes shown to people (standard double-quote rules)."""
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts)

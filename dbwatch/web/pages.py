@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..durations import format_duration
-from ..records import json_object
+from ..records import ActionRecord, DeadlockRecord, json_object
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_str
 from ..statereader import StateReader
 from . import svg
@@ -164,23 +164,20 @@ class Pages:
         chart = svg.bar_chart("deadlocks per hour", hourly, since, now, 3600.0)
         items = []
         for r in res.rows:
-            d = r["data"] if isinstance(r["data"], dict) else {}
-            diag = d.get("diagnosis")
-            diag = diag if isinstance(diag, dict) else {}
+            d = DeadlockRecord.from_json(r["data"])
+            diag = d.diagnosis
             items.append(
                 {
                     "target": r["target"],
-                    "at": cut(d.get("at") or r.get("at") or "", 60),
+                    "at": cut(d.at or r.get("at") or "", 60),
                     "seen": iso(opt_float(r["seen_at"])),
-                    "pattern": cut(diag.get("pattern") or "generic", 80),
-                    "rules": [cut(x, 20) for x in _list(diag.get("rules"))][:10],
-                    "explanation": cut(diag.get("explanation") or "", 2000),
-                    "fix": cut(diag.get("fix") or "", 4000),
-                    "victim_inferred": bool(d.get("victim_inferred")),
-                    "transactions": [
-                        t for t in _list(d.get("transactions")) if isinstance(t, dict)
-                    ][:20],
-                    "locks": [lk for lk in _list(d.get("locks")) if isinstance(lk, dict)][:40],
+                    "pattern": cut(diag.pattern or "generic", 80),
+                    "rules": [cut(x, 20) for x in diag.rules][:10],
+                    "explanation": cut(diag.explanation, 2000),
+                    "fix": cut(diag.fix, 4000),
+                    "victim_inferred": d.victim_inferred,
+                    "transactions": d.transactions[:20],
+                    "locks": d.locks[:40],
                 }
             )
         return self.render(
@@ -288,10 +285,8 @@ class Pages:
         res = st.actions(0.0, q.get("target") or None, ACTIONS_PER_PAGE, page * ACTIONS_PER_PAGE)
         rows = []
         for a in res.rows:
-            d = a["detail"] if isinstance(a["detail"], dict) else {}
-            who = to_str(d.get("user"))
-            if d.get("application"):
-                who += f"@{d['application']}"
+            raw = a["detail"]
+            d = ActionRecord.from_json(raw)
             rows.append(
                 {
                     "when": iso(opt_float(a["ts"])),
@@ -299,12 +294,15 @@ class Pages:
                     "action": a["action"],
                     "rule": a["rule"] or "",
                     "subject": cut(a["subject"] or "", 200),
-                    "who": cut(who, 200),
-                    "reason": cut(d.get("reason") or (a["detail"] if not d else ""), 2000),
-                    "statement": cut(d.get("statement") or "", 2000),
-                    "query": cut(d.get("query") or "", 1000),
-                    "dry_run": bool(d.get("dry_run")),
-                    "finding": cut(d.get("finding") or "", 1000),
+                    "who": cut(d.who, 200),
+                    # a detail that is not a record (text) is shown as it is
+                    "reason": cut(
+                        d.reason or (raw if not raw or not isinstance(raw, dict) else ""), 2000
+                    ),
+                    "statement": cut(d.text("statement"), 2000),
+                    "query": cut(d.text("query"), 1000),
+                    "dry_run": d.dry_run,
+                    "finding": cut(d.finding, 1000),
                 }
             )
         return self.render(

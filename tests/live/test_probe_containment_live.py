@@ -11,13 +11,12 @@ import pytest
 from dbwatch.catalogue import load_catalogue
 from dbwatch.config import Config
 from dbwatch.pipeline import run_audit
-from dbwatch.probes import PROBES, _load_all
+from dbwatch.probes import PROBES
 from dbwatch.targets import spec_for
 
 
 def test_one_raising_probe_leaves_every_other_probe_and_target(
         monkeypatch: pytest.MonkeyPatch, pg_url: str, my_url: str) -> None:
-    _load_all()
 
     def broken(conn: Any, *args: Any) -> Any:
         raise KeyError("boom in pg.sessions")

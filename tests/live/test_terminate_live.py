@@ -299,7 +299,7 @@ def test_pg_daemon_terminate(pgw: PgWorld) -> None:
         cfg = TerminateConfig(**{**base.__dict__, **kw})
         # each daemon cycle acts on its own fresh snapshot; the firing findings stay
         fresh = cycle_for(spec, "PG002", {pgw.app, pgw.prot})[1]
-        return terminator.run(spec, cfg, firing, state, told.append, fresh)
+        return [a.to_json() for a in terminator.run(spec, cfg, firing, state, told.append, fresh)]
 
     assert run(enabled=False) == []
     assert run(after=3600.0, dry_run=False) == []
@@ -319,7 +319,7 @@ def test_pg_daemon_terminate(pgw: PgWorld) -> None:
     recorded = [a["action"] for a in state.actions("pg-local")]
     assert recorded.count("terminated") == 2 and "would_terminate" in recorded
     assert len(told) == len(recorded)
-    assert all(a["rule"] == "PG002" and a["target"] == "pg-local" for a in told)
+    assert all(a.rule == "PG002" and a.target == "pg-local" for a in told)
 
 
 # --- MariaDB ----------------------------------------------------------------------------
@@ -502,7 +502,7 @@ def test_my_least_privileges_and_daemon(myw: MyWorld) -> None:
     cfg = TerminateConfig(enabled=True, dry_run=False, rules=("MY002",), after=2.0,
                           protect_users=(myw.prot,), max_per_cycle=3)
     done = DaemonTerminator().run(spec, cfg, [(f, 1.0) for f in found], state, told.append)
-    assert {(a["thread_id"], a["action"]) for a in done} == {
+    assert {(a.decision["thread_id"], a.action) for a in done} == {
         (offender.thread_id(), "terminated"), (protected.thread_id(), "skipped_protected")}
     assert wait_until(lambda: not myw.alive(offender)) and myw.alive(protected)
     assert len(told) == 2 and len(state.actions("my-local")) == 2
@@ -616,5 +616,6 @@ def test_pg_daemon_terminates_a_pg201_horizon_holder(pgw: PgWorld) -> None:
     cfg = TerminateConfig(enabled=True, dry_run=False, rules=("PG201",), after=1.0)
     done = DaemonTerminator().run(spec, cfg, [(finding, 1.0)], state_store(), lambda _doc: None,
                                   snap)
-    assert [(a["pid"], a["action"]) for a in done] == [(holder.info.backend_pid, "terminated")]
+    assert [(a.decision["pid"], a.action) for a in done] == [
+        (holder.info.backend_pid, "terminated")]
     assert not pgw.alive(holder.info.backend_pid)

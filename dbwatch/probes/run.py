@@ -1,0 +1,196 @@
+"""Running the probes a target's rules need on one connection, into a Snapshot: the time
+budget, the daemon's caches and shared server-wide reads, and a failed probe recorded (its
+section None, never empty).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from ..config import Config
+from ..errors import ProbeError, TargetError
+from ..snapshot import CoverageGap, ProbeFailure, Snapshot, build_section
+from ..targets import Connection, scrub
+from .registry import Probe, engine_probes
+from .results import Covered, PartialResult
+from .share import _CYCLE, _SHARED, ProbeCache, SharedProbes, _Cycle
+
+log = logging.getLogger(__name__)
+# Probing one target stops starting new probes after this long; the rest are DW002 gaps.
+PROBE_BUDGET = 60.0
+# Sections every audit reads whatever the rules: what the monitoring user may see (DW001).
+ALWAYS = ("pg.privileges", "my.privileges")
+
+
+@dataclass
+class ProbeStats:
+    queries: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+    per_probe: dict[str, float] = field(default_factory=dict)
+
+
+def run_probes(
+    conn: Connection,
+    target: str,
+    needs: Iterable[str],
+    stats: ProbeStats | None = None,
+    config: Config | None = None,
+    cache: ProbeCache | None = None,
+    budget: float = PROBE_BUDGET,
+    shared: tuple[SharedProbes, str] | None = None,
+) -> Snapshot:
+    """Run the needed probes on one open connection; a failed probe leaves its section None.
+    With a cache (the daemon), probes with a ttl reuse their last complete result; with
+    `shared` (the daemon: store and server key), server-wide probes run once per server.
+    Probes not started within the time budget are left None and listed as gaps (DW002)."""
+    token = _SHARED.set(shared)
+    cycle = _CYCLE.set(_Cycle(conn, cache))
+    try:
+        return _run_probes(conn, target, needs, stats, config, cache, budget, shared)
+    finally:
+        _CYCLE.reset(cycle)
+        _SHARED.reset(token)
+
+
+def _run_probes(
+    conn: Connection,
+    target: str,
+    needs: Iterable[str],
+    stats: ProbeStats | None,
+    config: Config | None,
+    cache: ProbeCache | None,
+    budget: float,
+    shared: tuple[SharedProbes, str] | None,
+) -> Snapshot:
+    started = time.time()
+    sections: dict[str, object] = {}
+    failures: list[ProbeFailure] = []
+    features: set[str] = set()
+    gaps: list[CoverageGap] = []
+    wanted = set(needs) | set(ALWAYS) if needs else set()
+    probes = engine_probes(conn.engine)
+    for name in sorted(wanted, key=lambda n: (n not in ALWAYS, n)):
+        p = probes.get(name)
+        if p is None or p.engine != conn.engine:
+            continue
+        if time.time() - started > budget:
+            gaps.append(_budget_gap(name, budget))
+            sections[name] = None
+            continue
+        cached = cache.get(name, p.ttl) if cache is not None and p.ttl else None
+        if cached is not None:
+            sections[name] = cached
+            continue
+        t0 = time.perf_counter()
+        data: object
+        typed = False
+        try:
+            if shared is not None and p.server_wide:
+                typed = True
+                store, key = shared
+                # built inside the single flight: every target shares the same typed rows
+                data = store.get_or_run(key, name, partial(_built, name, p, conn, config))
+            elif p.with_cache:
+                data = p.fn(conn, cache=cache)
+            else:
+                data = _call(p, conn, config)
+        except ProbeError as exc:
+            grant = exc.grant or (p.grant if exc.privilege else None)
+            failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
+            log.debug("probe %s on %s failed: %s", name, target, exc.detail)
+            sections[name] = None
+            continue
+        except TargetError:
+            raise  # the connection is gone: the whole target is unreachable
+        except Exception as exc:  # a bug in one probe: its rules are unknown, the rest reports
+            log.exception("probe %s on %s raised", name, target)
+            why = scrub(f"internal error: {type(exc).__name__}: {exc}", conn.spec)
+            failures.append(ProbeFailure(name, f"{why} (a dbwatch bug: please report it)"))
+            sections[name] = None
+            continue
+        if stats is not None:
+            stats.seconds += time.perf_counter() - t0
+            stats.per_probe[name] = round(time.perf_counter() - t0, 4)
+            stats.queries += 1
+            stats.rows += len(data) if isinstance(data, (list, tuple)) else 1
+        complete = True  # only complete results are cached: gaps and refusals must repeat
+        if isinstance(data, Covered):
+            gaps += data.gaps
+            data, complete = data.data, False
+        if isinstance(data, PartialResult):
+            grant = data.grant or (p.grant if data.privilege else None)
+            failures.append(ProbeFailure(name, data.message, grant, data.privilege, data.fix))
+            data, complete = data.data, False
+        if not typed:  # shared results were typed once, inside the single flight
+            data = build_section(name, data)  # typed rows, once, at the probe boundary
+        if cache is not None and p.ttl and complete:
+            cache.put(name, data)
+        sections[name] = data
+    features |= _features(conn)
+    from .grants import exact_grant
+
+    failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
+    return Snapshot(
+        target=target,
+        engine=conn.flavour,
+        server_version=conn.server_version,
+        version_num=conn.version_num,
+        taken_at=started,
+        sections=sections,
+        failures=tuple(failures),
+        features=frozenset(features),
+        gaps=tuple(gaps),
+        scope=conn.spec.scoped_database,
+    )
+
+
+def _budget_gap(name: str, budget: float) -> CoverageGap:
+    return CoverageGap(
+        "time_budget",
+        name,
+        f"not run: probing this target took more than its {budget:g} s budget "
+        "(a slow or loaded server; the next cycle tries again)",
+    )
+
+
+def _call(p: Probe, conn: Connection, config: Config | None) -> object:
+    return p.fn(conn, config) if p.with_config else p.fn(conn)
+
+
+def _built(name: str, p: Probe, conn: Connection, config: Any) -> object:
+    """The probe's result with its rows typed (inside Covered / PartialResult)."""
+    return _typed(name, _call(p, conn, config))
+
+
+def _typed(name: str, data: object) -> object:
+    if isinstance(data, Covered):
+        return dataclasses.replace(data, data=_typed(name, data.data))
+    if isinstance(data, PartialResult):
+        return dataclasses.replace(data, data=_typed(name, data.data))
+    return build_section(name, data)
+
+
+def _features(conn: Connection) -> set[str]:
+    out = set()
+    if conn.version.supports_skip_locked():
+        out.add("skip_locked")
+    return out
+
+
+def unreachable_snapshot(target: str, engine: str, error: TargetError) -> Snapshot:
+    return Snapshot(
+        target=target,
+        engine=engine,
+        server_version="",
+        version_num=0,
+        taken_at=time.time(),
+        sections={},
+        failures=(ProbeFailure("connect", error.detail),),
+    )
