@@ -206,7 +206,7 @@ CHECK_MODULES: dict[str, str] = {
 def load_checks(names: Iterable[str] | None = None) -> Mapping[str, Check]:
     """Every registered check (their modules imported once per process, on first call); with
     `names`, at least those that exist, importing only the modules registering them."""
-    if names is None:
+    if names is None or CHECKS.loaded:
         return CHECKS.load()
     wanted = set(names)
     if not wanted <= CHECK_MODULES.keys():
