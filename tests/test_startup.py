@@ -245,3 +245,17 @@ def test_a_session_finding_still_names_its_culprit(own_pg_url: str, tmp_path: Pa
     assert set(CULPRIT) <= set(modules.split())
     found = [f for f in json.loads(findings) if f["rule"] == "PG002"]
     assert found and all("origin" in f["evidence"] for f in found), found
+
+
+def test_registry_load_only_imports_some_of_its_modules() -> None:
+    from dbwatch.registry import Registry
+
+    reg: Registry[int] = Registry("thing", ("json", "csv"))
+    assert reg.load_only(["json"]) == {} and not reg.loaded  # no discovery
+    try:
+        reg.load_only(["pickle"])
+    except ValueError as exc:
+        assert "pickle" in str(exc)
+    else:
+        raise AssertionError("a module not in the list was imported")
+    assert len(reg) == 0 and reg.loaded  # reading it still imports the whole list
