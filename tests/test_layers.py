@@ -456,3 +456,17 @@ def test_the_readme_states_the_real_import_order() -> None:
         if a in lines and b in lines and lines[b] >= lines[a]
     )
     assert upward == [], "README's layer list is not the import order"
+
+
+def test_the_readme_list_is_tight() -> None:
+    """Each layer stands on the line just above the highest layer it imports (nothing: line 1),
+    so the list also says what each layer does not need: `scope` on line 3 hid that it
+    imports nothing."""
+    lines = readme_lines()
+    loose = sorted(
+        f"{a} (line {lines[a]}) belongs on line {want}"
+        for a, deps in ALLOWED.items()
+        if a in lines
+        and (want := 1 + max((lines[b] for b in deps if b in lines), default=0)) != lines[a]
+    )
+    assert loose == [], "README's layer list places a layer higher than its imports need"

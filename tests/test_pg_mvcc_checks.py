@@ -143,6 +143,26 @@ def test_pg201_harm_escalates_young_holder() -> None:
     assert not run("PG201", snap(**{"pg.horizon": hz}))
 
 
+def test_pg201_harm_critical_only_when_configured() -> None:
+    """harm_critical_dead_tuples: off by default (0); set, the holder that keeps that many dead
+    tuples in one table is critical, one short of it stays a warning."""
+    hz = horizon(backends=[backend(5, 900, 30.0)])
+    s = snap(**{"pg.horizon": hz, "pg.dead_tuples": {"tables": [
+        table("river_job", 700), table("orders", 12_000, queue=False)]}})
+    assert [f.severity for f in run("PG201", s)] == ["warning"]
+    assert [f.severity for f in run("PG201", s, harm_critical_dead_tuples="12k")] == ["critical"]
+    assert [f.severity for f in run("PG201", s, harm_critical_dead_tuples=12_001)] == ["warning"]
+    # the worst kept table counts, queue or not; a lower limit than harm's is still only
+    # reached by tables the holder is blamed for
+    only_queue = snap(**{"pg.horizon": hz, "pg.dead_tuples": {"tables": [table("river_job", 700)]}})
+    assert [f.severity for f in run("PG201", only_queue, harm_critical_dead_tuples="700")] == [
+        "critical"]
+    assert [f.severity for f in run("PG201", only_queue, harm_critical_dead_tuples="701")] == [
+        "warning"]
+    # a holder that keeps nothing is not raised by the setting
+    assert not run("PG201", snap(**{"pg.horizon": hz}), harm_critical_dead_tuples="1")
+
+
 def test_standby_feedback_slot_and_linked_standby_query() -> None:
     rep = {"pid": 300, "application": "replica1", "client_addr": "10.0.0.5",
            "backend_start": "b", "backend_xmin": None, "xid_age": None, "slot_name": "r1"}

@@ -32,6 +32,17 @@ def _xid_grade(ctx: CheckContext, xid_age: int) -> str | None:
     return None
 
 
+def _harm_grade(ctx: CheckContext, hurt: list[tuple[PgDeadTable, Cause]]) -> str | None:
+    """A holder that keeps dead tuples is at least a warning; critical once it keeps
+    `harm_critical_dead_tuples` in one table (0, the default: never on this path)."""
+    if not hurt:
+        return None
+    limit = ctx.count("harm_critical_dead_tuples")
+    if limit and max(t.dead for t, _ in hurt) >= limit:
+        return "critical"
+    return "warning"
+
+
 def _min_age(ctx: CheckContext) -> float:
     return ctx.duration("cause_min_age")
 
@@ -99,7 +110,7 @@ def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
         sev = _worst(
             ctx.grade(h.age_seconds) if h.age_seconds is not None else None,
             _xid_grade(ctx, h.xid_age),
-            "warning" if hurt else None,
+            _harm_grade(ctx, hurt),
         )
         if not sev:
             continue
