@@ -61,10 +61,20 @@ def test_daemon(tmp_path: Path) -> None:
 
 
 def test_tail() -> None:
-    res = json.loads(run("bench_tail.py"))
-    assert res["deadlocks_written"] == 40
-    assert res["recorded"] == res["deadlocks_written"]  # each one recorded, exactly once
-    assert "share_of_one_core_pct" in res and "cpu_ms_per_deadlock" in res
+    for args in ((), ("--report", "mysql57", "--vary")):
+        res = json.loads(run("bench_tail.py", *args))
+        assert res["deadlocks_written"] == 40
+        assert res["recorded"] == res["deadlocks_written"]  # each one recorded, exactly once
+        assert "share_of_one_core_pct" in res and "cpu_ms_per_deadlock" in res
+        assert res["built_from_shapes"] > 20  # the storm path was taken, not only learnt
+
+
+def test_tail_parts() -> None:
+    rows = [json.loads(line) for line in run("bench_tail_parts.py").splitlines()]
+    assert [r["report"] for r in rows] == ["mariadb", "mysql57"]
+    for r in rows:
+        assert r["deadlocks"] == 10
+        assert {"scan_ms_per_deadlock", "record_ms_per_deadlock", "insert_ms_per_deadlock"} <= set(r)
 
 
 def test_startup(tmp_path: Path) -> None:

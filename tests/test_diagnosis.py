@@ -60,8 +60,13 @@ def test_claim_vs_delete_words_when_the_claim_is_rolled_back() -> None:
 
 def test_legacy_fix_names_the_index() -> None:
     diag = diagnose(dl_of(CORPUS / "mariadb-10.11__laravel-legacy-index__claim-vs-claim.txt"))
-    assert "DROP INDEX `jobs_queue_reserved_at_index` ON `jobs`" in diag.fix
-    assert "CREATE INDEX `jobs_queue_index` ON `jobs` (`queue`)" in diag.fix
+    # QU301's statement (queues/laravel.py), schema-qualified from the report: one online
+    # ALTER, never a drop before the new index exists
+    assert diag.fix.startswith(
+        "ALTER TABLE `test`.`jobs` DROP INDEX `jobs_queue_reserved_at_index`, ADD INDEX "
+        "`jobs_queue_index` (`queue`), ALGORITHM=INPLACE, LOCK=NONE; "
+    )
+    assert "Laravel 5.3–5.4" in diag.explanation
 
 
 def test_error_log_deadlocks_diagnosed() -> None:

@@ -1,6 +1,9 @@
 """Where the log tail's CPU goes, per deadlock: the tailer's scan (scanner + report parser), the
 record (diagnosis, tags, key) and the journal insert, for 100 reports read at once (one poll at
 100 deadlocks/s). CPU time, best of 7; run it alternately for two checkouts on a shared machine.
+Where the checkout has it (innodb_storm.Derive), also `scan_and_records`: the scan as the daemon's
+tail runs it, giving each deadlock's record and stored JSON (what scan + record + JSON cost).
+The reports repeat one shape, so after the first run they are built from it (a storm).
 
 Run: python contrib/bench/bench_tail_parts.py [CHECKOUT] [--smoke]   (one JSON line per report shape;
 --smoke: CI, 10 reports, best of 2)
@@ -59,6 +62,16 @@ def measure(kind: str, tmp: Path) -> dict[str, object]:
     scan = best(lambda: tailer._scan(io.BytesIO(raw), 0, "mysql", False))
     record = best(lambda: [deadlock_record(d) for d in dls])
     ins = best(insert)
+    both = None
+    try:
+        from dbwatch.deadlocks.live import _logged
+        from dbwatch.parsers.innodb_storm import Derive
+    except ImportError:
+        pass
+    else:
+        both = best(
+            lambda: tailer._scan(io.BytesIO(raw), 0, "mysql", False, derive=Derive(_logged))
+        )
     return {
         "checkout": str(ROOT),
         "report": kind,
@@ -66,6 +79,7 @@ def measure(kind: str, tmp: Path) -> dict[str, object]:
         "scan_ms_per_deadlock": round(scan * 1000 / REPORTS, 3),
         "record_ms_per_deadlock": round(record * 1000 / REPORTS, 3),
         "insert_ms_per_deadlock": round(ins * 1000 / REPORTS, 3),
+        "scan_and_records_ms_per_deadlock": None if both is None else round(both * 1000 / REPORTS, 3),
     }
 
 

@@ -1,4 +1,7 @@
-"""QU301: the legacy (queue, reserved_at) index family on Laravel-shaped jobs tables."""
+"""QU301: the legacy (queue, reserved_at) index family on Laravel-shaped jobs tables.
+
+The shapes by release and the fix's SQL are Laravel's (queues/laravel.py), shared with the
+`queue-legacy-index` deadlock diagnosis."""
 
 from __future__ import annotations
 
@@ -6,31 +9,9 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from ..findings import Finding
+from ..queues.laravel import LEGACY_SHAPES, legacy_index_fix
 from ..snapshot.queues import QueueIndex, queue_indexes_key
-from ..targets.quoting import my_ident, pg_ident_text
 from . import CheckContext, check
-
-# Laravel 5.1–5.2, 5.3–5.4, and 12.54 only; the 5.5 upgrade never replaced existing ones.
-LEGACY_SHAPES = {
-    ("queue", "reserved_at"): "Laravel 5.3–5.4",
-    ("queue", "reserved", "reserved_at"): "Laravel 5.1–5.2",
-    ("queue", "reserved_at", "available_at"): "Laravel 12.54",
-}
-
-
-def _fix(engine: str, schema: str, table: str, index: str, has_queue_index: bool) -> str:
-    new = f"{table}_queue_index"
-    if engine == "postgresql":
-        tbl = pg_ident_text(schema, table)
-        create = (
-            ""
-            if has_queue_index
-            else f"CREATE INDEX CONCURRENTLY {pg_ident_text(new)} ON {tbl} (queue); "
-        )
-        return f"{create}DROP INDEX CONCURRENTLY {pg_ident_text(schema, index)};"
-    tbl = my_ident(schema, table)
-    add = "" if has_queue_index else f", ADD INDEX {my_ident(new)} (`queue`)"
-    return f"ALTER TABLE {tbl} DROP INDEX {my_ident(index)}{add}, ALGORITHM=INPLACE, LOCK=NONE;"
 
 
 @check("legacy_queue_index", postgresql=["pg.queue_indexes"], mysql=["my.queue_indexes"])
@@ -55,7 +36,7 @@ def legacy_queue_index(ctx: CheckContext) -> Iterator[Finding]:
                     columns=", ".join(shape),
                     origin=LEGACY_SHAPES[shape],
                 ),
-                fix=_fix(ctx.snapshot.engine, schema, table, name, has_queue_index),
+                fix=legacy_index_fix(ctx.snapshot.engine, schema, table, [name], has_queue_index),
                 evidence={
                     "schema": schema,
                     "table": table,

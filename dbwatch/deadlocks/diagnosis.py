@@ -19,6 +19,7 @@ from dbwatch.parsers.statements import (
     Statement,
     classify,
 )
+from dbwatch.queues.laravel import LEGACY_SHAPES, legacy_index_fix, legacy_shape_of_name
 from dbwatch.records import Diagnosis
 
 from .queue_shapes import (
@@ -47,6 +48,9 @@ from .queue_shapes import (
 __all__ = ["Diagnosis", "diagnose", "query_kind"]
 
 _LEGACY_INDEX = ("queue_reserved_at", "queue_reserved_index", "queue_reserved")
+
+# A legacy index as an InnoDB report names it: (schema or "" when not printed, table, index).
+Legacy = tuple[str, str, str]
 
 
 def _base(name: str) -> str:
@@ -98,7 +102,7 @@ def diagnose(dl: Deadlock) -> Diagnosis:
         kinds = _kinds(dl, stmts, queue)
         legacy = sorted(
             {
-                lk.index
+                (lk.db or "", lk.table, lk.index)
                 for lk in dl.locks
                 if lk.index
                 and lk.table
@@ -113,7 +117,7 @@ def diagnose(dl: Deadlock) -> Diagnosis:
 
 
 def _queue_shape(
-    dl: Deadlock, queue: set[str], kinds: dict[int, str], legacy: list[str]
+    dl: Deadlock, queue: set[str], kinds: dict[int, str], legacy: list[Legacy]
 ) -> Diagnosis | None:
     table = _table_of(dl, queue)
     targets = delete_targets(dl, kinds)
@@ -187,7 +191,7 @@ _DONE_WORDS = {
 
 
 def claim_vs_delete(
-    dl: Deadlock, kinds: dict[int, str], table: str, legacy: list[str]
+    dl: Deadlock, kinds: dict[int, str], table: str, legacy: list[Legacy]
 ) -> Diagnosis:
     victim = _victim(dl)
     pg = _is_pg(dl)
@@ -240,7 +244,7 @@ def claim_vs_delete(
         )
     if legacy:
         rules = (*rules, "QU301")
-        fix += " " + _legacy_fix(table, legacy)
+        fix += " " + _legacy_fix(legacy)
     return Diagnosis("queue-claim-vs-delete", rules, text, fix)
 
 
@@ -289,21 +293,52 @@ def ambiguous(dl: Deadlock) -> Diagnosis:
     return Diagnosis("ambiguous", (), text, fix)
 
 
-def _legacy_fix(table: str, legacy: list[str]) -> str:
-    base = _base(table)
-    drops = " ".join(f"DROP INDEX `{ix}` ON `{base}`;" for ix in legacy)
-    return f"{drops} CREATE INDEX `{base}_queue_index` ON `{base}` (`queue`);"
-
-
-def legacy_index(dl: Deadlock, table: str, legacy: list[str]) -> Diagnosis:
-    victim = _victim(dl)
-    text = (
-        f"Deadlock on the legacy (queue, reserved_at) index {', '.join(legacy)} of "
-        f"`{table}` (Laravel 5.3/5.4 schema): reserving a job updates reserved_at, which "
-        f"moves the row inside that index while other workers' claim scans hold locks on "
-        f"it, so claims deadlock with each other. Rolled back: {_who(victim)}."
+def _legacy_fix(legacy: list[Legacy]) -> str:
+    """QU301's SQL (queues/laravel.py) for each table, schema-qualified when the report names
+    the schema. A report does not list a table's other indexes, so the new `(queue)` index is
+    always added, with the words to leave it out; only InnoDB reports name indexes."""
+    tables: dict[tuple[str, str], list[str]] = {}
+    for schema, table, index in legacy:
+        tables.setdefault((schema, table), []).append(index)
+    sql = " ".join(
+        legacy_index_fix("mysql", schema or None, table, indexes, has_queue_index=False)
+        for (schema, table), indexes in tables.items()
     )
-    fix = _legacy_fix(table, legacy) + f" Then {_SKIP_LOCKED}."
+    news = " / ".join(f"`{table}_queue_index`" for _, table in tables)
+    return (
+        f"{sql} If the table already has a `(queue)` index, leave out the ADD INDEX (a "
+        "deadlock report does not list the other indexes; `dbwatch audit`'s QU301 reads them "
+        "and prints the statement that fits): under another name it would be a duplicate; "
+        f"named {news}, the ALTER fails whole and drops nothing."
+    )
+
+
+def _legacy_names(legacy: list[Legacy]) -> str:
+    """Each legacy index with what its name says: Laravel's name for a shape of a release
+    (LEGACY_SHAPES), or only like one; the report never lists an index's columns."""
+    out = []
+    for index in sorted({ix for _, _, ix in legacy}):
+        shape = legacy_shape_of_name(index)
+        about = (
+            f"the name {LEGACY_SHAPES[shape]} gives its ({', '.join(shape)}) index"
+            if shape
+            else "named like Laravel's legacy (queue, reserved…) indexes; the report lists "
+            "no columns"
+        )
+        out.append(f"{index} ({about})")
+    return ", ".join(out)
+
+
+def legacy_index(dl: Deadlock, table: str, legacy: list[Legacy]) -> Diagnosis:
+    victim = _victim(dl)
+    many = len({ix for _, _, ix in legacy}) > 1
+    text = (
+        f"Deadlock on the legacy {'indexes' if many else 'index'} {_legacy_names(legacy)} "
+        f"of `{table}`: reserving a job updates reserved_at, which moves the row inside "
+        f"{'those indexes' if many else 'that index'} while other workers' claim scans hold "
+        f"locks on it, so claims deadlock with each other. Rolled back: {_who(victim)}."
+    )
+    fix = _legacy_fix(legacy) + f" Then {_SKIP_LOCKED}."
     return Diagnosis("queue-legacy-index", ("QU301",), text, fix)
 
 

@@ -3,12 +3,15 @@ ones into MY102/PG102 findings with their details (a burst becomes one finding w
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
 from ..findings import Finding
+from ..parsers.deadlock_model import Deadlock
+from ..parsers.innodb_storm import Derive
 from .record import DeadlockRecord, deadlock_record
 from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
@@ -57,6 +60,14 @@ def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) ->
     )
 
 
+def _logged(dl: Deadlock) -> tuple[DeadlockRecord, str]:
+    """A deadlock read from the log: its record and the JSON the journal stores of it (what
+    JournalStore.record_deadlock makes of the record). A storm's reports of one shape get both
+    from templates (parsers.innodb_storm.Derive), exactly."""
+    rec = deadlock_record(dl).tagged(source="log_file")
+    return rec, json.dumps(rec.to_json(), default=str, sort_keys=True)
+
+
 def tail_findings(
     state: DeadlockJournal,
     target: str,
@@ -72,14 +83,14 @@ def tail_findings(
     skipped (not recorded, logged or reported), as `dbwatch deadlocks URL` and MY102 do.
     PostgreSQL log entries name schemas, not databases: they are not filtered here."""
     pos = load_position(state, target)
-    deadlocks, new_pos = poll(Path(log_file), engine, pos, warned)
+    derived = Derive(_logged)
+    new_pos = poll(Path(log_file), engine, pos, warned, derived)[1]  # records in derived.out
     fresh: list[DeadlockRecord] = []
     with state.transaction() as db:
-        for dl in deadlocks:
-            rec = deadlock_record(dl).tagged(source="log_file")
+        for rec, stored in derived.out:
             if engine == "mysql" and not rec.in_scope(scope):
                 continue
-            if state.record_deadlock(target, rec.key, rec.at, rec.to_json()):
+            if state.record_deadlock(target, rec.key, rec.at, stored):
                 fresh.append(rec)
         if new_pos is not None:
             save_position(db, target, new_pos)

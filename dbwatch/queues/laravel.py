@@ -1,12 +1,16 @@
 """Laravel's database queue (5.x–13.x): `jobs`, `failed_jobs`, `job_batches`, both engines.
 
 Stuck: a job reserved longer than the connection's `retry_after` is handed to another worker.
+The legacy claim indexes by release and the one fix for them (QU301 and the deadlock
+diagnosis both print it) live here too.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
+from ..targets.quoting import my_ident, pg_ident_text
 from .base import Library, Shape, queue_library
 
 JOBS = Shape(
@@ -51,6 +55,46 @@ def backlog_text(queue: str | None) -> str:
         "connection's name in config/queue.php, often database); add workers for this queue "
         "only when the database is healthy (QU402, MY101)."
     )
+
+
+# The jobs table's claim index by release, as its columns: Laravel 5.1–5.2, 5.3–5.4 and
+# 12.54 only; from 5.5 it is `(queue)`, and upgrades never replaced an existing one.
+LEGACY_SHAPES = {
+    ("queue", "reserved_at"): "Laravel 5.3–5.4",
+    ("queue", "reserved", "reserved_at"): "Laravel 5.1–5.2",
+    ("queue", "reserved_at", "available_at"): "Laravel 12.54",
+}
+
+
+def legacy_shape_of_name(index: str) -> tuple[str, ...] | None:
+    """The legacy shape an index has by Laravel's own name for it
+    (`<prefix><table>_<column>_…_index`), for readers that see only the name (a deadlock
+    report); None when the name is not one Laravel gives a legacy index."""
+    name = "_" + index.lower()
+    return next((s for s in LEGACY_SHAPES if name.endswith("_" + "_".join(s) + "_index")), None)
+
+
+def legacy_index_fix(
+    engine: str, schema: str | None, table: str, indexes: Sequence[str], has_queue_index: bool
+) -> str:
+    """The SQL that replaces a jobs table's legacy indexes by Laravel's `(queue)` index with
+    no moment without one: a single online ALTER on MySQL/MariaDB (it fails whole, dropping
+    nothing, when the new name is taken), CREATE before DROP … CONCURRENTLY on PostgreSQL.
+    No new index when `has_queue_index`; `schema` None: the table unqualified."""
+    where = (schema,) if schema else ()
+    new = f"{table}_queue_index"
+    if engine == "postgresql":
+        create = (
+            ""
+            if has_queue_index
+            else f"CREATE INDEX CONCURRENTLY {pg_ident_text(new)} ON "
+            f"{pg_ident_text(*where, table)} (queue); "
+        )
+        drops = " ".join(f"DROP INDEX CONCURRENTLY {pg_ident_text(*where, ix)};" for ix in indexes)
+        return f"{create}{drops}"
+    drops = ", ".join(f"DROP INDEX {my_ident(ix)}" for ix in indexes)
+    add = "" if has_queue_index else f", ADD INDEX {my_ident(new)} (`queue`)"
+    return f"ALTER TABLE {my_ident(*where, table)} {drops}{add}, ALGORITHM=INPLACE, LOCK=NONE;"
 
 
 # The library on the one queue model: role -> its column (sibling.column in a sibling

@@ -1,13 +1,15 @@
 """Identifier quoting, one helper per engine: catalog names are data, never SQL text.
 
 Compose SQL with these at the last step; never apply a string template to a quoted name.
+The text quoters (my_ident, pg_ident_text) need no driver: psycopg is imported by the
+helpers that compose with it, so a reader of fixes (queues/laravel.py) loads no driver.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # psycopg is imported where a PostgreSQL name is composed (startup cost)
+if TYPE_CHECKING:
     from psycopg import sql
 
 

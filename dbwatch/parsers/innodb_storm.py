@@ -1,0 +1,694 @@
+"""A deadlock storm read at the cost of its few shapes: the log tail's scan of an error-log
+buffer (errorlog.Scanner over errorlog.slim) with the same result, most reports not parsed.
+
+Each layer falls back to the full scan of the buffer when unsure:
+
+1. Pieces. The buffer is cut at every line holding "eadlock detected" (each report's header
+   line, and any query text that says it). A piece is *clean* when a fresh Scanner fed only its
+   lines opens a report at its first line, ends with no line held (soft-wrap partial, bare
+   timestamp), its report complete (victim line read) and unsuspected, and gives exactly one
+   deadlock, not ambiguous, whose victim was printed. The Scanner carries nothing else from one
+   report to the next that changes a result (its prefix memo is a cache; the wrapper flag is
+   carried here), so a run of clean pieces reads as the concatenation of their own reads. The
+   first piece that is not clean is read with everything after it by the full Scanner, from the
+   piece before it (whose report that piece could still taint): a spoofed report (report text in
+   a query, a report cut short) is read exactly as before.
+2. Shapes. A storm repeats a few reports with different numbers. A piece's shape is its text
+   with every digit run of value >= 100 (trx/thread/query ids, handles, years, fractions, ids in
+   statements) and every two digits after a colon (a timestamp's minutes and seconds) masked,
+   their lengths, and which of them are equal. A shape seen once is parsed; seen again it is
+   learnt: the piece is parsed, then two twins of it (each class of equal numbers given another
+   value of the same length), and the parser's output must be the same function of the numbers
+   at all three points (a masked number reaches the output only as itself: text, or an int >=
+   100), else the shape is parsed every time. A report of a learnt shape is checked against it
+   (one format and compare) and built from the template with its own numbers. Numbers under 100
+   elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
+   the parser makes with a masked number is equality, which the shape keeps; the one rule that
+   weighs numbers (the victim by weight) is never templated, only printed victims are.
+3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
+   the JSON the journal stores) is learnt from the same three points, so a storm's report is
+   neither parsed nor diagnosed nor serialised.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import fields, is_dataclass
+from operator import itemgetter
+from typing import Any, Generic, TypeVar
+
+from dbwatch.parsers.deadlock_model import Deadlock
+from dbwatch.parsers.errorlog import Scanner, slim_bytes
+
+__all__ = ["Derive", "ShapeCache", "full_scan", "scan_buffer"]
+
+# A digit run worth a value >= 100 (no matter its leading zeros), whole; or two digits after a
+# colon (a timestamp's minutes and seconds: the parser checks the month, day and hour, never
+# these; they reach the output only as text).
+_VAR = re.compile(rb"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])|(?<=:)[0-9]{2}(?![0-9])")
+_VAR_TEXT = re.compile(r"(?<![0-9])0*[1-9][0-9]{2,}(?![0-9])|(?<=:)[0-9]{2}(?![0-9])")
+_CUT = b"eadlock detected"
+MAX_PIECE = 256 * 1024  # a real report is a few KB once its record dumps are dropped
+MAX_SHAPES = 64  # ~50 KB each (template, its three learning points): ~3 MB at most
+LEARN_AFTER = 2  # a shape is learnt (3 parses) when seen this often: one-offs are just parsed
+
+# -- layer 1: pieces read alone ------------------------------------------------------------
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def full_scan(
+    lines: Sequence[str], final: bool, wrapped: bool = False
+) -> tuple[list[Deadlock], bool]:
+    """The tail's scan: deadlocks of the lines, and whether a report is still open at the end
+    (the caller re-reads it next time)."""
+    sc = Scanner()
+    sc.memo.wrapped = wrapped
+    out: list[Deadlock] = []
+    for line in lines:
+        sc.feed(line)
+        if sc.out:
+            out.extend(sc.flush())
+    out.extend(sc.flush(quiet=True))
+    if final or sc.block is None:
+        out.extend(sc.close())
+        return out, False
+    return out, True
+
+
+def _read_alone(piece: bytes, wrapped: bool) -> tuple[Deadlock, bool] | None:
+    """A clean piece's deadlock and the wrapper flag after it; None if not clean."""
+    lines = _lines(piece)
+    if not lines:
+        return None
+    sc = Scanner()
+    sc.memo.wrapped = wrapped
+    sc.feed(lines[0])
+    if sc.block is None or not sc.structured:  # opened by its header, as after another report
+        return None
+    out: list[Deadlock] = []
+    for line in lines[1:]:
+        sc.feed(line)
+        if sc.out:
+            out.extend(sc.flush())
+    blk = sc.block
+    if sc.partial is not None or sc.bare_ts is not None:
+        return None
+    if blk is not None and (not blk.state.done or blk.state.problems):
+        return None
+    out.extend(sc.flush(quiet=True))
+    if len(out) != 1 or sc.block is not None or sc.pending is not None:
+        return None
+    dl = out[0]
+    if dl.ambiguous or dl.truncated or dl.victim_source not in ("printed", "too-deep"):
+        return None
+    return dl, sc.memo.wrapped
+
+
+def _inert(head: bytes, wrapped: bool) -> bool | None:
+    """Lines before the first cut: the wrapper flag after them if they leave the Scanner as a
+    fresh one (nothing found, nothing open or held), else None."""
+    sc = Scanner()
+    sc.memo.wrapped = wrapped
+    for line in _lines(head):
+        sc.feed(line)
+        if sc.out or sc.pending is not None or sc.block is not None:
+            return None
+    if sc.partial is not None or sc.bare_ts is not None:
+        return None
+    return sc.memo.wrapped
+
+
+def _cuts(data: bytes) -> list[int]:
+    """Start of every line holding the header's words."""
+    out: list[int] = []
+    find, rfind = data.find, data.rfind
+    k = find(_CUT)
+    while k >= 0:
+        start = rfind(b"\n", 0, k) + 1
+        out.append(start)
+        nl = find(b"\n", k)
+        if nl < 0:
+            break
+        k = find(_CUT, nl)
+    return out
+
+
+# -- layer 2: shapes -------------------------------------------------------------------------
+
+Build = Callable[[Sequence[str]], object]
+# the builder, the classes it reads, and whether what it builds holds a mutable container (a
+# dict or list: then built afresh every time, never remembered or shared)
+Compiled = tuple[Build, frozenset[int], bool]
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _const(v: object) -> Build:
+    return lambda t: v
+
+
+def _memo(build: Build, deps: frozenset[int]) -> Build:
+    """build, remembering its last result: a storm changes a few numbers (trx, thread, query
+    ids), the rest (names, pages, years) are the same report after report. Only for immutable
+    results, which are then shared."""
+    pick = _picker(sorted(deps))
+    last: list[tuple[tuple[str, ...], object]] = [((), None)]
+
+    def memo(t: Sequence[str]) -> object:
+        key = pick(t)
+        was, value = last[0]  # one read of one cell: threads see a pair they stored
+        if key == was:
+            return value
+        value = build(t)
+        last[0] = (key, value)
+        return value
+
+    return memo
+
+
+def _compile(v: object, cls: dict[str, int]) -> Compiled | None:
+    """How to build v from the classes' numbers; None: v is the same immutable value for every
+    report (shared)."""
+    if isinstance(v, str):
+        return _compile_str(v, cls)
+    if isinstance(v, int) and not isinstance(v, bool):
+        c = cls.get(str(v)) if v >= 100 else None  # a clock's two digits reach text only
+        if c is None:
+            return None
+        return (lambda t: int(t[c])), frozenset((c,)), False
+    if v is None or isinstance(v, (bool, float)):
+        return None
+    if isinstance(v, (tuple, list)):
+        return _compile_seq(v, cls)
+    if isinstance(v, dict):
+        return _compile_dict(v, cls)
+    if isinstance(v, frozenset):
+        if any(_compile(x, cls) is not None for x in v):
+            raise _Opaque("a number inside a set")
+        return None
+    if is_dataclass(v) and not isinstance(v, type) and hasattr(v, "__dict__"):
+        return _compile_obj(v, cls)
+    raise _Opaque(type(v).__name__)  # unknown: never shared, never templated
+
+
+class _Opaque(Exception):
+    """A value the templates cannot build: the shape is parsed every time."""
+
+
+def _parts(
+    values: Sequence[object], cls: dict[str, int]
+) -> tuple[list[Build], frozenset[int], bool] | None:
+    """Builders of each value (constants as they are), the classes read, any mutable; None if
+    all are shared constants."""
+    subs = [_compile(x, cls) for x in values]
+    if all(s is None for s in subs):
+        return None
+    parts = [s[0] if s is not None else _const(x) for s, x in zip(subs, values, strict=True)]
+    deps = frozenset().union(*(s[1] for s in subs if s is not None))
+    return parts, deps, any(s[2] for s in subs if s is not None)
+
+
+def _compile_seq(v: tuple[object, ...] | list[object], cls: dict[str, int]) -> Compiled | None:
+    got = _parts(v, cls)
+    if isinstance(v, list):
+        parts = got[0] if got is not None else [_const(x) for x in v]
+        deps = got[1] if got is not None else frozenset()
+        return (lambda t: [p(t) for p in parts]), deps, True
+    if got is None:
+        return None
+    parts, deps, mutable = got
+    build: Build = lambda t: tuple([p(t) for p in parts])
+    return (build if mutable else _memo(build, deps)), deps, mutable
+
+
+def _compile_dict(v: dict[object, object], cls: dict[str, int]) -> Compiled:
+    if any(_compile(k, cls) is not None for k in v):
+        raise _Opaque("a number in a key")
+    keys = list(v)
+    got = _parts([v[k] for k in keys], cls)
+    parts = got[0] if got is not None else [_const(v[k]) for k in keys]
+    deps = got[1] if got is not None else frozenset()
+    pairs = list(zip(keys, parts, strict=True))
+    return (lambda t: {k: p(t) for k, p in pairs}), deps, True
+
+
+def _compile_str(v: str, cls: dict[str, int]) -> Compiled | None:
+    fmt: list[str] = []
+    idx: list[int] = []
+    last = 0
+    for m in _VAR_TEXT.finditer(v):
+        c = cls.get(m.group())
+        if c is None:
+            continue
+        fmt += (v[last : m.start()].replace("%", "%%"), "%s")
+        idx.append(c)
+        last = m.end()
+    if not idx:
+        return None
+    deps = frozenset(idx)
+    if len(idx) == 1 and fmt[0] == "" and last == len(v):
+        only = idx[0]
+        return (lambda t: t[only]), deps, False
+    fmt.append(v[last:].replace("%", "%%"))
+    text = "".join(fmt)
+    pick = _picker(idx)
+    return (lambda t: text % pick(t)), deps, False
+
+
+def _picker(idx: list[int]) -> Callable[[Sequence[str]], tuple[str, ...]]:
+    """itemgetter that always gives a tuple."""
+    if len(idx) == 1:
+        only = idx[0]
+        return lambda t: (t[only],)
+    return itemgetter(*idx)
+
+
+def _compile_obj(v: object, cls: dict[str, int]) -> Compiled | None:
+    subs: list[tuple[str, Build]] = []
+    deps: frozenset[int] = frozenset()
+    mutable = False
+    for f in fields(v):  # type: ignore[arg-type]
+        s = _compile(getattr(v, f.name), cls)
+        if s is not None:
+            subs.append((f.name, s[0]))
+            deps |= s[1]
+            mutable = mutable or s[2]
+    if not subs:
+        return None
+    kind = type(v)
+    base = dict(vars(v))
+
+    def build(t: Sequence[str]) -> object:
+        new = object.__new__(kind)  # a frozen dataclass, filled as its __init__ would
+        d = new.__dict__
+        d.update(base)
+        for name, s in subs:
+            d[name] = s(t)
+        return new
+
+    return (build if mutable else _memo(build, deps)), deps, mutable
+
+
+class _Shape:
+    """A learnt shape: the piece as a format of its numbers (one per class of equal runs), and
+    how to build its deadlock from them."""
+
+    __slots__ = (
+        "big", "build", "derived", "dl", "fmt", "keys", "nclasses", "pick", "points", "wrapped_in",
+        "wrapped_out",
+    )  # fmt: skip
+
+    def __init__(
+        self, piece: bytes, spans: list[tuple[int, int]], firsts: tuple[int, ...],
+        build: Build | None, dl: Deadlock, out: bool,
+    ) -> None:  # fmt: skip
+        reps = _class_reps(firsts)
+        name = {f: b"%%(c%d)s" % k for k, f in enumerate(reps)}  # classes by first appearance
+        parts: list[bytes] = []
+        last = 0
+        for (a, b), f in zip(spans, firsts, strict=True):
+            parts += (piece[last:a].replace(b"%", b"%%"), name[f])
+            last = b
+        parts.append(piece[last:].replace(b"%", b"%%"))
+        self.fmt = b"".join(parts)
+        self.nclasses = len(reps)
+        self.keys = [b"c%d" % k for k in range(len(reps))]
+        self.big = [k for k, i in enumerate(reps) if spans[i][1] - spans[i][0] > 2]
+        slices = [slice(*spans[i]) for i in reps]
+        self.pick: Callable[[bytes], tuple[bytes, ...]] = (
+            (lambda p: (p[slices[0]],)) if len(slices) == 1 else itemgetter(*slices)
+        )
+        self.build = build
+        self.dl = dl  # the deadlock when no number reaches it (build is None)
+        self.wrapped_out = out
+        self.wrapped_in = False  # the wrapper flag it was learnt under
+        # the learning points (class numbers, deadlock): the piece and its twins
+        self.points: tuple[tuple[list[str], Deadlock], ...] = ()
+        self.derived: dict[object, tuple[Build, Build] | None] = {}  # Derive.fn -> templates
+
+    def read(self, piece: bytes) -> _Got | None:
+        """What a piece of this shape reads as, its deadlock not built yet (None); None if it
+        is not this shape (other small numbers, or numbers equal where the learnt ones were
+        not)."""
+        if not self.nclasses:
+            if piece != self.fmt.replace(b"%%", b"%"):
+                return None
+            return None, self.wrapped_out, self, []
+        reps = self.pick(piece)
+        n = self.nclasses
+        if self.fmt % dict(zip(self.keys, reps)) != piece:
+            return None
+        ints = list(map(int, reps))
+        if len(set(ints)) != n or len(set(reps)) != n:
+            return None
+        if self.big and min([ints[k] for k in self.big]) < 100:
+            return None  # not a number the shape masks: another shape
+        return None, self.wrapped_out, self, b"\0".join(reps).decode("ascii").split("\0")
+
+    def deadlock(self, texts: Sequence[str]) -> Deadlock:
+        """The deadlock of a piece of this shape with these numbers."""
+        if self.build is None:
+            return self.dl
+        dl = self.build(texts)
+        assert isinstance(dl, Deadlock)
+        return dl
+
+
+# what a piece reads as: its deadlock, the wrapper flag after it, the learnt shape it was
+# built from (if any) and that shape's numbers in this piece
+# (the deadlock is None when the shape has it built on demand: _Shape.deadlock)
+_Got = tuple[Deadlock | None, bool, "_Shape | None", list[str]]
+
+
+def _class_reps(firsts: tuple[int, ...]) -> list[int]:
+    return [i for i, f in enumerate(firsts) if f == i]
+
+
+def _classes(runs: list[bytes]) -> tuple[int, ...] | None:
+    """The first index equal to each run; None when two unequal runs are the same number."""
+    first: dict[bytes, int] = {}
+    out = tuple(first.setdefault(r, i) for i, r in enumerate(runs))
+    if len(set(map(int, first))) != len(first):
+        return None
+    return out
+
+
+def _twin(
+    piece: bytes, runs: list[bytes], firsts: tuple[int, ...], rng: random.Random
+) -> tuple[bytes, list[str]] | None:
+    """The piece with each class of equal runs given another number of the same length."""
+    used = set(runs)
+    value: dict[int, bytes] = {}
+    for i in _class_reps(firsts):
+        r = runs[i]
+        for _ in range(200):
+            if len(r) == 2:  # a clock's: a minute or second
+                v = b"%d" % rng.randint(10, 59)
+            else:
+                v = (
+                    str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in r[1:])
+                ).encode()
+            if v not in used:
+                break
+        else:
+            return None  # too many clock classes to give each another value
+        used.add(v)
+        value[i] = v
+    it = iter(range(len(runs)))
+    twin = _VAR.sub(lambda m: value[firsts[next(it)]], piece)
+    return twin, [value[i].decode() for i in _class_reps(firsts)]
+
+
+def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
+    """Parse the piece and two twins; a shape if the output is the same function of the
+    numbers in all three."""
+    read = _read_alone(piece, wrapped)
+    if read is None:
+        return None
+    dl, out = read
+    found = list(_VAR.finditer(piece))
+    runs = [m.group() for m in found]
+    spans = [m.span() for m in found]
+    firsts = _classes(runs)
+    if firsts is None:
+        return None
+    if not runs:
+        shape = _Shape(piece, spans, firsts, None, dl, out)
+        shape.points = (([], dl),)
+        return shape
+    texts = [runs[i].decode("ascii") for i in _class_reps(firsts)]
+    rng = random.Random(len(piece) * 7919 + len(runs))
+    one, two = _twin(piece, runs, firsts, rng), _twin(piece, runs, firsts, rng)
+    if one is None or two is None:
+        return None
+    (twin1, u1), (twin2, u2) = one, two
+    r1, r2 = _read_alone(twin1, wrapped), _read_alone(twin2, wrapped)
+    if r1 is None or r2 is None or r1[1] != out or r2[1] != out:
+        return None
+    try:
+        compiled = _compile(r1[0], {u: c for c, u in enumerate(u1)})
+    except _Opaque:
+        return None
+    if compiled is not None and compiled[2]:
+        return None  # the parser's model holds no dict or list: something else changed
+    build = compiled[0] if compiled is not None else None
+    if build is None:
+        if not dl == r1[0] == r2[0]:
+            return None
+    elif build(texts) != dl or build(u2) != r2[0] or build(u1) != r1[0] or build(texts) != dl:
+        return None
+    shape = _Shape(piece, spans, firsts, build, dl, out)
+    shape.points = ((texts, dl), (u1, r1[0]), (u2, r2[0]))
+    return shape
+
+
+def _alone(piece: bytes, wrapped: bool) -> _Got | None:
+    read = _read_alone(piece, wrapped)
+    return None if read is None else (read[0], read[1], None, [])
+
+
+_NOT_CLEAN = "not clean"  # a shape whose piece was not clean: read by the full scan
+_PARSE = "parse"  # clean, but its numbers reach the output otherwise: each piece parsed
+SHAPES_PER_KEY = 8  # shapes with digits in the same places (a storm's seconds, counts)
+
+
+class ShapeCache:
+    """Learnt shapes, bounded (`size` shapes, 4 × `size` keys seen; oldest first out); shared
+    by every log tailed in the process.
+    `learnt`: by the piece with all its digits zeroed (cheap), the shapes tried in turn;
+    `seen`: by the exact shape (numbers >= 100 masked), how often a shape not learnt yet was
+    seen, or that it cannot be learnt."""
+
+    def __init__(self, size: int = MAX_SHAPES) -> None:
+        self.size = size
+        self.learnt: dict[bytes, list[_Shape]] = {}
+        self.seen: dict[tuple[bytes, tuple[int, ...], bool], str | int] = {}
+        self.lock = threading.Lock()
+        self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
+        self.count = 0  # learnt shapes in all
+
+    def read(self, piece: bytes, wrapped: bool) -> _Got | None:
+        """What a piece reads as; None if it is not clean."""
+        if len(piece) > MAX_PIECE:
+            return _alone(piece, wrapped)
+        zeroed = piece.translate(_DIGITS)
+        family = self.learnt.get(zeroed, ())
+        for i, shape in enumerate(family):
+            if shape.wrapped_in == wrapped:
+                got = shape.read(piece)
+                if got is not None:
+                    self.built += 1
+                    if i:  # the last one found is tried first (a family's shapes, by use)
+                        with self.lock:
+                            if self.learnt.get(zeroed) is family:
+                                self.learnt[zeroed] = [shape, *family[:i], *family[i + 1 :]]
+                    return got
+        runs = _VAR.findall(piece)
+        key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
+        got_seen = self.seen.get(key) if b"\0" not in piece else _PARSE
+        if got_seen == _NOT_CLEAN:
+            return None
+        if got_seen == _PARSE:
+            return _alone(piece, wrapped)
+        seen = (got_seen if isinstance(got_seen, int) else 0) + 1
+        if seen < LEARN_AFTER and not family:  # a known family (other small numbers): learnt now
+            read = _alone(piece, wrapped)
+            self._see(key, seen if read is not None else _NOT_CLEAN)
+            return read
+        learnt = _learn(piece, wrapped)
+        if learnt is not None:
+            learnt.wrapped_in = wrapped
+            got = learnt.read(piece)
+            if got is not None:  # its own piece: always
+                self._keep(zeroed, learnt)
+                with self.lock:
+                    self.seen.pop(key, None)
+                return got
+        read = _alone(piece, wrapped)
+        self._see(key, _PARSE if read is not None else _NOT_CLEAN)
+        return read
+
+    def _see(self, key: tuple[bytes, tuple[int, ...], bool], value: str | int) -> None:
+        with self.lock:
+            self.seen.pop(key, None)
+            while len(self.seen) >= 4 * self.size:
+                self.seen.pop(next(iter(self.seen)), None)
+            self.seen[key] = value
+
+    def _keep(self, zeroed: bytes, shape: _Shape) -> None:
+        """Learnt shapes are bounded in all (`size`), the oldest key's first out."""
+        with self.lock:
+            old = self.learnt.pop(zeroed, [])
+            shapes = [shape, *old][:SHAPES_PER_KEY]
+            self.count += len(shapes) - len(old)
+            while self.learnt and self.count + 1 > self.size:
+                self.count -= len(self.learnt.pop(next(iter(self.learnt))))
+            self.learnt[zeroed] = shapes
+
+
+SHAPES = ShapeCache()
+
+
+R = TypeVar("R")
+
+
+class Derive(Generic[R]):
+    """What the caller makes of each deadlock the scan returns, in order (`out`): `fn(dl)` gives
+    an object (the log tail: the deadlock's record) and a text (its stored JSON). For a
+    deadlock built from a learnt shape both are built from templates — the object's
+    dataclasses, tuples, text and numbers; its dicts and lists afresh — when, at the shape's
+    three learning points, that gives exactly what fn gives."""
+
+    def __init__(self, fn: Callable[[Deadlock], tuple[R, str]]) -> None:
+        self.fn = fn
+        self.out: list[tuple[R, str]] = []
+        self.built = 0
+
+    def has(self, shape: _Shape) -> bool:
+        """Whether what fn makes of this shape's deadlocks is built from templates."""
+        if self.fn not in shape.derived:
+            shape.derived[self.fn] = _learn_derived(shape, self.fn)
+        return shape.derived[self.fn] is not None
+
+    def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None:
+        if shape is not None and self.has(shape):
+            self.add_built(shape, texts)
+        else:
+            self.out.append(self.fn(dl))
+
+    def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
+        tpl = shape.derived[self.fn]
+        assert tpl is not None
+        obj, stored = tpl[0](texts), tpl[1](texts)
+        assert isinstance(stored, str)
+        self.out.append((obj, stored))  # type: ignore[arg-type]  # built as fn's R, checked
+        self.built += 1
+
+
+def _text_template(points: list[tuple[list[str], str]]) -> Build | None:
+    """A template of a text that is a function of the numbers, checked at every point."""
+    first_numbers, first = points[0] if len(points) == 1 else points[1]
+    compiled = _compile_str(first, {u: c for c, u in enumerate(first_numbers)})
+    build: Build = compiled[0] if compiled is not None else _const(first)
+    if all(build(numbers) == text for numbers, text in points):
+        return build
+    return None
+
+
+def _obj_template(points: list[tuple[list[str], object]]) -> Build | None:
+    """A template of an object that is a function of the numbers, checked at every point
+    (equal, and of the same type all the way down: a tuple is not a list)."""
+    first_numbers, first = points[0] if len(points) == 1 else points[1]
+    try:
+        compiled = _compile(first, {u: c for c, u in enumerate(first_numbers)})
+    except _Opaque:
+        return None
+    if compiled is None:
+        build: Build = _const(first)
+    else:
+        build = compiled[0]
+    for numbers, want in points:
+        got = build(numbers)
+        if got != want or _types(got) != _types(want):
+            return None
+    return build
+
+
+def _types(v: object) -> object:
+    """The shape of a value with the type of every part (== says 1 == True, (1,) != [1])."""
+    if isinstance(v, dict):
+        return (dict, [(k, _types(x)) for k, x in v.items()])
+    if isinstance(v, (list, tuple)):
+        return (type(v), [_types(x) for x in v])
+    if is_dataclass(v) and not isinstance(v, type):
+        return (type(v), [_types(getattr(v, f.name)) for f in fields(v)])
+    return type(v)
+
+
+def _learn_derived(
+    shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
+) -> tuple[Build, Build] | None:
+    objs: list[tuple[list[str], object]] = []
+    texts: list[tuple[list[str], str]] = []
+    for numbers, dl in shape.points:
+        try:
+            obj, text = fn(dl)
+        except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
+            return None
+        objs.append((numbers, obj))
+        texts.append((numbers, text))
+    if not objs:
+        return None
+    a, b = _obj_template(objs), _text_template(texts)
+    return (a, b) if a is not None and b is not None else None
+
+
+def scan_buffer(
+    data: bytes,
+    final: bool,
+    shapes: ShapeCache | None = None,
+    derive: Derive[Any] | None = None,
+) -> tuple[list[Deadlock], bool]:
+    """errorlog's scan of a buffer of whole lines (the tailer's read): its deadlocks and whether
+    a report is still open at its end; equal to full_scan(slim(data), final). `derive`: what
+    the caller makes of each deadlock is added to derive.out, in order, and the deadlocks are
+    not returned (those of a learnt shape are then not even built)."""
+    cache = SHAPES if shapes is None else shapes
+    got, still_open = _scan_pieces(data, final, cache)
+    out: list[Deadlock] = []
+    for dl, shape, texts in got:
+        if derive is not None and dl is None and shape is not None and derive.has(shape):
+            derive.add_built(shape, texts)  # no Deadlock needed: its record from the shape's
+            continue
+        if dl is None:
+            assert shape is not None
+            dl = shape.deadlock(texts)
+        out.append(dl)
+        if derive is not None:
+            derive.add(dl, shape, texts)
+    return ([] if derive is not None else out), still_open
+
+
+def _scan_pieces(
+    data: bytes, final: bool, cache: ShapeCache
+) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
+    """scan_buffer's deadlocks, each with the shape it was built from and its numbers."""
+    data = slim_bytes(data)
+    if data and not data.endswith(b"\n"):
+        return _full(_lines(data), final)
+    cuts = _cuts(data)
+    wrapped = False
+    if not cuts or cuts[0] > 0:
+        head = data[: cuts[0]] if cuts else data
+        state = _inert(head, wrapped)
+        if state is None or not cuts:
+            return _full(_lines(data), final)
+        wrapped = state
+    bounds = [*cuts, len(data)]
+    out: list[tuple[Deadlock | None, _Shape | None, list[str]]] = []
+    wrapped_in = [wrapped]  # the wrapper flag at each piece's start
+    for i in range(len(cuts)):
+        got = cache.read(data[bounds[i] : bounds[i + 1]], wrapped)
+        if got is None:
+            if i == 0:
+                return _full(_lines(data), final)
+            # from the piece before, whose report this one may taint: a clean piece's header
+            # leaves a fresh Scanner as the one that read everything before it
+            rest, still_open = _full(_lines(data[bounds[i - 1] :]), final, wrapped_in[i - 1])
+            return out[:-1] + rest, still_open
+        out.append((got[0], got[2], got[3]))
+        wrapped = got[1]
+        wrapped_in.append(wrapped)
+    return out, False
+
+
+def _full(
+    lines: Sequence[str], final: bool, wrapped: bool = False
+) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
+    dls, still_open = full_scan(lines, final, wrapped)
+    return [(dl, None, []) for dl in dls], still_open

@@ -1,0 +1,254 @@
+"""The log tail's storm path (parsers/innodb_storm) gives what the full scan gives: on every
+fixture, on storms of generated reports whose numbers change (lengths, equalities, small
+numbers), through every log container and what text suffers on its way, in small reads, and
+with a spoofed report (report text inside a query) in the middle of a storm."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+from pathlib import Path
+
+import test_deadlock_spoofing as spoofing
+from deadlockgen import innodb as gen
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_innodb_deadlock_generated import models
+
+from dbwatch.daemon.journal import _as_json
+from dbwatch.deadlocks import live, tailer
+from dbwatch.parsers import innodb_storm
+from dbwatch.parsers.deadlock_model import Deadlock
+from dbwatch.parsers.errorlog import slim
+from dbwatch.parsers.innodb_storm import Derive, ShapeCache, _types, full_scan, scan_buffer
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def same(data: bytes, cache: ShapeCache | None = None) -> list[Deadlock]:
+    """The storm path equals the full scan on data (whole lines), final or not; and so do the
+    records the log tail makes of them (the record, its key order and types, the stored JSON)."""
+    cache = cache if cache is not None else ShapeCache()
+    got: list[Deadlock] = []
+    for final in (False, True):
+        want = full_scan(slim(data), final)
+        fast = scan_buffer(data, final, cache)
+        assert fast == want
+        got = list(fast[0])
+        derived = Derive(live._logged)
+        assert scan_buffer(data, final, cache, derived) == ([], want[1])
+        expect = [live._logged(dl) for dl in want[0]]
+        assert derived.out == expect
+        assert [json.dumps(r.to_json()) for r, _ in derived.out] == [
+            json.dumps(r.to_json()) for r, _ in expect
+        ]  # key order too
+        assert [_types(r) for r, _ in derived.out] == [_types(r) for r, _ in expect]
+    return got
+
+
+def _vary(text: str, rng: random.Random, keep_len: float = 0.9, wild: bool = True) -> str:
+    """Every number of 3+ digits given another value (mostly of the same length); sometimes two
+    of them made equal; sometimes a small number changed."""
+    seen: dict[str, str] = {}
+
+    def num(m: re.Match[str]) -> str:
+        old = m.group()
+        if old in seen:
+            return seen[old]
+        n = len(old) if rng.random() < keep_len else max(1, len(old) + rng.choice((-1, 1)))
+        new = str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in range(n - 1))
+        if wild and seen and rng.random() < 0.03:
+            new = rng.choice(list(seen.values()))  # two numbers equal that were not
+        seen[old] = new
+        return new
+
+    out = re.sub(r"(?<!\d)\d{3,}(?!\d)", num, text)
+    if wild and rng.random() < 0.1:
+        out = re.sub(r"(?<!\d)\d(?!\d)", lambda m: str(rng.randint(0, 9)), out, count=3)
+    return out
+
+
+def storm(report: str, n: int, rng: random.Random) -> bytes:
+    return "".join(_vary(report, rng) for _ in range(n)).encode()
+
+
+def test_every_fixture_whole_and_stormed() -> None:
+    rng = random.Random(7)
+    files = [p for p in sorted(FIXTURES.rglob("*")) if p.is_file()]
+    assert len(files) > 40
+    learnt = 0
+    for p in files:
+        data = p.read_bytes()
+        data = data[: data.rfind(b"\n") + 1]
+        cache = ShapeCache()
+        same(data, cache)
+        same(data + data + data, cache)  # the same text again: its shapes, learnt
+        if b"WE ROLL BACK" in data and len(data) < 200_000:
+            same(storm(data.decode("utf-8", "replace"), 6, rng), cache)
+        learnt += sum(len(v) for v in cache.learnt.values())
+    assert learnt > 20  # the fast path was taken, not only its fallbacks
+
+
+def _log(m: gen.Model, container: str) -> str:
+    return "\n".join(gen.render_in(m, container)) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    models(),
+    st.sampled_from(gen.LOGS[1:]),
+    st.sampled_from([None, gen.COMPOSE, gen.SYSLOG, gen.CRI]),
+    st.booleans(),  # CRLF
+    st.integers(0, 2**32),
+)
+def test_generated_storms(
+    m: gen.Model, container: str, decor: str | None, crlf: bool, seed: int
+) -> None:
+    rng = random.Random(seed)
+    lines = gen.render_in(m, container)
+    if decor:
+        lines = gen.prefix_lines(lines, decor)
+    if crlf:
+        lines = gen.crlf(lines)
+    report = "\n".join(lines) + "\n"
+    data = storm(report, 12, rng)
+    cache = ShapeCache()
+    assert same(data, cache)  # (varied numbers may merge two reports: the full scan says)
+    same(storm(report, 12, rng), cache)  # read with what the first storm taught
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    models(),
+    st.sampled_from(gen.LOGS[1:]),
+    st.sampled_from([None, gen.COMPOSE, gen.CRI]),
+    st.integers(0, 2**32),
+)
+def test_every_printer_and_container_is_learnt(
+    m: gen.Model, container: str, decor: str | None, seed: int
+) -> None:
+    """A storm of one generated report whose ids change: all but the first few reports are
+    built from the learnt shape, and equal the full scan."""
+    rng = random.Random(seed)
+    lines = gen.render_in(m, container)
+    report = "\n".join(gen.prefix_lines(lines, decor) if decor else lines) + "\n"
+    cache = ShapeCache()
+    same("".join(_vary(report, rng, 1.0, wild=False) for _ in range(20)).encode(), cache)
+    assert cache.built >= 2 * 15  # read twice (final and not), 20 reports, a few learnt
+
+
+def test_a_spoofed_report_inside_a_storm_is_still_caught() -> None:
+    log, query, fake = spoofing.LOG, spoofing.QUERY, spoofing.FAKE_TAIL
+    rng = random.Random(3)
+    clean = [_vary(log, rng, 1.0, wild=False) for _ in range(20)]
+    spoofed = log.replace(query, query + fake)
+    cache = ShapeCache()
+    same("".join(clean).encode(), cache)  # shapes learnt
+    for at in (0, 1, 10, 19, 20):
+        data = "".join(clean[:at] + [spoofed] + clean[at:]).encode()
+        dls = same(data, cache)
+        assert len(dls) == 21
+        assert dls[at].ambiguous and dls[at].victim is None  # type: ignore[attr-defined]
+        # the reports before the one before it read as clean (the full scan marks the one just
+        # before it, and those after it, suspect too)
+        assert not any(d.ambiguous for d in dls[: max(at - 1, 0)])  # type: ignore[attr-defined]
+        spoofing.no_fabricated_victim(dls)
+    # report text inside a query that starts a report: the one before is tainted too
+    fake_start = "2019-06-12T08:15:42.318300Z 2245 [Note] InnoDB: Transactions deadlock detected, "
+    inside = log.replace(query, query + fake_start + "dumping detailed information.\n")
+    same("".join(clean[:5] + [inside] + clean[5:]).encode(), cache)
+
+
+def test_small_reads_through_the_tailer() -> None:
+    """tailer._scan in 4 KB reads, a report cut anywhere: fast and full agree."""
+    rng = random.Random(11)
+    variants = sorted((FIXTURES / "innodb" / "variants").glob("*.log"))
+    data = b"".join(storm(p.read_text(), 4, rng) for p in variants[:12])
+    for step in (4096, 1500):
+        res = []
+        for fast in (True, False):
+            found, off, end = [], 0, 0
+            while end < len(data):
+                end += step
+                more, off = tailer._scan(io.BytesIO(data[:end]), off, "mysql", False, fast)
+                found += more
+            found += tailer._scan(io.BytesIO(data), off, "mysql", True, fast)[0]
+            res.append(found)
+        assert res[0] == res[1]
+        assert len(res[0]) >= 30
+
+
+def test_a_shape_is_not_reused_where_its_numbers_differ() -> None:
+    """Equal numbers that become unequal (and the reverse), a number that drops under 100, a
+    length that changes: each is another shape, read exactly."""
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    cache = ShapeCache()
+    same((log * 3).encode(), cache)
+    assert cache.learnt
+    a, b = "41722335", "41722336"
+    for text in (
+        log.replace(b, a),  # the two trx ids equal: one transaction's locks under the other
+        log.replace(a, "41722336 ").replace("41722336 ,", "41722336,"),
+        log.replace("2240", "0099"),
+        log.replace("2240", "22400"),
+        log.replace("9113354", "9113356"),
+    ):
+        same((log + text + log).encode(), cache)
+
+
+def test_learning_is_bounded() -> None:
+    cache = ShapeCache(size=4)
+    rng = random.Random(5)
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    for _ in range(12):
+        same(storm(log.replace("delete from", f"delete /* {rng.random()} */ from"), 4, rng), cache)
+    assert sum(map(len, cache.learnt.values())) <= 4 and len(cache.seen) <= 16
+    assert cache.count == sum(map(len, cache.learnt.values()))
+
+
+def test_the_module_cache_is_the_tailers() -> None:
+    assert isinstance(innodb_storm.SHAPES, ShapeCache)
+
+
+def test_the_stored_json_is_the_journals() -> None:
+    """live._logged's text is what JournalStore.record_deadlock stores of the record."""
+    data = (FIXTURES / "innodb" / "mariadb-error-log-excerpt.log").read_bytes()
+    dls = full_scan(slim(data), True)[0]
+    assert dls
+    for dl in dls:
+        rec, text = live._logged(dl)
+        assert text == _as_json(rec.to_json())
+
+
+def test_records_built_from_shapes() -> None:
+    """In a storm the records come from the learnt shape's templates (no Deadlock, no
+    diagnosis built), and equal the full path's."""
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    rng = random.Random(2)
+    data = "".join(_vary(log, rng, 1.0, wild=False) for _ in range(30)).encode()
+    cache = ShapeCache()
+    derived = Derive(live._logged)
+    scan_buffer(data, False, cache, derived)
+    assert derived.built >= 25
+    assert derived.out == [live._logged(dl) for dl in full_scan(slim(data), False)[0]]
+
+
+def test_a_fault_of_the_storm_path_falls_back_to_the_full_scan(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A bug in the shortcut never stops the tail: the buffer is read the full way, and what
+    the shortcut had already added is dropped (each deadlock once)."""
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_bytes()
+    data = log * 5
+    want = tailer._scan(io.BytesIO(data), 0, "mysql", False, fast=False, derive=None)
+    real = tailer.scan_buffer
+
+    def broken(buf: bytes, final: bool, shapes: object = None, derive: object = None) -> object:
+        real(buf, final, derive=derive)  # type: ignore[arg-type]  # adds to derive.out, then fails
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(tailer, "scan_buffer", broken)
+    assert tailer._scan(io.BytesIO(data), 0, "mysql", False) == want
+    derived = Derive(live._logged)
+    assert tailer._scan(io.BytesIO(data), 0, "mysql", False, derive=derived) == ([], want[1])
+    assert derived.out == [live._logged(dl) for dl in want[0]]
