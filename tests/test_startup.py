@@ -142,7 +142,8 @@ def audit_modules(url: str) -> set[str]:
 def _never(mods: set[str]) -> set[str]:
     tops = {m.split(".")[0] for m in mods}
     under = tuple(p + "." for p in AUDIT_NEVER_DBWATCH)
-    return (tops & AUDIT_NEVER) | {m for m in mods if m in AUDIT_NEVER_DBWATCH or m.startswith(under)}
+    dbw = {m for m in mods if m in AUDIT_NEVER_DBWATCH or m.startswith(under)}
+    return (tops & AUDIT_NEVER) | dbw
 
 
 def test_postgresql_audit_imports_no_mysql_and_nothing_unneeded(own_pg_url: str) -> None:
