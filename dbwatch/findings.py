@@ -9,14 +9,13 @@ import json
 from dataclasses import dataclass, field
 
 # Re-exported: findings carry it; the snapshot rows derive it (PgSession.identity).
-from .snapshot.identity import SessionIdentity, as_datetime
+from .snapshot.identity import SessionIdentity
 
 __all__ = [
     "EXIT_CODES",
     "SEVERITIES",
     "Finding",
     "SessionIdentity",
-    "as_datetime",
     "fingerprint_of",
     "nagios_status",
     "severity_rank",

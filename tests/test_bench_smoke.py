@@ -89,10 +89,33 @@ def test_startup(tmp_path: Path) -> None:
 
 
 def test_queue_libs(tmp_path: Path) -> None:
-    run("bench_queue_libs.py", "--json", str(tmp_path / "q.json"))
+    run("bench_queue_libs.py", "--json", str(tmp_path / "q.json"), timeout=400)
     res = json.loads((tmp_path / "q.json").read_text())
     libs = {r["library"]: r for r in res["results"]}
-    assert set(libs) == {"laravel-pg", "laravel-mariadb"}
+    # every library whose schema needs no external tool, on each engine it supports
+    assert set(libs) == {"laravel-pg", "laravel-mariadb", "que", "good_job", "oban", "river",
+                         "delayed_job-pg", "delayed_job-mariadb", "solid_queue-pg",
+                         "solid_queue-mariadb"}
     for r in libs.values():
-        assert "jobs.summary" in r["cold_ms"] and "jobs.summary" in r["analyzed_ms"]
-        assert r["finished_rows"] == 2000
+        assert r["rows"]["n"] == 2000
+        assert r["cold_ms"] and set(r["cold_ms"]) == set(r["analyzed_ms"]), r["library"]
+        assert all(v == v for v in r["cold_ms"].values()), r  # no query failed (NaN)
+        # each library's mix (waiting, running, failed) gives it at least one QU finding
+        assert any(f[0].startswith("QU") for f in r["findings"]), r["library"]
+    assert "jobs.summary" in libs["laravel-pg"]["cold_ms"]
+    assert "jobs.bounds" in libs["laravel-mariadb"]["cold_ms"]
+
+
+def test_queue_model(tmp_path: Path) -> None:
+    run("bench_queue_model.py", "--json", str(tmp_path / "m.json"), timeout=400)
+    res = json.loads((tmp_path / "m.json").read_text())
+    assert {r["engine"] for r in res["results"]} == {"postgresql", "mysql"}
+    for r in res["results"]:
+        # the job table no library knows is read by the model as a queue
+        assert [v for k, v in r["generic_candidates"] if k.endswith(".task_queue")] == ["queue"]
+        for key in ("generic_query_ms_cold", "generic_query_ms_median"):
+            # every aspect ran (a number, not "failed: ..."), cold and after ANALYZE
+            names = {k for k in r[key] if not k.endswith("_cpu")}
+            assert names == {"values_indexed", "values", "summary", "reserved", "repeated",
+                             "failed"}
+            assert all(isinstance(v, float) for v in r[key].values()), r[key]

@@ -204,14 +204,16 @@ def test_my102_deadlock_participants_named_where_tagged() -> None:
 
 def test_terminate_candidate_carries_its_statements_origin() -> None:
     from dbwatch.actions.guards import Decision, Session
+    from dbwatch.snapshot.my import MyThread
 
-    tagged = Session(target="t", engine="mariadb", thread_id=4, user="shop_rw",
-                     application="shop-worker", query=TAGGED)
+    tagged = Session(target="t", engine="mariadb", row=MyThread(
+        thread_id=4, user="shop_rw", program="shop-worker", info=TAGGED))
     decision = Decision(tagged, "would_terminate", "idle in transaction").to_dict()
     validate([decision], "terminate")
     d = decision["origin"]
     assert isinstance(d, dict) and d["phrase"] == "Shop, job ReindexCatalog"
-    plain = Session(target="t", engine="mariadb", thread_id=5, user="shop_rw", query="SELECT 1")
+    plain = Session(target="t", engine="mariadb",
+                    row=MyThread(thread_id=5, user="shop_rw", info="SELECT 1"))
     p = Decision(plain, "would_terminate", "idle").to_dict()["origin"]
     assert isinstance(p, dict) and "application" not in p and "phrase" not in p
 
@@ -269,11 +271,12 @@ def test_slack_shows_a_tag_as_text_never_as_markup() -> None:
 def test_terminate_table_says_where_a_tagged_candidate_comes_from() -> None:
     from dbwatch.actions.guards import Decision, Session
     from dbwatch.commands.terminate import table
+    from dbwatch.snapshot.pg import PgSession
 
-    tagged = Session(target="t", engine="postgresql", pid=4, user="app", application="psql",
-                     query=TAGGED)
-    plain = Session(target="t", engine="postgresql", pid=5, user="app", application="psql",
-                    query="SELECT 1")
+    tagged = Session(target="t", engine="postgresql",
+                     row=PgSession(pid=4, user="app", application="psql", query=TAGGED))
+    plain = Session(target="t", engine="postgresql",
+                    row=PgSession(pid=5, user="app", application="psql", query="SELECT 1"))
     out = table([Decision(tagged, "would_terminate", "idle"),
                  Decision(plain, "would_terminate", "idle")], executed=False)
     assert out.count("from Shop, job ReindexCatalog") == 1 and "from psql" not in out

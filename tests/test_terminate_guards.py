@@ -8,9 +8,12 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from dbwatch.actions.daemon_action import daemon_decision, eligible
 from dbwatch.actions.guards import (
     Criteria,
+    Pin,
     Policy,
     Session,
     is_dump_statement,
@@ -28,35 +31,52 @@ from dbwatch.checks.my101_lock_waits import my_lock_waits
 from dbwatch.config import TerminateConfig
 from dbwatch.findings import Finding, SessionIdentity
 from dbwatch.snapshot import Snapshot
+from dbwatch.snapshot.my import MyThread
+from dbwatch.snapshot.pg import PgSession
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
 
+CANDIDATE = ("own", "blocks", "holds_horizon", "programs_known", "seen_at")
+PG_NAMES = {"age": "xact_seconds", "idle": "state_seconds"}
+MY_NAMES = {"age": "trx_seconds", "idle": "command_seconds", "application": "program",
+            "query": "info", "database": "db", "rows_modified": "trx_rows_modified"}
+
+
+def _candidate(target: str, engine: str, row: PgSession | MyThread,
+               kw: dict[str, Any]) -> Session:
+    return Session(target=target, engine=engine, row=row,
+                   **{k: v for k, v in kw.items() if k in CANDIDATE})
+
+
 def pg(pid: int = 10, **kw: Any) -> Session:
+    """A candidate made of a pg.sessions row; age/idle are its xact/state seconds."""
     base: dict[str, Any] = {
-        "target": "t", "engine": "postgresql", "pid": pid, "backend_start": T0,
-        "xact_start": T0 + timedelta(seconds=5), "user": "app", "application": "worker",
-        "host": "10.0.0.1", "database": "app", "state": "idle in transaction",
-        "backend_type": "client backend", "age": 600.0, "idle": 590.0,
-        "idle_in_transaction": True, "superuser": False}
+        "pid": pid, "backend_start": T0, "xact_start": T0 + timedelta(seconds=5),
+        "user": "app", "application": "worker", "host": "10.0.0.1", "database": "app",
+        "state": "idle in transaction", "backend_type": "client backend", "age": 600.0,
+        "idle": 590.0, "superuser": False}
     base.update(kw)
-    return Session(**base)
+    fields = {PG_NAMES.get(k, k): v for k, v in base.items() if k not in CANDIDATE}
+    return _candidate("t", "postgresql", PgSession(**fields), base)
 
 
 def my(tid: int = 40, **kw: Any) -> Session:
+    """A candidate made of a thread of terminate's listing; age/idle are its trx/command
+    seconds, application its program name."""
     base: dict[str, Any] = {
-        "target": "m", "engine": "mariadb", "thread_id": tid, "trx_id": "1234", "user": "app",
-        "host": "10.0.0.2:5555", "command": "Sleep", "age": 600.0, "idle": 590.0,
-        "idle_in_transaction": True, "superuser": False}
+        "thread_id": tid, "trx_id": "1234", "user": "app", "host": "10.0.0.2:5555",
+        "command": "Sleep", "age": 600.0, "idle": 590.0, "superuser": False}
     base.update(kw)
-    return Session(**base)
+    fields = {MY_NAMES.get(k, k): v for k, v in base.items() if k not in CANDIDATE}
+    return _candidate("m", "mariadb", MyThread(**fields), base)
 
 
 def test_criteria_are_anded() -> None:
     both = Criteria(older_than=300, idle_in_transaction=True)
     assert matches(pg(), both)
     assert not matches(pg(age=100.0), both)                        # idle but young
-    assert not matches(pg(idle_in_transaction=False, state="active"), both)   # old but busy
+    assert not matches(pg(state="active"), both)   # old but busy
     assert not matches(pg(age=None), Criteria(older_than=0))       # no transaction: no age
 
 
@@ -74,8 +94,8 @@ def test_blocking_and_holding_criteria() -> None:
     assert not matches(pg(), Criteria(blocking=True))
     assert matches(pg(blocks=2), Criteria(blocking=True))
     assert matches(pg(holds_horizon=True), Criteria(holding_xmin=True))
-    slot = Session(target="t", engine="postgresql", kind="replication_slot", name="s1",
-                   holds_horizon=True, xid_age=900)
+    slot = Session(target="t", engine="postgresql", holds_horizon=True,
+                   pin=Pin(kind="replication_slot", name="s1", xid_age=900))
     assert matches(slot, Criteria(holding_xmin=True))
     assert not matches(slot, Criteria(older_than=1))
 
@@ -83,6 +103,7 @@ def test_blocking_and_holding_criteria() -> None:
 def test_protections() -> None:
     p = Policy()
     assert protection(pg(is_self=True), p) == "dbwatch's own connection"
+    assert protection(pg(own=True), p) == "dbwatch's own connection"  # by connection id
     assert protection(pg(application="dbwatch"), p) is None     # a name protects nothing
     assert protection(pg(application="dbwatch-audit"), p) is None
     assert "superuser" in str(protection(pg(superuser=True), p))
@@ -99,7 +120,7 @@ def test_protections() -> None:
         protection(pg(), Policy(protect_apps=frozenset({"worker"}))))
     assert "identity not visible" in str(protection(pg(backend_start=None), p))
     assert "cancel does nothing" in str(protection(pg(), Policy(cancel=True)))
-    assert protection(pg(state="active", idle_in_transaction=False), Policy(cancel=True)) is None
+    assert protection(pg(state="active"), Policy(cancel=True)) is None
 
 
 def test_mysql_protections() -> None:
@@ -190,13 +211,13 @@ def test_policy_merges_config_and_flags() -> None:
 
 def test_plan_orders_limits_and_lists_protected() -> None:
     sessions = [pg(1, age=100.0), pg(2, age=900.0), pg(3, age=500.0, user="ops"),
-                pg(4, age=50.0), pg(5, age=None, idle_in_transaction=False, state="idle")]
+                pg(4, age=50.0), pg(5, age=None, state="idle")]
     policy = Policy(protect_users=frozenset({"ops"}))
     out, left = plan(sessions, Criteria(idle_in_transaction=True), policy, limit=2)
     assert [(d.session.pid, d.action) for d in out] == [
         (2, "would_terminate"), (3, "skipped_protected"), (1, "would_terminate")]
     assert left == 1
-    cancel, _ = plan([pg(9, state="active", idle_in_transaction=False)],
+    cancel, _ = plan([pg(9, state="active")],
                      Criteria(older_than=1), Policy(cancel=True))
     assert cancel[0].action == "would_cancel"
     assert statement_for(cancel[0].session, "would_cancel") == "SELECT pg_cancel_backend(9)"
@@ -205,7 +226,7 @@ def test_plan_orders_limits_and_lists_protected() -> None:
 
 
 def test_standby_running_query_is_cancelled() -> None:
-    out, _ = plan([pg(7, state="active", idle_in_transaction=False, standby=True)],
+    out, _ = plan([pg(7, state="active", standby=True)],
                   Criteria(older_than=1), Policy())
     assert out[0].action == "would_cancel"
     out, _ = plan([pg(8, standby=True)], Criteria(older_than=1), Policy())
@@ -262,16 +283,16 @@ def test_eligible_filters_rules_targets_age_and_dedupes() -> None:
               (finding(target="other"), 5.0), (finding(pid=11, age_seconds=100.0), 5.0),
               (finding(pid=12, age_seconds=None), 400.0)]
     got = eligible(firing, cfg, "t")
-    assert [(e.finding.rule, e.identity.pid if e.identity else None) for e in got] == [
+    assert [(f.rule, f.session.pid if f.session else None) for f in got] == [
         ("PG002", 10), ("PG002", 12)]
-    assert got[0].identity is not None and got[0].identity.backend_start == T0
+    assert got[0].session is not None and got[0].session.backend_start == T0
 
 
 def test_lock_findings_carry_the_root() -> None:
     root = SessionIdentity("mariadb", "m", None, thread_id=3, trx_id="5")
     f = finding("MY101", "m", pid=None, session=root, thread_id=7, trx_id="9")
     (e,) = eligible([(f, 0.0)], TerminateConfig(enabled=True, after=0, rules=("MY101",)), "m")
-    assert e.identity == root
+    assert e is f and e.session == root
 
 
 def test_daemon_decision() -> None:
@@ -324,3 +345,89 @@ def test_cli_bad_input_is_one_line_exit_3() -> None:
                             *extra], check=False, capture_output=True, text=True, timeout=60)
         assert r.returncode == 3, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_candidate_is_the_session_row_not_a_copy() -> None:
+    from dbwatch.actions.sessions import candidates
+
+    rows = (PgSession(pid=10, backend_start=T0, xact_start=T0 + timedelta(seconds=5),
+                      state="idle in transaction", xact_seconds=600.0, state_seconds=590.0,
+                      database="app", blocked_by=()),
+            PgSession(pid=11, backend_start=T0, state="active", database="app", blocked_by=(10,)))
+    got = candidates(rows, "t", own=frozenset({11}))
+    assert [s.row for s in got] == list(rows) and all(s.row is r for s, r in zip(got, rows))
+    ident = rows[0].identity("t")
+    assert (got[0].pid, got[0].backend_start, got[0].xact_start) == (
+        ident.pid, ident.backend_start, ident.xact_start)
+    assert got[0].blocks == 1 and got[0].age == 600.0 and got[0].idle == 590.0
+    assert got[1].is_self and not rows[1].is_self          # own by connection id, row untouched
+    # a candidate is exactly one of a row, a name or a pin: never nothing to judge it by
+    for bad in ({}, {"row": rows[0], "pin": Pin(kind="replication_slot")},
+                {"row": rows[0], "named": ident}):
+        with pytest.raises(ValueError):
+            Session(target="t", engine="postgresql", **bad)
+    gone = Session.named_by("t", ident)
+    assert (gone.pid, gone.backend_start, gone.xact_start, gone.kind) == (10, T0, None, "session")
+
+
+def test_daemon_terminate_takes_the_cycles_own_finding(tmp_path: Any) -> None:
+    """The firing rows written this cycle stand for the cycle's Finding objects (the one the
+    state kept: first of its fingerprint at the highest severity), so the identity terminate
+    compares is the row's datetimes, not their JSON text read back; a row of a rule that did
+    not run this cycle comes from the state."""
+    from dbwatch.daemon.dispatch import due_findings
+    from dbwatch.daemon.state import State
+
+    st = State(str(tmp_path / "s.db"))
+    warn, crit = finding(), Finding(**{**finding().__dict__, "severity": "critical"})
+    other = finding(pid=11)
+    assert warn.fingerprint == crit.fingerprint
+    st.update("t", [other], now=100.0)
+    tr = st.update("t", [warn, crit], now=200.0, keep_rules={"PG002"})
+    due = dict((f.fingerprint, (f, age)) for f, age in due_findings(tr.firing, [warn, crit], 260.0))
+    assert due[crit.fingerprint][0] is crit and due[crit.fingerprint][1] == 60.0
+    kept, age = due[other.fingerprint]                  # from the state: rebuilt, equal
+    assert kept is not other and kept.session == other.session and age == 160.0
+
+
+def test_daemon_decision_text_from_the_finding_is_scrubbed_as_the_state_stores_it() -> None:
+    """The daemon decides on the cycle's own Finding, not on the state's scrubbed copy: the
+    finding's text that goes into the action record is scrubbed as before."""
+    from dbwatch.targets.secrets import register_secret
+
+    secret = "Vq7Jx!Kzw"  # process-wide: no 4-letter run of it occurs in any other test's text
+    register_secret(secret)
+    f = Finding(rule="PG201", severity="warning", target="t", subject="slot s", summary="s",
+                fix=f"connect with password {secret} and drop it", evidence={"kind": "slot"})
+    cfg = TerminateConfig(enabled=True, after=0, rules=("PG201",))
+    (e,) = eligible([(f, 10.0)], cfg, "t")
+    d = daemon_decision(e, [], Policy(), cfg)
+    assert d.action == "skipped_protected" and "drop it" in d.reason
+    assert secret not in d.reason and secret not in str(d.to_dict())
+
+
+def test_daemon_kill_compares_raw_identity_not_the_states_scrubbed_copy(tmp_path: Any) -> None:
+    """The state scrubs every text of a stored finding, identity included: a database name
+    holding a fragment of a registered password came back masked, so the stored finding's
+    session looked outside the target's scope and the kill was refused. The cycle's own
+    Finding carries the row's values."""
+    from dbwatch.daemon.dispatch import due_findings
+    from dbwatch.daemon.state import State
+    from dbwatch.targets.secrets import register_secret
+
+    register_secret("Wq8vJ!kzQ")  # process-wide: no 4-letter run of it in any other test's text
+    db = "wq8v_app"
+    ident = SessionIdentity("postgresql", "t", db, 10, T0, T0 + timedelta(seconds=5))
+    f = finding(session=ident)
+    st = State(str(tmp_path / "s.db"))
+    tr = st.update("t", [f], now=100.0)
+    stored = tr.firing[0].finding.session
+    assert stored is not None and stored.database != db          # masked in the state
+    cfg = TerminateConfig(enabled=True, after=300)
+    ((cycle, _),) = due_findings(tr.firing, [f], 160.0)
+    assert cycle is f
+    e = eligible([(cycle, 0.0)], cfg, "t")[0]
+    live = [pg(database=db)]
+    assert daemon_decision(e, live, Policy(), cfg, db).action == "would_terminate"
+    old = eligible([(tr.firing[0].finding, 0.0)], cfg, "t")[0]   # what the daemon used before
+    assert daemon_decision(old, live, Policy(), cfg, db).action == "skipped_protected"

@@ -8,26 +8,39 @@
    one, and the read of the candidates' columns.
 2. The generic queries on a --rows (default 1,000,000) job table no library knows (a text
    status with an index, run_at, locked_at/locked_by, failed_at, attempts): each aspect's wall
-   time, median of --runs (two bounded windows of rows, whatever the table's size).
+   time cold (right after the bulk load, no ANALYZE, autovacuum off: the first run) and after
+   ANALYZE (median of --runs): two bounded windows of rows, whatever the table's size.
 
-    python contrib/bench/bench_queue_model.py
+    python contrib/bench/bench_queue_model.py --throwaway
     python contrib/bench/bench_queue_model.py --tables 1000 --rows 100000 --engines postgresql
+    python contrib/bench/bench_queue_model.py --smoke       # CI: 50 tables, 5,000 rows
+
+--throwaway runs PostgreSQL in a cluster of its own (contrib/bench/pgcluster.py, autovacuum
+off); the MariaDB database is created on the shared server under a unique name and dropped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pymysql
 
+sys.path.insert(0, os.environ.get("DBWATCH_BENCH_ROOT") or str(Path(__file__).resolve().parents[2]))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
+
+from bench_queue_libs import _backend_cpu_ns, _my_thread, _thread_cpu  # noqa: E402
 from dbwatch.errors import ProbeError
 from dbwatch.probes import sql
 from dbwatch.probes.queue import discover_tables
+from dbwatch.probes import queue_generic as _generic
 from dbwatch.probes.queue_generic import WINDOW, _bind, fragments
 from dbwatch.probes.queue_sql import compose
 from dbwatch.queues import CATALOG_COLUMNS, MARKER_COLUMNS
@@ -35,9 +48,11 @@ from dbwatch.queues.roles import ROLES
 from dbwatch.queues.statuses import map_statuses
 from dbwatch.targets import open_target, spec_for
 
+# MySQL/MariaDB's indexed status values read by index dives (absent before: DBWATCH_BENCH_ROOT)
+INDEX_VALUES = getattr(_generic, "_my_index_values", None)
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
-PG = "postgresql://postgres@127.0.0.1:5432/test"
-DB = "dbw_bench_qmodel"
+PG = ["postgresql://postgres@127.0.0.1:5432/postgres"]  # the throwaway cluster's replaces it
+DB = f"dbw_bench_qmodel_{os.getpid()}"
 
 APP_TABLE = {
     "postgresql": ("CREATE TABLE t{i} (id bigserial PRIMARY KEY, name text, status text, "
@@ -63,7 +78,6 @@ JOBS = {
          " FROM generate_series(1, %(rows)s) g"),
         "CREATE INDEX ON task_queue (status)",
         "CREATE INDEX ON task_queue (run_at)",
-        "ANALYZE task_queue",
     ],
     "mysql": [
         ("CREATE TABLE task_queue (id bigint AUTO_INCREMENT PRIMARY KEY, task_name varchar(100)"
@@ -78,14 +92,13 @@ JOBS = {
          " IF(seq %% 997 = 0, NOW() - INTERVAL 1 HOUR, NULL), IF(seq %% 997 = 0, 'w1', NULL),"
          " IF(seq %% 1000 = 0, NOW(), NULL), seq %% 4, IF(seq %% 1000 = 0, 'ValueError: x', NULL)"
          " FROM seq_1_to_%(rows)s"),
-        "ANALYZE TABLE task_queue",
     ],
 }
 
 
 def _admin(engine: str) -> Any:
     if engine == "postgresql":
-        return psycopg.connect(PG, autocommit=True)
+        return psycopg.connect(PG[0], autocommit=True)
     return pymysql.connect(**MY, autocommit=True)
 
 
@@ -95,7 +108,7 @@ def build(engine: str, tables: int, rows: int) -> str:
         admin.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {DB}")
         admin.close()
-        conn = psycopg.connect(PG.rsplit("/", 1)[0] + f"/{DB}", autocommit=True)
+        conn = psycopg.connect(PG[0].rsplit("/", 1)[0] + f"/{DB}", autocommit=True)
         run = conn.execute
     else:
         cur = admin.cursor()
@@ -107,7 +120,7 @@ def build(engine: str, tables: int, rows: int) -> str:
         run(APP_TABLE[engine].format(i=i))
     for stmt in JOBS[engine]:
         run(stmt % {"rows": rows} if "%(rows)s" in stmt else stmt.replace("%%", "%"))
-    url = (f"postgresql://postgres@127.0.0.1:5432/{DB}" if engine == "postgresql"
+    url = (PG[0].rsplit("/", 1)[0] + f"/{DB}" if engine == "postgresql"
            else f"mysql://root@127.0.0.1:3306/{DB}")
     return url
 
@@ -140,43 +153,66 @@ def _my_statements(conn: Any, runs: int) -> dict[str, Any]:
     return out_names | {k: [round(statistics.median(v), 1), round(min(v), 1)] for k, v in out.items()}
 
 
+def _aspects(conn: Any, engine: str, g: Any, runs: int) -> dict[str, float | str]:
+    """Wall ms of each generic query of the table (median of runs)."""
+    frags = fragments(engine, g)
+    statuses = map_statuses(["queued", "running", "failed", "done"])
+    params = {"window": WINDOW, "groups": 500, "horizon": 7 * 86400,
+              "values": 50} | _bind(statuses, False)
+    ident = {"table": (g.schema, g.table)}
+    rows_sql = compose(engine, sql(engine, "queue_generic_rows", conn.version), ident, frags)
+    aspects: dict[str, float | str] = {}
+    cpu: dict[str, float] = {}
+    for name in ("values_indexed", "values", "summary", "reserved", "repeated", "failed"):
+        text = sql(engine, f"queue_generic_{name}", conn.version)
+        text = compose(engine, text, ident if name.startswith("values") else {},
+                       frags if name.startswith("values") else
+                       {"rows": rows_sql} | {k: frags[k] for k in ("join", "err", "kind")})
+        ms, cpus = [], []
+        for _ in range(runs):
+            before = _cpu_ns(engine, conn)
+            t0 = time.perf_counter()
+            try:
+                if name == "values_indexed" and engine == "mysql" and INDEX_VALUES:
+                    INDEX_VALUES(conn, g, frags)  # one index dive per value (this branch)
+                else:
+                    conn.rows(text, params)
+            except ProbeError as exc:  # a statement past the session's timeout: say so
+                aspects[name] = f"failed: {exc.detail}"
+                break
+            ms.append((time.perf_counter() - t0) * 1000)
+            after = _cpu_ns(engine, conn)
+            if before is not None and after is not None:
+                cpus.append((after - before) / 1e6)
+        else:
+            aspects[name] = round(statistics.median(ms), 1)
+            if cpus:
+                cpu[name] = round(statistics.median(cpus), 1)
+    return aspects | {f"{k}_cpu": v for k, v in cpu.items()}
+
+
+def _cpu_ns(engine: str, conn: Any) -> int | None:
+    """The server's CPU time for this session (its backend / its MariaDB thread, /proc)."""
+    if engine == "postgresql":
+        return _backend_cpu_ns(conn.conn.info.backend_pid)
+    return _thread_cpu(_my_thread(conn.conn))
+
+
 def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
     url = build(engine, tables, rows)
     try:
         conn = open_target(spec_for(url))
-        if engine == "postgresql":
-            conn.rows("SET jit = off")  # as the probe's collect() does
         times, found = [], None
         for _ in range(runs):
             t0 = time.perf_counter()
             found = discover_tables(conn, engine)
             times.append(time.perf_counter() - t0)
         assert found is not None
-        statements = _my_statements(conn, runs) if engine == "mysql" else {}
         (g,) = [t for t in found[2] if t.table == "task_queue"]
-        frags = fragments(engine, g)
-        statuses = map_statuses(["queued", "running", "failed", "done"])
-        params = {"window": WINDOW, "groups": 500, "horizon": 7 * 86400,
-                  "values": 50} | _bind(statuses, False)
-        ident = {"table": (g.schema, g.table)}
-        rows_sql = compose(engine, sql(engine, "queue_generic_rows", conn.version), ident, frags)
-        aspects: dict[str, float | str] = {}
-        for name in ("values_indexed", "summary", "reserved", "repeated", "failed"):
-            text = sql(engine, f"queue_generic_{name}", conn.version)
-            text = compose(engine, text, ident if name == "values_indexed" else {},
-                           frags if name == "values_indexed" else
-                           {"rows": rows_sql} | {k: frags[k] for k in ("join", "err", "kind")})
-            ms = []
-            for _ in range(runs):
-                t0 = time.perf_counter()
-                try:
-                    conn.rows(text, params)
-                except ProbeError as exc:  # a statement past the session's timeout: say so
-                    aspects[name] = f"failed: {exc.detail}"
-                    break
-                ms.append((time.perf_counter() - t0) * 1000)
-            else:
-                aspects[name] = round(statistics.median(ms), 1)
+        cold = _aspects(conn, engine, g, 1)  # first run, no statistics (autovacuum off)
+        conn.rows("ANALYZE TABLE task_queue" if engine == "mysql" else "ANALYZE task_queue")
+        statements = _my_statements(conn, runs) if engine == "mysql" else {}
+        warm = _aspects(conn, engine, g, runs)
         conn.close()
         return {
             "engine": engine,
@@ -186,7 +222,8 @@ def measure(engine: str, tables: int, rows: int, runs: int) -> dict[str, Any]:
             "generic_candidates": [(t.key, t.reading.verdict) for t in found[2]],
             "catalog_statements_ms_median_min": statements,
             "job_rows": rows,
-            "generic_query_ms_median": aspects,
+            "generic_query_ms_cold": cold,
+            "generic_query_ms_median": warm,
         }
     finally:
         drop(engine)
@@ -198,9 +235,33 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--engines", default="postgresql,mysql")
+    ap.add_argument("--throwaway", action="store_true",
+                    help="PostgreSQL in a cluster of its own (autovacuum off), not :5432")
+    ap.add_argument("--smoke", action="store_true", help="CI: 50 tables, 5,000 rows, one run")
+    ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args()
-    for engine in args.engines.split(","):
-        print(json.dumps(measure(engine, args.tables, args.rows, args.runs), indent=2), flush=True)
+    if args.smoke:
+        args.tables, args.rows, args.runs = 50, 5000, 1
+    out = []
+
+    def each() -> None:
+        for engine in args.engines.split(","):
+            out.append(measure(engine, args.tables, args.rows, args.runs))
+            print(json.dumps(out[-1], indent=2), flush=True)
+
+    if args.throwaway:
+        from pgcluster import PgCluster
+
+        settings = {"autovacuum": "off", "fsync": "off", "synchronous_commit": "off",
+                    "shared_buffers": "256MB"}
+        with PgCluster(settings) as cluster:
+            PG[0] = cluster.url
+            each()
+    else:
+        each()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"load_average": os.getloadavg(), "results": out},
+                                              indent=2))
 
 
 if __name__ == "__main__":

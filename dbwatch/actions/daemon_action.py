@@ -7,20 +7,20 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Protocol
 
 from ..checks.models import pg_lock_graph
 from ..config import TerminateConfig
 from ..errors import TargetError
-from ..findings import Finding, SessionIdentity
+from ..findings import Finding
 from ..records import ActionRecord, json_object, stored_json
 from ..snapshot import Snapshot
 from ..snapshot.pg import PG_SESSIONS
 from ..snapshot.values import opt_float
 from ..targets import TargetSpec, open_target
 from ..targets.own import OWN_SESSIONS
-from .guards import Decision, Policy, Session, describe, intended_action, protection
+from ..targets.secrets import scrub
+from .guards import Decision, Pin, Policy, Session, describe, intended_action, protection
 from .sessions import candidates, read_sessions
 from .terminate import execute, same_session, who
 
@@ -36,13 +36,6 @@ class ActionLog(Protocol):
     ) -> None: ...
 
 
-@dataclass(frozen=True)
-class Eligible:
-    finding: Finding
-    age: float
-    identity: SessionIdentity | None
-
-
 def finding_age(f: Finding, firing_for: float) -> float:
     """The offender's age from the evidence; how long it has fired if the evidence has none."""
     age = opt_float(f.evidence.get("age_seconds"))
@@ -51,9 +44,10 @@ def finding_age(f: Finding, firing_for: float) -> float:
 
 def eligible(
     firing: Iterable[tuple[Finding, float]], cfg: TerminateConfig, target: str
-) -> list[Eligible]:
-    """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first."""
-    out: list[Eligible] = []
+) -> list[Finding]:
+    """Findings of cfg.rules on this target, past cfg.after; one per session, oldest first.
+    The age only orders and filters: the decision reads the live session's own age."""
+    out: list[Finding] = []
     seen: set[object] = set()
     rows = [
         (f, finding_age(f, secs))
@@ -68,12 +62,12 @@ def eligible(
         if key in seen:
             continue
         seen.add(key)
-        out.append(Eligible(f, age, ident))
+        out.append(f)
     return out
 
 
 def daemon_decision(
-    e: Eligible,
+    f: Finding,
     live: list[Session],
     policy: Policy,
     cfg: TerminateConfig,
@@ -81,7 +75,7 @@ def daemon_decision(
 ) -> Decision:
     """Pure: what to do about one eligible finding, given the sessions read just now.
     `database`: the target's PostgreSQL scope (None: every database)."""
-    f, ident = e.finding, e.identity
+    ident = f.session  # derived by the check from the session row
     if ident is not None and not ident.is_mysql and database and ident.database != database:
         stub = Session.named_by(f.target, ident)
         why = (
@@ -91,17 +85,16 @@ def daemon_decision(
         return Decision(stub, "skipped_protected", why)
     if ident is None or not ident.usable:
         kind = str(f.evidence.get("kind") or "finding")
+        fix = scrub(f.fix)  # as the state stores a finding's text (the daemon's is this cycle's)
         stub = Session(
             target=f.target,
             engine=ident.engine if ident is not None else "postgresql",
-            kind=kind if kind != "backend" else "finding",
-            name=f.subject,
-            statement=f.fix,
+            pin=Pin(kind=kind if kind != "backend" else "finding", name=f.subject, statement=fix),
         )
         return Decision(
             stub,
             "skipped_protected",
-            f"{f.rule} names no session dbwatch may end ({f.subject}): {f.fix}",
+            f"{f.rule} names no session dbwatch may end ({f.subject}): {fix}",
         )
     s = next((s for s in live if same_session(ident, s)), None)
     if s is None or (not ident.is_mysql and s.xact_start != ident.xact_start):
@@ -162,15 +155,15 @@ class DaemonTerminator:
                 live = read_sessions(conn, spec.name, database=database)
             policy = Policy.from_config(cfg)
             out, acted = [], 0
-            for e in wanted:
-                d = daemon_decision(e, live, policy, cfg, database)
+            for f in wanted:
+                d = daemon_decision(f, live, policy, cfg, database)
                 if d.action.startswith("would_"):
                     if acted >= cfg.max_per_cycle:
                         continue  # next cycle
                     acted += 1
                     if not cfg.dry_run:
                         d = execute(conn, d, policy)
-                reported = self._report(spec, e, d, cfg, state, notify)
+                reported = self._report(spec, f, d, cfg, state, notify)
                 if reported is not None:
                     out.append(reported)
             return out
@@ -180,13 +173,12 @@ class DaemonTerminator:
     def _report(
         self,
         spec: TargetSpec,
-        e: Eligible,
+        f: Finding,
         d: Decision,
         cfg: TerminateConfig,
         state: ActionLog | None,
         notify: Notify,
     ) -> ActionRecord | None:
-        f = e.finding
         key = (spec.name, f.fingerprint)
         with self._lock:
             if self._announced.get(key) == d.action and d.action not in ("terminated", "cancelled"):
@@ -198,7 +190,7 @@ class DaemonTerminator:
             fingerprint=f.fingerprint,
             subject=f.subject,
             severity=f.severity,
-            finding=f.summary,
+            finding=scrub(f.summary),  # as the state stores a finding's text
             dry_run=cfg.dry_run,
             summary=f"dbwatch {d.action} {who(d.session)} on {spec.name} ({f.rule}): {d.reason}",
         )

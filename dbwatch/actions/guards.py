@@ -1,6 +1,7 @@
 """Pure selection and guard logic for `dbwatch terminate` and the daemon's terminate action.
 
-No I/O: sessions come in as Session records (read by actions.sessions), Decisions go out.
+No I/O: sessions come in as Session records (a session row with what terminate's listing
+adds: actions.sessions), Decisions go out.
 Criteria are ANDed; guards (protections) always win over criteria.
 """
 
@@ -15,6 +16,8 @@ from ..checks.origin import statement_origin
 from ..config import TerminateConfig
 from ..durations import format_duration
 from ..findings import SessionIdentity
+from ..snapshot.my import MyThread
+from ..snapshot.pg import PgSession
 
 IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_BACKUP_APPS = ("pg_dump", "pg_dumpall", "pg_basebackup")
@@ -95,55 +98,50 @@ ACTIONS = (
 
 
 @dataclass(frozen=True)
+class Pin:
+    """What is not a session: a prepared transaction, a replication slot, a standby's
+    feedback (listed with the statement that ends it, never killed here), or a finding that
+    names no session dbwatch may end."""
+
+    kind: str  # prepared_xact | replication_slot | standby_feedback | (a finding's kind)
+    name: str | None = None  # gid / slot name / what the finding names
+    statement: str | None = None  # what ends it, for a person to run
+    database: str | None = None
+    user: str | None = None
+    host: str | None = None
+    xid_age: int | None = None
+    age: float | None = None  # seconds
+
+
+@dataclass(frozen=True)
 class Session:
-    """A candidate: a backend/thread, or a non-session horizon holder (never killed)."""
+    """A candidate, which is one of: `row`, the session row a listing read (PgSession: a
+    pg.sessions row; MyThread: a thread of terminate's listing), with what the listing adds;
+    `named`, only the identity a finding names (no live row stands for it: gone, or outside
+    the target's scope); `pin`, a holder that is not a session (never killed).
+
+    The guards read the row through the properties below: nothing of it is copied."""
 
     target: str
     engine: str  # postgresql | mysql | mariadb
-    kind: str = "session"  # session | prepared_xact | replication_slot | standby_feedback
-    pid: int | None = None  # PostgreSQL backend pid
-    thread_id: int | None = None  # MySQL/MariaDB processlist id
-    backend_start: datetime | None = None  # PostgreSQL identity
-    xact_start: datetime | None = None
-    trx_id: str | None = None  # InnoDB transaction id
-    user: str | None = None
-    application: str | None = None
-    host: str | None = None
-    database: str | None = None
-    state: str | None = None  # PostgreSQL state / InnoDB trx_state
-    command: str | None = None  # MySQL COMMAND
-    command_seconds: float | None = None  # MySQL TIME: seconds in the current command
-    query_id: int | None = None  # MariaDB QUERY_ID: moves with every statement
-    backend_type: str | None = None  # PostgreSQL backend_type
-    age: float | None = None  # transaction age, seconds
-    idle: float | None = None  # seconds idle (PG: in this state; MySQL: sleeping)
-    idle_in_transaction: bool = False
-    query: str | None = None
-    superuser: bool | None = None
-    is_self: bool = False
-    xid_age: int | None = None  # XIDs behind: greatest(age(backend_xid), age(backend_xmin))
-    holds_horizon: bool = False
+    row: PgSession | MyThread | None = None
+    named: SessionIdentity | None = None
+    pin: Pin | None = None
+    own: bool = False  # dbwatch's own connection, by connection id (targets.own)
     blocks: int = 0  # sessions waiting behind it when it is a chain root
-    name: str | None = None  # gid / slot name of a non-session holder
-    statement: str | None = None  # what ends a non-session holder, for a person to run
-    standby: bool = False  # the target is in recovery
-    rows_modified: int | None = None  # InnoDB trx_rows_modified (MySQL/MariaDB)
+    holds_horizon: bool = False  # PG201 reports it
     programs_known: bool = True  # MySQL: client program names readable (performance_schema)
     seen_at: float | None = None  # time.monotonic() of the listing that read it
+
+    def __post_init__(self) -> None:
+        if [self.row, self.named, self.pin].count(None) != 2:
+            raise ValueError("a candidate is one of a session row, a name, or a pin")
 
     @classmethod
     def named_by(cls, target: str, ident: SessionIdentity) -> Session:
         """The session a finding's identity names, when no live row stands for it (gone, or
-        outside the target's scope): its identity fields only, nothing to judge it by."""
-        return cls(
-            target=target,
-            engine=ident.engine,
-            pid=ident.pid,
-            thread_id=ident.thread_id,
-            trx_id=ident.trx_id,
-            backend_start=ident.backend_start,
-            database=ident.database,
-        )
+        outside the target's scope): its identity only, nothing to judge it by."""
+        return cls(target=target, engine=ident.engine, named=ident)
 
     @property
     def is_mysql(self) -> bool:
@@ -154,6 +152,166 @@ class Session:
         if self.is_mysql:
             return self.command == "Sleep"
         return bool(self.state) and str(self.state).startswith("idle")
+
+    # --- what the guards read, from the row (or the identity, or the pin) ----------------
+
+    @property
+    def kind(self) -> str:
+        """session | prepared_xact | replication_slot | standby_feedback | a finding's kind."""
+        return "session" if self.pin is None else self.pin.kind
+
+    @property
+    def pid(self) -> int | None:
+        """PostgreSQL backend pid."""
+        if isinstance(self.row, PgSession):
+            return self.row.pid
+        return self.named.pid if self.named is not None else None
+
+    @property
+    def thread_id(self) -> int | None:
+        """MySQL/MariaDB processlist id."""
+        if isinstance(self.row, MyThread):
+            return self.row.thread_id
+        return self.named.thread_id if self.named is not None else None
+
+    @property
+    def backend_start(self) -> datetime | None:
+        """With the pid, a PostgreSQL session's identity."""
+        if isinstance(self.row, PgSession):
+            return self.row.backend_start
+        return self.named.backend_start if self.named is not None else None
+
+    @property
+    def xact_start(self) -> datetime | None:
+        """The listed transaction (a name only says none: the kill needs a live row)."""
+        return self.row.xact_start if isinstance(self.row, PgSession) else None
+
+    @property
+    def trx_id(self) -> str | None:
+        """InnoDB transaction id."""
+        if isinstance(self.row, MyThread):
+            return self.row.trx_id
+        return self.named.trx_id if self.named is not None else None
+
+    @property
+    def user(self) -> str | None:
+        return self.row.user if self.row is not None else _pin(self).user
+
+    @property
+    def application(self) -> str | None:
+        """PostgreSQL application_name; MySQL: the client's program name (performance_schema)."""
+        if isinstance(self.row, PgSession):
+            return self.row.application
+        return self.row.program if self.row is not None else None
+
+    @property
+    def host(self) -> str | None:
+        return self.row.host if self.row is not None else _pin(self).host
+
+    @property
+    def database(self) -> str | None:
+        if isinstance(self.row, PgSession):
+            return self.row.database
+        if isinstance(self.row, MyThread):
+            return self.row.db
+        return self.named.database if self.named is not None else _pin(self).database
+
+    @property
+    def state(self) -> str | None:
+        """PostgreSQL state; MySQL: the InnoDB trx_state, else the thread's STATE."""
+        if isinstance(self.row, PgSession):
+            return self.row.state
+        return (self.row.trx_state or self.row.state) if self.row is not None else None
+
+    @property
+    def command(self) -> str | None:
+        """MySQL COMMAND."""
+        return self.row.command if isinstance(self.row, MyThread) else None
+
+    @property
+    def query_id(self) -> int | None:
+        """MariaDB QUERY_ID: moves with every statement."""
+        return self.row.query_id if isinstance(self.row, MyThread) else None
+
+    @property
+    def backend_type(self) -> str | None:
+        return self.row.backend_type if isinstance(self.row, PgSession) else None
+
+    @property
+    def age(self) -> float | None:
+        """Transaction age, seconds. MySQL: a statement outside InnoDB is its own transaction."""
+        r = self.row
+        if isinstance(r, PgSession):
+            return r.xact_seconds
+        if isinstance(r, MyThread):
+            if r.trx_id is not None:
+                return float(r.trx_seconds or 0)
+            return float(r.command_seconds or 0) if r.command == "Query" else None
+        return _pin(self).age
+
+    @property
+    def idle(self) -> float | None:
+        """Seconds idle (PostgreSQL: in this state; MySQL: sleeping)."""
+        r = self.row
+        if isinstance(r, PgSession):
+            return r.state_seconds if (r.state or "").startswith("idle") else None
+        if isinstance(r, MyThread):
+            return float(r.command_seconds or 0) if r.sleeping else None
+        return None
+
+    @property
+    def idle_in_transaction(self) -> bool:
+        r = self.row
+        if isinstance(r, MyThread):
+            return r.sleeping and r.trx_id is not None
+        return r is not None and r.idle_in_transaction
+
+    @property
+    def query(self) -> str | None:
+        return self.row.query if self.row is not None else None
+
+    @property
+    def superuser(self) -> bool | None:
+        """None: not readable (MySQL: this account cannot see other accounts' grants)."""
+        return self.row.superuser if self.row is not None else None
+
+    @property
+    def is_self(self) -> bool:
+        return self.own or (self.row is not None and self.row.is_self)
+
+    @property
+    def xid_age(self) -> int | None:
+        """XIDs behind: greatest(age(backend_xid), age(backend_xmin))."""
+        if isinstance(self.row, PgSession):
+            return self.row.horizon_age
+        return _pin(self).xid_age if self.row is None else None
+
+    @property
+    def name(self) -> str | None:
+        """gid / slot name of a holder that is not a session."""
+        return _pin(self).name
+
+    @property
+    def statement(self) -> str | None:
+        """What ends a holder that is not a session, for a person to run."""
+        return _pin(self).statement
+
+    @property
+    def standby(self) -> bool:
+        """The PostgreSQL target is in recovery."""
+        return isinstance(self.row, PgSession) and self.row.standby
+
+    @property
+    def rows_modified(self) -> int | None:
+        """InnoDB trx_rows_modified."""
+        return self.row.trx_rows_modified if isinstance(self.row, MyThread) else None
+
+
+_NO_PIN = Pin(kind="session")
+
+
+def _pin(s: Session) -> Pin:
+    return s.pin if s.pin is not None else _NO_PIN
 
 
 @dataclass(frozen=True)

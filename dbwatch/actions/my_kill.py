@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ProbeError
 from ..parsers.innodb_trx import parse_transaction_list
+from ..snapshot.my import MyThread
 from ..snapshot.values import as_row, to_int, to_str
 from ..targets import Connection
 from .guards import Decision, Session, is_dump_statement
@@ -94,16 +95,19 @@ def my_kill(conn: Connection, d: Decision, cancel: bool, include_backups: bool) 
 
 def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups: bool) -> Decision:
     s = d.session
-    if conn.flavour == "mariadb" and s.query_id is not None:
+    now: MyThread  # the thread as PROCESSLIST shows it at the kill
+    if conn.flavour == "mariadb" and s.query_id is not None and isinstance(s.row, MyThread):
         # the listing read PROCESSLIST live: if the InnoDB list shows this same QUERY_ID,
         # no statement has started since, and what the guards saw still holds
-        now: dict[str, object] = {"user": s.user, "command": s.command, "query_id": s.query_id}
+        now = s.row
     else:
         pre = conn.rows(action_sql(conn, "terminate_recheck"), {"thread_id": tid})
-        if not pre or pre[0].get("user") != s.user:
+        if not pre:
             return replace(d, action="gone", reason=GONE)
-        now = pre[0]
-        if not include_backups and is_dump_statement(str(now.get("info") or "")):
+        now = MyThread.from_row(as_row(pre[0]))
+        if now.user != s.user:
+            return replace(d, action="gone", reason=GONE)
+        if not include_backups and is_dump_statement(now.info or ""):
             why = "backup: its statement now is a dump statement (use --include-backups)"
             return replace(d, action="skipped_protected", reason=why)
     status = conn.rows("SHOW ENGINE INNODB STATUS")
@@ -119,18 +123,14 @@ def _kill(conn: Connection, d: Decision, tid: int, cancel: bool, include_backups
     if not same_live_trx(s, live, elapsed):
         return replace(d, action="gone", reason=GONE)
     if conn.flavour == "mariadb":
-        if (
-            live.query_id is None
-            or now.get("query_id") is None
-            or int(str(now["query_id"])) != live.query_id
-        ):
+        if live.query_id is None or now.query_id is None or now.query_id != live.query_id:
             return replace(d, action="gone", reason=GONE)  # a statement in between
         name = "terminate_kill_query" if cancel else "terminate_kill"
         params = {
             "thread_id": tid,
             "query_id": live.query_id,
-            "command": str(now.get("command") or ""),
-            "user": str(now.get("user") or ""),
+            "command": now.command or "",
+            "user": now.user or "",
         }
         rows = conn.rows(action_sql(conn, name), params)
         if not rows or not to_int(rows[0].get("matched")):

@@ -1,5 +1,6 @@
 """Live candidates for terminate, read-only: PostgreSQL backends and horizon pins, MySQL/MariaDB
-threads with their InnoDB transactions, as guards.Session records.
+threads with their InnoDB transactions, as guards.Session candidates (the row itself, with
+what the listing adds).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..snapshot.pg import PgSession
 from ..snapshot.values import as_row, opt_float, opt_int, opt_str, to_int, to_str
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
-from .guards import Session
+from .guards import Pin, Session
 from .statements import action_sql
 
 log = logging.getLogger(__name__)
@@ -70,32 +71,9 @@ def candidates(
 
 
 def pg_session(r: PgSession, target: str, own: bool, blocks: int, seen: float) -> Session:
-    """One pg.sessions row as a terminate candidate (the one place the two shapes meet);
-    its identity timestamps are the row's own identity(), not read a second time."""
-    ident = r.identity(target)
-    return Session(
-        target=target,
-        engine="postgresql",
-        pid=r.pid,
-        backend_start=ident.backend_start,
-        xact_start=ident.xact_start,
-        user=r.user,
-        application=r.application,
-        host=r.host,
-        database=r.database,
-        state=r.state,
-        backend_type=r.backend_type,
-        age=r.xact_seconds,
-        idle=r.state_seconds if (r.state or "").startswith("idle") else None,
-        idle_in_transaction=r.idle_in_transaction,
-        query=r.query,
-        superuser=r.superuser,
-        is_self=r.is_self or own,
-        xid_age=r.horizon_age,
-        blocks=blocks,
-        standby=r.standby,
-        seen_at=seen,
-    )
+    """One pg.sessions row as a terminate candidate: the row itself, with what the listing
+    adds (own connection, chain root, when read). Its identity is the row's own."""
+    return Session(target=target, engine="postgresql", row=r, own=own, blocks=blocks, seen_at=seen)
 
 
 def holder_session(row: Mapping[str, object], target: str) -> Session:
@@ -107,18 +85,17 @@ def holder_session(row: Mapping[str, object], target: str) -> Session:
         statement = f"ROLLBACK PREPARED {quote_literal(name)}"
     elif kind == "replication_slot":
         statement = f"SELECT pg_drop_replication_slot({quote_literal(name)})"
-    return Session(
-        target=target,
-        engine="postgresql",
+    pin = Pin(
         kind=kind,
         name=name,
+        statement=statement,
         database=opt_str(h.get("database")),
         user=opt_str(h.get("user")),
         host=opt_str(h.get("host")),
         xid_age=opt_int(h.get("xid_age")),
         age=opt_float(h.get("age_seconds")),
-        statement=statement,
     )
+    return Session(target=target, engine="postgresql", pin=pin)
 
 
 def _optional(conn: Connection, name: str) -> list[dict[str, object]] | None:
@@ -144,6 +121,8 @@ def my_superusers(conn: Connection) -> set[str] | None:
 
 
 def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[Session]:
+    """Every thread (terminate_threads.sql) as a MyThread, with the client program names
+    (performance_schema) and SUPER (the grants) that the guards also read."""
     rows = conn.rows(action_sql(conn, "terminate_threads"), {"limit": SESSION_LIMIT})
     threads = [MyThread.from_row(as_row(r)) for r in rows]
     seen = time.monotonic()
@@ -154,45 +133,21 @@ def my_sessions(conn: Connection, target: str, blocking: bool = False) -> list[S
     }
     supers = my_superusers(conn)
     roots: dict[int, int] = my_graph_of(read_lock_waits(conn)).roots() if blocking else {}
-    out = [_my_session(t, conn.flavour, target, programs, supers, roots) for t in threads]
     return [
-        replace(s, is_self=s.is_self or s.thread_id in own, programs_known=bool(read), seen_at=seen)
-        for s in out
+        Session(
+            target=target,
+            engine=conn.flavour,
+            row=_with_account(t, programs, supers),
+            own=t.thread_id in own,
+            blocks=roots.get(t.thread_id, 0),
+            programs_known=bool(read),
+            seen_at=seen,
+        )
+        for t in threads
     ]
 
 
-def _my_session(
-    t: MyThread,
-    flavour: str,
-    target: str,
-    programs: dict[int, str],
-    supers: set[str] | None,
-    roots: dict[int, int],
-) -> Session:
-    tid, trx = t.thread_id, t.trx_id
-    if trx is not None:
-        age: float | None = float(t.trx_seconds or 0)
-    else:  # a statement outside InnoDB is its own transaction
-        age = float(t.command_seconds or 0) if t.command == "Query" else None
-    return Session(
-        target=target,
-        engine=flavour,
-        thread_id=tid,
-        trx_id=trx,
-        user=t.user,
-        application=programs.get(tid),
-        host=t.host,
-        database=t.db,
-        state=t.trx_state or t.state,
-        command=t.command,
-        command_seconds=float(t.command_seconds or 0),
-        query_id=t.query_id,
-        age=age,
-        idle=float(t.command_seconds or 0) if t.sleeping else None,
-        idle_in_transaction=t.sleeping and trx is not None,
-        query=t.query,
-        superuser=None if supers is None else t.user in supers,
-        is_self=t.is_self,
-        blocks=roots.get(tid, 0),
-        rows_modified=t.trx_rows_modified,
-    )
+def _with_account(t: MyThread, programs: dict[int, str], supers: set[str] | None) -> MyThread:
+    """The thread with its client's program name and whether its user has SUPER."""
+    superuser = None if supers is None else t.user in supers
+    return replace(t, program=programs.get(t.thread_id), superuser=superuser)

@@ -15,7 +15,7 @@ from ..errors import ProbeError
 from ..findings import Finding, SessionIdentity
 from ..snapshot.values import opt_float, opt_int, opt_str
 from ..targets import Connection, TargetSpec, open_target
-from .guards import Criteria, Decision, Policy, Session, plan
+from .guards import Criteria, Decision, Pin, Policy, Session, plan
 from .my_kill import GONE, my_kill
 from .sessions import holder_session, quote_literal, read_sessions
 from .statements import action_sql
@@ -90,20 +90,16 @@ def mark_holders(sessions: list[Session], pg201: list[Finding], target: str) -> 
         ev = f.evidence
         name = ev.get("gid") or ev.get("slot") or ev.get("application") or f.subject
         age = ev.get("age_seconds")
-        out.append(
-            Session(
-                target=target,
-                engine="postgresql",
-                kind=kind,
-                name=str(name),
-                database=opt_str(ev.get("database")),
-                user=opt_str(ev.get("user")),
-                xid_age=opt_int(ev.get("xid_age")) or None,
-                age=opt_float(age),
-                holds_horizon=True,
-                statement=_holder_statement(kind, str(name), f.fix),
-            )
+        pin = Pin(
+            kind=kind,
+            name=str(name),
+            statement=_holder_statement(kind, str(name), f.fix),
+            database=opt_str(ev.get("database")),
+            user=opt_str(ev.get("user")),
+            xid_age=opt_int(ev.get("xid_age")) or None,
+            age=opt_float(age),
         )
+        out.append(Session(target=target, engine="postgresql", pin=pin, holds_horizon=True))
     return out
 
 
@@ -181,7 +177,7 @@ def explicit_actions(conn: Connection, spec: TargetSpec, req: Request) -> list[D
         for name in names:
             rows = conn.rows(action_sql(conn, "terminate_named"), {"kind": kind, "name": name})
             if not rows:
-                s = Session(target=spec.name, engine="postgresql", kind=kind, name=name)
+                s = Session(spec.name, "postgresql", pin=Pin(kind=kind, name=name))
                 out.append(Decision(s, "gone", f"no {kind.replace('_', ' ')} named {name!r}"))
                 continue
             s = holder_session(rows[0], spec.name)

@@ -148,7 +148,7 @@ def feedback_holder(rep: PgReplication, slot: PgSlot | None = None) -> Holder:
         age_seconds=None,
         holder=f"{_standby_name(rep)} through hot_standby_feedback{via}",
         fix=_feedback_fix(rep),
-        identity=["standby_feedback", rep.pid, rep.backend_start],
+        identity=["standby_feedback", rep.pid, iso(rep.backend_start)],
         extra={
             "application": rep.application,
             "client_addr": rep.client_addr,

@@ -262,6 +262,8 @@ def _queue_locks(ctx: CheckContext) -> Iterator[Finding]:
                 "locked_seconds": int(age),
                 "waiting": row.waiting,
                 "held_jobs": row.held_jobs,
+                # counted among the newest jobs by id (no index holds locked jobs): a bound
+                "held_jobs_window": t.window,
                 "released_by_library_after": "4h",
             }
             yield ctx.finding(
@@ -416,9 +418,12 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
         if sev is None:
             continue
         by_class = sorted(groups.values(), key=lambda g: -g.count)[:20]
+        # repeated attempts counted among fewer rows than the summary's (Solid Queue)
+        bound = {"repeated_window": t.repeated_window} if t.repeated_window else {}
         ev = (
             _base(t)
             | _window_note(t).evidence()
+            | bound
             | {
                 "count": count,
                 "min_attempts": min_attempts,

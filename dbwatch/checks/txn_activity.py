@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..durations import format_duration
 from ..snapshot.my import MyThread
@@ -66,18 +67,21 @@ class Activity:
         return ", ".join(parts) if parts else None
 
 
+TxnKey = tuple[int, datetime | None, datetime | None]  # pid, backend_start, xact_start
+
+
 @dataclass(frozen=True)
 class PgIndex:
     """pg.txn_detail by backend, built once per snapshot (300 findings must not each scan it)."""
 
     detail: PgTxnDetail | None
     locks: dict[int, list[PgTxnLock]]
-    statements: dict[tuple[int, str | None, str | None], list[PgTxnStatement]]
+    statements: dict[TxnKey, list[PgTxnStatement]]
 
     @classmethod
     def of(cls, detail: PgTxnDetail | None) -> PgIndex:
         locks: dict[int, list[PgTxnLock]] = defaultdict(list)
-        stmts: dict[tuple[int, str | None, str | None], list[PgTxnStatement]] = defaultdict(list)
+        stmts: dict[TxnKey, list[PgTxnStatement]] = defaultdict(list)
         for lk in detail.locks if detail else ():
             locks[lk.pid].append(lk)
         for st in detail.statements if detail else ():
@@ -108,7 +112,7 @@ class MyIndex:
 
 def pg_activity(s: PgSession, idx: PgIndex) -> Activity:
     detail = idx.detail
-    seen = idx.statements.get((s.pid, iso(s.backend_start), iso(s.xact_start)), [])
+    seen = idx.statements.get((s.pid, s.backend_start, s.xact_start), [])
     locks = idx.locks.get(s.pid, [])
     remembered = detail is not None and detail.remembered
     seen_as = "statement seen first" if remembered else "statement seen"
@@ -219,7 +223,7 @@ def my_activity(t: MyThread, idx: MyIndex) -> Activity:
     )
     idle = float(t.command_seconds or 0) if t.sleeping else None
     txn: dict[str, object] = {
-        "started": t.trx_started,
+        "started": iso(t.trx_started),
         "wrote": bool(t.trx_rows_modified),
         "age": format_duration(float(t.trx_seconds or 0)),
         "idle": format_duration(idle) if idle is not None else None,

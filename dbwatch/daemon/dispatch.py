@@ -55,15 +55,15 @@ class Actions:
         now: float,
         holds: Callable[[], bool],
         snapshot: Snapshot | None = None,
+        findings: Sequence[Finding] = (),
     ) -> None:
         """`holds`: whether this daemon still holds the target (a fleet's lease); `snapshot`:
-        this cycle's, whose pg.sessions rows the PostgreSQL action decides on."""
+        this cycle's, whose pg.sessions rows the PostgreSQL action decides on; `findings`:
+        this cycle's, which the firing rows were written from (see due_findings)."""
         cfg = setup.config.terminate
         if not cfg.enabled:
             return
-        due = [
-            (r.finding, now - (r.fired_at or r.first_seen)) for r in firing if r.rule in cfg.rules
-        ]
+        due = due_findings([r for r in firing if r.rule in cfg.rules], findings, now)
         if not due:
             return
         if not holds():
@@ -80,6 +80,22 @@ class Actions:
             return
         for action in done or []:
             log.warning("action on %s: %s", spec.name, action.to_json())
+
+
+def due_findings(
+    firing: Sequence[FindingRow], findings: Sequence[Finding], now: float
+) -> list[tuple[Finding, float]]:
+    """Each firing row's finding and how long it has fired. A row written this cycle stands
+    for the cycle's own Finding (the first of its fingerprint at its severity: the one
+    State.update kept), so terminate compares the row's very identity values, not their
+    JSON text read back; a row of a rule that did not run this cycle is read from the state."""
+    cycle: dict[tuple[str, str], Finding] = {}
+    for f in findings:
+        cycle.setdefault((f.fingerprint, f.severity), f)
+    return [
+        (cycle.get((r.fingerprint, r.severity)) or r.finding, now - (r.fired_at or r.first_seen))
+        for r in firing
+    ]
 
 
 def record_deadlocks(state: State, result: TargetResult) -> int:

@@ -212,7 +212,13 @@ class Daemon:
         tr = apply_findings(self.state, setup, spec.name, findings, now, tc.interval, keep)
         self.delivery.wake()
         self.actions.run(
-            setup, spec, tr.firing, now, lambda: self._still_holds(spec.name), result.snapshot
+            setup,
+            spec,
+            tr.firing,
+            now,
+            lambda: self._still_holds(spec.name),
+            result.snapshot,
+            findings,
         )
         values = gauges(result.snapshot, findings)
         duration = time.time() - started

@@ -13,7 +13,7 @@ from ..errors import ProbeError
 from ..snapshot import CoverageGap
 from ..snapshot.my import opt_num
 from ..snapshot.origin import MyTxnDetail, PgTxnDetail, PgTxnLock, PgTxnStatement
-from ..snapshot.values import as_row, opt_str, to_int, to_str
+from ..snapshot.values import as_row, opt_datetime, to_int, to_str
 from ..targets import Connection
 from .postgresql import MONITOR_GRANT
 from .registry import probe
@@ -44,7 +44,7 @@ TRANSACTIONS_FIX = (
     "`performance-schema-consumer-events-transactions-current = ON` and "
     "`performance-schema-instrument = 'transaction=ON'`"
 )
-Key = tuple[int, str | None, str | None]
+Key = tuple[int, datetime | None, datetime | None]  # pid, backend_start, xact_start
 Memory = OrderedDict[Key, OrderedDict[str, list[str]]]
 
 
@@ -61,7 +61,11 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
     for r in rows:
         if r.get("locktype") is not None:
             continue  # a lock row; the backend's own row (kind 0) carries its identity
-        key = (to_int(r.get("pid")), opt_str(r.get("backend_start")), opt_str(r.get("xact_start")))
+        key = (
+            to_int(r.get("pid")),
+            opt_datetime(r.get("backend_start")),
+            opt_datetime(r.get("xact_start")),
+        )
         seen.setdefault(key, to_str(r.get("query")))
     memory = _remember(cache, seen, now)
     statements = tuple(

@@ -50,12 +50,22 @@ ROTATION = "queues.rotation"  # ProbeCache key: the daemon's cursor and last res
 WINDOW = 50_000  # jobs rows read per table: the oldest by id
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
+# Solid Queue's repeated attempts: executions read per kind (ready, scheduled), each one a job
+# lookup for its serialized "executions": a smaller window than WINDOW (QU003 says so)
+LOOKUPS = 10_000
+LOOKUP_KINDS = {"solid_queue"}
 HORIZON = 7 * 86400  # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed", "locks")
 CANONICAL = QUEUE_TABLE_NAMES  # the libraries' default names: probed first within a cap
 ATTEMPT_COLUMNS = ("attempts", "attempt", "error_count", "executions_count", "retry_count")
 # MySQL/MariaDB kinds whose queries read constant primary-key id ranges (integer ids, wide rows)
 ID_RANGE_KINDS = {"laravel_jobs", "laravel_failed", "delayed_job", "symfony_messenger"}
+# PostgreSQL kinds read the same way: no index serves their filter (Delayed::Job's failed_at), so
+# a constant id range keeps the plan an index range scan before ANALYZE as after
+PG_ID_RANGE_KINDS = {"delayed_job"}
+# MySQL/MariaDB kinds read as the newest WINDOW rows by their key (string keys, no index for the
+# filter): the table's row estimate past the window sets window_capped_ids
+MY_NEWEST_KINDS = {"laravel_batches"}
 # pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
 EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
 # pg-boss 12: a job with heartbeat_seconds is failed once heartbeat_on is that old
@@ -200,12 +210,14 @@ def _render(text: str, engine: str, t: Discovered) -> str:
 
 
 def _bounds(conn: Connection, t: Discovered) -> dict[str, object]:
-    """MySQL/MariaDB: id windows as constants, so every query is a primary-key range of at
-    most WINDOW (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
-    text = _render(sql("mysql", "queue_bounds", conn.version), "mysql", t)
+    """Id windows as constants, so every query is a primary-key range of at most WINDOW
+    (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
+    text = _render(sql(conn.engine, "queue_bounds", conn.version), conn.engine, t)
     row = as_row(conn.rows(text, {"window": WINDOW})[0])
     lo, hi = opt_int(row.get("lo")) or 0, opt_int(row.get("hi")) or 0
     return {
+        "lo": lo,
+        "hi": hi,
         "max_id": lo + WINDOW - 1,
         "min_id": max(hi - FAILED_WINDOW + 1, 0),
         "beyond_window": hi > lo + WINDOW - 1,
@@ -221,7 +233,12 @@ def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
 
 def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, object]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
-    params: dict[str, object] = {"window": WINDOW, "groups": GROUPS, "horizon": HORIZON}
+    params: dict[str, object] = {
+        "window": WINDOW,
+        "groups": GROUPS,
+        "horizon": HORIZON,
+        "lookups": LOOKUPS,
+    }
     out = dict(
         t.as_dict(),
         window=WINDOW,
@@ -232,7 +249,12 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         privilege=False,
         examined_at=time.time(),
     )
+    if t.kind in LOOKUP_KINDS:
+        out["repeated_window"] = LOOKUPS
     try:
+        if engine == "postgresql" and t.kind in PG_ID_RANGE_KINDS:
+            params |= _bounds(conn, t)
+            out["window_capped_ids"] = params.pop("beyond_window")
         if engine != "postgresql":
             if t.kind in ID_RANGE_KINDS:
                 params |= _bounds(conn, t)
@@ -242,6 +264,8 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
                 {"schema": t.schema, "table": t.table},
             )
             out["rows_estimate"] = _estimate(as_row(est[0]).get("rows_estimate") if est else None)
+            if t.kind in MY_NEWEST_KINDS:  # the window is the newest rows: more past it?
+                out["window_capped_ids"] = (opt_int(out["rows_estimate"]) or 0) > WINDOW
     except ProbeError as exc:
         return out | _refused(t, exc)
     for aspect in ASPECTS:

@@ -180,16 +180,40 @@ def _statuses(
     if labels:
         return map_statuses(list(labels)), "the column's enum labels"
     indexed = col.lower() in g.indexed
-    name = "queue_generic_values_indexed" if indexed else "queue_generic_values"
-    text = compose(engine, sql(engine, name, conn.version), {"table": (g.schema, g.table)}, frags)
-    rows = conn.rows(text, {"window": WINDOW, "values": VALUES})
-    values = [to_str(as_row(r).get("value")) for r in rows]
+    if indexed and engine != "postgresql":
+        values = _my_index_values(conn, g, frags)
+    else:
+        name = "queue_generic_values_indexed" if indexed else "queue_generic_values"
+        idents: dict[str, tuple[str, ...]] = {"table": (g.schema, g.table)}
+        text = compose(engine, sql(engine, name, conn.version), idents, frags)
+        rows = conn.rows(text, {"window": WINDOW, "values": VALUES})
+        values = [to_str(as_row(r).get("value")) for r in rows]
     where = (
         "every distinct value (skip scan of its index)"
         if indexed
         else f"the values in {window_text(g)}"
     )
     return map_statuses(values, observed=True), where
+
+
+def _my_index_values(conn: Connection, g: GenericTable, frags: dict[str, str]) -> list[str]:
+    """MySQL/MariaDB: every distinct status value (at most VALUES) by one index dive each, in
+    the index's order (the column's collation, as GROUP BY would merge them)."""
+    idents: dict[str, tuple[str, ...]] = {"table": (g.schema, g.table)}
+    first, then = (
+        compose("mysql", sql("mysql", f"queue_generic_values_{n}", conn.version), idents, frags)
+        for n in ("first", "next")
+    )
+    values: list[str] = []
+    after: object = None
+    while len(values) < VALUES:
+        rows = conn.rows(first, {}) if after is None else conn.rows(then, {"after": after})
+        row = as_row(rows[0]) if rows else None
+        if row is None or row.get("raw") is None:
+            break
+        values.append(to_str(row.get("value")))
+        after = row.get("raw")
+    return values
 
 
 def probe_generic(

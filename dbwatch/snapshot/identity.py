@@ -7,12 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from .values import opt_datetime, opt_int, opt_str
-
-
-def as_datetime(value: object) -> datetime | None:
-    """A timestamp as read from the driver, or as stored in JSON (ISO text); else None."""
-    return opt_datetime(value)
+from .values import iso, opt_datetime, opt_int, opt_str
 
 
 def _int(value: object) -> int | None:
@@ -67,14 +62,16 @@ class SessionIdentity:
             "server": self.server,
             "database": self.database,
             "pid": self.pid,
-            "backend_start": None if self.backend_start is None else self.backend_start.isoformat(),
-            "xact_start": None if self.xact_start is None else self.xact_start.isoformat(),
+            "backend_start": iso(self.backend_start),
+            "xact_start": iso(self.xact_start),
             "thread_id": self.thread_id,
             "trx_id": self.trx_id,
         }
 
     @classmethod
     def from_dict(cls, d: object) -> SessionIdentity | None:
+        """The way back from stored JSON (the daemon's state: a finding of a rule that did
+        not run this cycle); the live ways carry the row's own values."""
         if not isinstance(d, Mapping) or not d.get("engine"):
             return None
         return cls(
@@ -82,20 +79,8 @@ class SessionIdentity:
             server=str(d.get("server") or ""),
             database=opt_str(d.get("database")),
             pid=_int(d.get("pid")),
-            backend_start=as_datetime(d.get("backend_start")),
-            xact_start=as_datetime(d.get("xact_start")),
+            backend_start=opt_datetime(d.get("backend_start")),
+            xact_start=opt_datetime(d.get("xact_start")),
             thread_id=_int(d.get("thread_id")),
             trx_id=opt_str(d.get("trx_id")),
-        )
-
-    @classmethod
-    def my(
-        cls, engine: str, server: str, thread_id: object, trx_id: object, database: object = None
-    ) -> SessionIdentity:
-        return cls(
-            engine=engine,
-            server=server,
-            database=opt_str(database),
-            thread_id=_int(thread_id),
-            trx_id=opt_str(trx_id),
         )

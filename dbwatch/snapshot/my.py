@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from decimal import Decimal
 
 from ..parsers.deadlock_model import Deadlock
@@ -109,13 +110,14 @@ class MyThread(
 ):
     """One MySQL/MariaDB thread with its InnoDB transaction, if it has one: a my.trx row
     (trx.sql: transactions only) and a row of terminate's listing (terminate_threads.sql:
-    every thread). What MY001/MY002/MY201 read and what terminate builds its Session from;
-    with trx_id, thread_id is the session's identity."""
+    every thread). What MY001/MY002/MY201 read and what terminate's candidate (guards.Session)
+    is made of; with trx_id, thread_id is the session's identity. `trx_started` is read once
+    into a datetime (values.opt_datetime) and written as ISO 8601 by to_json."""
 
     thread_id: int
     trx_id: str | None = None  # None: no InnoDB transaction
     trx_state: str | None = None  # RUNNING | LOCK WAIT | ...
-    trx_started: str | None = None  # ISO 8601
+    trx_started: datetime | None = None
     trx_seconds: Number | None = None
     trx_query: str | None = None
     trx_operation_state: str | None = None
@@ -133,11 +135,20 @@ class MyThread(
     info: str | None = None  # PROCESSLIST INFO: the statement now
     query_id: int | None = None  # MariaDB QUERY_ID (terminate's listing)
     is_self: bool = False
+    # what terminate's listing adds from its other reads (never in the my.trx section)
+    program: str | None = None  # the client's program_name (performance_schema)
+    superuser: bool | None = None  # the user has SUPER; None: grants not readable
 
     def identity(self, engine: str, server: str) -> SessionIdentity:
         """Thread id + InnoDB trx id (+ the default schema): the one place a MySQL/MariaDB
         SessionIdentity is made from a thread."""
-        return SessionIdentity.my(engine, server, self.thread_id, self.trx_id, self.db)
+        return SessionIdentity(
+            engine=engine,
+            server=server,
+            database=self.db,
+            thread_id=self.thread_id,
+            trx_id=self.trx_id,
+        )
 
     @property
     def sleeping(self) -> bool:
@@ -189,7 +200,9 @@ class MyLockWait(
         session a terminate of MY101 ends; None when the blocker's trx id is unknown."""
         if self.blocking_trx_id is None:
             return None
-        return SessionIdentity.my(engine, server, root, self.blocking_trx_id)
+        return SessionIdentity(
+            engine=engine, server=server, thread_id=root, trx_id=self.blocking_trx_id
+        )
 
 
 @dataclass(frozen=True)

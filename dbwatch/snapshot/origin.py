@@ -5,6 +5,7 @@ pg.txn_detail (its locks, the statements seen for it across cycles) and my.txn_d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from .sections import one_of, section
 from .values import Read, TypedRow, built
@@ -15,8 +16,8 @@ class PgTxnLock(TypedRow):
     """Locks of one kind one backend holds (or waits for) on one relation (txn_locks.sql)."""
 
     pid: int
-    backend_start: str | None = None
-    xact_start: str | None = None
+    backend_start: datetime | None = None
+    xact_start: datetime | None = None
     locktype: str | None = None
     relation: str | None = None  # schema.table; None when not in the probed database
     relkind: str | None = None
@@ -31,8 +32,8 @@ class PgTxnStatement(TypedRow):
     the probe cycles that first and last saw it (ISO 8601)."""
 
     pid: int
-    backend_start: str | None = None
-    xact_start: str | None = None
+    backend_start: datetime | None = None  # the PgSession's, as read (the join's key)
+    xact_start: datetime | None = None
     query: str = ""
     first_seen: str | None = None
     last_seen: str | None = None

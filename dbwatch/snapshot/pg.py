@@ -211,7 +211,7 @@ class PgReplication(TypedRow):
     application: str | None = None
     client_addr: str | None = None
     client_hostname: str | None = None
-    backend_start: str | None = None
+    backend_start: datetime | None = None  # with pid, the walsender's identity
     state: str | None = None
     sync_state: str | None = None
     backend_xmin: str | None = None

@@ -191,7 +191,8 @@ class QueueTableStats(
     failed_window: int = 0  # newest failure rows read
     groups: int = 0  # grouped rows returned per query
     horizon: int | None = None
-    window_capped_ids: bool = False  # MySQL id range: more ids past the window
+    window_capped_ids: bool = False  # an id-range window: more ids past it
+    repeated_window: int | None = None  # repeated attempts read from fewer rows than window
     error: str | None = None
     privilege: bool = False
     examined_at: float | None = None

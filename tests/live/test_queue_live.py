@@ -467,6 +467,8 @@ def assert_solid_queue(data: dict[str, Any], table: str) -> None:
     (repeated,) = rules["QU003"]
     assert repeated["evidence"]["count"] == 4 and repeated["evidence"]["max_attempts"] == 3
     assert repeated["evidence"]["by_class"][0]["job_class"] == "ChargeCardJob"
+    # one job lookup per execution: read from the oldest 10,000 of each kind, and said so
+    assert repeated["evidence"]["repeated_window"] == 10_000
     failed = {(f["evidence"]["exception"], f["evidence"]["job_class"]): f for f in rules["QU004"]}
     assert set(failed) == {("RuntimeError", "SyncJob"), ("SolidQueue::Processes::ProcessPrunedError",
                                                         "ImportJob")}

@@ -11,10 +11,9 @@ FROM (SELECT coalesce(left(queue, 255), '(none)') AS queue, failed_at,
              left(coalesce(substring(left(handler, 2048) FROM 'job_class: *([A-Za-z0-9_:]+)'),
                            substring(left(handler, 2048) FROM '!ruby/object:([A-Za-z0-9_:]+)')),
                   255) AS job_class
-      FROM {table}
-      WHERE failed_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)
-        AND id >= (SELECT coalesce(min(x.id), 0)
-                   FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)) f
+      -- the newest %(window)s rows by id, a backward primary-key scan whatever the statistics
+      FROM (SELECT * FROM {table} ORDER BY id DESC LIMIT %(window)s) w
+      WHERE failed_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s

@@ -13,10 +13,10 @@ FROM (SELECT left(p.queue, 255) AS queue, p.failed_at,
                         ' (Connection: ', 1) AS head,
              left(substring(p.h FROM '"displayName"\s*:\s*"([^"]*)"'), 255) AS job_class
       FROM (SELECT queue, failed_at, left(exception, 400) AS e, left(payload, 2048) AS h
-            FROM {table}
-            WHERE id >= (SELECT coalesce(min(x.id), 0)
-                         FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)
-              AND failed_at >= localtimestamp - make_interval(secs => %(horizon)s)) p) f
+            -- a backward primary-key scan whatever the statistics
+            FROM (SELECT queue, failed_at, exception, payload FROM {table}
+                  ORDER BY id DESC LIMIT %(window)s) w
+            WHERE failed_at >= localtimestamp - make_interval(secs => %(horizon)s)) p) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s

@@ -10,10 +10,9 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
 FROM (SELECT left(queue, 255) AS queue, discarded_at, extract(epoch FROM (now() AT TIME ZONE 'UTC') - discarded_at) AS age,
              split_part(left({last_error}, 400), chr(10), 1) AS head,
              left(worker, 255) AS job_class
-      FROM {table}
-      WHERE state::text = 'discarded' AND discarded_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)
-        AND id >= (SELECT coalesce(min(x.id), 0)
-                   FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)) f
+      -- the newest %(window)s rows by id, a backward primary-key scan whatever the statistics
+      FROM (SELECT * FROM {table} ORDER BY id DESC LIMIT %(window)s) w
+      WHERE state::text = 'discarded' AND discarded_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s

@@ -11,7 +11,7 @@ SELECT w.queue, count(*) AS total,
        count(*) FILTER (WHERE w.attempt > 1) AS repeated,
        max(w.attempt) AS max_attempts
 FROM (SELECT queue, state, scheduled_at, attempted_at, attempt FROM {table}
-      WHERE state::text IN ('available', 'scheduled', 'retryable', 'executing') ORDER BY id LIMIT %(window)s) w
+      WHERE state IN ('available', 'scheduled', 'retryable', 'executing') ORDER BY id LIMIT %(window)s) w
 CROSS JOIN (SELECT (now() AT TIME ZONE 'UTC') AS now_s) clock
 GROUP BY w.queue, clock.now_s
 ORDER BY 1

@@ -1,5 +1,5 @@
 -- pgqueuer_log: jobs that ended in 'exception' (or 'failed', held) among the newest %(window)s
--- log rows by id (a primary-key range: constant cost), with the traceback's exception.
+-- log rows by id (a backward primary-key scan: constant cost), with the traceback's exception.
 SELECT f.entrypoint AS queue, f.head, left(f.entrypoint, 255) AS job_class, count(*) AS n,
        count(*) FILTER (WHERE f.age <= 3600) AS n_1h, count(*) FILTER (WHERE f.age <= 21600) AS n_6h,
        count(*) FILTER (WHERE f.age <= 86400) AS n_24h,
@@ -9,9 +9,9 @@ SELECT f.entrypoint AS queue, f.head, left(f.entrypoint, 255) AS job_class, coun
 FROM (SELECT entrypoint, created, extract(epoch FROM now() - created) AS age,
              left(coalesce((traceback ->> 'exception_type') || ': ' ||
                            left(traceback ->> 'exception_message', 300), status::text), 400) AS head
-      FROM {table}
-      WHERE id > (SELECT coalesce(max(id), 0) FROM {table}) - %(window)s
-        AND status IN ('exception', 'failed')
+      -- the newest %(window)s rows by id: a backward primary-key scan whatever the statistics
+      FROM (SELECT * FROM {table} ORDER BY id DESC LIMIT %(window)s) w
+      WHERE status IN ('exception', 'failed')
         AND created >= now() - make_interval(secs => %(horizon)s)) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC

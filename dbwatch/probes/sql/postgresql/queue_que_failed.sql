@@ -9,10 +9,9 @@ FROM (SELECT left(queue, 255) AS queue, expired_at, extract(epoch FROM now() - e
              split_part(left(last_error_message, 400), chr(10), 1) AS head,
              left(CASE WHEN job_class LIKE 'ActiveJob::%%' THEN args -> 0 ->> 'job_class'
                        ELSE job_class END, 255) AS job_class
-      FROM {table}
-      WHERE expired_at >= now() - make_interval(secs => %(horizon)s)
-        AND id >= (SELECT coalesce(min(x.id), 0)
-                   FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)) f
+      -- the newest %(window)s rows by id, a backward primary-key scan whatever the statistics
+      FROM (SELECT * FROM {table} ORDER BY id DESC LIMIT %(window)s) w
+      WHERE expired_at >= now() - make_interval(secs => %(horizon)s)) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s

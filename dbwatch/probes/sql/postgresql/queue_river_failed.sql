@@ -9,10 +9,9 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
 FROM (SELECT left(queue, 255) AS queue, finalized_at, extract(epoch FROM now() - finalized_at) AS age,
              split_part(left(errors[array_length(errors, 1)] ->> 'error', 400), chr(10), 1) AS head,
              left(kind, 255) AS job_class
-      FROM {table}
-      WHERE state::text = 'discarded' AND finalized_at >= now() - make_interval(secs => %(horizon)s)
-        AND id >= (SELECT coalesce(min(x.id), 0)
-                   FROM (SELECT id FROM {table} ORDER BY id DESC LIMIT %(window)s) x)) f
+      -- the newest %(window)s rows by id, a backward primary-key scan whatever the statistics
+      FROM (SELECT * FROM {table} ORDER BY id DESC LIMIT %(window)s) w
+      WHERE state::text = 'discarded' AND finalized_at >= now() - make_interval(secs => %(horizon)s)) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s

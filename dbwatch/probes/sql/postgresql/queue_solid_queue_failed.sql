@@ -8,7 +8,10 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
        max(f.created_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
 FROM (SELECT left(j.queue_name, 255) AS queue, x.created_at,
              extract(epoch FROM (now() AT TIME ZONE 'UTC') - x.created_at) AS age,
-             coalesce(substring(x.e FROM '"exception_class"\s*:\s*"([^"]{1,200})"'), '(unknown)')
+             -- [^"]+ then the length, not [^"]{1,200}: a bounded repeat costs PostgreSQL's regex
+             -- engine a state per repeat (300 us a row)
+             coalesce((SELECT c FROM (SELECT substring(x.e FROM '"exception_class"\s*:\s*"([^"]+)"') AS c) k
+                       WHERE length(c) <= 200), '(unknown)')
                || ': ' || left(coalesce(substring(x.e FROM '"message"\s*:\s*"((?:[^"\\]|\\.)*)'), ''), 300)
                AS head,
              left(j.class_name, 255) AS job_class

@@ -1,5 +1,5 @@
 -- Symfony Messenger messages in the failure transport's queue (name containing 'failed') among
--- the newest %(window)s ids, with a slice around the ErrorDetailsStamp / message class (parsed
+-- the newest %(window)s rows by id, with a slice around the ErrorDetailsStamp / message class (parsed
 -- by dbwatch, bounded). When: created_at (the time it was sent to the failure transport).
 SELECT f.queue, f.head, f.job_class, count(*) AS n,
        count(*) FILTER (WHERE f.age <= 3600) AS n_1h, count(*) FILTER (WHERE f.age <= 21600) AS n_6h,
@@ -12,9 +12,10 @@ FROM (SELECT queue_name AS queue, created_at, extract(epoch FROM localtimestamp 
              substring(x FROM greatest(position('message\";O:' IN x), position('"type":' IN x), 1) FOR 150)
                AS job_class
       FROM (SELECT queue_name, created_at, left(headers, 4096) || left(body, 16384) AS x
-            FROM {table}
-            WHERE id > (SELECT coalesce(max(id), 0) FROM {table}) - %(window)s
-              AND queue_name LIKE '%%failed%%'
+            -- the newest %(window)s rows by id: a backward primary-key scan whatever the statistics
+            FROM (SELECT queue_name, created_at, headers, body FROM {table}
+                  ORDER BY id DESC LIMIT %(window)s) w
+            WHERE queue_name LIKE '%%failed%%'
               AND created_at >= localtimestamp - make_interval(secs => %(horizon)s)) r) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
