@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .catalogue import Rule
-from .checks import CheckContext, culprit, dw001_probe_failed, load_checks
+from .checks import CheckContext, culprit_rules, load_checks
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
@@ -78,13 +78,14 @@ def _rules_for(
 
 
 def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
-    checks = load_checks()
+    rules = list(rules)
+    checks = load_checks(r.check for r in rules)
     needs: set[str] = set()
     for rule in rules:
         chk = checks.get(rule.check)
         if chk is not None:
             needs.update(chk.probes_for(engine))
-    return needs | culprit.sections_for(engine, (r.id for r in rules))
+    return needs | culprit_rules.sections_for(engine, (r.id for r in rules))
 
 
 def _context(
@@ -105,9 +106,10 @@ def evaluate(
     selection: Selection = Selection(),
     state: History | None = None,
 ) -> Evaluation:
-    checks = load_checks()
+    rules = rules_for(snap.engine, catalogue, config, selection)
+    checks = load_checks(r.check for r in rules)
     result = Evaluation()
-    for rule in rules_for(snap.engine, catalogue, config, selection):
+    for rule in rules:
         chk = checks.get(rule.check)
         if chk is None:
             result.unknown[rule.id] = f"check {rule.check} is not implemented"
@@ -126,7 +128,7 @@ def evaluate(
             result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
             continue
         result.ran.append(rule.id)
-        result.findings.extend(_unignored(culprit.enrich(found, snap), override))
+        result.findings.extend(_unignored(_enrich(found, snap), override))
     # what dbwatch could not read or examine is said whatever --select chose; only --ignore
     # (or `enabled = false`) silences it
     if not selection.ignores("DW001"):
@@ -136,13 +138,24 @@ def evaluate(
     return result
 
 
+def _enrich(found: list[Finding], snap: Snapshot) -> list[Finding]:
+    """Session findings name their culprit (`checks.culprit`, imported only when needed)."""
+    if not any(culprit_rules.enriched(f.rule) for f in found):
+        return found
+    from .checks import culprit
+
+    return culprit.enrich(found, snap)
+
+
 def probe_failures(
     snap: Snapshot, catalogue: dict[str, Rule], unknown: dict[str, str]
 ) -> list[Finding]:
     """DW001 through its registered check (config overrides do not apply: what dbwatch could
     not read is always said); a catalogue without DW001 still gets the findings."""
-    rule, chk = catalogue.get("DW001"), load_checks().get("probe_failed")
+    rule, chk = catalogue.get("DW001"), load_checks(["probe_failed"]).get("probe_failed")
     if rule is None or chk is None:
+        from .checks import dw001_probe_failed
+
         return dw001_probe_failed.findings(snap, None, unknown)
     ctx = CheckContext(
         rule=rule,
@@ -158,7 +171,10 @@ def coverage(
     snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: History | None
 ) -> list[Finding]:
     """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
-    rule, chk = catalogue.get("DW002"), load_checks().get("incomplete_coverage")
+    rule, chk = (
+        catalogue.get("DW002"),
+        load_checks(["incomplete_coverage"]).get("incomplete_coverage"),
+    )
     override = config.rules.get("DW002")
     if rule is None or chk is None or (override is not None and not override.enabled):
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TypeVar, overload
 
 T = TypeVar("T")
@@ -31,6 +31,7 @@ class Registry(Mapping[str, T]):
         self._entries: dict[str, T] = {}
         self._loaded = False
         self._loading = False
+        self._imported: set[str] = set()  # by load_only
         self._lock = threading.RLock()
 
     def add(self, name: str, entry: T) -> T:
@@ -69,6 +70,29 @@ class Registry(Mapping[str, T]):
             finally:
                 self._loading = False
         return self
+
+    def load_only(self, modules: Iterable[str]) -> Mapping[str, T]:
+        """Import just these of the registering modules (each once), not the whole list, and
+        give what is registered so far without discovery: a one-shot audit imports the checks
+        its rules name and its engine's probes only (startup cost). Reading the registry
+        itself later still imports the rest. Once they are imported (every daemon cycle
+        after the first), a set lookup per module."""
+        if self._loaded:
+            return self._entries
+        todo = [m for m in modules if m not in self._imported]
+        if todo:
+            with self._lock:
+                for module in todo:
+                    if module not in self.modules:
+                        raise ValueError(f"{module} is not a module registering {self.kind}s")
+                    importlib.import_module(module)
+                    self._imported.add(module)
+        return self._entries
+
+    @property
+    def loaded(self) -> bool:
+        """Every module of the list imported (read without triggering discovery)."""
+        return self._loaded
 
     # the reads a cycle makes (a probe, a check, a section per name): no discovery call once
     # loaded, a plain dict read

@@ -200,3 +200,55 @@ def dirty_shared_servers() -> Iterator[None]:
         for dirt in (_dirty_pg, _dirty_my):
             stack.enter_context(contextlib.contextmanager(dirt)(tag))
         yield
+
+
+# -- running in parallel (pytest-xdist: `-n 2 --dist loadgroup`, .ci/run) ------------------------
+# Each file runs whole on one worker (its module fixtures set up once), as with --dist loadfile;
+# the files below, which change or count what is global to the shared MariaDB, run one after
+# the other on a single worker: a deadlock made by one would break another's count of the
+# server's Innodb_deadlocks delta or error log, and two would fight over general_log_file.
+SERIAL_GROUPS: dict[str, frozenset[str]] = {
+    "shared-mariadb-globals": frozenset({
+        "test_deadlock_not_shown_live.py",   # counts Innodb_deadlocks deltas (storms)
+        "test_laravel_scenario.py",          # server deadlock counter == its error log
+        "test_mariadb_deadlocks.py",         # SET GLOBAL innodb_print_all_deadlocks; counter
+        "test_scope_live.py",                # real deadlocks on the shared server
+        "test_deadlock_live_checks.py",      # a real deadlock, read as the server's latest
+        "test_innodb_audit_live.py",         # a real deadlock, MY102 on the server's latest
+        "test_logs_live.py",                 # SET GLOBAL general_log / slow_query_log files
+        "test_real_laravel.py",              # SET GLOBAL general_log_file
+    }),
+}
+
+
+def xdist_group_of(path: Path) -> str:
+    """The group a test file runs in: its serial group, else the file itself."""
+    for group, files in SERIAL_GROUPS.items():
+        if path.name in files:
+            return group
+    return f"file:{path.relative_to(ROOT / 'tests')}".replace("@", "_")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(Path(item.path))))
+
+
+@pytest.fixture(autouse=True)
+def _forget_test_passwords() -> Iterator[None]:
+    """scrub() masks, in every later message of the process, each password registered so far
+    (dbwatch.targets.secrets, process-wide by design): what one test registered (web_fixtures'
+    `hunter2`) masked `inter…` in another's text when a worker ran the files in another order.
+    Each test's registrations are forgotten after it (module fixtures' stay: made before)."""
+    from dbwatch.targets import secrets
+
+    with secrets._lock:
+        saved = dict(secrets._patterns), dict(secrets._public)
+    yield
+    with secrets._lock:
+        secrets._patterns.clear()
+        secrets._patterns.update(saved[0])
+        secrets._public.clear()
+        secrets._public.update(saved[1])

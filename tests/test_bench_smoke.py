@@ -80,9 +80,12 @@ def test_tail_parts() -> None:
 def test_startup(tmp_path: Path) -> None:
     run("bench_startup.py", "--json", str(tmp_path / "s.json"))
     res = json.loads((tmp_path / "s.json").read_text())
-    for key in ("python_bare", "version", "help", "audit_empty_pg"):
-        assert set(res[key]) == {"wall_s", "cpu_s"}
+    for key in ("python_bare", "version", "help", "audit_empty_pg", "audit_empty_mysql"):
+        assert set(res[key]) == {"wall_s", "cpu_s", "cpu_min_s"}, key
     assert res["import_ms"]["audit_empty_pg"] > res["import_ms"]["version"] > 0
+    # what each command imports, counted: --version a small part of what an audit needs
+    mods = res["modules"]
+    assert 0 < mods["version"] < mods["audit_empty_mysql"] and mods["version"] < mods["audit_empty_pg"]
 
 
 def test_queue_libs(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ driver or library), and every command module is registered (dbwatch/commands/__i
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,179 @@ def test_whole_parser_still_has_every_command() -> None:
         assert name in choices
         assert choices[name]._actions, name  # arguments added, not a stub
     assert any(a.option_strings for a in choices["audit"]._actions if a.dest != "help")
+
+
+# What a one-target audit must not import: the other engine's driver, libraries only other
+# commands or flags use (--log, --format nagios, the daemon, the web dashboard), the session
+# culprit machinery when no session finding was made. Modules, not timings: a count cannot flake.
+AUDIT_NEVER = {"tabulate", "jinja2", "apscheduler", "prometheus_client", "shtab"}
+AUDIT_NEVER_DBWATCH = (
+    "dbwatch.daemon",
+    "dbwatch.web",
+    "dbwatch.actions",
+    "dbwatch.sqlpatterns.logs",
+    "dbwatch.nagios",
+)
+# imported only to name the culprit of a session or deadlock finding (checks/culprit_rules.py)
+CULPRIT = (
+    "dbwatch.checks.culprit",
+    "dbwatch.checks.txn_activity",
+    "dbwatch.sqlpatterns.fingerprint",
+    "sqlparse",
+)
+MODULES = r"""
+import contextlib, io, json, sys
+from dbwatch.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main(sys.argv[1:])
+    except SystemExit as exc:
+        print("exit", exc.code, file=sys.stderr)
+print(" ".join(sorted(sys.modules)))
+found = json.loads(out.getvalue())["findings"]
+print(" ".join(sorted({f["rule"] for f in found})))
+print(json.dumps(found))
+"""
+
+
+def audit_modules(url: str) -> set[str]:
+    """The modules a JSON audit of `url` imported, checked against its findings: the culprit
+    machinery is there exactly when a finding needed it (the shared server's other sessions
+    and deadlocks may give one)."""
+    from dbwatch.checks.culprit_rules import enriched
+
+    out = subprocess.run(
+        [sys.executable, "-c", MODULES, "audit", "--format", "json", url],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    modules, rules = out.stdout.split("\n")[:2]
+    mods = set(modules.split())
+    assert "dbwatch.commands.audit" in mods and "dbwatch.evaluate" in mods, mods
+    named = any(enriched(r) for r in rules.split())
+    assert all((m in mods) == named for m in CULPRIT), (rules, mods & set(CULPRIT))
+    return mods
+
+
+def _never(mods: set[str]) -> set[str]:
+    tops = {m.split(".")[0] for m in mods}
+    under = tuple(p + "." for p in AUDIT_NEVER_DBWATCH)
+    dbw = {m for m in mods if m in AUDIT_NEVER_DBWATCH or m.startswith(under)}
+    return (tops & AUDIT_NEVER) | dbw
+
+
+def test_postgresql_audit_imports_no_mysql_and_nothing_unneeded(own_pg_url: str) -> None:
+    mods = audit_modules(own_pg_url)
+    assert "psycopg" in mods and "dbwatch.targets.postgres" in mods  # it did audit
+    assert "pymysql" not in mods
+    assert not _never(mods), _never(mods)
+    mysql_only = {
+        "dbwatch.targets.mysql",
+        "dbwatch.probes.mysql",
+        "dbwatch.probes.innodb",
+        "dbwatch.probes.my_locks",
+        "dbwatch.checks.my101_lock_waits",
+        "dbwatch.checks.my102_my201_innodb",
+    }
+    assert not mods & mysql_only, mods & mysql_only
+
+
+def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
+    mods = audit_modules(own_my_url)
+    assert "pymysql" in mods and "dbwatch.targets.mysql" in mods
+    assert not {m for m in mods if m.split(".")[0] in ("psycopg", "psycopg_binary")}
+    assert not _never(mods), _never(mods)
+    pg_only = {"dbwatch.targets.postgres", "dbwatch.probes.pg_mvcc"}
+    assert not mods & pg_only, mods & pg_only
+
+
+REGISTERED = r"""
+import collections, json
+from dbwatch.checks import load_checks
+from dbwatch.probes import PROBES
+probes = collections.defaultdict(set)
+for p in PROBES.load().values():
+    probes[p.engine].add(p.fn.__module__.rsplit(".", 1)[1])
+checks = {n: c.fn.__module__.rsplit(".", 1)[1] for n, c in load_checks().items()}
+print(json.dumps({"probes": {k: sorted(v) for k, v in probes.items()}, "checks": checks}))
+"""
+
+
+def test_module_tables_match_what_the_modules_register() -> None:
+    """The tables that let an audit import only its own checks and engine's probes name
+    exactly the modules registering them (in a fresh process: every module imported)."""
+    from dbwatch.checks import CHECK_MODULES
+    from dbwatch.probes.registry import ENGINE_MODULES
+
+    out = subprocess.run(
+        [sys.executable, "-c", REGISTERED], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["checks"] == CHECK_MODULES
+    assert found["probes"] == {k: sorted(v) for k, v in ENGINE_MODULES.items()}
+
+
+LOADED = r"""
+import sys
+from dbwatch.checks import CHECKS, load_checks
+got = load_checks(sys.argv[1:])
+print(" ".join(sorted(n for n in sys.argv[1:] if n in got)), "|", len(CHECKS.registered()))
+"""
+
+
+def test_load_checks_by_name_registers_them_and_an_unknown_name_loads_all() -> None:
+    def run(*names: str) -> tuple[list[str], int]:
+        out = subprocess.run(
+            [sys.executable, "-c", LOADED, *names], capture_output=True, text=True, cwd=ROOT
+        )
+        assert out.returncode == 0, out.stderr
+        got, n = out.stdout.split("|")
+        return got.split(), int(n)
+
+    from dbwatch.checks import CHECK_MODULES
+
+    got, n = run("pg_settings", "probe_failed")
+    assert got == ["pg_settings", "probe_failed"] and n < len(CHECK_MODULES)
+    got, n = run("pg_settings", "no_such_check")
+    assert got == ["pg_settings"] and n == len(CHECK_MODULES)  # not in the table: all loaded
+
+
+def test_a_session_finding_still_names_its_culprit(own_pg_url: str, tmp_path: Path) -> None:
+    """The culprit machinery, imported only when needed, is imported and applied when a
+    session finding is made (PG002 on a session idle in transaction in the test's database)."""
+    import time
+
+    import psycopg
+
+    cfg = tmp_path / "dbwatch.toml"
+    cfg.write_text('[rules.PG002]\nthresholds = { warning = "1s", critical = "1h" }\n')
+    with psycopg.connect(own_pg_url, application_name="dbw-startup-idle") as idle:
+        idle.execute("SELECT 1")  # autocommit off: idle in transaction from here
+        time.sleep(1.5)
+        out = subprocess.run(
+            [sys.executable, "-c", MODULES, "audit", "--format", "json", "--select", "PG002",
+             "--config", str(cfg), own_pg_url],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )
+    assert out.returncode == 0, out.stderr
+    modules, rules, findings = out.stdout.split("\n")[:3]
+    assert "PG002" in rules.split()
+    assert set(CULPRIT) <= set(modules.split())
+    found = [f for f in json.loads(findings) if f["rule"] == "PG002"]
+    assert found and all("origin" in f["evidence"] for f in found), found
+
+
+def test_registry_load_only_imports_some_of_its_modules() -> None:
+    from dbwatch.registry import Registry
+
+    reg: Registry[int] = Registry("thing", ("json", "csv"))
+    assert reg.load_only(["json"]) == {} and not reg.loaded  # no discovery
+    try:
+        reg.load_only(["pickle"])
+    except ValueError as exc:
+        assert "pickle" in str(exc)
+    else:
+        raise AssertionError("a module not in the list was imported")
+    assert len(reg) == 0 and reg.loaded  # reading it still imports the whole list

@@ -176,6 +176,39 @@ def also_reads(**optional: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
     return deco
 
 
-def load_checks() -> Registry[Check]:
-    """Every registered check (their modules imported once per process, on first call)."""
-    return CHECKS.load()
+# check name -> the module registering it: an audit imports only the checks its rules name
+# (startup cost). tests/test_startup.py checks it against what the modules register; a name
+# not listed here loads them all.
+CHECK_MODULES: dict[str, str] = {
+    "claim_without_skip_locked": "qu401_qu402_statements",
+    "dead_tuples": "pg201_pg202_horizon",
+    "fetch_before_delete": "qu401_qu402_statements",
+    "history_list": "my102_my201_innodb",
+    "idle_in_transaction": "pg001_pg002_my001_my002_sessions",
+    "incomplete_coverage": "dw002_coverage",
+    "innodb_deadlock": "my102_my201_innodb",
+    "legacy_queue_index": "queue_schema",
+    "long_transaction": "pg001_pg002_my001_my002_sessions",
+    "my_lock_waits": "my101_lock_waits",
+    "my_settings": "pg501_my501_settings",
+    "pg_blocking": "pg101_pg102_locks",
+    "pg_deadlocks": "pg101_pg102_locks",
+    "pg_settings": "pg501_my501_settings",
+    "probe_failed": "dw001_probe_failed",
+    "queue_attempts": "queue_health",
+    "queue_backlog": "queue_health",
+    "queue_expired": "queue_health",
+    "queue_failed": "queue_health",
+    "xmin_horizon": "pg201_pg202_horizon",
+}
+
+
+def load_checks(names: Iterable[str] | None = None) -> Mapping[str, Check]:
+    """Every registered check (their modules imported once per process, on first call); with
+    `names`, at least those that exist, importing only the modules registering them."""
+    if names is None or CHECKS.loaded:
+        return CHECKS.load()
+    wanted = set(names)
+    if not wanted <= CHECK_MODULES.keys():
+        return CHECKS.load()
+    return CHECKS.load_only(sorted({f"{__name__}.{CHECK_MODULES[n]}" for n in wanted}))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..deadlocks.record import DeadlockRecord
@@ -17,26 +17,15 @@ from ..snapshot.my import MY_TRX, MyThread
 from ..snapshot.origin import MY_TXN_DETAIL, PG_TXN_DETAIL
 from ..snapshot.pg import PG_SESSIONS, PgSession
 from ..snapshot.values import opt_int
+from .culprit_rules import CHAIN_RULES, DEADLOCK_RULES, SESSION_RULES, enriched
 from .origin import Origin, tag_unknown, tags_of
 from .txn_activity import Activity, MyIndex, PgIndex, my_activity, pg_activity
 
 log = logging.getLogger(__name__)
-SESSION_RULES = frozenset({"PG001", "PG002", "PG101", "PG201", "MY001", "MY002", "MY101", "MY201"})
-CHAIN_RULES = frozenset({"PG101", "MY101"})  # the session named is the root blocker
-DEADLOCK_RULES = frozenset({"MY102"})
-# my.trx: MY101 names its root blocker's transaction from it (MY001/MY002 read it anyway)
-SECTIONS = {"postgresql": ("pg.txn_detail",), "mysql": ("my.txn_detail", "my.trx")}
-
-
-def sections_for(engine: str, rule_ids: Iterable[str]) -> set[str]:
-    """The extra reads when a session rule runs (optional: their failure is DW001/DW002 and
-    the origin says what is unknown, the rules still run)."""
-    key = "mysql" if engine in ("mysql", "mariadb") else engine
-    return set(SECTIONS.get(key, ())) if SESSION_RULES & set(rule_ids) else set()
 
 
 def enrich(findings: list[Finding], snap: Snapshot) -> list[Finding]:
-    if not any(f.rule in SESSION_RULES or f.rule in DEADLOCK_RULES for f in findings):
+    if not any(enriched(f.rule) for f in findings):
         return findings
     view = _View.of(snap)
     out = []

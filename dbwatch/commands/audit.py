@@ -11,7 +11,6 @@ from ..evaluate import Selection
 from ..findings import Finding
 from ..pipeline import AuditResult, run_audit
 from ..report import render
-from ..sqlpatterns.logs.sniff import check_log
 from ..targets import TargetSpec
 from .common import (
     add_all_databases,
@@ -58,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
     selection = Selection(prefixes(arg_list(args, "select")), prefixes(arg_list(args, "ignore")))
     check_selection(selection, catalogue)
     logs, targets = arg_list(args, "log"), arg_list(args, "targets")
-    for path in logs:
-        check_log(path)
+    if logs:  # only with --log: the log package's regexes are startup cost
+        from ..sqlpatterns.logs.sniff import check_log
+
+        for path in logs:
+            check_log(path)
     if logs and not targets:
         specs: list[TargetSpec] = []
     else:

@@ -6,7 +6,7 @@ per process, when it is first read (dbwatch.registry).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -53,6 +53,23 @@ PROBES: Registry[Probe] = Registry(
         )
     ),
 )
+
+
+# engine -> the modules registering its probes: a PostgreSQL-only audit never imports the
+# MySQL probes (startup cost). tests/test_startup.py checks it against what the modules
+# register; an engine not listed here loads them all.
+ENGINE_MODULES: dict[str, tuple[str, ...]] = {
+    "postgresql": ("origin", "pg_mvcc", "postgresql", "privileges", "queue", "statements"),
+    "mysql": ("innodb", "my_locks", "mysql", "origin", "privileges", "queue", "statements"),
+}
+
+
+def engine_probes(engine: str) -> Mapping[str, Probe]:
+    """At least the probes of `engine`, importing only the modules registering them."""
+    modules = ENGINE_MODULES.get(engine)
+    if modules is None:
+        return PROBES.load()
+    return PROBES.load_only(f"dbwatch.probes.{m}" for m in modules)
 
 
 def probe(

@@ -17,7 +17,7 @@ from ..config import Config
 from ..errors import ProbeError, TargetError
 from ..snapshot import CoverageGap, ProbeFailure, Snapshot, build_section
 from ..targets import Connection, scrub
-from .registry import PROBES, Probe
+from .registry import Probe, engine_probes
 from .results import Covered, PartialResult
 from .share import _CYCLE, _SHARED, ProbeCache, SharedProbes, _Cycle
 
@@ -78,8 +78,9 @@ def _run_probes(
     features: set[str] = set()
     gaps: list[CoverageGap] = []
     wanted = set(needs) | set(ALWAYS) if needs else set()
+    probes = engine_probes(conn.engine)
     for name in sorted(wanted, key=lambda n: (n not in ALWAYS, n)):
-        p = PROBES.get(name)
+        p = probes.get(name)
         if p is None or p.engine != conn.engine:
             continue
         if time.time() - started > budget:

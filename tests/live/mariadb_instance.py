@@ -55,7 +55,11 @@ class MariaDbInstance:
         """Install a datadir, start the server, create the `test` database."""
         db = cls(Path(tempfile.mkdtemp(prefix="dbwatch-mariadb-")), free_port())
         try:
+            # its own tmpdir: the bootstrap's #sql-temptable-<pid>-… files in a /tmp shared
+            # with other instances made one install fail (parallel test workers)
+            (db.base / "tmp").mkdir()
             subprocess.run([INSTALL_DB, "--no-defaults", f"--datadir={db.data}",
+                            f"--tmpdir={db.base / 'tmp'}",
                             "--auth-root-authentication-method=normal", "--skip-test-db",
                             "--skip-name-resolve", *_user(), *BASE_OPTIONS],
                            check=True, capture_output=True, timeout=120)
@@ -70,6 +74,7 @@ class MariaDbInstance:
     def start(self, options: list[str], timeout: float = 60.0) -> None:
         args = [MARIADBD, "--no-defaults", f"--datadir={self.data}", f"--port={self.port}",
                 f"--socket={self.socket}", "--bind-address=127.0.0.1",
+                f"--tmpdir={self.base / 'tmp'}",
                 f"--pid-file={self.base / 'mysqld.pid'}", f"--log-error={self.base / 'error.log'}",
                 "--skip-log-bin", *_user(), *BASE_OPTIONS, *options]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
