@@ -222,7 +222,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
                   ())
     records: list[tuple[str, float, float, float, float]] = []
     lock = threading.Lock()
-    with tempfile.TemporaryDirectory() as tmp:
+    # DBWATCH_BENCH_STATE_DIR: where the state database lives (e.g. /dev/shm, to see what the
+    # state's fsyncs cost the fleet: no fsync reaches a disk there)
+    with tempfile.TemporaryDirectory(dir=os.environ.get("DBWATCH_BENCH_STATE_DIR")) as tmp:
         state = State(Path(tmp) / "state.db")
         d = Daemon(None, state, setup)
 
