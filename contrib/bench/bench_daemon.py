@@ -213,6 +213,43 @@ def server_ms(url: str, reset: bool = False) -> float | None:
         return None
 
 
+
+class _StackSampler:
+    """DBWATCH_BENCH_STACKS=FILE: every 0.2 s, where each thread of the process stands (its
+    innermost dbwatch frame, else its innermost frame), counted and written to FILE at the end:
+    what the cycles wait on, which a CPU profile does not show."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.counts: dict[str, int] = {}
+        self.done = threading.Event()
+        if path:
+            threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        me = threading.get_ident()
+        while not self.done.wait(0.2):
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                where, f = None, frame
+                chain = []
+                while f is not None:
+                    code = f.f_code
+                    if "/dbwatch/" in code.co_filename and where is None:
+                        where = f"{code.co_filename.split('/dbwatch/')[-1]}:{f.f_lineno} {code.co_name}"
+                    if len(chain) < 2:
+                        chain.append(f"{code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno} {code.co_name}")
+                    f = f.f_back
+                key = f"{where} <- {' <- '.join(chain)}"
+                self.counts[key] = self.counts.get(key, 0) + 1
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.path:
+            top = sorted(self.counts.items(), key=lambda kv: -kv[1])
+            Path(self.path).write_text("\n".join(f"{n:7d} {k}" for k, n in top))
+
 def run_size(base: str, n: int, interval: float, cycles: int, threads: int | None,
              phases: Phases, per_server: int = 10) -> dict[str, Any]:
     targets = tuple(TargetConfig(name=f"t{i}", url=target_url(base, i), interval=interval)
@@ -254,6 +291,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         srv_cpu0 = server_cpu()
         cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
         sched.start()
+        sampler = _StackSampler(os.environ.get("DBWATCH_BENCH_STACKS"))
         # steady state: what the cycles after the first interval (connections open, catalog
         # read, caches filled) cost
         time.sleep(interval)
@@ -264,6 +302,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
             phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
+        sampler.stop()
+        if os.environ.get("DBWATCH_BENCH_RECORDS"):
+            Path(os.environ["DBWATCH_BENCH_RECORDS"]).write_text(json.dumps(records))
         sched.shutdown(wait=True)
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
