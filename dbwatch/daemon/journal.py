@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 from ..records import row_json
 from ..snapshot.values import JSONObject, to_float, to_int, to_str
@@ -107,20 +108,19 @@ class JournalStore(StateBase):
     def last_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
         """The newest (ts, value) of one series within `since_seconds` ([] when none): one
         row by the (target, key, ts) order, not the window's thousands."""
-        since = time.time() - since_seconds
-        rows = self._rows(
-            "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
-            "ORDER BY ts DESC LIMIT 1",
-            (target, key, since),
-        )
-        return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]
+        return self._edge_point(target, key, since_seconds, "DESC")
 
     def first_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
         """The oldest (ts, value) of one series within `since_seconds` ([] when none)."""
+        return self._edge_point(target, key, since_seconds, "ASC")
+
+    def _edge_point(
+        self, target: str, key: str, since_seconds: float, order: Literal["ASC", "DESC"]
+    ) -> list[tuple[float, float]]:
         since = time.time() - since_seconds
         rows = self._rows(
             "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
-            "ORDER BY ts LIMIT 1",
+            f"ORDER BY ts {order} LIMIT 1",  # one of two constants
             (target, key, since),
         )
         return [(to_float(r["ts"]), to_float(r["value"])) for r in rows]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from datetime import UTC, datetime
+from typing import cast
 
 from ..errors import ProbeError
 from ..snapshot import CoverageGap
@@ -110,9 +111,11 @@ def _none_open(conn: Connection) -> bool:
     round trip is not made: an idle database's cycle sends 2 statements, not 3. Elsewhere
     (audit), or without that read, the query runs."""
     rows = shared_section("pg.sessions")
-    if not isinstance(rows, tuple):
+    # the section's own tuple (typed rows, one class): scoped() keeps its grouping by database
+    # per tuple, so a copy here would regroup the server's sessions for every target
+    if not isinstance(rows, tuple) or (rows and not isinstance(rows[0], PgSession)):
         return False
-    mine = scoped(tuple(r for r in rows if isinstance(r, PgSession)), conn.spec.scoped_database)
+    mine = scoped(cast("tuple[PgSession, ...]", rows), conn.spec.scoped_database)
     return not any(r.client and r.xact_start is not None for r in mine)
 
 
