@@ -136,7 +136,12 @@ def test_frozen_session_is_cut_at_the_deadline(tmp_path: Path) -> None:
         assert "frozen" not in runner.running() or freed < 6
         assert freed < 4.0, f"the frozen cycle held its slot {freed:.1f}s"
         row = next(r for r in state.firing("frozen") if r.subject == SUBJECT)
-        assert "no answer within 2s" in row.data["summary"]
+        # the abandoned cycle's own words; under load the next cycle may already have found the
+        # slot still held and said so (the same DW001, its summary updated) before this read
+        summary = str(row.data["summary"])
+        assert "no answer within 2s" in summary or (
+            "cycles missed in a row" in summary and "past its deadline" in summary
+        ), summary
     finally:
         sched.shutdown(wait=False)
         runner.stop(2.0)
