@@ -21,6 +21,7 @@ import cProfile
 import gc
 import json
 import logging
+import math
 import os
 import pstats
 import resource
@@ -265,36 +266,47 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         state = State(Path(tmp) / "state.db")
         d = Daemon(None, state, setup)
 
+        seen: set[str] = set()
+
         def job(slot: Slot) -> None:
+            # what the daemon's own slot job does (loop.Daemon._slot_job), timed
             started, cpu0 = time.time(), time.thread_time()
+            with lock:
+                first = slot.name not in seen
+                seen.add(slot.name)
             if PROFILES is not None and started >= steady_from:
                 prof = PROFILES.get()
                 prof.enable()
                 try:
-                    d.cycle(slot.name, slot.scheduled, slot)
+                    result = d.cycle(slot.name, slot.scheduled, slot)
                 finally:
                     prof.disable()
             else:
-                d.cycle(slot.name, slot.scheduled, slot)
+                result = d.cycle(slot.name, slot.scheduled, slot)
+            if not slot.abandoned:
+                runner.answered(slot.name, result is not None and not result.error)
+            sched.ended(slot.name, slot.started)
             with lock:
                 records.append((slot.name, slot.scheduled, started, time.time() - started,
-                                time.thread_time() - cpu0))
-        # the daemon's runner (a worker per pool permit), fed by the real scheduler
+                                time.thread_time() - cpu0, first))
+        # the daemon's runner (a worker per pool permit) and scheduler: first looks at the
+        # start-up's rate, then each target on its interval (dbwatch.daemon.scheduler)
         runner = Runner(job, threads or pool_size(n), 30.0, lambda name, why: None)
-        for t in targets:
-            runner.answered(t.name, True)
         sched = Scheduler(runner.submit, 2)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
-        steady_from = time.time() + interval + 1.0  # profile steady cycles only
+        steady_from = float("inf")  # profile steady cycles only
         server_ms(base, reset=True)
         srv_cpu0 = server_cpu()
         cpu0, busy0, wall0 = time.process_time(), machine_busy(), time.time()
         sched.start()
         sampler = _StackSampler(os.environ.get("DBWATCH_BENCH_STACKS"))
-        # steady state: what the cycles after the first interval (connections open, catalog
-        # read, caches filled) cost
+        # steady state: what the cycles after the start-up (every target's first look: its
+        # session opened, catalog read, caches filled) and at least one interval cost
         time.sleep(interval)
+        while sched.awaiting_first_look() and time.time() - wall0 < 20 * interval:
+            time.sleep(0.1)
+        steady_from = time.time()
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         gc0, gcruns0 = GC.seconds, list(GC.runs)
@@ -302,7 +314,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
             phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
+        t_end = time.time()
         sampler.stop()
+        anchors = dict(sched.anchor)
         if os.environ.get("DBWATCH_BENCH_RECORDS"):
             Path(os.environ["DBWATCH_BENCH_RECORDS"]).write_text(json.dumps(records))
         sched.shutdown(wait=True)
@@ -322,7 +336,15 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         if d.pool is not None:
             d.pool.discard()
         state.close()
-    late = sorted(r[2] - r[1] for r in records)
+    # a first look is not due at a time (it runs at the start-up's rate): lateness is the
+    # scheduled cycles'; the start-up is its own figure. Due: each target's first look and every
+    # point of its schedule up to a second before the end (a cycle then may still be running)
+    due_by = t_end - 1.0
+    late = sorted(r[2] - r[1] for r in records if not r[5] and r[1] <= due_by)
+    firsts = sorted(r[2] + r[3] - wall0 for r in records if r[5])
+    ran = sum(1 for r in records if r[5] or r[1] <= due_by)
+    due = n + sum(max(0, math.floor((due_by - a) / iv) + 1) for a, iv in anchors.values()
+                  if a <= due_by)
     dur = sorted(r[3] for r in records)
     machine = (busy[0] - busy0[0]) / max(busy[1] - busy0[1], 1.0)
     return {
@@ -348,9 +370,13 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "steady_server_cpu_ms_per_cycle": (
             round(1000 * (steady_srv1 - steady_srv0) / max(steady_n, 1), 2)
             if steady_srv0 is not None and steady_srv1 is not None else None),
-        "steady_lateness_p95": _q(sorted(r[2] - r[1] for r in records if r[1] >= steady_t0),
+        "steady_lateness_p95": _q(sorted(r[2] - r[1] for r in records
+                                         if not r[5] and steady_t0 <= r[1] <= due_by),
                                   0.95),
-        "cycles_run": len(records), "cycles_expected": n * cycles,
+        "cycles_run": ran, "cycles_expected": due,
+        "first_looks": len(firsts),
+        "start_up_s": round(sched.first_looks_took, 2) if sched.first_looks_took else None,
+        "first_look_done_p50_s": _q(firsts, 0.5), "first_look_done_max_s": _q(firsts, 1.0),
         "skipped": sched.missed + runner.skipped,
         "lateness_p50": _q(late, 0.5), "lateness_p95": _q(late, 0.95), "lateness_max": round(late[-1], 3) if late else None,
         "duration_p50": _q(dur, 0.5), "duration_p95": _q(dur, 0.95),
@@ -440,11 +466,12 @@ def _main(args: argparse.Namespace) -> int:
         PROFILES.dump(args.profile)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
-    print("\ntargets  pool  cycles  late p50/p95/max s  steady p95 s  took p50/p95 s  dbwatch CPU"
+    print("\ntargets  pool  cycles  start-up s  late p50/p95/max s  steady p95 s  took p50/p95 s  dbwatch CPU"
           "  machine CPU  load  dbwatch CPU ms/cycle (steady)  server CPU ms/cycle (steady)"
           "  statements/cycle")
     for r in results:
         print(f"{r['targets']:7d}  {r['per_server']:4d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
+              f"{r['start_up_s']}  "
               f"{r['lateness_p50']}/{r['lateness_p95']}/{r['lateness_max']:<8} "
               f"{r['steady_lateness_p95']}  "
               f"{r['duration_p50']}/{r['duration_p95']:<8} "

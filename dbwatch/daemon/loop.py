@@ -73,6 +73,7 @@ class Daemon:
         # --once: what ran, and the targets that gave no result (for `--format nagios`)
         self.once_result: tuple[AuditResult, list[str]] = (AuditResult([]), [])
         self._runner: Runner | None = None
+        self._sched: Scheduler | None = None
         self.fleet: Fleet | None = None  # several daemons on one PostgreSQL state
         per_server = setup.config.daemon.max_connections_per_server
         self.pool = ConnectionPool(per_server) if per_server > 0 else None
@@ -172,6 +173,8 @@ class Daemon:
     def _missed(self, name: str, why: str) -> None:
         """A scheduled cycle that got no answer (abandoned, or the previous one still hangs)."""
         self.watchdog.beat()  # the daemon works: it found the target not answering
+        if self._sched is not None:  # an abandoned first look: the target's schedule starts
+            self._sched.ended(name, time.time())
         setup = self.setup
         entry = setup.targets.get(name)
         if entry is None:
@@ -387,10 +390,14 @@ class Daemon:
         self.watchdog.beat()
         if not slot.abandoned and self._runner is not None:
             self._runner.answered(slot.name, result is not None and not result.error)
+        if self._sched is not None:
+            self._sched.ended(slot.name, slot.started)
 
     def _new_scheduler(self, runner: Runner) -> Scheduler:
         self._runner = runner
         sched = Scheduler(runner.submit, 2)
+        self._sched = sched
+        self.collector.awaiting_source = sched.awaiting_first_look
         sched.set_targets((n, tc.interval) for n, (_, tc) in self.setup.targets.items())
         sched.start()
         return sched

@@ -45,6 +45,11 @@ class DaemonCollector(Collector):
         # counted by each cycle (a state read per target-cycle)
         self.deadlock_source: Callable[[], dict[str, int]] | None = None
         self.delivery: dict[str, dict[str, int]] = {}
+        # targets not looked at yet since the daemon started (or since a reload added them)
+        self.awaiting_source: Callable[[], int] | None = None
+
+    def awaiting(self) -> int:
+        return self.awaiting_source() if self.awaiting_source is not None else 0
 
     def observe(
         self,
@@ -179,7 +184,13 @@ class DaemonCollector(Collector):
         for recv, c in sorted(self.delivery.items()):
             sent.add_metric([recv], c.get("sent", 0))
             fail.add_metric([recv], c.get("failed", 0))
+        first = g(
+            "dbwatch_targets_awaiting_first_look",
+            "Targets not read yet since the daemon started or a reload added them",
+        )
+        first.add_metric([], self.awaiting())
         yield from (
+            first,
             found,
             up,
             dur,

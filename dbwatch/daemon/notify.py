@@ -164,4 +164,6 @@ def status_text(collector: DaemonCollector) -> str:
             counts[severity] = counts.get(severity, 0) + n
     found = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "no findings"
     seen = f"{len(stats)} target{'' if len(stats) == 1 else 's'}"
-    return f"{seen} seen ({up} up): {found}"
+    waiting = collector.awaiting()
+    first = f"; {waiting} not looked at yet" if waiting else ""
+    return f"{seen} seen ({up} up){first}: {found}"

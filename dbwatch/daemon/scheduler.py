@@ -2,15 +2,26 @@
 
 The job only hands the cycle to the runner (dbwatch.daemon.runner), which gives each target
 its own slot and deadline, so APScheduler's two threads are never held by a probe. coalesce
-and max_instances=1 keep a late tick from bursting; first runs are staggered on a grid of
-GRID seconds, so one wake of the scheduler thread hands out every target due in that slot.
+and max_instances=1 keep a late tick from bursting; the runs are on a grid of GRID seconds,
+so one wake of the scheduler thread hands out every target due in that slot.
+
+A target's first look is not due at a time: it opens the session and reads the catalog, which
+costs 10-20 times a steady cycle (a new server backend, cold catalog caches). First looks run
+as soon as one of WARMUPS start-up permits is free — in the order of the targets' phases —
+and the target's interval job starts after it, on its phase. Scheduled at their phase instead,
+2,000 first looks in one interval were a backlog that made every cycle of the first 30 s late
+by up to 15 s (issue 28; contrib/bench/RESULTS-fleet.md §7); taken at the rate the machine
+gives, the scheduled cycles stay on time and the start-up's length is said (log, STATUS=,
+`dbwatch_targets_awaiting_first_look`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Protocol
@@ -29,6 +40,12 @@ MAX_THREADS = 32
 # target cost a wake of its own: 0.18-0.29 ms of scheduler and runner CPU per cycle at 1,000
 # targets, 0.05 ms on the grid (issue 28; at 2,000 targets and 15 s, about 13 per slot).
 GRID = 0.1
+# First looks running at once. Each is CPU on both sides (a backend forked, its caches filled):
+# 8 keep two cores busy while leaving the pool's scheduled cycles their turn.
+WARMUPS = 8
+# A first look running longer than this stops holding its permit (a target that does not
+# answer, or is slow to): the next one starts, so dead targets cannot stall the start-up.
+WARM_HOLD = 2.0
 
 
 class _JobEvent(Protocol):
@@ -80,9 +97,12 @@ def pool_size(n_targets: int, cap: int = MAX_THREADS) -> int:
 class Scheduler:
     """Runs `job(name, scheduled_at)` for every (name, interval) it is given."""
 
-    def __init__(self, job: Callable[[str, float], object], threads: int) -> None:
+    def __init__(
+        self, job: Callable[[str, float], object], threads: int, warmups: int = WARMUPS
+    ) -> None:
         self.job = job
         self.threads = threads
+        self.warmups = warmups
         self.anchor: dict[str, tuple[float, float]] = {}  # name -> (first run, interval)
         self.missed = 0
         self._sched = _background(threads)
@@ -90,6 +110,15 @@ class Scheduler:
         self._said = 0.0
         mask: int = EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
         self._sched.add_listener(self._on_missed, mask)
+        # first looks: waiting (in phase order) or running; name -> (phase, interval)
+        self._first: dict[str, tuple[float, float]] = {}
+        self._waiting: deque[str] = deque()
+        self._looking: dict[str, float] = {}  # first looks handed out: name -> when
+        self._cv = threading.Condition()
+        self._stopping = False
+        self._dispatcher: threading.Thread | None = None
+        self._start_began = 0.0
+        self.first_looks_took: float | None = None  # the last start-up's length, once done
 
     def _on_missed(self, event: _JobEvent) -> None:
         """Counted, and said at most once a minute for all targets together."""
@@ -120,7 +149,9 @@ class Scheduler:
         return first + ((now - first) // interval) * interval
 
     def set_targets(self, targets: Iterable[tuple[str, float]]) -> None:
-        """Add, re-time or remove jobs to match; a job's first run is staggered over its interval."""
+        """Add, re-time or remove jobs to match. A new target waits for its first look (see
+        the module's doc); its phase is staggered over its interval. A re-timed one keeps
+        running, from its new phase."""
         wanted = dict(targets)
         for job in self._sched.get_jobs():
             if job.id not in wanted:
@@ -128,28 +159,103 @@ class Scheduler:
                 self.anchor.pop(job.id, None)
         now = time.time()
         n = max(len(wanted), 1)
-        for i, (name, interval) in enumerate(sorted(wanted.items())):
-            old = self.anchor.get(name)
-            if old is not None and old[1] == interval:
-                continue
-            first = _on_grid(now + 0.2 + (i / n) * min(interval, 15.0))
-            self.anchor[name] = (first, interval)
-            self._sched.add_job(
-                self._run,
-                "interval",
-                seconds=interval,
-                id=name,
-                args=(name,),
-                replace_existing=True,
-                misfire_grace_time=max(1, int(interval)),
-                next_run_time=_dt(first),
-            )
+        new: list[str] = []
+        with self._cv:
+            for name in [m for m in self._first if m not in wanted]:
+                del self._first[name]
+                self._looking.pop(name, None)
+            self._waiting = deque(m for m in self._waiting if m in self._first)
+            for i, (name, interval) in enumerate(sorted(wanted.items())):
+                phase = _on_grid(now + 0.2 + (i / n) * min(interval, 15.0))
+                first = self._first.get(name)
+                if first is not None:
+                    self._first[name] = (first[0], interval)
+                    continue
+                old = self.anchor.get(name)
+                if old is None:
+                    self._first[name] = (phase, interval)
+                    new.append(name)
+                elif old[1] != interval:
+                    self._add(name, phase, interval)
+            if new:
+                if not self._looking and not self._waiting:
+                    self._start_began, self.first_looks_took = now, None
+                self._waiting.extend(sorted(new, key=lambda m: self._first[m][0]))
+                self._cv.notify_all()
+
+    def _add(self, name: str, first: float, interval: float) -> None:
+        self.anchor[name] = (first, interval)
+        self._sched.add_job(
+            self._run,
+            "interval",
+            seconds=interval,
+            id=name,
+            args=(name,),
+            replace_existing=True,
+            misfire_grace_time=max(1, int(interval)),
+            next_run_time=_dt(first),
+        )
+
+    # -- first looks -------------------------------------------------------------------------
+
+    def awaiting_first_look(self) -> int:
+        """Targets whose first look has not ended yet (waiting for a permit, or running)."""
+        with self._cv:
+            return len(self._first)
+
+    def ended(self, name: str, started: float) -> None:
+        """A cycle of `name` ended (or was abandoned). After its first look, its interval job
+        starts: on its phase, at least half an interval after the first look began."""
+        if name not in self._looking:  # every cycle calls this: most return here
+            return
+        with self._cv:
+            if self._looking.pop(name, None) is None:
+                return
+            phase, interval = self._first.pop(name)
+            self._cv.notify_all()
+            done = not self._first
+            if done:
+                self.first_looks_took = time.time() - self._start_began
+        k = max(0, math.ceil((started + interval / 2 - phase) / interval))
+        self._add(name, phase + k * interval, interval)
+        if done:
+            log.info("first look at every target done in %.1fs", self.first_looks_took or 0.0)
+
+    def _dispatch(self) -> None:
+        """Hands out first looks: at most `warmups` running at once, counting only those that
+        have run less than WARM_HOLD."""
+        while True:
+            with self._cv:
+                while True:
+                    if self._stopping:
+                        return
+                    now = time.time()
+                    held = [t for t in self._looking.values() if now - t < WARM_HOLD]
+                    if self._waiting and len(held) < self.warmups:
+                        name = self._waiting.popleft()
+                        self._looking[name] = now
+                        break
+                    self._cv.wait(WARM_HOLD - (now - min(held)) if held and self._waiting else None)
+            try:
+                taken = self.job(name, now)
+            except Exception:
+                log.exception("first look of %s could not start", name)
+                taken = False
+            if taken is False:  # not started (runner stopping): nothing will end it
+                self.ended(name, now)
 
     def start(self) -> None:
         self._sched.start()
+        self._dispatcher = threading.Thread(
+            target=self._dispatch, name="dbwatch-first-looks", daemon=True
+        )
+        self._dispatcher.start()
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop scheduling; with wait, let the running cycles finish."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
         if self._sched.running:
             self._sched.shutdown(wait=wait)
 
