@@ -6,6 +6,7 @@ WITH jobs AS (
   JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p')
   JOIN pg_namespace n ON n.oid = c.relnamespace
   WHERE a.attname = 'reserved_at' AND NOT a.attisdropped
+    AND a.attrelid >= 16384  -- FirstNormalObjectId (see dead_tuples.sql)
     AND n.nspname NOT IN ('pg_catalog', 'information_schema')
     AND EXISTS (SELECT 1 FROM pg_attribute q WHERE q.attrelid = c.oid AND q.attname = 'queue' AND NOT q.attisdropped)
     AND EXISTS (SELECT 1 FROM pg_attribute p WHERE p.attrelid = c.oid AND p.attname = 'payload' AND NOT p.attisdropped)

@@ -14,6 +14,7 @@ cand AS (
   FROM pg_attribute a
   JOIN m ON m.name = a.attname::text
   WHERE a.attnum > 0 AND NOT a.attisdropped
+    AND a.attrelid >= 16384  -- FirstNormalObjectId: skips initdb's catalogs (see dead_tuples.sql)
   GROUP BY a.attrelid
   HAVING count(*) >= 2
 )
