@@ -142,6 +142,29 @@ def test_horizon_shared_per_server(pg_db: str) -> None:
         b.close()
 
 
+def test_role_privileges_shared_per_server(pg_db: str) -> None:
+    """The role's attributes are the server's: read once for its targets; the unreadable
+    queue tables are each database's own and read by each."""
+    store = SharedProbes(ttl=60.0)
+    spec = spec_for(f"{BASE}/{pg_db}", "t")
+    a, b = open_target(spec), open_target(spec)
+    counts = Counting(a), Counting(b)
+    try:
+        snaps = [
+            run_probes(c, n, ["pg.privileges"], shared=(store, "k")) for c, n in ((a, "a"), (b, "b"))
+        ]
+        sent = [s for c in counts for s in c.take()]
+        assert sum("superuser, or membership" in s for s in sent) == 1
+        assert sum("Queue tables of this database" in s for s in sent) == 2
+        for snap in snaps:  # both targets know who they are
+            priv = snap.sections["pg.privileges"]
+            assert getattr(priv, "user", None) == "postgres"
+            assert getattr(priv, "sees_all_sessions", None) is True
+    finally:
+        a.close()
+        b.close()
+
+
 def test_pg_txn_detail_only_when_sessions_show_a_transaction(pg_db: str) -> None:
     """The daemon sends txn_locks.sql only when this cycle's shared pg.sessions shows a client
     backend of the target's database in a transaction; then its detail is what an audit reads."""
