@@ -216,7 +216,9 @@ class Scheduler:
             done = not self._first
             if done:
                 self.first_looks_took = time.time() - self._start_began
-        k = max(0, math.ceil((started + interval / 2 - phase) / interval))
+        # (and not in the past: a first look that ran into its deadline ended late)
+        after = max(started + interval / 2, time.time() + GRID)
+        k = max(0, math.ceil((after - phase) / interval))
         self._add(name, phase + k * interval, interval)
         if done:
             log.info("first look at every target done in %.1fs", self.first_looks_took or 0.0)
