@@ -44,7 +44,7 @@ from dbwatch.catalogue import load_catalogue
 from dbwatch.config import Config, DaemonConfig, TargetConfig
 from dbwatch.daemon.loop import Daemon, Setup
 from dbwatch.daemon.runner import Runner, Slot
-from dbwatch.daemon.scheduler import Scheduler, pool_size
+from dbwatch.daemon.scheduler import WARMUPS, Scheduler, pool_size
 from dbwatch.daemon.state import State
 from dbwatch.targets import spec_for
 
@@ -292,7 +292,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # the daemon's runner (a worker per pool permit) and scheduler: first looks at the
         # start-up's rate, then each target on its interval (dbwatch.daemon.scheduler)
         runner = Runner(job, threads or pool_size(n), 30.0, lambda name, why: None)
-        sched = Scheduler(runner.submit, 2)
+        sched = Scheduler(runner.submit, 2,
+                          warmups=int(os.environ.get("DBWATCH_BENCH_WARMUPS", WARMUPS)))
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
         steady_from = float("inf")  # profile steady cycles only
@@ -313,8 +314,11 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         with phases.lock:
             phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
+        steady_stmts0 = statements(base)
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         t_end = time.time()
+        steady_stmts1 = statements(base)
+        steady_n_end = len(records)
         sampler.stop()
         anchors = dict(sched.anchor)
         if os.environ.get("DBWATCH_BENCH_RECORDS"):
@@ -355,6 +359,14 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
             round(1000 * (srv_cpu1 - srv_cpu0) / max(len(records), 1), 2)
             if srv_cpu0 is not None and srv_cpu1 is not None else None),
         "statements_per_cycle": round(stmts[0] / max(len(records), 1), 2) if stmts else None,
+        # idle steady cycles only (pg_stat_statements between the steady window's ends; its
+        # admin reads add 2 statements in all)
+        "steady_statements_per_cycle": (
+            round((steady_stmts1[0] - steady_stmts0[0]) / max(steady_n_end - steady_n0, 1), 2)
+            if steady_stmts0 and steady_stmts1 else None),
+        "steady_rows_per_cycle": (
+            round((steady_stmts1[1] - steady_stmts0[1]) / max(steady_n_end - steady_n0, 1), 2)
+            if steady_stmts0 and steady_stmts1 else None),
         "rows_per_cycle": round(stmts[1] / max(len(records), 1), 2) if stmts else None,
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "steady_cycles": steady_n,
@@ -468,7 +480,7 @@ def _main(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(results, indent=2))
     print("\ntargets  pool  cycles  start-up s  late p50/p95/max s  steady p95 s  took p50/p95 s  dbwatch CPU"
           "  machine CPU  load  dbwatch CPU ms/cycle (steady)  server CPU ms/cycle (steady)"
-          "  statements/cycle")
+          "  statements/cycle (steady)")
     for r in results:
         print(f"{r['targets']:7d}  {r['per_server']:4d}  {r['cycles_run']:3d}/{r['cycles_expected']:<4d} "
               f"{r['start_up_s']}  "
@@ -479,7 +491,7 @@ def _main(args: argparse.Namespace) -> int:
               f"  {r['loadavg_1m']}"
               f"    {r['cpu_ms_per_cycle']} ({r['steady_cpu_ms_per_cycle']})"
               f"    {r['server_cpu_ms_per_cycle']} ({r['steady_server_cpu_ms_per_cycle']})"
-              f"    {r['statements_per_cycle']}")
+              f"    {r['statements_per_cycle']} ({r['steady_statements_per_cycle']})")
     return 0
 
 
