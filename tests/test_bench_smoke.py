@@ -60,6 +60,19 @@ def test_daemon(tmp_path: Path) -> None:
         assert key in res
 
 
+def test_first_look(tmp_path: Path) -> None:
+    run("bench_first_look.py", "--json", str(tmp_path / "f.json"))
+    res = json.loads((tmp_path / "f.json").read_text())
+    assert res["targets"] == 3
+    first = {s["statement"]: s for s in res["first_look"]["statements"]}
+    second = {s["statement"]: s for s in res["second_cycle"]["statements"]}
+    # the first look opens a session and reads the catalog; the second cycle does neither
+    assert first["<session open>"]["calls"] == 2 and "<session open>" not in second
+    assert any("Queue-table candidates" in k for k in first)
+    assert not any("Queue-table candidates" in k for k in second)
+    assert any("catalog changed" in k for k in second)
+
+
 def test_tail() -> None:
     for args in ((), ("--report", "mysql57", "--vary")):
         res = json.loads(run("bench_tail.py", *args))
