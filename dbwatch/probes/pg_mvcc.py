@@ -30,6 +30,7 @@ from ..snapshot.pg import (
 from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
+from ..targets.quoting import pg_text_array
 from .postgresql import session_rows
 from .registry import probe
 from .results import Covered, PartialResult, jsonable
@@ -50,8 +51,7 @@ MAX_DATABASES = 50
 QUEUE_NAMES = sorted(QUEUE_TABLE_NAMES)
 # the same names as one array literal (bound as text, cast by the query): a Python list was
 # dumped element by element on every cycle (7 % of a fleet cycle's CPU)
-_QUOTED = ('"' + n.replace("\\", "\\\\").replace('"', '\\"') + '"' for n in QUEUE_NAMES)
-QUEUE_NAMES_ARRAY = "{" + ",".join(_QUOTED) + "}"
+QUEUE_NAMES_ARRAY = pg_text_array(QUEUE_NAMES)
 QUEUE_PATTERN = QUEUE_NAME_PATTERN
 
 

@@ -18,7 +18,7 @@ from ..snapshot.settings import (
 )
 from ..snapshot.values import Row, as_row, to_bool, to_str
 from ..targets import Connection
-from ..targets.quoting import my_ident, pg_ident_text
+from ..targets.quoting import my_ident, pg_ident_text, pg_text_array
 from .registry import probe
 from .results import Covered, PartialResult
 from .share import per_server
@@ -163,6 +163,9 @@ def my_privileges(conn: Connection) -> MyPrivileges | Covered | PartialResult:
     return data
 
 
+_PG_MARKERS = pg_text_array(MARKER_COLUMNS)  # bound as one text (quoting.pg_text_array)
+
+
 def _pg_role(conn: Connection) -> list[Row]:
     return [as_row(r) for r in conn.rows(sql("postgresql", "privileges_role", conn.version))]
 
@@ -181,7 +184,7 @@ def pg_privileges(conn: Connection) -> PgPrivileges | PartialResult:
         PgUnreadableTable.from_row(as_row(r))
         for r in conn.rows(
             sql("postgresql", "privileges_queue_tables", conn.version),
-            {"markers": list(MARKER_COLUMNS), "limit": PG_LIMIT},
+            {"markers": _PG_MARKERS, "limit": PG_LIMIT},
         )
     )
     sees_all = any(to_bool(role.get(k)) for k in ("superuser", "read_all_stats", "monitor"))

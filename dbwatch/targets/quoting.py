@@ -7,6 +7,7 @@ helpers that compose with it, so a reader of fixes (queues/laravel.py) loads no 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,6 +40,18 @@ def pg_ident_for_format(*parts: str) -> str:
 def pg_ident_text(*parts: str) -> str:
     """The same identifier as text, for fixes shown to people (standard double-quote rules)."""
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
+
+
+def pg_text_array(values: Iterable[str]) -> str:
+    """A PostgreSQL array literal of `values` ('{"a","b"}'), bound as one text parameter and
+    cast by the query (`%(x)s::text[]`): psycopg dumps a Python list element by element, each
+    checked for quoting (a 200-name list cost 0.6 ms of CPU per statement). Every element is
+    double-quoted, backslashes and double quotes escaped (array_in's rules)."""
+    return (
+        "{"
+        + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
+        + "}"
+    )
 
 
 def my_ident(*parts: str) -> str:

@@ -8,7 +8,7 @@ SELECT n.nspname AS schema,
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p') AND NOT c.relispartition
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE a.attname = ANY (%(markers)s) AND a.attnum > 0 AND NOT a.attisdropped
+WHERE a.attname = ANY (%(markers)s::name[]) AND a.attnum > 0 AND NOT a.attisdropped
   AND a.attrelid >= 16384  -- FirstNormalObjectId (see dead_tuples.sql)
   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%%'
   AND NOT (has_schema_privilege(n.oid, 'USAGE') AND has_table_privilege(c.oid, 'SELECT'))
