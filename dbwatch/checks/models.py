@@ -6,7 +6,6 @@ PostgreSQL figures the daemon records for PG102/PG202 to read back."""
 from __future__ import annotations
 
 from ..snapshot import Snapshot
-from ..snapshot.my import MY_LOCK_WAITS
 from ..snapshot.pg import PG_HORIZON, PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
 from .lockgraph import LockGraph, my_graph_of, pg_graph_of
@@ -35,6 +34,8 @@ def pg_scoped_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
 
 def my_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
     """The lock graph of my.lock_waits (thread ids); empty when it was not read."""
+    from ..snapshot.my import MY_LOCK_WAITS  # here: a PostgreSQL audit never imports it
+
     return snapshot.model("my.lock_graph", lambda s: my_graph_of(s.get(MY_LOCK_WAITS)))
 
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
-from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
 from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
 from ..snapshot.values import iso
 from . import CheckContext, also_reads, check
 from .models import my_lock_graph, pg_scoped_lock_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
+
+if TYPE_CHECKING:
+    from ..snapshot.my import MyThread
 
 
 def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
@@ -95,7 +98,16 @@ def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[
     return blocked, (f"; it is waiting for a lock held by pid {root}" if root is not None else None)
 
 
+def _my_trx(ctx: CheckContext) -> tuple[MyThread, ...]:
+    # imported here, not above: a PostgreSQL audit never imports the MySQL rows (startup cost)
+    from ..snapshot.my import MY_TRX
+
+    return ctx.snapshot.get(MY_TRX) or ()
+
+
 def _my_advice(ctx: CheckContext, t: MyThread, ev: dict[str, object]) -> tuple[str, str | None]:
+    from ..snapshot.my import MY_LOCK_WAITS
+
     blocked = my_blocked(t, ctx.snapshot.get(MY_LOCK_WAITS), my_lock_graph(ctx.snapshot))
     if blocked is None:
         return my_fix(t, ctx.snapshot.engine), None
@@ -126,7 +138,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
-    for t in ctx.snapshot.get(MY_TRX) or ():
+    for t in _my_trx(ctx):
         age = float(t.trx_seconds or 0)
         sev = ctx.grade(age)
         if sev and not _ignored(ctx, t.user, None):
@@ -162,7 +174,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
-    for t in ctx.snapshot.get(MY_TRX) or ():
+    for t in _my_trx(ctx):
         if not t.sleeping:
             continue
         idle = float(t.command_seconds or 0)

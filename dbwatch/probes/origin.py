@@ -12,10 +12,9 @@ from typing import cast
 
 from ..errors import ProbeError
 from ..snapshot import CoverageGap
-from ..snapshot.my import opt_num
 from ..snapshot.origin import MyTxnDetail, PgTxnDetail, PgTxnLock, PgTxnStatement
 from ..snapshot.pg import PgSession, scoped
-from ..snapshot.values import as_row, opt_datetime, to_int, to_str
+from ..snapshot.values import as_row, opt_datetime, opt_num, to_int, to_str
 from ..targets import Connection
 from .postgresql import MONITOR_GRANT
 from .registry import probe
