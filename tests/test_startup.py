@@ -296,3 +296,30 @@ def test_registry_load_only_imports_some_of_its_modules() -> None:
     else:
         raise AssertionError("a module not in the list was imported")
     assert len(reg) == 0 and reg.loaded  # reading it still imports the whole list
+
+
+def test_the_cyclic_collector_stays_off_only_for_a_one_target_audit() -> None:
+    """`dbwatch` starts with the collector off (cli._entry) and main() turns it back on unless
+    the command is an audit of one named target without logs: the daemon, log analysis and
+    several targets run with it (what is decided, not how fast)."""
+    url = "postgresql://u@127.0.0.1:1/d"
+
+    def stays_off(*argv: str) -> bool:
+        return cli._gc_may_stay_off(cli.build_parser(list(argv)).parse_args(list(argv)))
+
+    assert stays_off("audit", url)
+    assert stays_off("audit", "--format", "nagios", url)
+    assert not stays_off("audit", url, url)
+    assert not stays_off("audit")  # the configured or default targets: maybe many
+    assert not stays_off("audit", "--log", "x.log", url)
+    assert not stays_off("watch")
+    assert not stays_off("status")
+    code = (
+        "import gc, sys\nfrom dbwatch import cli\ngc.disable()\n"
+        "cli.main(['rules'])\nprint(gc.isenabled())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "True"  # main() turned it back on for another command
