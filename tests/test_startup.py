@@ -169,7 +169,15 @@ def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
     assert "pymysql" in mods and "dbwatch.targets.mysql" in mods
     assert not {m for m in mods if m.split(".")[0] in ("psycopg", "psycopg_binary")}
     assert not _never(mods), _never(mods)
-    pg_only = {"dbwatch.targets.postgres", "dbwatch.probes.pg_mvcc"}
+    pg_only = {
+        "dbwatch.targets.postgres",
+        "dbwatch.probes.pg_mvcc",
+        "dbwatch.probes.postgresql",
+        "dbwatch.snapshot.pg",  # the PostgreSQL rows: built only for a PostgreSQL section
+        "dbwatch.snapshot.pg_mvcc",
+        "dbwatch.checks.models",
+        "dbwatch.checks.pg_horizon",
+    }
     assert not mods & pg_only, mods & pg_only
 
 

@@ -8,14 +8,15 @@ from typing import TYPE_CHECKING
 
 from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
-from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
+from ..snapshot.identity import IDLE_STATES
 from ..snapshot.values import iso
 from . import CheckContext, also_reads, check
-from .models import my_lock_graph, pg_scoped_lock_graph
+from .lockgraph import my_lock_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each engine's rows are imported where it is read (startup cost)
     from ..snapshot.my import MyThread
+    from ..snapshot.pg import PgSession
 
 
 def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
@@ -77,11 +78,15 @@ def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
     """The scoped database's sessions (the section is cluster-wide)."""
+    from ..snapshot.pg import PG_SESSIONS, scoped
+
     return scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
 
 
 def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[str, str | None]:
     """(fix, summary tail): the root of its lock chain when it waits, else by its state."""
+    from .models import pg_scoped_lock_graph  # the PostgreSQL models: not for a MySQL audit
+
     sessions = _pg_sessions(ctx)
     by_pid = {r.pid: r for r in sessions}
     graph = pg_scoped_lock_graph(ctx.snapshot)

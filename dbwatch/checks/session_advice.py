@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..durations import format_duration
-from ..snapshot.pg import IDLE_STATES, PgSession
+from ..snapshot.identity import IDLE_STATES
 from ..targets.quoting import pg_ident_text
 from .lockgraph import LockGraph
 
-if TYPE_CHECKING:  # the MySQL rows are imported where used: not by a PostgreSQL audit
+if TYPE_CHECKING:  # each engine's rows are imported where used: not by the other's audit
     from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
+    from ..snapshot.pg import PgSession
 
 PG_TRANSACTION_TIMEOUT = 170000  # transaction_timeout exists from PostgreSQL 17
 

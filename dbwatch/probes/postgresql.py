@@ -10,6 +10,7 @@ from ..snapshot.queues import QueueIndex
 from ..snapshot.values import as_row
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
+from .grants import MONITOR_GRANT
 from .registry import probe
 from .results import Covered, PartialResult, jsonable
 from .sqlfiles import sql
@@ -26,7 +27,6 @@ SAFETY_SETTINGS = [
     "hot_standby_feedback",
     "max_prepared_transactions",
 ]
-MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
 def session_rows(
