@@ -4,8 +4,6 @@ SessionIdentity that names the session a finding is about (read by terminate and
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -43,6 +41,9 @@ def severity_rank(severity: str) -> int:
 
 def fingerprint_of(rule: str, target: str, identity: object) -> str:
     """Identity, not durations: a session is (pid, backend_start) / (thread, trx id)."""
+    import hashlib  # here: a table audit never asks for one (startup cost: OpenSSL's init)
+    import json
+
     raw = json.dumps([rule, target, identity], sort_keys=True, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .catalogue import Rule
@@ -214,9 +213,14 @@ def run_audit(
     config: Config,
     selection: Selection = ALL_RULES,
 ) -> AuditResult:
-    """Targets in parallel, so a dead one (connect timeout) does not delay the others."""
+    """Targets in parallel, so a dead one (connect timeout) does not delay the others; one
+    target in this thread (a cron or Nagios audit: no pool to start)."""
     if not specs:
         return AuditResult([])
+    if len(specs) == 1:
+        return AuditResult([contained_probe_target(specs[0], catalogue, config, selection)])
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(8, len(specs))) as pool:
         results = list(
             pool.map(lambda s: contained_probe_target(s, catalogue, config, selection), specs)

@@ -99,6 +99,12 @@ def test_startup(tmp_path: Path) -> None:
     # what each command imports, counted: --version a small part of what an audit needs
     mods = res["modules"]
     assert 0 < mods["version"] < mods["audit_empty_mysql"] and mods["version"] < mods["audit_empty_pg"]
+    # the same in a clean venv (no .pth of this machine's site): its interpreter imports less
+    clean = res["clean_site"]
+    for key in ("python_bare", "version", "audit_empty_pg", "audit_empty_mysql"):
+        assert set(clean[key]) == {"wall_s", "cpu_s", "cpu_min_s"}, key
+    assert 0 < clean["modules"]["version"] < mods["version"]
+    assert clean["modules"]["version"] < clean["modules"]["audit_empty_pg"]
 
 
 def test_queue_libs(tmp_path: Path) -> None:

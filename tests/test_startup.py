@@ -158,8 +158,10 @@ def test_postgresql_audit_imports_no_mysql_and_nothing_unneeded(own_pg_url: str)
         "dbwatch.probes.my_locks",
         "dbwatch.checks.my101_lock_waits",
         "dbwatch.checks.my102_my201_innodb",
+        "dbwatch.snapshot.my",  # the MySQL rows: built only for a MySQL section
     }
     assert not mods & mysql_only, mods & mysql_only
+    assert not {m for m in mods if m.startswith("dbwatch.parsers")}  # the InnoDB parsers
 
 
 def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
@@ -167,19 +169,34 @@ def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
     assert "pymysql" in mods and "dbwatch.targets.mysql" in mods
     assert not {m for m in mods if m.split(".")[0] in ("psycopg", "psycopg_binary")}
     assert not _never(mods), _never(mods)
-    pg_only = {"dbwatch.targets.postgres", "dbwatch.probes.pg_mvcc"}
+    pg_only = {
+        "dbwatch.targets.postgres",
+        "dbwatch.probes.pg_mvcc",
+        "dbwatch.probes.postgresql",
+        "dbwatch.snapshot.pg",  # the PostgreSQL rows: built only for a PostgreSQL section
+        "dbwatch.snapshot.pg_mvcc",
+        "dbwatch.checks.models",
+        "dbwatch.checks.pg_horizon",
+    }
     assert not mods & pg_only, mods & pg_only
 
 
 REGISTERED = r"""
-import collections, json
+import collections, json, sys
 from dbwatch.checks import load_checks
 from dbwatch.probes import PROBES
+from dbwatch.snapshot.sections import SECTIONS
 probes = collections.defaultdict(set)
 for p in PROBES.load().values():
     probes[p.engine].add(p.fn.__module__.rsplit(".", 1)[1])
 checks = {n: c.fn.__module__.rsplit(".", 1)[1] for n, c in load_checks().items()}
-print(json.dumps({"probes": {k: sorted(v) for k, v in probes.items()}, "checks": checks}))
+sections = {}
+for m in SECTIONS.load().modules:  # each family's module: the keys defined in it
+    for v in vars(sys.modules[m]).values():
+        if any(v is k for k in SECTIONS.values()):
+            sections[v.name] = m.rsplit(".", 1)[1]
+print(json.dumps({"probes": {k: sorted(v) for k, v in probes.items()}, "checks": checks,
+                  "sections": sections, "n_sections": len(SECTIONS)}))
 """
 
 
@@ -188,6 +205,7 @@ def test_module_tables_match_what_the_modules_register() -> None:
     exactly the modules registering them (in a fresh process: every module imported)."""
     from dbwatch.checks import CHECK_MODULES
     from dbwatch.probes.registry import ENGINE_MODULES
+    from dbwatch.snapshot.sections import SECTION_MODULES
 
     out = subprocess.run(
         [sys.executable, "-c", REGISTERED], capture_output=True, text=True, cwd=ROOT, timeout=60
@@ -196,6 +214,32 @@ def test_module_tables_match_what_the_modules_register() -> None:
     found = json.loads(out.stdout)
     assert found["checks"] == CHECK_MODULES
     assert found["probes"] == {k: sorted(v) for k, v in ENGINE_MODULES.items()}
+    assert found["sections"] == SECTION_MODULES
+    assert found["n_sections"] == len(SECTION_MODULES)  # every registered section is listed
+
+
+SECTION = r"""
+import sys
+from dbwatch.snapshot.sections import SECTIONS, build
+built = build(sys.argv[1], [] if sys.argv[1].endswith("sessions") else {})
+print(type(built).__name__, sorted(m.rsplit(".", 1)[1] for m in SECTIONS.modules if m in sys.modules))
+"""
+
+
+def test_building_a_section_imports_its_own_family_only() -> None:
+    """pg.sessions imports the pg family and nothing of MySQL; a name not in the table (no
+    such section) imports every family and is kept as it is."""
+
+    def run(name: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", SECTION, name], capture_output=True, text=True, cwd=ROOT
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run("pg.sessions") == "Built ['pg']"
+    everything = "['my', 'origin', 'pg', 'pg_mvcc', 'queues', 'settings', 'statements']"
+    assert run("no.such_section") == "dict " + everything
 
 
 LOADED = r"""
@@ -260,3 +304,30 @@ def test_registry_load_only_imports_some_of_its_modules() -> None:
     else:
         raise AssertionError("a module not in the list was imported")
     assert len(reg) == 0 and reg.loaded  # reading it still imports the whole list
+
+
+def test_the_cyclic_collector_stays_off_only_for_a_one_target_audit() -> None:
+    """`dbwatch` starts with the collector off (cli._entry) and main() turns it back on unless
+    the command is an audit of one named target without logs: the daemon, log analysis and
+    several targets run with it (what is decided, not how fast)."""
+    url = "postgresql://u@127.0.0.1:1/d"
+
+    def stays_off(*argv: str) -> bool:
+        return cli._gc_may_stay_off(cli.build_parser(list(argv)).parse_args(list(argv)))
+
+    assert stays_off("audit", url)
+    assert stays_off("audit", "--format", "nagios", url)
+    assert not stays_off("audit", url, url)
+    assert not stays_off("audit")  # the configured or default targets: maybe many
+    assert not stays_off("audit", "--log", "x.log", url)
+    assert not stays_off("watch")
+    assert not stays_off("status")
+    code = (
+        "import gc, sys\nfrom dbwatch import cli\ngc.disable()\n"
+        "cli.main(['rules'])\nprint(gc.isenabled())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "True"  # main() turned it back on for another command

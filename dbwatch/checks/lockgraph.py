@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from ..snapshot import Snapshot
     from ..snapshot.my import MyLockWaits
     from ..snapshot.pg import PgSession
 
@@ -100,3 +101,12 @@ def my_graph_of(data: MyLockWaits | None) -> LockGraph[int]:
     """The lock graph of a my.lock_waits section (thread ids)."""
     waits = data.waits if data is not None else ()
     return LockGraph.from_pairs((w.waiting_thread_id, w.blocking_thread_id) for w in waits)
+
+
+def my_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
+    """The lock graph of my.lock_waits (thread ids), once per snapshot (Snapshot.model); empty
+    when it was not read. Here, not in checks.models: a MySQL audit imports no PostgreSQL
+    rows, a PostgreSQL one no MySQL rows (imported when called)."""
+    from ..snapshot.my import MY_LOCK_WAITS
+
+    return snapshot.model("my.lock_graph", lambda s: my_graph_of(s.get(MY_LOCK_WAITS)))

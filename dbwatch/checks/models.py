@@ -6,10 +6,9 @@ PostgreSQL figures the daemon records for PG102/PG202 to read back."""
 from __future__ import annotations
 
 from ..snapshot import Snapshot
-from ..snapshot.my import MY_LOCK_WAITS
 from ..snapshot.pg import PG_HORIZON, PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
-from .lockgraph import LockGraph, my_graph_of, pg_graph_of
+from .lockgraph import LockGraph, pg_graph_of
 from .pg_horizon import Holder, holders
 
 
@@ -31,11 +30,6 @@ def pg_scoped_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
         return pg_lock_graph(s).among(r.pid for r in scoped(s.get(PG_SESSIONS) or (), s.scope))
 
     return snapshot.model("pg.lock_graph.scoped", view)
-
-
-def my_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
-    """The lock graph of my.lock_waits (thread ids); empty when it was not read."""
-    return snapshot.model("my.lock_graph", lambda s: my_graph_of(s.get(MY_LOCK_WAITS)))
 
 
 def horizon_holders(snapshot: Snapshot) -> list[Holder] | None:

@@ -8,7 +8,7 @@ from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MyLockWait, MyLockWaits
 from . import CheckContext, check
-from .models import my_lock_graph
+from .lockgraph import my_lock_graph
 
 
 def _blocker_row(thread: int | None, waits: tuple[MyLockWait, ...]) -> MyLockWait:

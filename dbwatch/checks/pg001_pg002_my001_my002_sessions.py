@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
-from ..snapshot.my import MY_LOCK_WAITS, MY_TRX, MyThread
-from ..snapshot.pg import IDLE_STATES, PG_SESSIONS, PgSession, scoped
+from ..snapshot.identity import IDLE_STATES
 from ..snapshot.values import iso
 from . import CheckContext, also_reads, check
-from .models import my_lock_graph, pg_scoped_lock_graph
+from .lockgraph import my_lock_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
+
+if TYPE_CHECKING:  # each engine's rows are imported where it is read (startup cost)
+    from ..snapshot.my import MyThread
+    from ..snapshot.pg import PgSession
 
 
 def _ignored(ctx: CheckContext, user: object, app: object) -> bool:
@@ -74,11 +78,15 @@ def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
     """The scoped database's sessions (the section is cluster-wide)."""
+    from ..snapshot.pg import PG_SESSIONS, scoped
+
     return scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
 
 
 def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[str, str | None]:
     """(fix, summary tail): the root of its lock chain when it waits, else by its state."""
+    from .models import pg_scoped_lock_graph  # the PostgreSQL models: not for a MySQL audit
+
     sessions = _pg_sessions(ctx)
     by_pid = {r.pid: r for r in sessions}
     graph = pg_scoped_lock_graph(ctx.snapshot)
@@ -95,7 +103,16 @@ def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[
     return blocked, (f"; it is waiting for a lock held by pid {root}" if root is not None else None)
 
 
+def _my_trx(ctx: CheckContext) -> tuple[MyThread, ...]:
+    # imported here, not above: a PostgreSQL audit never imports the MySQL rows (startup cost)
+    from ..snapshot.my import MY_TRX
+
+    return ctx.snapshot.get(MY_TRX) or ()
+
+
 def _my_advice(ctx: CheckContext, t: MyThread, ev: dict[str, object]) -> tuple[str, str | None]:
+    from ..snapshot.my import MY_LOCK_WAITS
+
     blocked = my_blocked(t, ctx.snapshot.get(MY_LOCK_WAITS), my_lock_graph(ctx.snapshot))
     if blocked is None:
         return my_fix(t, ctx.snapshot.engine), None
@@ -126,7 +143,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
-    for t in ctx.snapshot.get(MY_TRX) or ():
+    for t in _my_trx(ctx):
         age = float(t.trx_seconds or 0)
         sev = ctx.grade(age)
         if sev and not _ignored(ctx, t.user, None):
@@ -162,7 +179,7 @@ def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:
                     session=_waiting_or(ev, s.identity(ctx.snapshot.target)),
                 )
         return
-    for t in ctx.snapshot.get(MY_TRX) or ():
+    for t in _my_trx(ctx):
         if not t.sleeping:
             continue
         idle = float(t.command_seconds or 0)

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..durations import format_duration
+from ..snapshot.identity import IDLE_STATES
 from ..snapshot.pg import (
-    IDLE_STATES,
     PgHorizon,
     PgInstance,
     PgPeer,

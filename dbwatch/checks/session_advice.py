@@ -9,12 +9,16 @@ idle_in_transaction_session_timeout), with the real role and database, quoted.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..durations import format_duration
-from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
-from ..snapshot.pg import IDLE_STATES, PgSession
+from ..snapshot.identity import IDLE_STATES
 from ..targets.quoting import pg_ident_text
 from .lockgraph import LockGraph
+
+if TYPE_CHECKING:  # each engine's rows are imported where used: not by the other's audit
+    from ..snapshot.my import MyLockWait, MyLockWaits, MyThread
+    from ..snapshot.pg import PgSession
 
 PG_TRANSACTION_TIMEOUT = 170000  # transaction_timeout exists from PostgreSQL 17
 
@@ -153,7 +157,11 @@ def my_blocked(
             f"; it waits for thread {blocker} in a lock cycle",
             "A lock cycle: InnoDB's deadlock detector rolls one back (MY102); nothing to kill.",
         )
-    r = rows.get(root, MyLockWait())
+    r = rows.get(root)
+    if r is None:  # the root's row was not read: what is known of it is nothing
+        from ..snapshot.my import MyLockWait
+
+        r = MyLockWait()
     root_trx_age = format_duration(r.blocking_trx_seconds)
     ev |= {
         "root_trx_id": r.blocking_trx_id,

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from typing import Protocol, TypeGuard, runtime_checkable
 
 from ..snapshot import Snapshot
-from ..snapshot.my import MY_INNODB_COUNTERS
-from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 
 COUNTER_KEY = "deadlocks:server"  # the counter this accounting compares (the target's scope)
 NOT_SHOWN_KEY = "deadlocks:not_shown"  # the running total of deadlocks counted and not shown
@@ -57,9 +55,16 @@ def _history(state: object) -> TypeGuard[_History]:
 def server_counter(snap: Snapshot) -> int | None:
     """Innodb_deadlocks / lock_deadlocks (server-wide), or pg_stat_database.deadlocks of the
     target's database (all databases for an unscoped target)."""
-    counters = snap.get(MY_INNODB_COUNTERS)
-    if counters is not None and counters.deadlocks is not None:
-        return int(counters.deadlocks)
+    if snap.has("my.innodb_counters"):  # each engine's rows imported for its snapshot only
+        from ..snapshot.my import MY_INNODB_COUNTERS
+
+        counters = snap.get(MY_INNODB_COUNTERS)
+        if counters is not None and counters.deadlocks is not None:
+            return int(counters.deadlocks)
+    if not snap.has("pg.deadlocks"):
+        return None
+    from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope  # PostgreSQL's rows
+
     rows = snap.get(PG_DEADLOCKS)
     if rows is None:
         return None

@@ -9,6 +9,8 @@ from ..snapshot.settings import MY_PRIVILEGES, PG_PRIVILEGES
 from ..targets.quoting import pg_ident_text
 
 GRANT_PLACEHOLDERS = ("<monitor_user>", "'<monitor>'@'%'")
+# what a PostgreSQL role needs to see every session, lock and horizon holder
+MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
 def exact_grant(grant: str | None, sections: Mapping[str, object]) -> str | None:

@@ -12,12 +12,10 @@ from typing import cast
 
 from ..errors import ProbeError
 from ..snapshot import CoverageGap
-from ..snapshot.my import opt_num
 from ..snapshot.origin import MyTxnDetail, PgTxnDetail, PgTxnLock, PgTxnStatement
-from ..snapshot.pg import PgSession, scoped
-from ..snapshot.values import as_row, opt_datetime, to_int, to_str
+from ..snapshot.values import as_row, opt_datetime, opt_num, to_int, to_str
 from ..targets import Connection
-from .postgresql import MONITOR_GRANT
+from .grants import MONITOR_GRANT
 from .registry import probe
 from .results import Covered
 from .share import ProbeCache, shared_section
@@ -110,6 +108,8 @@ def _none_open(conn: Connection) -> bool:
     share interval ago, younger than any session rule sees in this cycle's rows), and the
     round trip is not made: an idle database's cycle sends 2 statements, not 3. Elsewhere
     (audit), or without that read, the query runs."""
+    from ..snapshot.pg import PgSession, scoped  # here: a MySQL audit imports no PG rows
+
     rows = shared_section("pg.sessions")
     # the section's own tuple (typed rows, one class): scoped() keeps its grouping by database
     # per tuple, so a copy here would regroup the server's sessions for every target

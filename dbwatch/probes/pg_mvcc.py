@@ -31,6 +31,7 @@ from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from ..targets.quoting import pg_text_array
+from .grants import MONITOR_GRANT
 from .postgresql import session_rows
 from .registry import probe
 from .results import Covered, PartialResult, jsonable
@@ -40,7 +41,6 @@ from .sqlfiles import sql
 R = TypeVar("R", bound=FromRow)
 
 log = logging.getLogger(__name__)
-MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 HOLDER_LIMIT = 50
 STANDBY_BACKENDS = 10  # a standby peer's oldest snapshots, for naming its feedback
 DEAD_LIMIT = 100

@@ -7,11 +7,14 @@ from collections.abc import Iterable
 from ..snapshot import CoverageGap
 from ..snapshot.pg import PgSession
 from ..snapshot.queues import QueueIndex
+from ..snapshot.settings import PgPrivileges
 from ..snapshot.values import as_row
 from ..targets import Connection
 from ..targets.own import OWN_SESSIONS
+from .grants import MONITOR_GRANT
 from .registry import probe
 from .results import Covered, PartialResult, jsonable
+from .share import read_this_pass
 from .sqlfiles import sql
 
 SESSION_LIMIT = 5000
@@ -26,7 +29,6 @@ SAFETY_SETTINGS = [
     "hot_standby_feedback",
     "max_prepared_transactions",
 ]
-MONITOR_GRANT = "GRANT pg_monitor TO <monitor_user>;"
 
 
 def session_rows(
@@ -74,7 +76,12 @@ def sessions(conn: Connection) -> object:
 
 def _sees_all_sessions(conn: Connection) -> bool:
     """Superuser or pg_read_all_stats (which pg_monitor includes): else other sessions are
-    shown with NULL state, timings and xids — a silent OK unless we say so."""
+    shown with NULL state, timings and xids — a silent OK unless we say so. pg.privileges,
+    read first in every pass, says it (the privileges PostgreSQL checks: inherited ones); the
+    round trip is made only when it was not read."""
+    privileges = read_this_pass("pg.privileges")
+    if isinstance(privileges, PgPrivileges):
+        return privileges.sees_all_sessions
     row = conn.rows(sql("postgresql", "visibility", conn.version))
     return bool(row and row[0].get("sees_all"))
 

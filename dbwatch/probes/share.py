@@ -153,6 +153,13 @@ def _my_marker(conn: Connection) -> tuple[object, ...] | None:
     return ("my", *got) if got else None
 
 
+def read_this_pass(name: str) -> object:
+    """The section `name` as this probing pass (audit or daemon) has already read it: probes
+    run ALWAYS first, then in name order. None outside a pass, before it ran, or failed."""
+    cyc = _CYCLE.get()
+    return None if cyc is None else cyc.sections.get(name)
+
+
 def per_server(name: str, read: Callable[[], object]) -> object:
     """`read()` once per server and user per share interval in the daemon (single flight;
     the targets of that server get the same result), every time elsewhere (audit). For the

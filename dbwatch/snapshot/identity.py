@@ -9,6 +9,9 @@ from datetime import datetime
 
 from .values import iso, opt_datetime, opt_int, opt_str
 
+# pg_stat_activity.state of a session holding a transaction open between statements
+IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
+
 
 def _int(value: object) -> int | None:
     """An id: a number or its integer text; other text is no id."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import Decimal
 
 from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_deadlock import parse_deadlock_lines
@@ -16,6 +15,7 @@ from .identity import SessionIdentity
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
+    Number,
     Read,
     Row,
     TypedRow,
@@ -23,30 +23,11 @@ from .values import (
     as_row,
     as_rows,
     opt_int,
+    opt_num,
     opt_str,
 )
 
-Number = int | float
 OLDEST_KEPT = 20  # transactions of the status text's list kept, longest-active first
-
-
-def opt_num(v: object) -> Number | None:
-    """A count or a number of seconds as the server gave it: ints stay ints (TIME,
-    TIMESTAMPDIFF), fractions stay floats; Decimals and text become either."""
-    if v is None:
-        return None
-    if isinstance(v, (int, float)):  # bool included: True is 1
-        return int(v) if isinstance(v, bool) else v
-    if isinstance(v, Decimal):
-        return int(v) if v == int(v) else float(v)
-    if isinstance(v, (str, bytes)):
-        text = opt_str(v) or ""
-        for parse in (int, float):
-            try:
-                return parse(text)
-            except ValueError:
-                continue
-    return None
 
 
 def trx_info(row: Row) -> TrxInfo:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TypeVar, cast
 
-from .identity import SessionIdentity
+from .identity import IDLE_STATES, SessionIdentity
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
@@ -86,7 +86,6 @@ class PgSession(TypedRow, host=Read(compute=_host)):
         )
 
 
-IDLE_STATES = ("idle in transaction", "idle in transaction (aborted)")
 PG_SESSIONS = section("pg.sessions", rows_of(PgSession))
 HORIZON_BACKENDS = 50  # backend holders ranked, oldest first
 

@@ -43,6 +43,34 @@ SECTIONS: Registry[SectionKey[object]] = Registry(
     ),
 )
 
+# section name -> the family registering it: building a section imports its own family only,
+# so a PostgreSQL audit never imports the MySQL rows and their InnoDB parsers (startup cost).
+# tests/test_startup.py checks it against what the families register; a name not listed here
+# loads every family, as reading SECTIONS does.
+SECTION_MODULES: dict[str, str] = {
+    "my.innodb_counters": "my",
+    "my.innodb_status": "my",
+    "my.lock_waits": "my",
+    "my.privileges": "settings",
+    "my.queue_indexes": "queues",
+    "my.queues": "queues",
+    "my.settings": "settings",
+    "my.statement_digests": "statements",
+    "my.statement_history": "statements",
+    "my.trx": "my",
+    "my.txn_detail": "origin",
+    "pg.dead_tuples": "pg_mvcc",
+    "pg.deadlocks": "pg_mvcc",
+    "pg.horizon": "pg",
+    "pg.privileges": "settings",
+    "pg.queue_indexes": "queues",
+    "pg.queues": "queues",
+    "pg.sessions": "pg",
+    "pg.settings": "settings",
+    "pg.statement_digests": "statements",
+    "pg.txn_detail": "origin",
+}
+
 
 def section(name: str, build: Callable[[object], T]) -> SectionKey[T]:
     """Register the section `name`, whose data `build` makes; the key reads it typed."""
@@ -82,8 +110,19 @@ def one_of(cls: type[R]) -> Callable[[object], R]:
 
 def build(name: str, data: object) -> object:
     """The section's typed data (None stays None); an unregistered section is kept as is.
-    The first call imports the section families (SECTIONS' modules)."""
+    The first call for a section imports its family (SECTION_MODULES; every family for a name
+    not listed there)."""
     if data is None:
         return None
-    key = SECTIONS.get(name)
+    key = SECTIONS.registered().get(name)
+    if key is None:
+        key = section_key(name)
     return data if key is None else key.build(data)
+
+
+def section_key(name: str) -> SectionKey[object] | None:
+    """The registered key of section `name`, importing its family only (None: no such section)."""
+    family = SECTION_MODULES.get(name)
+    if family is None:
+        return SECTIONS.get(name)
+    return SECTIONS.load_only((f"dbwatch.snapshot.{family}",)).get(name)

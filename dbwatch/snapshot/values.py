@@ -18,6 +18,7 @@ from typing import ClassVar, Self, TypeAlias, TypeVar, cast, get_type_hints
 JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
 JSONObject: TypeAlias = "dict[str, JSON]"
 Row: TypeAlias = Mapping[str, object]
+Number: TypeAlias = int | float
 
 
 def opt_int(v: object) -> int | None:
@@ -61,6 +62,25 @@ def opt_str(v: object) -> str | None:
     if isinstance(v, Decimal):
         return str(int(v)) if v == int(v) else str(v)
     return str(v)
+
+
+def opt_num(v: object) -> Number | None:
+    """A count or a number of seconds as the server gave it: ints stay ints (TIME,
+    TIMESTAMPDIFF), fractions stay floats; Decimals and text become either."""
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):  # bool included: True is 1
+        return int(v) if isinstance(v, bool) else v
+    if isinstance(v, Decimal):
+        return int(v) if v == int(v) else float(v)
+    if isinstance(v, (str, bytes)):
+        text = opt_str(v) or ""
+        for parse in (int, float):
+            try:
+                return parse(text)
+            except ValueError:
+                continue
+    return None
 
 
 def opt_datetime(v: object) -> datetime | None:
