@@ -220,3 +220,51 @@ def test_backlog_past_the_window_still_gives_its_findings(uniq: str) -> None:
             assert ev["window_capped"] is True and ev["window_rows"] == WINDOW
             assert ev["depth"] >= WINDOW - 1 and ev["age_seconds"] >= 3 * 3600 - 120
             assert found[table]["severity"] == "critical"
+
+
+SOLID_QUEUE = """
+CREATE TABLE jobs (id bigserial PRIMARY KEY, queue_name varchar(255) NOT NULL,
+  class_name varchar(255) NOT NULL);
+CREATE TABLE failed (id bigserial PRIMARY KEY, job_id bigint NOT NULL, error text,
+  created_at timestamp NOT NULL);
+INSERT INTO jobs (queue_name, class_name) SELECT 'q' || (g % 2), 'Job' || (g % 3)
+  FROM generate_series(1, 40) g;
+"""
+ERRORS = [
+    '{"exception_class":"RuntimeError","message":"boom","backtrace":["a.rb:1"]}',
+    '{"exception_class" : "Net::ReadTimeout", "message" : "said \\"no\\" twice"}',
+    '{"message":"no class here"}',
+    '{"exception_class":"' + "X" * 230 + '","message":"long class"}',
+    'not json at all: "message": "after text"',
+    '{"exception_class":"A","message":"' + "m" * 900 + '"}',
+    '{"backtrace":["x"],"exception_class":"Late","message":"key after the backtrace"}',
+    None,
+]
+# the heads as the unanchored regexes over the first 2 kB read them (before strpos anchoring)
+HEADS = """
+SELECT coalesce((SELECT c FROM (SELECT substring(left(error, 2048) FROM
+                  '"exception_class"\\s*:\\s*"([^"]+)"') AS c) k WHERE length(c) <= 200),
+                '(unknown)')
+       || ': ' || left(coalesce(substring(left(error, 2048) FROM
+                  '"message"\\s*:\\s*"((?:[^"\\\\]|\\\\.)*)'), ''), 300), count(*)
+FROM failed GROUP BY 1
+"""
+
+
+def test_solid_queue_failure_heads_anchored_where_the_key_is(uniq: str) -> None:
+    """Solid Queue's failed query reads exception_class and message by regexes anchored where
+    strpos finds each key (13 -> 3 us a row): the same heads as the unanchored regexes."""
+    with pg_database(f"dbwq_sq_heads_{uniq}") as conninfo, psycopg.connect(conninfo) as conn:
+        conn.execute(SOLID_QUEUE)
+        for n, error in enumerate(ERRORS, start=1):
+            conn.execute("INSERT INTO failed (job_id, error, created_at) SELECT id, %s, now() "
+                         "AT TIME ZONE 'UTC' FROM jobs WHERE id %% 8 = %s", (error, n % 8))
+        text = compose("postgresql", sql("postgresql", "queue_solid_queue_failed", PG15),
+                       {"table": ("public", "jobs"), "failed_executions": ("public", "failed")},
+                       {})
+        got: dict[str, int] = {}
+        for row in conn.execute(text, {"window": 1000, "groups": 500, "horizon": 86400}):
+            got[row[1]] = got.get(row[1], 0) + row[3]
+        want = dict(conn.execute(HEADS).fetchall())
+        assert got == want and len(want) == len(ERRORS)
+        assert "Net::ReadTimeout: said \\\"no\\\" twice" in got and "(unknown): no class here" in got

@@ -6,11 +6,11 @@
 -- retry_count as a small jsonb array (one read of the window).
 WITH RECURSIVE walk AS (
   SELECT NULL::text AS name, (SELECT min(name) FROM {table}) AS next, 0::bigint AS taken,
-         0 AS depth, NULL::jsonb AS tries
+         0 AS depth, 0 AS steps, NULL::jsonb AS tries
   WHERE {by_queue}
   UNION ALL
   SELECT w.next, (SELECT min(j.name) FROM {table} j WHERE j.name > w.next), w.taken + a.total,
-         w.depth + 1, a.tries
+         w.depth + (a.total > 0)::int, w.steps + 1, a.tries
   FROM walk w
   CROSS JOIN LATERAL (
     SELECT coalesce(sum(g.n), 0)::bigint AS total,
@@ -33,6 +33,7 @@ WITH RECURSIVE walk AS (
                 LIMIT %(window)s - w.taken) r
           GROUP BY r.retry_count) g) a
   WHERE w.next IS NOT NULL AND w.taken < %(window)s AND w.depth < %(groups)s
+    AND w.steps < 10 * %(groups)s
 ),
 tried AS (
   SELECT w.name, (e.value ->> 0)::int AS retry_count, (e.value ->> 1)::bigint AS n

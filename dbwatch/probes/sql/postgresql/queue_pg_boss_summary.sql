@@ -9,17 +9,20 @@
 -- - 12 (`walk`): no index has that order (job_i14 is (name, state, blocked, start_after)), so
 --   queue by queue (the next name by one primary-key probe), each queue's created and retry
 --   jobs merged from four job_i14 ranges in start_after order, a queue taking what the window
---   has left: at most %(window)s rows read, where one sort read every waiting job.
+--   has left: at most %(window)s rows read, where one sort read every waiting job. The walk
+--   stops at %(groups)s queues with waiting jobs (the groups a query returns), and after ten
+--   times as many names (queues holding only finished jobs cost one probe each).
 -- pg-boss 10/11 have no index on active jobs: that half reads the table (see the README's
 -- figures).
 WITH RECURSIVE walk AS (
   SELECT NULL::text AS name, (SELECT min(name) FROM {table}) AS next, 0::bigint AS taken,
-         0 AS depth, 0::bigint AS total, 0::bigint AS available,
+         0 AS depth, 0 AS steps, 0::bigint AS total, 0::bigint AS available,
          NULL::timestamptz AS oldest_available, 0::bigint AS repeated, NULL::int AS max_retry
   WHERE {by_queue}
   UNION ALL
   SELECT w.next, (SELECT min(j.name) FROM {table} j WHERE j.name > w.next), w.taken + a.total,
-         w.depth + 1, a.total, a.available, a.oldest_available, a.repeated, a.max_retry
+         w.depth + (a.total > 0)::int, w.steps + 1, a.total, a.available, a.oldest_available,
+         a.repeated, a.max_retry
   FROM walk w
   CROSS JOIN LATERAL (
     SELECT count(*) AS total,
@@ -42,6 +45,7 @@ WITH RECURSIVE walk AS (
           ORDER BY b.start_after
           LIMIT %(window)s - w.taken) r) a
   WHERE w.next IS NOT NULL AND w.taken < %(window)s AND w.depth < %(groups)s
+    AND w.steps < 10 * %(groups)s
 ),
 flat AS (
   SELECT f.name, count(*) AS total,
