@@ -43,11 +43,12 @@ HEARTBEAT_FIX = (
 
 # How the waiting jobs' window is read, by the indexes of the version (queue_pg_boss_*.sql):
 # pg-boss 12 (a `blocked` column; job_i14 on (name, state, blocked, start_after)) queue by
-# queue, one ordered range per state and blocked; 10/11 (job_i5 on (name, start_after) WHERE
+# queue, one ordered range per state and blocked, the next queue by job_i11 / job_i14 probes; 10/11 (job_i5 on (name, start_after) WHERE
 # state < 'active') in one ordered read. Both hold the same rows: the first `window` created/
 # retry jobs in (name, start_after) order.
 WAITING_BY_QUEUE = {
     "by_queue": "true",
+    "unblocked": "state < 'active' AND NOT blocked",  # job_i11: the next queue with one
     "created": "state = 'created' AND NOT blocked",
     "created_blocked": "state = 'created' AND blocked",
     "retry": "state = 'retry' AND NOT blocked",

@@ -40,6 +40,12 @@ INSERT INTO job (name, state, start_after, started_on, retry_count, blocked)
   FROM generate_series(1, 240) g WHERE g % 7 <> 2 OR g < 30;
 INSERT INTO job (name, state, start_after, retry_count) SELECT 'z', 'completed', now(), 0
   FROM generate_series(1, 5);
+-- queues whose only waiting jobs are blocked (before the first queue, between, after the last),
+-- and one with only finished and failed jobs: the walk finds the first, skips the last
+INSERT INTO job (name, state, start_after, retry_count, blocked)
+  SELECT q, s::job_state, now() - g * interval '1 hour', g % 2, s <> 'failed'
+  FROM (VALUES ('a_blocked', 'created'), ('q1x', 'retry'), ('r_blocked', 'created'),
+               ('m_idle', 'failed')) v(q, s), generate_series(1, 3) g;
 """
 # pg-boss 10.x: no `blocked`; job_i5 on (name, start_after) WHERE state < 'active'; a partition
 # per queue (create_queue)

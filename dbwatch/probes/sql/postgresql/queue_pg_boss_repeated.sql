@@ -1,16 +1,23 @@
 -- pg-boss jobs not finished on their second or later try (attempts = retry_count + 1), by queue,
 -- over the summary's window: %(window)s created/retry jobs in (name, start_after) order, read
--- as the summary reads them ({by_queue}: pg-boss 12 queue by queue through job_i14, 10/11 in
+-- as the summary reads them ({by_queue}: pg-boss 12 queue by queue through job_i11/i14, 10/11 in
 -- one job_i5 scan that stops at the window; a sort of every unfinished job spilled to disk,
 -- ~1 s at a 1 M backlog), and active ones apart. The walk keeps each queue's counts by
 -- retry_count as a small jsonb array (one read of the window).
 WITH RECURSIVE walk AS (
-  SELECT NULL::text AS name, (SELECT min(name) FROM {table}) AS next, 0::bigint AS taken,
-         0 AS depth, 0 AS steps, NULL::jsonb AS tries
+  SELECT NULL::text AS name,
+         least(u.a,
+               (SELECT min(j.name) FROM {table} j
+                WHERE j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                  AND {created_blocked}),
+               (SELECT min(j.name) FROM {table} j
+                WHERE j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                  AND {retry_blocked})) AS next,
+         0::bigint AS taken, 0 AS depth, NULL::jsonb AS tries
+  FROM (SELECT (SELECT min(name) FROM {table} WHERE {unblocked}) AS a) u
   WHERE {by_queue}
   UNION ALL
-  SELECT w.next, (SELECT min(j.name) FROM {table} j WHERE j.name > w.next), w.taken + a.total,
-         w.depth + (a.total > 0)::int, w.steps + 1, a.tries
+  SELECT w.next, n.next, w.taken + a.total, w.depth + 1, a.tries
   FROM walk w
   CROSS JOIN LATERAL (
     SELECT coalesce(sum(g.n), 0)::bigint AS total,
@@ -32,8 +39,17 @@ WITH RECURSIVE walk AS (
                 ORDER BY b.start_after
                 LIMIT %(window)s - w.taken) r
           GROUP BY r.retry_count) g) a
+  CROSS JOIN LATERAL (
+    SELECT least(u.a,
+                 (SELECT min(j.name) FROM {table} j
+                  WHERE j.name > w.next AND j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                    AND {created_blocked}),
+                 (SELECT min(j.name) FROM {table} j
+                  WHERE j.name > w.next AND j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                    AND {retry_blocked})) AS next
+    FROM (SELECT (SELECT min(j.name) FROM {table} j WHERE j.name > w.next AND {unblocked}) AS a) u
+  ) n
   WHERE w.next IS NOT NULL AND w.taken < %(window)s AND w.depth < %(groups)s
-    AND w.steps < 10 * %(groups)s
 ),
 tried AS (
   SELECT w.name, (e.value ->> 0)::int AS retry_count, (e.value ->> 1)::bigint AS n

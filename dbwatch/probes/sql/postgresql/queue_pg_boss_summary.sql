@@ -7,22 +7,31 @@
 --   one-sided enum range is estimated at a third of the table, so the ordered scan that stops
 --   at the window is the plan before ANALYZE as after;
 -- - 12 (`walk`): no index has that order (job_i14 is (name, state, blocked, start_after)), so
---   queue by queue (the next name by one primary-key probe), each queue's created and retry
+--   queue by queue, each queue's created and retry
 --   jobs merged from four job_i14 ranges in start_after order, a queue taking what the window
---   has left: at most %(window)s rows read, where one sort read every waiting job. The walk
---   stops at %(groups)s queues with waiting jobs (the groups a query returns), and after ten
---   times as many names (queues holding only finished jobs cost one probe each).
+--   has left: at most %(window)s rows read, where one sort read every waiting job. The next
+--   queue is the least name past this one with a waiting job: the next unblocked one by one
+--   job_i11 probe (it holds them by name), a blocked one by job_i14 within the names before
+--   it (one pass over job_i14 for the whole walk): queues with no waiting job are never
+--   visited; at most %(groups)s queues.
 -- pg-boss 10/11 have no index on active jobs: that half reads the table (see the README's
 -- figures).
 WITH RECURSIVE walk AS (
-  SELECT NULL::text AS name, (SELECT min(name) FROM {table}) AS next, 0::bigint AS taken,
-         0 AS depth, 0 AS steps, 0::bigint AS total, 0::bigint AS available,
+  SELECT NULL::text AS name,
+         least(u.a,
+               (SELECT min(j.name) FROM {table} j
+                WHERE j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                  AND {created_blocked}),
+               (SELECT min(j.name) FROM {table} j
+                WHERE j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                  AND {retry_blocked})) AS next,
+         0::bigint AS taken, 0 AS depth, 0::bigint AS total, 0::bigint AS available,
          NULL::timestamptz AS oldest_available, 0::bigint AS repeated, NULL::int AS max_retry
+  FROM (SELECT (SELECT min(name) FROM {table} WHERE {unblocked}) AS a) u
   WHERE {by_queue}
   UNION ALL
-  SELECT w.next, (SELECT min(j.name) FROM {table} j WHERE j.name > w.next), w.taken + a.total,
-         w.depth + (a.total > 0)::int, w.steps + 1, a.total, a.available, a.oldest_available,
-         a.repeated, a.max_retry
+  SELECT w.next, n.next, w.taken + a.total, w.depth + 1, a.total, a.available,
+         a.oldest_available, a.repeated, a.max_retry
   FROM walk w
   CROSS JOIN LATERAL (
     SELECT count(*) AS total,
@@ -44,8 +53,17 @@ WITH RECURSIVE walk AS (
                  WHERE name = w.next AND {retry_blocked} ORDER BY start_after)) b
           ORDER BY b.start_after
           LIMIT %(window)s - w.taken) r) a
+  CROSS JOIN LATERAL (
+    SELECT least(u.a,
+                 (SELECT min(j.name) FROM {table} j
+                  WHERE j.name > w.next AND j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                    AND {created_blocked}),
+                 (SELECT min(j.name) FROM {table} j
+                  WHERE j.name > w.next AND j.name <= coalesce(u.a, (SELECT max(name) FROM {table}))
+                    AND {retry_blocked})) AS next
+    FROM (SELECT (SELECT min(j.name) FROM {table} j WHERE j.name > w.next AND {unblocked}) AS a) u
+  ) n
   WHERE w.next IS NOT NULL AND w.taken < %(window)s AND w.depth < %(groups)s
-    AND w.steps < 10 * %(groups)s
 ),
 flat AS (
   SELECT f.name, count(*) AS total,
