@@ -14,6 +14,7 @@
     python contrib/bench/bench_queue_model.py --throwaway
     python contrib/bench/bench_queue_model.py --tables 1000 --rows 100000 --engines postgresql
     python contrib/bench/bench_queue_model.py --smoke       # CI: 50 tables, 5,000 rows
+    python contrib/bench/bench_queue_model.py --throwaway --backlog --tables 50  # 999,000 queued
 
 --throwaway runs PostgreSQL in a cluster of its own (contrib/bench/pgcluster.py, autovacuum
 off); the MariaDB database is created on the shared server under a unique name and dropped.
@@ -53,6 +54,7 @@ INDEX_VALUES = getattr(_generic, "_my_index_values", None)
 MY = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
 PG = ["postgresql://postgres@127.0.0.1:5432/postgres"]  # the throwaway cluster's replaces it
 DB = f"dbw_bench_qmodel_{os.getpid()}"
+QUEUED = [3000]  # the newest rows are 'queued' (--backlog: all but the first 1,000)
 
 APP_TABLE = {
     "postgresql": ("CREATE TABLE t{i} (id bigserial PRIMARY KEY, name text, status text, "
@@ -70,7 +72,7 @@ JOBS = {
          " created_at timestamptz NOT NULL DEFAULT now())"),
         ("INSERT INTO task_queue (task_name, args, status, run_at, locked_at, locked_by,"
          " failed_at, attempts, last_error) SELECT 'app.t' || (g %% 7), '{}',"
-         " CASE WHEN g > %(rows)s - 3000 THEN 'queued' WHEN g %% 1000 = 0 THEN 'failed'"
+         " CASE WHEN g > %(rows)s - %(queued)s THEN 'queued' WHEN g %% 1000 = 0 THEN 'failed'"
          " WHEN g %% 997 = 0 THEN 'running' ELSE 'done' END, now() - (g %% 7200) * interval '1 s',"
          " CASE WHEN g %% 997 = 0 THEN now() - interval '1 h' END,"
          " CASE WHEN g %% 997 = 0 THEN 'w1' END, CASE WHEN g %% 1000 = 0 THEN now() END,"
@@ -87,7 +89,7 @@ JOBS = {
          " KEY (status), KEY (run_at))"),
         ("INSERT INTO task_queue (task_name, args, status, run_at, locked_at, locked_by,"
          " failed_at, attempts, last_error) SELECT CONCAT('app.t', seq %% 7), '{}',"
-         " CASE WHEN seq > %(rows)s - 3000 THEN 'queued' WHEN seq %% 1000 = 0 THEN 'failed'"
+         " CASE WHEN seq > %(rows)s - %(queued)s THEN 'queued' WHEN seq %% 1000 = 0 THEN 'failed'"
          " WHEN seq %% 997 = 0 THEN 'running' ELSE 'done' END, NOW() - INTERVAL (seq %% 7200) SECOND,"
          " IF(seq %% 997 = 0, NOW() - INTERVAL 1 HOUR, NULL), IF(seq %% 997 = 0, 'w1', NULL),"
          " IF(seq %% 1000 = 0, NOW(), NULL), seq %% 4, IF(seq %% 1000 = 0, 'ValueError: x', NULL)"
@@ -119,7 +121,8 @@ def build(engine: str, tables: int, rows: int) -> str:
     for i in range(tables):
         run(APP_TABLE[engine].format(i=i))
     for stmt in JOBS[engine]:
-        run(stmt % {"rows": rows} if "%(rows)s" in stmt else stmt.replace("%%", "%"))
+        run(stmt % {"rows": rows, "queued": QUEUED[0]} if "%(rows)s" in stmt
+            else stmt.replace("%%", "%"))
     url = (PG[0].rsplit("/", 1)[0] + f"/{DB}" if engine == "postgresql"
            else f"mysql://root@127.0.0.1:3306/{DB}")
     return url
@@ -239,9 +242,13 @@ def main() -> None:
                     help="PostgreSQL in a cluster of its own (autovacuum off), not :5432")
     ap.add_argument("--smoke", action="store_true", help="CI: 50 tables, 5,000 rows, one run")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--backlog", action="store_true",
+                    help="a backlog: every job row 'queued' but the first 1,000")
     args = ap.parse_args()
     if args.smoke:
         args.tables, args.rows, args.runs = 50, 5000, 1
+    if args.backlog:
+        QUEUED[0] = max(args.rows - 1000, 0)
     out = []
 
     def each() -> None:

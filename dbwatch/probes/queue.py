@@ -56,6 +56,9 @@ GROUPS = 500  # grouped rows returned per query
 # lookup for its serialized "executions": a smaller window than WINDOW (QU003 says so)
 LOOKUPS = 10_000
 LOOKUP_KINDS = {"solid_queue"}
+# MySQL/MariaDB kinds whose repeated attempts are read from each row's text (Symfony's
+# RedeliveryStamp in body/headers) over LOOKUPS rows, not WINDOW (QU003 says so)
+MY_LOOKUP_KINDS = {"symfony_messenger"}
 HORIZON = 7 * 86400  # failures older than this are not read
 ASPECTS = ("summary", "reserved", "repeated", "failed", "locks")
 CANONICAL = QUEUE_TABLE_NAMES  # the libraries' default names: probed first within a cap
@@ -173,6 +176,9 @@ def discover_tables(
         ctype = next((cols[c] for c in ATTEMPT_COLUMNS if cols.get(c)), None)
         lib = library(shape.library)
         variant = lib.variant(cols) if lib is not None and lib.variant is not None else None
+        frags = dict(variant.fragments) if variant else {}
+        if lib is not None and lib.fragments is not None:
+            frags |= lib.fragments(cols)
         out.append(
             Discovered(
                 schema=to_str(r.get("schema")),
@@ -188,7 +194,7 @@ def discover_tables(
                 expire=next((c for c in EXPIRE_EXPR if c in cols), None),
                 heartbeat="heartbeat_seconds" in cols and "heartbeat_on" in cols,
                 variant=variant.name if variant else None,
-                fragments=tuple(variant.fragments.items()) if variant else (),
+                fragments=tuple(frags.items()),
             )
         )
     # Within a cycle's cap, the connected database and the libraries' default names first:
@@ -257,7 +263,7 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         privilege=False,
         examined_at=time.time(),
     )
-    if t.kind in LOOKUP_KINDS:
+    if t.kind in LOOKUP_KINDS or (engine != "postgresql" and t.kind in MY_LOOKUP_KINDS):
         out["repeated_window"] = LOOKUPS
     try:
         if engine == "postgresql" and t.kind in PG_ID_RANGE_KINDS:

@@ -67,6 +67,9 @@ class Library:
     roles: dict[str, str] = field(default_factory=dict)
     # A client/version told from the table's column types (columns -> Variant); None: one
     variant: Callable[[dict[str, str]], Variant] | None = None
+    # SQL fragments told from the table's columns where a version's indexes need another
+    # query shape (pg-boss 12's job_i14); unlike a variant, nothing a finding carries
+    fragments: Callable[[dict[str, str]], dict[str, str]] | None = None
     variant_words: dict[str, dict[str, str]] = field(default_factory=dict)
 
 

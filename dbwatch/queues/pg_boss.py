@@ -41,6 +41,27 @@ HEARTBEAT_FIX = (
     "what failed for good."
 )
 
+# How the waiting jobs' window is read, by the indexes of the version (queue_pg_boss_*.sql):
+# pg-boss 12 (a `blocked` column; job_i14 on (name, state, blocked, start_after)) queue by
+# queue, one ordered range per state and blocked, the next queue by job_i11 / job_i14 probes; 10/11 (job_i5 on (name, start_after) WHERE
+# state < 'active') in one ordered read. Both hold the same rows: the first `window` created/
+# retry jobs in (name, start_after) order.
+WAITING_BY_QUEUE = {
+    "by_queue": "true",
+    "unblocked": "state < 'active' AND NOT blocked",  # job_i11: the next queue with one
+    "created": "state = 'created' AND NOT blocked",
+    "created_blocked": "state = 'created' AND blocked",
+    "retry": "state = 'retry' AND NOT blocked",
+    "retry_blocked": "state = 'retry' AND blocked",
+}
+WAITING_AT_ONCE = dict.fromkeys(WAITING_BY_QUEUE, "false")
+
+
+def fragments(columns: dict[str, str]) -> dict[str, str]:
+    """The SQL fragments of the table's version (see WAITING_BY_QUEUE)."""
+    return dict(WAITING_BY_QUEUE if "blocked" in columns else WAITING_AT_ONCE)
+
+
 # The library on the one queue model: role -> its column (sibling.column in a sibling
 # table); docs/queues.md shows them side by side.
 ROLES = {
@@ -64,6 +85,7 @@ LIBRARY = Library(
     versions="10.x (expire_in), 11.x (expire_seconds), 12.x (heartbeat_on/heartbeat_seconds)",
     shapes=(JOB,),
     table_names=frozenset({"job"}),
+    fragments=fragments,
     states={
         "available": "state IN ('created', 'retry') AND start_after <= now()",
         "claimed": "state = 'active' (started_on; 12: heartbeat_on)",

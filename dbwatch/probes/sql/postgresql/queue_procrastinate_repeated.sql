@@ -2,7 +2,8 @@
 -- and task, over the same window as the summary.
 -- Plans that hold without statistics (a 1 M backlog: the partial index's bitmap would read all
 -- of it and sort it). `fit` says whether the waiting and running jobs fit the window: their id
--- span (min/max of the partial index), else a count of at most window + 1 of them. If they fit,
+-- span (min/max of the partial index), else a count of at most window + 1 of them (first
+-- within 2 x window ids from the oldest: a dense backlog is told there). If they fit,
 -- the partial index finds them all; if not, the oldest by id are the first ones of a
 -- primary-key walk that stops at the window (its filter in a CASE, estimated as most rows, so
 -- the walk is chosen cold too). Both branches return the same rows; `fit` only picks the plan.
@@ -10,6 +11,17 @@ WITH fit AS MATERIALIZED (
   SELECT CASE WHEN (SELECT max(id) FROM {table} WHERE status IN ('todo', 'doing'))
                    - (SELECT min(id) FROM {table} WHERE status IN ('todo', 'doing')) < %(window)s
               THEN true
+              -- more than the window within the first 2 x window ids: cannot fit (a dense
+              -- backlog); read by an id range of the partial index, not all of its entries
+              WHEN (SELECT count(*)
+                    FROM (SELECT 1 FROM {table}
+                          WHERE status IN ('todo', 'doing')
+                            AND id >= (SELECT min(id) FROM {table}
+                                       WHERE status IN ('todo', 'doing'))
+                            AND id < (SELECT min(id) FROM {table}
+                                      WHERE status IN ('todo', 'doing')) + 2 * %(window)s
+                          LIMIT %(window)s + 1) d) > %(window)s
+              THEN false
               ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE status IN ('todo', 'doing')
                                           LIMIT %(window)s + 1) b) <= %(window)s END AS small
 )

@@ -8,16 +8,26 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
        max(f.created_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
 FROM (SELECT left(j.queue_name, 255) AS queue, x.created_at,
              extract(epoch FROM (now() AT TIME ZONE 'UTC') - x.created_at) AS age,
-             -- [^"]+ then the length, not [^"]{1,200}: a bounded repeat costs PostgreSQL's regex
-             -- engine a state per repeat (300 us a row)
-             coalesce((SELECT c FROM (SELECT substring(x.e FROM '"exception_class"\s*:\s*"([^"]+)"') AS c) k
-                       WHERE length(c) <= 200), '(unknown)')
-               || ': ' || left(coalesce(substring(x.e FROM '"message"\s*:\s*"((?:[^"\\]|\\.)*)'), ''), 300)
-               AS head,
+             coalesce(CASE WHEN length(x.cls) <= 200 THEN x.cls END, '(unknown)')
+               || ': ' || left(coalesce(x.msg, ''), 300) AS head,
              left(j.class_name, 255) AS job_class
-      FROM (SELECT job_id, created_at, left(error, 2048) AS e FROM {failed_executions}
-            ORDER BY id DESC LIMIT %(window)s) x
-      JOIN {table} j ON j.id = x.job_id
+      -- each key's value read by a regex anchored where strpos finds the key, over a slice of
+      -- the text ([^"]+ then the length, not [^"]{1,200}: a bounded repeat costs PostgreSQL's
+      -- regex engine a state per repeat, 300 us a row); unanchored over 2 kB the two regexes
+      -- cost 13 us a row, 65 ms for 5,000 failures
+      FROM (SELECT e.job_id, e.created_at,
+                   CASE WHEN strpos(e.error, '"exception_class"') > 0
+                        THEN substring(substr(e.error, strpos(e.error, '"exception_class"') + 17,
+                                              220) FROM '^\s*:\s*"([^"]+)"') END AS cls,
+                   CASE WHEN strpos(e.error, '"message"') > 0
+                        THEN substring(substr(e.error, strpos(e.error, '"message"') + 9, 700)
+                                       FROM '^\s*:\s*"((?:[^"\\]|\\.)*)') END AS msg
+            FROM (SELECT job_id, created_at, left(error, 2048) AS error FROM {failed_executions}
+                  ORDER BY id DESC LIMIT %(window)s) e) x
+      -- one primary-key lookup per failed execution (LIMIT 1 keeps it a nested loop: after
+      -- ANALYZE a hash join read all 1 M jobs for 5,000 failures, 180 ms)
+      CROSS JOIN LATERAL (SELECT queue_name, class_name FROM {table} WHERE id = x.job_id
+                          LIMIT 1) j
       WHERE x.created_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
