@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .catalogue import Rule
-from .checks import CheckContext, culprit_rules, load_checks
+from .checks import CheckContext, culprit_rules, load_checks, sections_read
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
@@ -85,6 +85,16 @@ def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
         chk = checks.get(rule.check)
         if chk is not None:
             needs.update(chk.probes_for(engine))
+    return needs | culprit_rules.sections_for(engine, (r.id for r in rules))
+
+
+def sections_known(engine: str, rules: Iterable[Rule]) -> set[str] | None:
+    """sections_needed without importing a check module (checks.CHECK_READS); None when a
+    rule's check is not listed there."""
+    rules = list(rules)
+    needs = sections_read(engine, (r.check for r in rules))
+    if needs is None:
+        return None
     return needs | culprit_rules.sections_for(engine, (r.id for r in rules))
 
 

@@ -190,20 +190,22 @@ probes = collections.defaultdict(set)
 for p in PROBES.load().values():
     probes[p.engine].add(p.fn.__module__.rsplit(".", 1)[1])
 checks = {n: c.fn.__module__.rsplit(".", 1)[1] for n, c in load_checks().items()}
+reads = {n: {e: list(c.probes_for(e)) for e in ("postgresql", "mysql") if c.probes_for(e)}
+         for n, c in load_checks().items()}
 sections = {}
 for m in SECTIONS.load().modules:  # each family's module: the keys defined in it
     for v in vars(sys.modules[m]).values():
         if any(v is k for k in SECTIONS.values()):
             sections[v.name] = m.rsplit(".", 1)[1]
 print(json.dumps({"probes": {k: sorted(v) for k, v in probes.items()}, "checks": checks,
-                  "sections": sections, "n_sections": len(SECTIONS)}))
+                  "sections": sections, "n_sections": len(SECTIONS), "reads": reads}))
 """
 
 
 def test_module_tables_match_what_the_modules_register() -> None:
     """The tables that let an audit import only its own checks and engine's probes name
     exactly the modules registering them (in a fresh process: every module imported)."""
-    from dbwatch.checks import CHECK_MODULES
+    from dbwatch.checks import CHECK_MODULES, CHECK_READS
     from dbwatch.probes.registry import ENGINE_MODULES
     from dbwatch.snapshot.sections import SECTION_MODULES
 
@@ -216,6 +218,8 @@ def test_module_tables_match_what_the_modules_register() -> None:
     assert found["probes"] == {k: sorted(v) for k, v in ENGINE_MODULES.items()}
     assert found["sections"] == SECTION_MODULES
     assert found["n_sections"] == len(SECTION_MODULES)  # every registered section is listed
+    # what each check probes, in its order (required, then optional), per engine
+    assert found["reads"] == {n: {e: list(v) for e, v in r.items()} for n, r in CHECK_READS.items()}
 
 
 SECTION = r"""
@@ -331,3 +335,56 @@ def test_the_cyclic_collector_stays_off_only_for_a_one_target_audit() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "True"  # main() turned it back on for another command
+
+
+OVERLAP = r"""
+import importlib.abc, json, sys, threading
+from dbwatch.catalogue import load_catalogue
+from dbwatch.config import Config
+from dbwatch.evaluate import Selection
+from dbwatch.pipeline import probe_target
+from dbwatch.targets import spec_for
+by_worker = []
+
+
+class Seen(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            by_worker.append(name)
+        return None
+
+
+sys.meta_path.insert(0, Seen())
+cat, spec = load_catalogue(), spec_for(sys.argv[1], "t")
+overlapped = probe_target(spec, cat, Config(), Selection(), overlap=True)
+switch = sys.getswitchinterval()
+plain = probe_target(spec, cat, Config(), Selection())
+print(json.dumps({
+    "by_worker": by_worker, "switch": switch,
+    "sections": [sorted(r.snapshot.sections) for r in (overlapped, plain)],
+    "ran": [sorted(r.evaluation.ran) for r in (overlapped, plain)],
+    "unknown": [r.evaluation.unknown for r in (overlapped, plain)],
+    "errors": [r.error for r in (overlapped, plain)],
+}))
+"""
+
+
+def test_a_one_target_audit_probes_while_its_checks_import(
+    own_pg_url: str, own_my_url: str
+) -> None:
+    """The probes run on a worker thread while the check modules import (probe_target with
+    overlap): the same sections read and rules run as one after the other, the worker
+    imports no module (everything it needs is imported before it starts), and the switch
+    interval is put back."""
+    for url in (own_pg_url, own_my_url):
+        out = subprocess.run(
+            [sys.executable, "-c", OVERLAP, url], capture_output=True, text=True, cwd=ROOT,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["by_worker"] == [], got["by_worker"]
+        assert got["errors"] == [None, None]
+        assert got["sections"][0] == got["sections"][1] and got["sections"][0]
+        assert got["ran"][0] == got["ran"][1] and got["unknown"][0] == got["unknown"][1]
+        assert got["switch"] == 0.005

@@ -203,6 +203,54 @@ CHECK_MODULES: dict[str, str] = {
 }
 
 
+# check name -> engine -> every section it probes (Check.probes_for: the required ones, then
+# the optional): a one-target audit starts probing while the check modules import
+# (pipeline.probe_target). tests/test_startup.py checks it against the registered checks; a
+# name not listed here makes the audit import the checks first, as before.
+_Reads = dict[str, tuple[str, ...]]
+_QUEUES: _Reads = {"postgresql": ("pg.queues",), "mysql": ("my.queues",)}
+_STATEMENTS: _Reads = {
+    "postgresql": ("pg.statement_digests",),
+    "mysql": ("my.statement_history", "my.statement_digests"),
+}
+_SESSIONS: _Reads = {"postgresql": ("pg.sessions",), "mysql": ("my.trx", "my.lock_waits")}
+CHECK_READS: dict[str, _Reads] = {
+    "claim_without_skip_locked": _STATEMENTS,
+    "dead_tuples": {"postgresql": ("pg.dead_tuples", "pg.horizon", "pg.sessions")},
+    "fetch_before_delete": _STATEMENTS,
+    "history_list": {"mysql": ("my.innodb_counters", "my.trx")},
+    "idle_in_transaction": _SESSIONS,
+    "incomplete_coverage": {},
+    "innodb_deadlock": {"mysql": ("my.innodb_status", "my.innodb_counters")},
+    "legacy_queue_index": {"postgresql": ("pg.queue_indexes",), "mysql": ("my.queue_indexes",)},
+    "long_transaction": _SESSIONS,
+    "my_lock_waits": {"mysql": ("my.lock_waits",)},
+    "my_settings": {"mysql": ("my.settings",)},
+    "pg_blocking": {"postgresql": ("pg.sessions",)},
+    "pg_deadlocks": {"postgresql": ("pg.deadlocks",)},
+    "pg_settings": {"postgresql": ("pg.settings",)},
+    "probe_failed": {},
+    "queue_attempts": _QUEUES,
+    "queue_backlog": _QUEUES,
+    "queue_expired": _QUEUES,
+    "queue_failed": _QUEUES,
+    "xmin_horizon": {"postgresql": ("pg.horizon", "pg.sessions")},
+}
+
+
+def sections_read(engine: str, names: Iterable[str]) -> set[str] | None:
+    """The sections the checks `names` probe on `engine`, from CHECK_READS (no check module
+    imported); None when one of them is not listed there."""
+    key = "mysql" if engine in ("mysql", "mariadb") else engine
+    out: set[str] = set()
+    for name in names:
+        reads = CHECK_READS.get(name)
+        if reads is None:
+            return None
+        out.update(reads.get(key, ()))
+    return out
+
+
 def load_checks(names: Iterable[str] | None = None) -> Mapping[str, Check]:
     """Every registered check (their modules imported once per process, on first call); with
     `names`, at least those that exist, importing only the modules registering them."""

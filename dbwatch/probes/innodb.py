@@ -18,10 +18,10 @@ ERROR_LOG_WINDOW = 86_400  # seconds of performance_schema.error_log read per lo
 def error_log_deadlocks(conn: Connection) -> ErrorLogDeadlocks:
     """MySQL 8.0.22+: every deadlock in performance_schema.error_log (no file access needed).
     Untested live: no MySQL 8 server here; the row shape follows the manual."""
-    from ..parsers.perfschema import deadlocks_from_rows
-
     if not conn.version.at_least("mysql", 8, 0, 22):
         return ErrorLogDeadlocks(available=False)
+    from ..parsers.perfschema import deadlocks_from_rows  # only here: MySQL 8.0.22+ only
+
     try:
         rows = conn.rows(sql("mysql", "error_log_deadlocks", conn.version), (ERROR_LOG_WINDOW,))
     except Exception as exc:  # noqa: BLE001 - optional source: say why, keep the status probe

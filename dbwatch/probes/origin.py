@@ -18,7 +18,7 @@ from ..targets import Connection
 from .grants import MONITOR_GRANT
 from .registry import probe
 from .results import Covered
-from .share import ProbeCache, shared_section
+from .share import ProbeCache, read_this_pass
 from .sqlfiles import sql
 from .statements import PFS_GRANT, PFS_ON_FIX, consumers
 
@@ -102,15 +102,15 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
 
 
 def _none_open(conn: Connection) -> bool:
-    """The daemon: this cycle's pg.sessions (the shared server-wide read, run before this
-    probe) shows no client backend of the target's database in a transaction. Then
+    """This pass's pg.sessions (read before this probe: the daemon's shared server-wide read,
+    an audit's own) shows no client backend of the target's database in a transaction. Then
     txn_locks.sql has nothing to return but transactions begun since that read (at most the
-    share interval ago, younger than any session rule sees in this cycle's rows), and the
-    round trip is not made: an idle database's cycle sends 2 statements, not 3. Elsewhere
-    (audit), or without that read, the query runs."""
+    share interval ago, younger than any session rule sees in these rows), and the round trip
+    is not made: an idle database's cycle sends 2 statements, not 3, an idle database's audit
+    one fewer. Without that read the query runs."""
     from ..snapshot.pg import PgSession, scoped  # here: a MySQL audit imports no PG rows
 
-    rows = shared_section("pg.sessions")
+    rows = read_this_pass("pg.sessions")
     # the section's own tuple (typed rows, one class): scoped() keeps its grouping by database
     # per tuple, so a copy here would regroup the server's sessions for every target
     if not isinstance(rows, tuple) or (rows and not isinstance(rows[0], PgSession)):

@@ -184,7 +184,7 @@ def test_pg_txn_detail_only_when_sessions_show_a_transaction(pg_db: str) -> None
         snap = run_probes(conn, "t", needs, cache=ProbeCache(), shared=(SharedProbes(0.0), "k"))
         assert sum("open transactions hold" in s for s in counting.take()) == 1
         got = snap.get(PG_TXN_DETAIL)
-        audit = run_probes(conn, "t", needs).get(PG_TXN_DETAIL)  # no sharing: always read
+        audit = run_probes(conn, "t", needs).get(PG_TXN_DETAIL)  # no sharing: its own sessions
         assert got is not None and audit is not None
         assert {lk.pid for lk in got.locks} == {job.info.backend_pid}
         assert got.locks == audit.locks
