@@ -25,6 +25,15 @@ Each layer falls back to the full scan of the buffer when unsure:
    elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
    the parser makes with a masked number is equality, which the shape keeps; the one rule that
    weighs numbers (the victim by weight) is never templated, only printed victims are.
+0. Skeletons. Most of a report's bytes are record dumps (' 0: len 8; hex ...; asc ...;;' lines),
+   which errorlog.slim drops line by line. A storm's reports print the same lines in the same
+   order: a learnt *skeleton* is one regular expression for a whole piece, a line at a time
+   (each line a kept line, a dump line with its field number, a blank line or a record-lock
+   line, run after run), matched in one pass; it gives the piece's kept lines, which are
+   exactly what slim gives (every line is classified by slim's own rules, checked by the
+   expression). The buffer is cut before it is slimmed (on the same lines), each piece slimmed
+   alone: equal to slimming it whole when no cut line is a dropped or record-lock line, else
+   the buffer is slimmed whole as before.
 3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
    the JSON the journal stores) is learnt from the same three points, so a storm's report is
    neither parsed nor diagnosed nor serialised.
@@ -137,6 +146,145 @@ def _cuts(data: bytes) -> list[int]:
             break
         k = find(_CUT, nl)
     return out
+
+
+# -- layer 0: skeletons ----------------------------------------------------------------------
+
+# errorlog.slim's rules, line by line: a dump line (dropped), a blank line (dropped, as every
+# line here ends with a newline), a record-lock line (kept, the first of a run only), any other
+# line (kept)
+_DUMP_START = re.compile(rb" [0-9]{1,5}: ")
+_BLANK = re.compile(rb"[ \t\r]*")
+_RECORD = b"Record lock, heap no "
+_KEPT_LINE = rb"(?! [0-9]{1,5}: |[ \t\r]*\n|Record lock, heap no )[^\n]*+\n"
+_RECORD_LINE = re.escape(_RECORD) + rb"[^\n]*+\n"
+_BLANK_LINE = rb"[ \t\r]*+\n"
+# a cut line slimmed alone as in the whole buffer: kept, and not part of a record-lock run
+_CUT_LINE = re.compile(rb"(?! [0-9]{1,5}: |Record lock, heap no )")
+MAX_SKELETONS = 32  # ~2-5 KB each compiled
+SKELETON_TRIES = 4  # the most recently used first
+SKELETONS_PER_FAMILY = 4  # learnt per family of shapes (a storm's row counts)
+
+
+def _tokens(piece: bytes) -> list[tuple[str, bytes]]:
+    """Each line of a piece (ending with a newline) as slim classifies it: K kept, R the
+    first record-lock line of a run (kept), r another (dropped), D a dump (with its field
+    number's text), B blank."""
+    out: list[tuple[str, bytes]] = []
+    run = False
+    for line in piece.split(b"\n")[:-1]:
+        m = _DUMP_START.match(line)
+        if m is not None:
+            out.append(("D", line[: m.end()]))
+        elif _BLANK.fullmatch(line):
+            out.append(("B", b""))
+        elif line.startswith(_RECORD):
+            out.append(("r" if run else "R", b""))
+            run = True
+        else:
+            out.append(("K", b""))
+            run = False
+    return out
+
+
+def _dropped(tokens: Sequence[tuple[str, bytes]]) -> bytes:
+    return b"".join(re.escape(t) + rb"[^\n]*+\n" if c == "D" else _BLANK_LINE for c, t in tokens)
+
+
+def _skeleton_source(tokens: list[tuple[str, bytes]]) -> bytes:
+    """The expression: kept lines in groups (one per run of them), a run of repeated
+    record-lock blocks (a dropped record-lock line, its dumps, blanks) as one repeat."""
+    parts: list[bytes] = []
+    open_group = False
+    i = 0
+    while i < len(tokens):
+        c = tokens[i][0]
+        if c in "KR":
+            if not open_group:
+                parts.append(b"(")
+                open_group = True
+            parts.append(_KEPT_LINE if c == "K" else _RECORD_LINE)
+            i += 1
+            continue
+        if open_group:
+            parts.append(b")")
+            open_group = False
+        if c != "r":
+            parts.append(_dropped(tokens[i : i + 1]))
+            i += 1
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j][0] in "DB":
+            j += 1
+        block = tokens[i:j]
+        n = 1
+        while tokens[i + n * len(block) : i + (n + 1) * len(block)] == block:
+            n += 1
+        body = _RECORD_LINE + _dropped(block[1:])
+        parts.append(body if n == 1 else b"(?:%s){%d}" % (body, n))
+        i += n * len(block)
+    if open_group:
+        parts.append(b")")
+    return b"".join(parts)
+
+
+class _Skeleton:
+    __slots__ = ("family", "pattern")
+
+    def __init__(self, pattern: re.Pattern[bytes], family: bytes) -> None:
+        self.pattern = pattern
+        self.family = family
+
+    def slim(self, piece: bytes) -> bytes | None:
+        """slim_bytes(piece) if the piece has this skeleton, else None."""
+        m = self.pattern.fullmatch(piece)
+        return None if m is None else b"".join(m.groups())
+
+
+def _learn_skeleton(piece: bytes, slimmed: bytes, family: bytes) -> _Skeleton | None:
+    tokens = _tokens(piece)
+    if not tokens or tokens[0][0] != "K":
+        return None
+    try:
+        sk = _Skeleton(re.compile(_skeleton_source(tokens)), family)
+    except (re.error, OverflowError, RecursionError):
+        return None
+    return sk if sk.slim(piece) == slimmed else None  # always; checked, never assumed
+
+
+def _slim_cut(data: bytes, cache: ShapeCache) -> tuple[bytes, list[bytes]] | None:
+    """slim_bytes(data) cut as _cuts cuts it: the part before the first cut and each piece,
+    each slimmed alone (by a learnt skeleton where one fits, which also says where the piece
+    ends). None when cutting first could differ (no cut, a last line without its newline, a cut
+    on a line slim drops or on a record-lock line, which slim could join to the run before)."""
+    if not data.endswith(b"\n"):
+        return None
+    k = data.find(_CUT)
+    if k < 0:
+        return None
+    start = data.rfind(b"\n", 0, k) + 1
+    head = slim_bytes(data[:start]) if start else b""
+    pieces: list[bytes] = []
+    end = len(data)
+    while start < end:
+        if _CUT_LINE.match(data, start) is None:
+            return None
+        got = cache.skim(data, start)
+        if got is not None:
+            slimmed, stop = got
+            # the piece is the skeleton's: no other line it keeps holds the header's words,
+            # and the line after it does (or the buffer ends)
+            if slimmed.find(_CUT, slimmed.find(b"\n")) >= 0 or (
+                stop < end and data.find(_CUT, stop, data.find(b"\n", stop)) < 0
+            ):
+                got = None
+        if got is None:
+            k = data.find(_CUT, data.find(b"\n", start))
+            stop = end if k < 0 else data.rfind(b"\n", 0, k) + 1
+            slimmed = cache.slim_piece(data[start:stop])
+        pieces.append(slimmed)
+        start = stop
+    return head, pieces
 
 
 # -- layer 2: shapes -------------------------------------------------------------------------
@@ -471,6 +619,42 @@ class ShapeCache:
         self.lock = threading.Lock()
         self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
         self.count = 0  # learnt shapes in all
+        self.skeletons: list[_Skeleton] = []  # most recently used first
+        self.skeleton_counts: dict[bytes, int] = {}  # learnt per family
+        self.skimmed = 0  # pieces slimmed by a skeleton (a figure for tests and benches)
+
+    def skim(self, data: bytes, start: int) -> tuple[bytes, int] | None:
+        """The kept lines of the piece at data[start:] by a learnt skeleton (what slim_bytes
+        gives of them) and where the skeleton ends; None if none fits."""
+        for i, sk in enumerate(self.skeletons[:SKELETON_TRIES]):
+            m = sk.pattern.match(data, start)
+            if m is not None:
+                self.skimmed += 1
+                if i:
+                    with self.lock:
+                        if sk in self.skeletons:
+                            self.skeletons.remove(sk)
+                            self.skeletons.insert(0, sk)
+                return b"".join(m.groups()), m.end()
+        return None
+
+    def slim_piece(self, piece: bytes) -> bytes:
+        """slim_bytes(piece) of a piece that starts at a cut line and ends with a newline;
+        its skeleton learnt when its shape's family was (a storm)."""
+        slimmed = slim_bytes(piece)
+        # learnt for a storm only: a piece whose shape's family was learnt (seen at least
+        # twice), a few per family
+        family = slimmed.translate(_DIGITS)
+        if family in self.learnt and self.skeleton_counts.get(family, 0) < SKELETONS_PER_FAMILY:
+            learnt = _learn_skeleton(piece, slimmed, family)
+            with self.lock:
+                n = self.skeleton_counts.pop(family, 0) + 1
+                while len(self.skeleton_counts) >= 4 * self.size:
+                    self.skeleton_counts.pop(next(iter(self.skeleton_counts)), None)
+                self.skeleton_counts[family] = n
+                if learnt is not None:
+                    self.skeletons = [learnt, *self.skeletons][:MAX_SKELETONS]
+        return slimmed
 
     def read(self, piece: bytes, wrapped: bool) -> _Got | None:
         """What a piece reads as; None if it is not clean."""
@@ -658,28 +842,35 @@ def _scan_pieces(
     data: bytes, final: bool, cache: ShapeCache
 ) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
     """scan_buffer's deadlocks, each with the shape it was built from and its numbers."""
-    data = slim_bytes(data)
-    if data and not data.endswith(b"\n"):
-        return _full(_lines(data), final)
-    cuts = _cuts(data)
-    wrapped = False
-    if not cuts or cuts[0] > 0:
-        head = data[: cuts[0]] if cuts else data
-        state = _inert(head, wrapped)
-        if state is None or not cuts:
+    parts = _slim_cut(data, cache)
+    if parts is None:
+        data = slim_bytes(data)
+        if data and not data.endswith(b"\n"):
             return _full(_lines(data), final)
+        cuts = _cuts(data)
+        if not cuts:
+            return _full(_lines(data), final)
+        bounds = [*cuts, len(data)]
+        head = data[: cuts[0]]
+        pieces = [data[bounds[i] : bounds[i + 1]] for i in range(len(cuts))]
+    else:
+        head, pieces = parts
+    wrapped = False
+    if head:
+        state = _inert(head, wrapped)
+        if state is None:
+            return _full(_lines(head + b"".join(pieces)), final)
         wrapped = state
-    bounds = [*cuts, len(data)]
     out: list[tuple[Deadlock | None, _Shape | None, list[str]]] = []
     wrapped_in = [wrapped]  # the wrapper flag at each piece's start
-    for i in range(len(cuts)):
-        got = cache.read(data[bounds[i] : bounds[i + 1]], wrapped)
+    for i, piece in enumerate(pieces):
+        got = cache.read(piece, wrapped)
         if got is None:
             if i == 0:
-                return _full(_lines(data), final)
+                return _full(_lines(head + b"".join(pieces)), final)
             # from the piece before, whose report this one may taint: a clean piece's header
             # leaves a fresh Scanner as the one that read everything before it
-            rest, still_open = _full(_lines(data[bounds[i - 1] :]), final, wrapped_in[i - 1])
+            rest, still_open = _full(_lines(b"".join(pieces[i - 1 :])), final, wrapped_in[i - 1])
             return out[:-1] + rest, still_open
         out.append((got[0], got[2], got[3]))
         wrapped = got[1]
