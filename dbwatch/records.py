@@ -549,8 +549,10 @@ class DeadlockRecord:
     def in_scope(self, scope: str | None) -> bool:
         """Whether it is the deadlock of a target scoped to `scope`: one of its tables is
         there, or none is known (truncated text: dropping it would hide what may be ours)."""
+        if scope is None:
+            return True
         dbs = self.databases()
-        return scope is None or not dbs or any(same(d, scope) for d in dbs)
+        return not dbs or any(same(d, scope) for d in dbs)
 
     def tagged(self, *, source: str | None = None, target: str | None = None) -> DeadlockRecord:
         return replace(self, source=source or self.source, target=target or self.target)
