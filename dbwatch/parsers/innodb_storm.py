@@ -294,6 +294,15 @@ Build = Callable[[Sequence[str]], object]
 # dict or list: then built afresh every time, never remembered or shared)
 Compiled = tuple[Build, frozenset[int], bool]
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
+
+
+def _tuple_getter(items: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """itemgetter that always gives a tuple (of one item too)."""
+    if len(items) == 1:
+        only = items[0]
+        return lambda t: (t[only],)
+    return itemgetter(*items)
 
 
 def _const(v: object) -> Build:
@@ -447,8 +456,8 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "big", "build", "derived", "dl", "fmt", "keys", "nclasses", "pick", "points", "wrapped_in",
-        "wrapped_out",
+        "big", "build", "derived", "digits", "dl", "expand", "nclasses", "pick", "piece",
+        "points", "wrapped_in", "wrapped_out",
     )  # fmt: skip
 
     def __init__(
@@ -456,21 +465,28 @@ class _Shape:
         build: Build | None, dl: Deadlock, out: bool,
     ) -> None:  # fmt: skip
         reps = _class_reps(firsts)
-        name = {f: b"%%(c%d)s" % k for k, f in enumerate(reps)}  # classes by first appearance
-        parts: list[bytes] = []
+
+        # A piece is read only when its digits zeroed equal the learnt piece's (the cache's
+        # key): all else is the same text, its digits in the same places. What is left to
+        # compare is its digits alone: the learnt piece's, each masked run (a digit run) one
+        # of its class's number -- a format of the classes' numbers, in digits' coordinates.
+        def at(i: int) -> int:  # a byte offset as an offset in the digits
+            return len(piece[:i].translate(None, _NOT_DIGITS))
+
+        digits = piece.translate(None, _NOT_DIGITS).decode("ascii")
+        parts: list[str] = []
         last = 0
-        for (a, b), f in zip(spans, firsts, strict=True):
-            parts += (piece[last:a].replace(b"%", b"%%"), name[f])
-            last = b
-        parts.append(piece[last:].replace(b"%", b"%%"))
-        self.fmt = b"".join(parts)
+        for a, b in spans:
+            parts += (digits[last : at(a)], "%s")
+            last = at(b)
+        parts.append(digits[last:])
+        self.digits = "".join(parts)
+        self.piece = piece
         self.nclasses = len(reps)
-        self.keys = [b"c%d" % k for k in range(len(reps))]
         self.big = [k for k, i in enumerate(reps) if spans[i][1] - spans[i][0] > 2]
-        slices = [slice(*spans[i]) for i in reps]
-        self.pick: Callable[[bytes], tuple[bytes, ...]] = (
-            (lambda p: (p[slices[0]],)) if len(slices) == 1 else itemgetter(*slices)
-        )
+        self.pick = _tuple_getter([slice(at(spans[i][0]), at(spans[i][1])) for i in reps])
+        cls = {f: k for k, f in enumerate(reps)}
+        self.expand = _tuple_getter([cls[f] for f in firsts])  # every run: its class's number
         self.build = build
         self.dl = dl  # the deadlock when no number reaches it (build is None)
         self.wrapped_out = out
@@ -482,21 +498,21 @@ class _Shape:
     def read(self, piece: bytes) -> _Got | None:
         """What a piece of this shape reads as, its deadlock not built yet (None); None if it
         is not this shape (other small numbers, or numbers equal where the learnt ones were
-        not)."""
+        not). The piece's digits zeroed equal the learnt piece's (ShapeCache.read's key)."""
         if not self.nclasses:
-            if piece != self.fmt.replace(b"%%", b"%"):
+            if piece != self.piece:
                 return None
             return None, self.wrapped_out, self, []
-        reps = self.pick(piece)
-        n = self.nclasses
-        if self.fmt % dict(zip(self.keys, reps)) != piece:
+        digits = piece.translate(None, _NOT_DIGITS).decode("ascii")
+        reps: tuple[str, ...] = self.pick(digits)
+        if self.digits % self.expand(reps) != digits:
             return None
         ints = list(map(int, reps))
-        if len(set(ints)) != n or len(set(reps)) != n:
+        if len(set(ints)) != self.nclasses:  # numbers unequal (so their texts too)
             return None
         if self.big and min([ints[k] for k in self.big]) < 100:
             return None  # not a number the shape masks: another shape
-        return None, self.wrapped_out, self, b"\0".join(reps).decode("ascii").split("\0")
+        return None, self.wrapped_out, self, list(reps)
 
     def deadlock(self, texts: Sequence[str]) -> Deadlock:
         """The deadlock of a piece of this shape with these numbers."""
@@ -619,6 +635,9 @@ class ShapeCache:
         self.lock = threading.Lock()
         self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
         self.count = 0  # learnt shapes in all
+        # the family of the last piece read and its key (a storm's next piece: no hash);
+        # forgotten whenever a family changes
+        self.last: tuple[bytes, Sequence[_Shape]] = (b"", ())
         self.skeletons: list[_Skeleton] = []  # most recently used first
         self.skeleton_counts: dict[bytes, int] = {}  # learnt per family
         self.skimmed = 0  # pieces slimmed by a skeleton (a figure for tests and benches)
@@ -661,16 +680,19 @@ class ShapeCache:
         if len(piece) > MAX_PIECE:
             return _alone(piece, wrapped)
         zeroed = piece.translate(_DIGITS)
-        family = self.learnt.get(zeroed, ())
+        last_key, last_family = self.last  # a storm: the family of the piece before (no hash)
+        family = last_family if zeroed == last_key else self.learnt.get(zeroed, ())
         for i, shape in enumerate(family):
             if shape.wrapped_in == wrapped:
                 got = shape.read(piece)
                 if got is not None:
                     self.built += 1
+                    self.last = (zeroed, family)
                     if i:  # the last one found is tried first (a family's shapes, by use)
                         with self.lock:
                             if self.learnt.get(zeroed) is family:
                                 self.learnt[zeroed] = [shape, *family[:i], *family[i + 1 :]]
+                            self.last = (b"", ())
                     return got
         runs = _VAR.findall(piece)
         key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
@@ -707,6 +729,7 @@ class ShapeCache:
     def _keep(self, zeroed: bytes, shape: _Shape) -> None:
         """Learnt shapes are bounded in all (`size`), the oldest key's first out."""
         with self.lock:
+            self.last = (b"", ())
             old = self.learnt.pop(zeroed, [])
             shapes = [shape, *old][:SHAPES_PER_KEY]
             self.count += len(shapes) - len(old)
