@@ -22,7 +22,14 @@ from dbwatch.deadlocks import live, tailer
 from dbwatch.parsers import innodb_storm
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import slim
-from dbwatch.parsers.innodb_storm import Derive, ShapeCache, _types, full_scan, scan_buffer
+from dbwatch.parsers.innodb_storm import (
+    Derive,
+    LazyDerive,
+    ShapeCache,
+    _types,
+    full_scan,
+    scan_buffer,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -45,6 +52,14 @@ def same(data: bytes, cache: ShapeCache | None = None) -> list[Deadlock]:
             json.dumps(r.to_json()) for r, _ in expect
         ]  # key order too
         assert [_types(r) for r, _ in derived.out] == [_types(r) for r, _ in expect]
+        # the tail's lazy records: the same records when built, the same values at once
+        lazy = LazyDerive(live._logged, live._ATTRS)
+        assert scan_buffer(data, final, cache, lazy) == ([], want[1])
+        values = [tuple(a(r) for a in live._ATTRS) for r, _ in expect]
+        assert [later.values for later, _ in lazy.out] == values
+        assert [_types(v) for v in values] == [_types(later.values) for later, _ in lazy.out]
+        assert [(later.get(), text) for later, text in lazy.out] == expect
+        assert [_types(later.get()) for later, _ in lazy.out] == [_types(r) for r, _ in expect]
     return got
 
 
@@ -233,6 +248,9 @@ def test_records_built_from_shapes() -> None:
     scan_buffer(data, False, cache, derived)
     assert derived.built >= 25
     assert derived.out == [live._logged(dl) for dl in full_scan(slim(data), False)[0]]
+    lazy = LazyDerive(live._logged, live._ATTRS)
+    scan_buffer(data, False, cache, lazy)
+    assert lazy.built >= 25
 
 
 def test_a_fault_of_the_storm_path_falls_back_to_the_full_scan(monkeypatch) -> None:  # type: ignore[no-untyped-def]

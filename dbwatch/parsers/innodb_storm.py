@@ -47,12 +47,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import fields, is_dataclass
 from operator import itemgetter
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import Scanner, slim_bytes
 
-__all__ = ["Derive", "ShapeCache", "full_scan", "scan_buffer"]
+__all__ = ["Derive", "Deriving", "Later", "LazyDerive", "ShapeCache", "full_scan", "scan_buffer"]
 
 # A digit run worth a value >= 100 (no matter its leading zeros), whole; or two digits after a
 # colon (a timestamp's minutes and seconds: the parser checks the month, day and hour, never
@@ -493,7 +493,7 @@ class _Shape:
         self.wrapped_in = False  # the wrapper flag it was learnt under
         # the learning points (class numbers, deadlock): the piece and its twins
         self.points: tuple[tuple[list[str], Deadlock], ...] = ()
-        self.derived: dict[object, tuple[Build, Build] | None] = {}  # Derive.fn -> templates
+        self.derived: dict[object, Any] = {}  # Derive's key -> its templates (None: none)
 
     def read(self, piece: bytes) -> _Got | None:
         """What a piece of this shape reads as, its deadlock not built yet (None); None if it
@@ -773,8 +773,98 @@ class Derive(Generic[R]):
         assert tpl is not None
         obj, stored = tpl[0](texts), tpl[1](texts)
         assert isinstance(stored, str)
-        self.out.append((obj, stored))  # type: ignore[arg-type]  # built as fn's R, checked
+        self.out.append((obj, stored))  # built as fn's R, checked at the learning points
         self.built += 1
+
+
+class Deriving(Protocol):
+    """What the scan hands each deadlock to (Derive, LazyDerive)."""
+
+    out: list[Any]
+
+    def has(self, shape: _Shape) -> bool: ...
+
+    def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None: ...
+
+    def add_built(self, shape: _Shape, texts: Sequence[str]) -> None: ...
+
+
+class Later(Generic[R]):
+    """fn's object of one deadlock, built when first asked for (`get`), and the values of the
+    LazyDerive's attrs on it (`values`), known at once."""
+
+    __slots__ = ("_build", "_obj", "_texts", "values")
+
+    def __init__(
+        self, obj: R | None, build: Build | None, texts: Sequence[str], values: tuple[object, ...]
+    ) -> None:
+        self._obj = obj
+        self._build = build
+        self._texts = texts
+        self.values = values
+
+    def get(self) -> R:
+        if self._obj is None:
+            assert self._build is not None
+            self._obj = self._build(self._texts)  # type: ignore[assignment]  # fn's R, checked
+        assert self._obj is not None
+        return self._obj
+
+
+class LazyDerive(Generic[R]):
+    """Derive, its objects built only when asked for: `out` holds (Later, text); a few
+    attributes of each object (`attrs`, functions of it: the log tail's key, time, schemas,
+    pattern) are given at once, from templates of their own for a learnt shape's deadlocks,
+    learnt from the same three points and checked like the object's. `attrs` is a key of the
+    shapes' templates: pass the same tuple every time."""
+
+    def __init__(
+        self, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
+    ) -> None:
+        self.fn = fn
+        self.attrs = attrs
+        self.key = (fn, attrs)
+        self.out: list[tuple[Later[R], str]] = []
+        self.built = 0
+
+    def has(self, shape: _Shape) -> bool:
+        if self.key not in shape.derived:
+            shape.derived[self.key] = _learn_lazy(shape, self.fn, self.attrs)
+        return shape.derived[self.key] is not None
+
+    def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None:
+        if shape is not None and self.has(shape):
+            self.add_built(shape, texts)
+            return
+        obj, text = self.fn(dl)
+        self.out.append((Later(obj, None, (), tuple([a(obj) for a in self.attrs])), text))
+
+    def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
+        obj, text, attrs = shape.derived[self.key]
+        stored = text(texts)
+        assert isinstance(stored, str)
+        self.out.append((Later(None, obj, texts, tuple([a(texts) for a in attrs])), stored))
+        self.built += 1
+
+
+def _learn_lazy(
+    shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
+) -> tuple[Build, Build, tuple[Build, ...]] | None:
+    both = _learn_derived(shape, fn)
+    if both is None:
+        return None
+    objs = [(numbers, fn(dl)[0]) for numbers, dl in shape.points]
+    builds: list[Build] = []
+    for attr in attrs:
+        try:
+            values: list[tuple[list[str], object]] = [(n, attr(o)) for n, o in objs]
+        except Exception:  # noqa: BLE001 - an attribute a point does not have: no template
+            return None
+        build = _obj_template(values)
+        if build is None:
+            return None
+        builds.append(build)
+    return both[0], both[1], tuple(builds)
 
 
 def _text_template(points: list[tuple[list[str], str]]) -> Build | None:
@@ -839,7 +929,7 @@ def scan_buffer(
     data: bytes,
     final: bool,
     shapes: ShapeCache | None = None,
-    derive: Derive[Any] | None = None,
+    derive: Deriving | None = None,
 ) -> tuple[list[Deadlock], bool]:
     """errorlog's scan of a buffer of whole lines (the tailer's read): its deadlocks and whether
     a report is still open at its end; equal to full_scan(slim(data), final). `derive`: what
