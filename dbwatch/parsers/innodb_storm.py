@@ -44,7 +44,7 @@ from __future__ import annotations
 import random
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
 from operator import itemgetter
 from typing import Any, Generic, Protocol, TypeVar
@@ -167,9 +167,9 @@ SKELETONS_PER_FAMILY = 4  # learnt per family of shapes (a storm's row counts)
 
 
 def _tokens(piece: bytes) -> list[tuple[str, bytes]]:
-    """Each line of a piece (ending with a newline) as slim classifies it: K kept, R the
-    first record-lock line of a run (kept), r another (dropped), D a dump (with its field
-    number's text), B blank."""
+    """Each line of a piece (ending with a newline) as slim classifies it: K kept (with its
+    first byte), R the first record-lock line of a run (kept), r another (dropped), D a dump
+    (with its field number's text), B blank."""
     out: list[tuple[str, bytes]] = []
     run = False
     for line in piece.split(b"\n")[:-1]:
@@ -182,9 +182,20 @@ def _tokens(piece: bytes) -> list[tuple[str, bytes]]:
             out.append(("r" if run else "R", b""))
             run = True
         else:
-            out.append(("K", b""))
+            out.append(("K", line[:1]))
             run = False
     return out
+
+
+def _kept_line(first: bytes) -> bytes:
+    """A kept line that starts with this byte, as the learnt one did: a byte that starts no
+    dump, blank or record-lock line says so alone (a short expression: quick to compile and
+    to match); else the rules in full."""
+    if first.isdigit():  # a year, a time: its value may change, a digit it stays
+        return rb"[0-9][^\n]*+\n"
+    if first and first not in b" \t\rR":
+        return re.escape(first) + rb"[^\n]*+\n"
+    return _KEPT_LINE
 
 
 def _dropped(tokens: Sequence[tuple[str, bytes]]) -> bytes:
@@ -203,7 +214,7 @@ def _skeleton_source(tokens: list[tuple[str, bytes]]) -> bytes:
             if not open_group:
                 parts.append(b"(")
                 open_group = True
-            parts.append(_KEPT_LINE if c == "K" else _RECORD_LINE)
+            parts.append(_kept_line(tokens[i][1]) if c == "K" else _RECORD_LINE)
             i += 1
             continue
         if open_group:
@@ -252,11 +263,17 @@ def _learn_skeleton(piece: bytes, slimmed: bytes, family: bytes) -> _Skeleton | 
     return sk if sk.slim(piece) == slimmed else None  # always; checked, never assumed
 
 
-def _slim_cut(data: bytes, cache: ShapeCache) -> tuple[bytes, list[bytes]] | None:
+class _Uncut(Exception):
+    """A cut line slim drops or joins to a record-lock run: the buffer is slimmed whole."""
+
+
+def _slim_cut(data: bytes, cache: ShapeCache) -> tuple[bytes, Iterator[bytes]] | None:
     """slim_bytes(data) cut as _cuts cuts it: the part before the first cut and each piece,
     each slimmed alone (by a learnt skeleton where one fits, which also says where the piece
-    ends). None when cutting first could differ (no cut, a last line without its newline, a cut
-    on a line slim drops or on a record-lock line, which slim could join to the run before)."""
+    ends), one after the other as they are read (a skeleton learnt from a piece serves the
+    next). None when cutting first could differ (no cut, a last line without its newline);
+    the pieces raise _Uncut at a cut on a line slim drops or on a record-lock line (which slim
+    could join to the run before)."""
     if not data.endswith(b"\n"):
         return None
     k = data.find(_CUT)
@@ -264,11 +281,14 @@ def _slim_cut(data: bytes, cache: ShapeCache) -> tuple[bytes, list[bytes]] | Non
         return None
     start = data.rfind(b"\n", 0, k) + 1
     head = slim_bytes(data[:start]) if start else b""
-    pieces: list[bytes] = []
+    return head, _slimmed_pieces(data, start, cache)
+
+
+def _slimmed_pieces(data: bytes, start: int, cache: ShapeCache) -> Iterator[bytes]:
     end = len(data)
     while start < end:
         if _CUT_LINE.match(data, start) is None:
-            return None
+            raise _Uncut
         got = cache.skim(data, start)
         if got is not None:
             slimmed, stop = got
@@ -282,9 +302,8 @@ def _slim_cut(data: bytes, cache: ShapeCache) -> tuple[bytes, list[bytes]] | Non
             k = data.find(_CUT, data.find(b"\n", start))
             stop = end if k < 0 else data.rfind(b"\n", 0, k) + 1
             slimmed = cache.slim_piece(data[start:stop])
-        pieces.append(slimmed)
+        yield slimmed
         start = stop
-    return head, pieces
 
 
 # -- layer 2: shapes -------------------------------------------------------------------------
@@ -850,10 +869,16 @@ class LazyDerive(Generic[R]):
 def _learn_lazy(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
 ) -> tuple[Build, Build, tuple[Build, ...]] | None:
-    both = _learn_derived(shape, fn)
+    made: list[tuple[list[str], tuple[R, str]]] = []
+    for numbers, dl in shape.points:
+        try:
+            made.append((numbers, fn(dl)))
+        except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
+            return None
+    both = _templates(made)
     if both is None:
         return None
-    objs = [(numbers, fn(dl)[0]) for numbers, dl in shape.points]
+    objs = [(numbers, obj) for numbers, (obj, _) in made]
     builds: list[Build] = []
     for attr in attrs:
         try:
@@ -898,29 +923,43 @@ def _obj_template(points: list[tuple[list[str], object]]) -> Build | None:
 
 def _types(v: object) -> object:
     """The shape of a value with the type of every part (== says 1 == True, (1,) != [1])."""
+    t = type(v)
+    if t in _LEAVES:
+        return t
     if isinstance(v, dict):
         return (dict, [(k, _types(x)) for k, x in v.items()])
     if isinstance(v, (list, tuple)):
-        return (type(v), [_types(x) for x in v])
-    if is_dataclass(v) and not isinstance(v, type):
-        return (type(v), [_types(getattr(v, f.name)) for f in fields(v)])
-    return type(v)
+        return (t, [_types(x) for x in v])
+    names = _FIELDS.get(t)
+    if names is None:
+        if not (is_dataclass(v) and not isinstance(v, type)):
+            return t
+        names = _FIELDS[t] = tuple(f.name for f in fields(v))
+    return (t, [_types(getattr(v, name)) for name in names])
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None), bytes))
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's fields (dataclasses.fields is slow)
 
 
 def _learn_derived(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
 ) -> tuple[Build, Build] | None:
-    objs: list[tuple[list[str], object]] = []
-    texts: list[tuple[list[str], str]] = []
+    made: list[tuple[list[str], tuple[R, str]]] = []
     for numbers, dl in shape.points:
         try:
-            obj, text = fn(dl)
+            made.append((numbers, fn(dl)))
         except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
             return None
-        objs.append((numbers, obj))
-        texts.append((numbers, text))
-    if not objs:
+    return _templates(made)
+
+
+def _templates(made: list[tuple[list[str], tuple[R, str]]]) -> tuple[Build, Build] | None:
+    """Templates of fn's object and text from its results at the learning points."""
+    if not made:
         return None
+    objs: list[tuple[list[str], object]] = [(numbers, obj) for numbers, (obj, _) in made]
+    texts = [(numbers, text) for numbers, (_, text) in made]
     a, b = _obj_template(objs), _text_template(texts)
     return (a, b) if a is not None and b is not None else None
 
@@ -956,18 +995,25 @@ def _scan_pieces(
 ) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
     """scan_buffer's deadlocks, each with the shape it was built from and its numbers."""
     parts = _slim_cut(data, cache)
-    if parts is None:
-        data = slim_bytes(data)
-        if data and not data.endswith(b"\n"):
-            return _full(_lines(data), final)
-        cuts = _cuts(data)
-        if not cuts:
-            return _full(_lines(data), final)
-        bounds = [*cuts, len(data)]
-        head = data[: cuts[0]]
-        pieces = [data[bounds[i] : bounds[i + 1]] for i in range(len(cuts))]
-    else:
-        head, pieces = parts
+    if parts is not None:
+        try:
+            return _read_pieces(parts[0], parts[1], final, cache)
+        except _Uncut:
+            pass  # nothing kept but what the cache learnt: read from the whole slimmed buffer
+    data = slim_bytes(data)
+    if data and not data.endswith(b"\n"):
+        return _full(_lines(data), final)
+    cuts = _cuts(data)
+    if not cuts:
+        return _full(_lines(data), final)
+    bounds = [*cuts, len(data)]
+    pieces = (data[bounds[i] : bounds[i + 1]] for i in range(len(cuts)))
+    return _read_pieces(data[: cuts[0]], pieces, final, cache)
+
+
+def _read_pieces(
+    head: bytes, pieces: Iterator[bytes], final: bool, cache: ShapeCache
+) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
     wrapped = False
     if head:
         state = _inert(head, wrapped)
@@ -976,18 +1022,22 @@ def _scan_pieces(
         wrapped = state
     out: list[tuple[Deadlock | None, _Shape | None, list[str]]] = []
     wrapped_in = [wrapped]  # the wrapper flag at each piece's start
+    before = b""
     for i, piece in enumerate(pieces):
         got = cache.read(piece, wrapped)
         if got is None:
             if i == 0:
-                return _full(_lines(head + b"".join(pieces)), final)
+                return _full(_lines(head + piece + b"".join(pieces)), final)
             # from the piece before, whose report this one may taint: a clean piece's header
             # leaves a fresh Scanner as the one that read everything before it
-            rest, still_open = _full(_lines(b"".join(pieces[i - 1 :])), final, wrapped_in[i - 1])
+            rest, still_open = _full(
+                _lines(before + piece + b"".join(pieces)), final, wrapped_in[i - 1]
+            )
             return out[:-1] + rest, still_open
         out.append((got[0], got[2], got[3]))
         wrapped = got[1]
         wrapped_in.append(wrapped)
+        before = piece
     return out, False
 
 
