@@ -475,7 +475,7 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "big", "build", "derived", "digits", "dl", "expand", "nclasses", "pick", "piece",
+        "big", "build", "derived", "digits", "dl", "expand", "heads", "nclasses", "pick", "piece",
         "points", "wrapped_in", "wrapped_out",
     )  # fmt: skip
 
@@ -504,6 +504,7 @@ class _Shape:
         self.nclasses = len(reps)
         self.big = [k for k, i in enumerate(reps) if spans[i][1] - spans[i][0] > 2]
         self.pick = _tuple_getter([slice(at(spans[i][0]), at(spans[i][1])) for i in reps])
+        self.heads = _tuple_getter([at(spans[i][0]) for i in reps])  # each number's first digit
         cls = {f: k for k, f in enumerate(reps)}
         self.expand = _tuple_getter([cls[f] for f in firsts])  # every run: its class's number
         self.build = build
@@ -526,6 +527,11 @@ class _Shape:
         reps: tuple[str, ...] = self.pick(digits)
         if self.digits % self.expand(reps) != digits:
             return None
+        if "0" not in self.heads(digits):  # no leading zero: a number is its text
+            if len(set(reps)) != self.nclasses:  # numbers unequal
+                return None
+            # and a run of 3+ digits without a leading zero is >= 100
+            return None, self.wrapped_out, self, list(reps)
         ints = list(map(int, reps))
         if len(set(ints)) != self.nclasses:  # numbers unequal (so their texts too)
             return None
