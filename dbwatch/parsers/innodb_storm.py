@@ -578,10 +578,8 @@ def _twin(
         for _ in range(200):
             if len(r) == 2:  # a clock's: a minute or second
                 v = b"%d" % rng.randint(10, 59)
-            else:
-                v = (
-                    str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in r[1:])
-                ).encode()
+            else:  # a number of the same length, its first digit not 0
+                v = b"%d" % rng.randrange(10 ** (len(r) - 1), 10 ** len(r))
             if v not in used:
                 break
         else:
