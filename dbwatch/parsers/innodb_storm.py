@@ -812,6 +812,9 @@ class Deriving(Protocol):
     def add_built(self, shape: _Shape, texts: Sequence[str]) -> None: ...
 
 
+_UNSEEN = object()  # no templates tried yet (None: tried, none)
+
+
 class Later(Generic[R]):
     """fn's object of one deadlock, built when first asked for (`get`), and the values of the
     LazyDerive's attrs on it (`values`), known at once."""
@@ -846,14 +849,16 @@ class LazyDerive(Generic[R]):
     ) -> None:
         self.fn = fn
         self.attrs = attrs
-        self.key = (fn, attrs)
+        # the shapes' key for these templates: one object per (fn, attrs), hashed at once
+        self.key = _LAZY_KEYS.setdefault((fn, attrs), object())
         self.out: list[tuple[Later[R], str]] = []
         self.built = 0
 
     def has(self, shape: _Shape) -> bool:
-        if self.key not in shape.derived:
-            shape.derived[self.key] = _learn_lazy(shape, self.fn, self.attrs)
-        return shape.derived[self.key] is not None
+        got = shape.derived.get(self.key, _UNSEEN)
+        if got is _UNSEEN:
+            got = shape.derived[self.key] = _learn_lazy(shape, self.fn, self.attrs)
+        return got is not None
 
     def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None:
         if shape is not None and self.has(shape):
@@ -868,6 +873,9 @@ class LazyDerive(Generic[R]):
         assert isinstance(stored, str)
         self.out.append((Later(None, obj, texts, tuple([a(texts) for a in attrs])), stored))
         self.built += 1
+
+
+_LAZY_KEYS: dict[tuple[object, tuple[object, ...]], object] = {}
 
 
 def _learn_lazy(
