@@ -3,6 +3,15 @@ buffer (errorlog.Scanner over errorlog.slim) with the same result, most reports 
 
 Each layer falls back to the full scan of the buffer when unsure:
 
+0. Skeletons. Most of a report's bytes are record dumps (' 0: len 8; hex ...; asc ...;;' lines),
+   which errorlog.slim drops line by line. A storm's reports print the same lines in the same
+   order: a learnt *skeleton* is one regular expression for a whole piece, a line at a time
+   (each line a kept line, a dump line with its field number, a blank line or a record-lock
+   line, run after run), matched in one pass; it gives the piece's kept lines, which are
+   exactly what slim gives (every line is classified by slim's own rules, checked by the
+   expression). The buffer is cut before it is slimmed (on the same lines), each piece slimmed
+   alone: equal to slimming it whole when no cut line is a dropped or record-lock line, else
+   the buffer is slimmed whole as before.
 1. Pieces. The buffer is cut at every line holding "eadlock detected" (each report's header
    line, and any query text that says it). A piece is *clean* when a fresh Scanner fed only its
    lines opens a report at its first line, ends with no line held (soft-wrap partial, bare
@@ -25,18 +34,10 @@ Each layer falls back to the full scan of the buffer when unsure:
    elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
    the parser makes with a masked number is equality, which the shape keeps; the one rule that
    weighs numbers (the victim by weight) is never templated, only printed victims are.
-0. Skeletons. Most of a report's bytes are record dumps (' 0: len 8; hex ...; asc ...;;' lines),
-   which errorlog.slim drops line by line. A storm's reports print the same lines in the same
-   order: a learnt *skeleton* is one regular expression for a whole piece, a line at a time
-   (each line a kept line, a dump line with its field number, a blank line or a record-lock
-   line, run after run), matched in one pass; it gives the piece's kept lines, which are
-   exactly what slim gives (every line is classified by slim's own rules, checked by the
-   expression). The buffer is cut before it is slimmed (on the same lines), each piece slimmed
-   alone: equal to slimming it whole when no cut line is a dropped or record-lock line, else
-   the buffer is slimmed whole as before.
 3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
    the JSON the journal stores) is learnt from the same three points, so a storm's report is
-   neither parsed nor diagnosed nor serialised.
+   neither parsed nor diagnosed nor serialised. LazyDerive goes further: the object itself is
+   built only when asked for, a few of its attributes (templates of their own) given at once.
 """
 
 from __future__ import annotations
