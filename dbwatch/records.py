@@ -10,6 +10,7 @@ are shown as they are); nothing downstream sees the driver's untyped rows.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from .findings import Finding, SessionIdentity
@@ -399,6 +400,12 @@ class Diagnosis:
         )
 
 
+def in_scope(databases: Iterable[str], scope: str | None) -> bool:
+    """DeadlockRecord.in_scope of a record touching these databases (as printed, unquoted)."""
+    dbs = tuple(databases)
+    return scope is None or not dbs or any(same(d, scope) for d in dbs)
+
+
 def _obj(value: object) -> JSONObject:
     return value if isinstance(value, dict) else {}
 
@@ -549,8 +556,7 @@ class DeadlockRecord:
     def in_scope(self, scope: str | None) -> bool:
         """Whether it is the deadlock of a target scoped to `scope`: one of its tables is
         there, or none is known (truncated text: dropping it would hide what may be ours)."""
-        dbs = self.databases()
-        return scope is None or not dbs or any(same(d, scope) for d in dbs)
+        return scope is None or in_scope(self.databases(), scope)
 
     def tagged(self, *, source: str | None = None, target: str | None = None) -> DeadlockRecord:
         return replace(self, source=source or self.source, target=target or self.target)

@@ -80,6 +80,8 @@ def test_tail() -> None:
         assert res["recorded"] == res["deadlocks_written"]  # each one recorded, exactly once
         assert "share_of_one_core_pct" in res and "cpu_ms_per_deadlock" in res
         assert res["built_from_shapes"] > 20  # the storm path was taken, not only learnt
+        assert res["slimmed_by_skeleton"] > 20  # and the record dumps dropped by skeleton
+        assert len(res["poll_cpu_ms"]) == 2
 
 
 def test_tail_parts() -> None:

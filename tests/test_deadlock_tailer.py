@@ -1,6 +1,7 @@
 """Tailing a server log: each deadlock once across partial writes, restarts and rotation."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -130,3 +131,45 @@ def test_an_unreadable_log_is_said_once_while_it_stays_unreadable(
         assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 2
         poll(log_file, "mysql", pos)  # without a set: said every time
         assert len([r for r in caplog.records if "cannot read" in r.getMessage()]) == 3
+
+
+def test_storm_findings_are_the_full_records(tmp_path: Path) -> None:
+    """In a storm the tail builds few records (the rest from their shapes' templates, key,
+    time, schemas and pattern only): its findings and journal rows are what the full records
+    make, a burst and separate findings alike, scoped or not."""
+    from dbwatch.deadlocks.live import _burst, _finding, _logged
+    from dbwatch.parsers.errorlog import slim
+    from dbwatch.parsers.innodb_storm import SHAPES, Later, full_scan
+
+    for n, scope in ((30, None), (30, "test"), (4, "TEST"), (30, "other")):
+        log = tmp_path / f"{n}-{scope}.log"
+        log.write_text("")
+        st = State(tmp_path / f"{n}-{scope}.db")
+        tail_findings(st, "t", "mysql", str(log))
+        for k in range(3):  # the shapes learnt, then read from them
+            text = "".join(full(100 * k + i) for i in range(n))
+            with log.open("a") as fh:
+                fh.write(text)
+            built = SHAPES.built
+            got = tail_findings(st, "t", "mysql", str(log), scope=scope)
+            assert k == 0 or SHAPES.built - built == n  # from the learnt shape
+            recs = [_logged(dl)[0] for dl in full_scan(slim(text.encode()), True)[0]]
+            assert len(recs) == n
+            if scope == "other":
+                assert got == [] and st.deadlock_count("t") == 0
+                continue
+            if n > 5:
+                later = [Later(r, None, (), (r.key, r.at, (), r.diagnosis.pattern)) for r in recs]
+                assert got == [_burst("MY102", "t", later, "warning")]
+            else:
+                assert got == [_finding("MY102", "t", r, "warning") for r in recs]
+            rows = {d["key"]: d["data"] for d in st.deadlocks("t", limit=1000)}
+            for r in recs:
+                assert rows[r.key] == json.loads(_logged_text(r))
+        assert st.deadlock_count("t") == (0 if scope == "other" else 3 * n)
+
+
+def _logged_text(rec: object) -> str:
+    from dbwatch.daemon.journal import _as_json
+
+    return _as_json(rec.to_json())  # type: ignore[attr-defined]

@@ -22,7 +22,14 @@ from dbwatch.deadlocks import live, tailer
 from dbwatch.parsers import innodb_storm
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import slim
-from dbwatch.parsers.innodb_storm import Derive, ShapeCache, _types, full_scan, scan_buffer
+from dbwatch.parsers.innodb_storm import (
+    Derive,
+    LazyDerive,
+    ShapeCache,
+    _types,
+    full_scan,
+    scan_buffer,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -45,6 +52,14 @@ def same(data: bytes, cache: ShapeCache | None = None) -> list[Deadlock]:
             json.dumps(r.to_json()) for r, _ in expect
         ]  # key order too
         assert [_types(r) for r, _ in derived.out] == [_types(r) for r, _ in expect]
+        # the tail's lazy records: the same records when built, the same values at once
+        lazy = LazyDerive(live._logged, live._ATTRS)
+        assert scan_buffer(data, final, cache, lazy) == ([], want[1])
+        values = [tuple(a(r) for a in live._ATTRS) for r, _ in expect]
+        assert [later.values for later, _ in lazy.out] == values
+        assert [_types(v) for v in values] == [_types(later.values) for later, _ in lazy.out]
+        assert [(later.get(), text) for later, text in lazy.out] == expect
+        assert [_types(later.get()) for later, _ in lazy.out] == [_types(r) for r, _ in expect]
     return got
 
 
@@ -233,6 +248,9 @@ def test_records_built_from_shapes() -> None:
     scan_buffer(data, False, cache, derived)
     assert derived.built >= 25
     assert derived.out == [live._logged(dl) for dl in full_scan(slim(data), False)[0]]
+    lazy = LazyDerive(live._logged, live._ATTRS)
+    scan_buffer(data, False, cache, lazy)
+    assert lazy.built >= 25
 
 
 def test_a_fault_of_the_storm_path_falls_back_to_the_full_scan(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -252,3 +270,72 @@ def test_a_fault_of_the_storm_path_falls_back_to_the_full_scan(monkeypatch) -> N
     derived = Derive(live._logged)
     assert tailer._scan(io.BytesIO(data), 0, "mysql", False, derive=derived) == ([], want[1])
     assert derived.out == [live._logged(dl) for dl in want[0]]
+
+
+def _mariadb_report() -> str:
+    lines = (FIXTURES / "innodb" / "mariadb-error-log-excerpt.log").read_text().splitlines(True)
+    start = next(i for i, ln in enumerate(lines) if "deadlock detected" in ln)
+    end = next(i for i, ln in enumerate(lines) if "WE ROLL BACK" in ln) + 1
+    return "".join(lines[start:end])
+
+
+def test_skeletons_slim_a_storm_exactly() -> None:
+    """A storm's pieces are slimmed by their learnt skeleton (one expression a piece); a piece
+    that differs from it anywhere slim looks (a line more or less, a dump line that is not
+    one, a record-lock run changed, the header's words in a dropped or kept line, lines
+    between reports) reads exactly as the full scan reads it."""
+    report = _mariadb_report()
+    rng = random.Random(17)
+    clean = [_vary(report, rng, 1.0, wild=False) for _ in range(12)]
+    cache = ShapeCache()
+    same("".join(clean).encode(), cache)
+    assert cache.skeletons
+    before = cache.skimmed
+    same("".join(clean).encode(), cache)
+    assert cache.skimmed - before >= 4 * 11  # 4 scans of 12 pieces, the first maybe not
+    dump = " 2: len 8; hex 0000000000000021; asc        !;;\n"
+    assert dump in report
+    record = "Record lock, heap no 3 PHYSICAL RECORD"
+    assert record in report
+    odd = [
+        report.replace(dump, dump + dump.replace(" 2:", " 3:"), 1),  # a dump line more
+        report.replace(dump, "", 1),  # one fewer
+        report.replace(dump, dump + "2026-11-22  2:01:37 0 [Note] Something else\n", 1),
+        report.replace(dump, " 0x: not a dump\n", 1),
+        report.replace(dump, " 123456: too many digits\n", 1),
+        report.replace(dump, dump + "  \t\n", 1),  # blank (dropped)
+        report.replace(dump, dump + "  x\n", 1),  # not blank
+        report.replace(record, "XRecord lock, heap no 3 PHYSICAL RECORD", 1),
+        report.replace("Record lock, heap no 2 PHYSICAL", "Record lock,  heap no 2 PHYSICAL", 1),
+        report.replace(dump, dump.replace("asc ", "asc deadlock detected, dumping "), 1),
+        report.replace(dump, " 2: asc Transactions deadlock detected, dumping detailed\n", 1),
+        report.replace(record, "Record lock, heap no 3 deadlock detected", 1),
+        report.replace("mysql tables in use", "deadlock detected\nmysql tables in use", 1),
+        report.replace("WHERE `id` = 33", "WHERE `id` = 33 /* deadlock detected */", 1),
+        report.replace(
+            "*** CONFLICTING WITH:\n", "*** CONFLICTING WITH:\n" + record + "\n", 1
+        ),  # a record-lock line where a kept line was
+        report + "2026-11-22  2:01:38 0 [Note] after the report\n",
+        report + "\n\n",
+        report.replace("\n", "\r\n"),
+    ]
+    for i, text in enumerate(odd):
+        assert text != report, i
+        for at in (0, 5, 12):
+            data = "".join(clean[:at] + [_vary(text, rng, 1.0, wild=False)] + clean[at:])
+            same(data.encode(), cache)
+    # a storm of each odd report: learnt too, still exact
+    for text in odd:
+        same("".join(_vary(text, rng, 1.0, wild=False) for _ in range(4)).encode(), cache)
+    assert len(cache.skeletons) <= innodb_storm.MAX_SKELETONS
+
+
+def test_skeletons_are_bounded() -> None:
+    report = _mariadb_report()
+    rng = random.Random(23)
+    cache = ShapeCache(size=8)
+    for k in range(40):  # another row count each time: another family, another skeleton
+        text = report.replace("34 row lock(s)", f"{k} row lock(s)")
+        same("".join(_vary(text, rng, 1.0, wild=False) for _ in range(3)).encode(), cache)
+    assert len(cache.skeletons) <= innodb_storm.MAX_SKELETONS
+    assert len(cache.skeleton_counts) <= 4 * cache.size

@@ -1,8 +1,9 @@
 """Where the log tail's CPU goes, per deadlock: the tailer's scan (scanner + report parser), the
 record (diagnosis, tags, key) and the journal insert, for 100 reports read at once (one poll at
 100 deadlocks/s). CPU time, best of 7; run it alternately for two checkouts on a shared machine.
-Where the checkout has it (innodb_storm.Derive), also `scan_and_records`: the scan as the daemon's
-tail runs it, giving each deadlock's record and stored JSON (what scan + record + JSON cost).
+Where the checkout has it (innodb_storm.LazyDerive, else Derive), also `scan_and_records`: the scan
+as the daemon's tail runs it, giving each deadlock's stored JSON and what the tail reads of its
+record (key, time, schemas, pattern; the record itself built only for findings).
 The reports repeat one shape, so after the first run they are built from it (a storm).
 
 Run: python contrib/bench/bench_tail_parts.py [CHECKOUT] [--smoke]   (one JSON line per report shape;
@@ -64,14 +65,23 @@ def measure(kind: str, tmp: Path) -> dict[str, object]:
     ins = best(insert)
     both = None
     try:
-        from dbwatch.deadlocks.live import _logged
-        from dbwatch.parsers.innodb_storm import Derive
+        from dbwatch.deadlocks import live
+        from dbwatch.parsers import innodb_storm
     except ImportError:
         pass
     else:
-        both = best(
-            lambda: tailer._scan(io.BytesIO(raw), 0, "mysql", False, derive=Derive(_logged))
-        )
+        if hasattr(innodb_storm, "LazyDerive"):  # the tail's own: records built when asked
+            def derive() -> object:
+                return innodb_storm.LazyDerive(live._logged, live._ATTRS)
+        elif hasattr(innodb_storm, "Derive"):
+            def derive() -> object:
+                return innodb_storm.Derive(live._logged)
+        else:
+            derive = None  # type: ignore[assignment]
+        if derive is not None:
+            both = best(
+                lambda: tailer._scan(io.BytesIO(raw), 0, "mysql", False, derive=derive())
+            )
     return {
         "checkout": str(ROOT),
         "report": kind,

@@ -23,17 +23,22 @@ def _at(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+_RECORD_DEADLOCK = (
+    "INSERT INTO deadlocks(target, key, at, data, seen_at) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(target, key) DO NOTHING"
+)
+
+
 class JournalStore(StateBase):
     # -- deadlocks, actions ------------------------------------------------------------
 
     def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool:
+        row = (target, key, _at(at), _as_json(data_json), time.time())
+        with self._lock:
+            if self._depth:  # inside this thread's transaction (the log tail's 100 a read)
+                return self._db.execute(_RECORD_DEADLOCK, row).rowcount == 1
         with self.transaction() as db:
-            cur = db.execute(
-                "INSERT INTO deadlocks(target, key, at, data, seen_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(target, key) DO NOTHING",
-                (target, key, _at(at), _as_json(data_json), time.time()),
-            )
-            return cur.rowcount == 1
+            return db.execute(_RECORD_DEADLOCK, row).rowcount == 1
 
     def deadlocks(self, target: str | None = None, limit: int = 100) -> list[JSONObject]:
         """Newest first: target, key, at, data (decoded), seen_at."""

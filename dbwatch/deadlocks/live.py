@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 from typing import Protocol
 
 from ..findings import Finding
 from ..parsers.deadlock_model import Deadlock
-from ..parsers.innodb_storm import Derive
+from ..parsers.innodb_storm import Later, LazyDerive
+from ..records import in_scope
 from .record import DeadlockRecord, deadlock_record
 from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
@@ -37,15 +40,17 @@ def _finding(rule: str, target: str, rec: DeadlockRecord, severity: str) -> Find
     )
 
 
-def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) -> Finding:
-    patterns = Counter(r.diagnosis.pattern for r in recs)
-    latest = recs[-1]
+def _burst(rule: str, target: str, recs: list[Later[DeadlockRecord]], severity: str) -> Finding:
+    """One finding for many: the latest record built, the others' key, time and pattern
+    only (Later.values, by _ATTRS)."""
+    patterns = Counter(str(r.values[_PATTERN]) for r in recs)
+    latest = recs[-1].get()
     top = ", ".join(f"{p} ×{n}" for p, n in patterns.most_common(5))
     return Finding(
         rule=rule,
         severity=severity,
         target=target,
-        subject=f"deadlocks {recs[0].at} … {latest.at}",
+        subject=f"deadlocks {recs[0].values[_AT]} … {latest.at}",
         summary=f"{len(recs)} deadlocks in the server log since the last look ({top}); "
         f"latest: {victim_text(latest)}",
         fix=latest.diagnosis.fix,
@@ -56,7 +61,7 @@ def _burst(rule: str, target: str, recs: list[DeadlockRecord], severity: str) ->
             "source": "log_file",
             "see_all": f"dbwatch deadlocks --history {target} / --log <file> --summary",
         },
-        identity=f"burst:{recs[0].key}",
+        identity=f"burst:{recs[0].values[_KEY]}",
     )
 
 
@@ -66,6 +71,21 @@ def _logged(dl: Deadlock) -> tuple[DeadlockRecord, str]:
     from templates (parsers.innodb_storm.Derive), exactly."""
     rec = deadlock_record(dl).tagged(source="log_file")
     return rec, json.dumps(rec.to_json(), default=str, sort_keys=True)
+
+
+def _databases(rec: DeadlockRecord) -> tuple[str, ...]:
+    return tuple(sorted(rec.databases()))
+
+
+# what the tail reads of every record (Later.values); the rest of a record is built only for
+# the findings it makes: all of them up to MAX_SEPARATE, else the latest
+_ATTRS: tuple[Callable[[DeadlockRecord], object], ...] = (
+    attrgetter("key"),
+    attrgetter("at"),
+    _databases,
+    attrgetter("diagnosis.pattern"),
+)
+_KEY, _AT, _DATABASES, _PATTERN = range(4)
 
 
 def tail_findings(
@@ -83,14 +103,17 @@ def tail_findings(
     skipped (not recorded, logged or reported), as `dbwatch deadlocks URL` and MY102 do.
     PostgreSQL log entries name schemas, not databases: they are not filtered here."""
     pos = load_position(state, target)
-    derived = Derive(_logged)
+    derived = LazyDerive(_logged, _ATTRS)
     new_pos = poll(Path(log_file), engine, pos, warned, derived)[1]  # records in derived.out
-    fresh: list[DeadlockRecord] = []
+    fresh: list[Later[DeadlockRecord]] = []
     with state.transaction() as db:
         for rec, stored in derived.out:
-            if engine == "mysql" and not rec.in_scope(scope):
+            dbs = rec.values[_DATABASES]
+            assert isinstance(dbs, tuple)
+            if engine == "mysql" and not in_scope(dbs, scope):
                 continue
-            if state.record_deadlock(target, rec.key, rec.at, stored):
+            key, at = rec.values[_KEY], rec.values[_AT]
+            if state.record_deadlock(target, str(key), at, stored):
                 fresh.append(rec)
         if new_pos is not None:
             save_position(db, target, new_pos)
@@ -99,4 +122,4 @@ def tail_findings(
     rule = "PG102" if engine == "postgresql" else "MY102"
     if len(fresh) > MAX_SEPARATE:
         return [_burst(rule, target, fresh, severity)]
-    return [_finding(rule, target, r, severity) for r in fresh]
+    return [_finding(rule, target, r.get(), severity) for r in fresh]

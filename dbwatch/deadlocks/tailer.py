@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
 from ..parsers.errorlog import open_block_start, slim
 from ..parsers.innodb_deadlock import Deadlock
-from ..parsers.innodb_storm import Derive, full_scan, scan_buffer
+from ..parsers.innodb_storm import Deriving, full_scan, scan_buffer
 from ..parsers.pg_deadlock import PgScanner, detect_format
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def _scan(
     engine: str,
     final: bool,
     fast: bool = True,
-    derive: Derive[Any] | None = None,
+    derive: Deriving | None = None,
 ) -> tuple[list[Deadlock], int]:
     """Deadlocks complete in fh[offset:]; returns them and the safe resume offset. `fast`
     (MySQL/MariaDB): through innodb_storm's shapes, else the Scanner on every line. `derive`:
@@ -105,7 +105,7 @@ def _scan(
 
 
 def _scan_only(
-    fh: BinaryIO, offset: int, engine: str, final: bool, fast: bool, derive: Derive[Any] | None
+    fh: BinaryIO, offset: int, engine: str, final: bool, fast: bool, derive: Deriving | None
 ) -> tuple[list[Deadlock], int]:
     end = fh.seek(0, os.SEEK_END)
     fh.seek(offset)
@@ -187,7 +187,7 @@ def poll(
     engine: str,
     pos: Position | None,
     warned: set[str] | None = None,
-    derive: Derive[Any] | None = None,
+    derive: Deriving | None = None,
 ) -> tuple[list[Deadlock], Position | None]:
     """New deadlocks since `pos` and the position to save; an unreadable file changes nothing
     and is logged — once while it stays unreadable when the caller keeps a `warned` set (the
@@ -211,7 +211,7 @@ def poll(
 
 
 def _poll(
-    path: Path, engine: str, pos: Position | None, derive: Derive[Any] | None = None
+    path: Path, engine: str, pos: Position | None, derive: Deriving | None = None
 ) -> tuple[list[Deadlock], Position | None]:
     """A first look starts at the end: what is already in the log is history (read it with
     `dbwatch deadlocks --log`), not news to alert on."""

@@ -3,6 +3,15 @@ buffer (errorlog.Scanner over errorlog.slim) with the same result, most reports 
 
 Each layer falls back to the full scan of the buffer when unsure:
 
+0. Skeletons. Most of a report's bytes are record dumps (' 0: len 8; hex ...; asc ...;;' lines),
+   which errorlog.slim drops line by line. A storm's reports print the same lines in the same
+   order: a learnt *skeleton* is one regular expression for a whole piece, a line at a time
+   (each line a kept line, a dump line with its field number, a blank line or a record-lock
+   line, run after run), matched in one pass; it gives the piece's kept lines, which are
+   exactly what slim gives (every line is classified by slim's own rules, checked by the
+   expression). The buffer is cut before it is slimmed (on the same lines), each piece slimmed
+   alone: equal to slimming it whole when no cut line is a dropped or record-lock line, else
+   the buffer is slimmed whole as before.
 1. Pieces. The buffer is cut at every line holding "eadlock detected" (each report's header
    line, and any query text that says it). A piece is *clean* when a fresh Scanner fed only its
    lines opens a report at its first line, ends with no line held (soft-wrap partial, bare
@@ -27,7 +36,8 @@ Each layer falls back to the full scan of the buffer when unsure:
    weighs numbers (the victim by weight) is never templated, only printed victims are.
 3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
    the JSON the journal stores) is learnt from the same three points, so a storm's report is
-   neither parsed nor diagnosed nor serialised.
+   neither parsed nor diagnosed nor serialised. LazyDerive goes further: the object itself is
+   built only when asked for, a few of its attributes (templates of their own) given at once.
 """
 
 from __future__ import annotations
@@ -35,15 +45,15 @@ from __future__ import annotations
 import random
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
 from operator import itemgetter
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from dbwatch.parsers.deadlock_model import Deadlock
 from dbwatch.parsers.errorlog import Scanner, slim_bytes
 
-__all__ = ["Derive", "ShapeCache", "full_scan", "scan_buffer"]
+__all__ = ["Derive", "Deriving", "Later", "LazyDerive", "ShapeCache", "full_scan", "scan_buffer"]
 
 # A digit run worth a value >= 100 (no matter its leading zeros), whole; or two digits after a
 # colon (a timestamp's minutes and seconds: the parser checks the month, day and hour, never
@@ -139,6 +149,164 @@ def _cuts(data: bytes) -> list[int]:
     return out
 
 
+# -- layer 0: skeletons ----------------------------------------------------------------------
+
+# errorlog.slim's rules, line by line: a dump line (dropped), a blank line (dropped, as every
+# line here ends with a newline), a record-lock line (kept, the first of a run only), any other
+# line (kept)
+_DUMP_START = re.compile(rb" [0-9]{1,5}: ")
+_BLANK = re.compile(rb"[ \t\r]*")
+_RECORD = b"Record lock, heap no "
+_KEPT_LINE = rb"(?! [0-9]{1,5}: |[ \t\r]*\n|Record lock, heap no )[^\n]*+\n"
+_RECORD_LINE = re.escape(_RECORD) + rb"[^\n]*+\n"
+_BLANK_LINE = rb"[ \t\r]*+\n"
+# a cut line slimmed alone as in the whole buffer: kept, and not part of a record-lock run
+_CUT_LINE = re.compile(rb"(?! [0-9]{1,5}: |Record lock, heap no )")
+MAX_SKELETONS = 32  # ~2-5 KB each compiled
+SKELETON_TRIES = 4  # the most recently used first
+SKELETONS_PER_FAMILY = 4  # learnt per family of shapes (a storm's row counts)
+
+
+def _tokens(piece: bytes) -> list[tuple[str, bytes]]:
+    """Each line of a piece (ending with a newline) as slim classifies it: K kept (with its
+    first byte), R the first record-lock line of a run (kept), r another (dropped), D a dump
+    (with its field number's text), B blank."""
+    out: list[tuple[str, bytes]] = []
+    run = False
+    for line in piece.split(b"\n")[:-1]:
+        m = _DUMP_START.match(line)
+        if m is not None:
+            out.append(("D", line[: m.end()]))
+        elif _BLANK.fullmatch(line):
+            out.append(("B", b""))
+        elif line.startswith(_RECORD):
+            out.append(("r" if run else "R", b""))
+            run = True
+        else:
+            out.append(("K", line[:1]))
+            run = False
+    return out
+
+
+def _kept_line(first: bytes) -> bytes:
+    """A kept line that starts with this byte, as the learnt one did: a byte that starts no
+    dump, blank or record-lock line says so alone (a short expression: quick to compile and
+    to match); else the rules in full."""
+    if first.isdigit():  # a year, a time: its value may change, a digit it stays
+        return rb"[0-9][^\n]*+\n"
+    if first and first not in b" \t\rR":
+        return re.escape(first) + rb"[^\n]*+\n"
+    return _KEPT_LINE
+
+
+def _dropped(tokens: Sequence[tuple[str, bytes]]) -> bytes:
+    return b"".join(re.escape(t) + rb"[^\n]*+\n" if c == "D" else _BLANK_LINE for c, t in tokens)
+
+
+def _skeleton_source(tokens: list[tuple[str, bytes]]) -> bytes:
+    """The expression: kept lines in groups (one per run of them), a run of repeated
+    record-lock blocks (a dropped record-lock line, its dumps, blanks) as one repeat."""
+    parts: list[bytes] = []
+    open_group = False
+    i = 0
+    while i < len(tokens):
+        c = tokens[i][0]
+        if c in "KR":
+            if not open_group:
+                parts.append(b"(")
+                open_group = True
+            parts.append(_kept_line(tokens[i][1]) if c == "K" else _RECORD_LINE)
+            i += 1
+            continue
+        if open_group:
+            parts.append(b")")
+            open_group = False
+        if c != "r":
+            parts.append(_dropped(tokens[i : i + 1]))
+            i += 1
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j][0] in "DB":
+            j += 1
+        block = tokens[i:j]
+        n = 1
+        while tokens[i + n * len(block) : i + (n + 1) * len(block)] == block:
+            n += 1
+        body = _RECORD_LINE + _dropped(block[1:])
+        parts.append(body if n == 1 else b"(?:%s){%d}" % (body, n))
+        i += n * len(block)
+    if open_group:
+        parts.append(b")")
+    return b"".join(parts)
+
+
+class _Skeleton:
+    __slots__ = ("family", "pattern")
+
+    def __init__(self, pattern: re.Pattern[bytes], family: bytes) -> None:
+        self.pattern = pattern
+        self.family = family
+
+    def slim(self, piece: bytes) -> bytes | None:
+        """slim_bytes(piece) if the piece has this skeleton, else None."""
+        m = self.pattern.fullmatch(piece)
+        return None if m is None else b"".join(m.groups())
+
+
+def _learn_skeleton(piece: bytes, slimmed: bytes, family: bytes) -> _Skeleton | None:
+    tokens = _tokens(piece)
+    if not tokens or tokens[0][0] != "K":
+        return None
+    try:
+        sk = _Skeleton(re.compile(_skeleton_source(tokens)), family)
+    except (re.error, OverflowError, RecursionError):
+        return None
+    return sk if sk.slim(piece) == slimmed else None  # always; checked, never assumed
+
+
+class _Uncut(Exception):
+    """A cut line slim drops or joins to a record-lock run: the buffer is slimmed whole."""
+
+
+def _slim_cut(data: bytes, cache: ShapeCache) -> tuple[bytes, Iterator[bytes]] | None:
+    """slim_bytes(data) cut as _cuts cuts it: the part before the first cut and each piece,
+    each slimmed alone (by a learnt skeleton where one fits, which also says where the piece
+    ends), one after the other as they are read (a skeleton learnt from a piece serves the
+    next). None when cutting first could differ (no cut, a last line without its newline);
+    the pieces raise _Uncut at a cut on a line slim drops or on a record-lock line (which slim
+    could join to the run before)."""
+    if not data.endswith(b"\n"):
+        return None
+    k = data.find(_CUT)
+    if k < 0:
+        return None
+    start = data.rfind(b"\n", 0, k) + 1
+    head = slim_bytes(data[:start]) if start else b""
+    return head, _slimmed_pieces(data, start, cache)
+
+
+def _slimmed_pieces(data: bytes, start: int, cache: ShapeCache) -> Iterator[bytes]:
+    end = len(data)
+    while start < end:
+        if _CUT_LINE.match(data, start) is None:
+            raise _Uncut
+        got = cache.skim(data, start)
+        if got is not None:
+            slimmed, stop = got
+            # the piece is the skeleton's: no other line it keeps holds the header's words,
+            # and the line after it does (or the buffer ends)
+            if slimmed.find(_CUT, slimmed.find(b"\n")) >= 0 or (
+                stop < end and data.find(_CUT, stop, data.find(b"\n", stop)) < 0
+            ):
+                got = None
+        if got is None:
+            k = data.find(_CUT, data.find(b"\n", start))
+            stop = end if k < 0 else data.rfind(b"\n", 0, k) + 1
+            slimmed = cache.slim_piece(data[start:stop])
+        yield slimmed
+        start = stop
+
+
 # -- layer 2: shapes -------------------------------------------------------------------------
 
 Build = Callable[[Sequence[str]], object]
@@ -146,6 +314,15 @@ Build = Callable[[Sequence[str]], object]
 # dict or list: then built afresh every time, never remembered or shared)
 Compiled = tuple[Build, frozenset[int], bool]
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
+
+
+def _tuple_getter(items: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """itemgetter that always gives a tuple (of one item too)."""
+    if len(items) == 1:
+        only = items[0]
+        return lambda t: (t[only],)
+    return itemgetter(*items)
 
 
 def _const(v: object) -> Build:
@@ -299,8 +476,8 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "big", "build", "derived", "dl", "fmt", "keys", "nclasses", "pick", "points", "wrapped_in",
-        "wrapped_out",
+        "big", "build", "derived", "digits", "dl", "expand", "heads", "nclasses", "pick", "piece",
+        "points", "wrapped_in", "wrapped_out",
     )  # fmt: skip
 
     def __init__(
@@ -308,47 +485,60 @@ class _Shape:
         build: Build | None, dl: Deadlock, out: bool,
     ) -> None:  # fmt: skip
         reps = _class_reps(firsts)
-        name = {f: b"%%(c%d)s" % k for k, f in enumerate(reps)}  # classes by first appearance
-        parts: list[bytes] = []
+
+        # A piece is read only when its digits zeroed equal the learnt piece's (the cache's
+        # key): all else is the same text, its digits in the same places. What is left to
+        # compare is its digits alone: the learnt piece's, each masked run (a digit run) one
+        # of its class's number -- a format of the classes' numbers, in digits' coordinates.
+        def at(i: int) -> int:  # a byte offset as an offset in the digits
+            return len(piece[:i].translate(None, _NOT_DIGITS))
+
+        digits = piece.translate(None, _NOT_DIGITS).decode("ascii")
+        parts: list[str] = []
         last = 0
-        for (a, b), f in zip(spans, firsts, strict=True):
-            parts += (piece[last:a].replace(b"%", b"%%"), name[f])
-            last = b
-        parts.append(piece[last:].replace(b"%", b"%%"))
-        self.fmt = b"".join(parts)
+        for a, b in spans:
+            parts += (digits[last : at(a)], "%s")
+            last = at(b)
+        parts.append(digits[last:])
+        self.digits = "".join(parts)
+        self.piece = piece
         self.nclasses = len(reps)
-        self.keys = [b"c%d" % k for k in range(len(reps))]
         self.big = [k for k, i in enumerate(reps) if spans[i][1] - spans[i][0] > 2]
-        slices = [slice(*spans[i]) for i in reps]
-        self.pick: Callable[[bytes], tuple[bytes, ...]] = (
-            (lambda p: (p[slices[0]],)) if len(slices) == 1 else itemgetter(*slices)
-        )
+        self.pick = _tuple_getter([slice(at(spans[i][0]), at(spans[i][1])) for i in reps])
+        self.heads = _tuple_getter([at(spans[i][0]) for i in reps])  # each number's first digit
+        cls = {f: k for k, f in enumerate(reps)}
+        self.expand = _tuple_getter([cls[f] for f in firsts])  # every run: its class's number
         self.build = build
         self.dl = dl  # the deadlock when no number reaches it (build is None)
         self.wrapped_out = out
         self.wrapped_in = False  # the wrapper flag it was learnt under
         # the learning points (class numbers, deadlock): the piece and its twins
         self.points: tuple[tuple[list[str], Deadlock], ...] = ()
-        self.derived: dict[object, tuple[Build, Build] | None] = {}  # Derive.fn -> templates
+        self.derived: dict[object, Any] = {}  # Derive's key -> its templates (None: none)
 
     def read(self, piece: bytes) -> _Got | None:
         """What a piece of this shape reads as, its deadlock not built yet (None); None if it
         is not this shape (other small numbers, or numbers equal where the learnt ones were
-        not)."""
+        not). The piece's digits zeroed equal the learnt piece's (ShapeCache.read's key)."""
         if not self.nclasses:
-            if piece != self.fmt.replace(b"%%", b"%"):
+            if piece != self.piece:
                 return None
             return None, self.wrapped_out, self, []
-        reps = self.pick(piece)
-        n = self.nclasses
-        if self.fmt % dict(zip(self.keys, reps)) != piece:
+        digits = piece.translate(None, _NOT_DIGITS).decode("ascii")
+        reps: tuple[str, ...] = self.pick(digits)
+        if self.digits % self.expand(reps) != digits:
             return None
+        if "0" not in self.heads(digits):  # no leading zero: a number is its text
+            if len(set(reps)) != self.nclasses:  # numbers unequal
+                return None
+            # and a run of 3+ digits without a leading zero is >= 100
+            return None, self.wrapped_out, self, list(reps)
         ints = list(map(int, reps))
-        if len(set(ints)) != n or len(set(reps)) != n:
+        if len(set(ints)) != self.nclasses:  # numbers unequal (so their texts too)
             return None
         if self.big and min([ints[k] for k in self.big]) < 100:
             return None  # not a number the shape masks: another shape
-        return None, self.wrapped_out, self, b"\0".join(reps).decode("ascii").split("\0")
+        return None, self.wrapped_out, self, list(reps)
 
     def deadlock(self, texts: Sequence[str]) -> Deadlock:
         """The deadlock of a piece of this shape with these numbers."""
@@ -389,10 +579,8 @@ def _twin(
         for _ in range(200):
             if len(r) == 2:  # a clock's: a minute or second
                 v = b"%d" % rng.randint(10, 59)
-            else:
-                v = (
-                    str(rng.randint(1, 9)) + "".join(str(rng.randint(0, 9)) for _ in r[1:])
-                ).encode()
+            else:  # a number of the same length, its first digit not 0
+                v = b"%d" % rng.randrange(10 ** (len(r) - 1), 10 ** len(r))
             if v not in used:
                 break
         else:
@@ -471,22 +659,64 @@ class ShapeCache:
         self.lock = threading.Lock()
         self.built = 0  # deadlocks built from a learnt shape (a figure for tests and benches)
         self.count = 0  # learnt shapes in all
+        # the family of the last piece read and its key (a storm's next piece: no hash);
+        # forgotten whenever a family changes
+        self.last: tuple[bytes, Sequence[_Shape]] = (b"", ())
+        self.skeletons: list[_Skeleton] = []  # most recently used first
+        self.skeleton_counts: dict[bytes, int] = {}  # learnt per family
+        self.skimmed = 0  # pieces slimmed by a skeleton (a figure for tests and benches)
+
+    def skim(self, data: bytes, start: int) -> tuple[bytes, int] | None:
+        """The kept lines of the piece at data[start:] by a learnt skeleton (what slim_bytes
+        gives of them) and where the skeleton ends; None if none fits."""
+        for i, sk in enumerate(self.skeletons[:SKELETON_TRIES]):
+            m = sk.pattern.match(data, start)
+            if m is not None:
+                self.skimmed += 1
+                if i:
+                    with self.lock:
+                        if sk in self.skeletons:
+                            self.skeletons.remove(sk)
+                            self.skeletons.insert(0, sk)
+                return b"".join(m.groups()), m.end()
+        return None
+
+    def slim_piece(self, piece: bytes) -> bytes:
+        """slim_bytes(piece) of a piece that starts at a cut line and ends with a newline;
+        its skeleton learnt when its shape's family was (a storm)."""
+        slimmed = slim_bytes(piece)
+        # learnt for a storm only: a piece whose shape's family was learnt (seen at least
+        # twice), a few per family
+        family = slimmed.translate(_DIGITS)
+        if family in self.learnt and self.skeleton_counts.get(family, 0) < SKELETONS_PER_FAMILY:
+            learnt = _learn_skeleton(piece, slimmed, family)
+            with self.lock:
+                n = self.skeleton_counts.pop(family, 0) + 1
+                while len(self.skeleton_counts) >= 4 * self.size:
+                    self.skeleton_counts.pop(next(iter(self.skeleton_counts)), None)
+                self.skeleton_counts[family] = n
+                if learnt is not None:
+                    self.skeletons = [learnt, *self.skeletons][:MAX_SKELETONS]
+        return slimmed
 
     def read(self, piece: bytes, wrapped: bool) -> _Got | None:
         """What a piece reads as; None if it is not clean."""
         if len(piece) > MAX_PIECE:
             return _alone(piece, wrapped)
         zeroed = piece.translate(_DIGITS)
-        family = self.learnt.get(zeroed, ())
+        last_key, last_family = self.last  # a storm: the family of the piece before (no hash)
+        family = last_family if zeroed == last_key else self.learnt.get(zeroed, ())
         for i, shape in enumerate(family):
             if shape.wrapped_in == wrapped:
                 got = shape.read(piece)
                 if got is not None:
                     self.built += 1
+                    self.last = (zeroed, family)
                     if i:  # the last one found is tried first (a family's shapes, by use)
                         with self.lock:
                             if self.learnt.get(zeroed) is family:
                                 self.learnt[zeroed] = [shape, *family[:i], *family[i + 1 :]]
+                            self.last = (b"", ())
                     return got
         runs = _VAR.findall(piece)
         key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
@@ -523,6 +753,7 @@ class ShapeCache:
     def _keep(self, zeroed: bytes, shape: _Shape) -> None:
         """Learnt shapes are bounded in all (`size`), the oldest key's first out."""
         with self.lock:
+            self.last = (b"", ())
             old = self.learnt.pop(zeroed, [])
             shapes = [shape, *old][:SHAPES_PER_KEY]
             self.count += len(shapes) - len(old)
@@ -566,8 +797,112 @@ class Derive(Generic[R]):
         assert tpl is not None
         obj, stored = tpl[0](texts), tpl[1](texts)
         assert isinstance(stored, str)
-        self.out.append((obj, stored))  # type: ignore[arg-type]  # built as fn's R, checked
+        self.out.append((obj, stored))  # built as fn's R, checked at the learning points
         self.built += 1
+
+
+class Deriving(Protocol):
+    """What the scan hands each deadlock to (Derive, LazyDerive)."""
+
+    out: list[Any]
+
+    def has(self, shape: _Shape) -> bool: ...
+
+    def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None: ...
+
+    def add_built(self, shape: _Shape, texts: Sequence[str]) -> None: ...
+
+
+_UNSEEN = object()  # no templates tried yet (None: tried, none)
+
+
+class Later(Generic[R]):
+    """fn's object of one deadlock, built when first asked for (`get`), and the values of the
+    LazyDerive's attrs on it (`values`), known at once."""
+
+    __slots__ = ("_build", "_obj", "_texts", "values")
+
+    def __init__(
+        self, obj: R | None, build: Build | None, texts: Sequence[str], values: tuple[object, ...]
+    ) -> None:
+        self._obj = obj
+        self._build = build
+        self._texts = texts
+        self.values = values
+
+    def get(self) -> R:
+        if self._obj is None:
+            assert self._build is not None
+            self._obj = self._build(self._texts)  # type: ignore[assignment]  # fn's R, checked
+        assert self._obj is not None
+        return self._obj
+
+
+class LazyDerive(Generic[R]):
+    """Derive, its objects built only when asked for: `out` holds (Later, text); a few
+    attributes of each object (`attrs`, functions of it: the log tail's key, time, schemas,
+    pattern) are given at once, from templates of their own for a learnt shape's deadlocks,
+    learnt from the same three points and checked like the object's. `attrs` is a key of the
+    shapes' templates: pass the same tuple every time."""
+
+    def __init__(
+        self, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
+    ) -> None:
+        self.fn = fn
+        self.attrs = attrs
+        # the shapes' key for these templates: one object per (fn, attrs), hashed at once
+        self.key = _LAZY_KEYS.setdefault((fn, attrs), object())
+        self.out: list[tuple[Later[R], str]] = []
+        self.built = 0
+
+    def has(self, shape: _Shape) -> bool:
+        got = shape.derived.get(self.key, _UNSEEN)
+        if got is _UNSEEN:
+            got = shape.derived[self.key] = _learn_lazy(shape, self.fn, self.attrs)
+        return got is not None
+
+    def add(self, dl: Deadlock, shape: _Shape | None = None, texts: Sequence[str] = ()) -> None:
+        if shape is not None and self.has(shape):
+            self.add_built(shape, texts)
+            return
+        obj, text = self.fn(dl)
+        self.out.append((Later(obj, None, (), tuple([a(obj) for a in self.attrs])), text))
+
+    def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
+        obj, text, attrs = shape.derived[self.key]
+        stored = text(texts)
+        assert isinstance(stored, str)
+        self.out.append((Later(None, obj, texts, tuple([a(texts) for a in attrs])), stored))
+        self.built += 1
+
+
+_LAZY_KEYS: dict[tuple[object, tuple[object, ...]], object] = {}
+
+
+def _learn_lazy(
+    shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
+) -> tuple[Build, Build, tuple[Build, ...]] | None:
+    made: list[tuple[list[str], tuple[R, str]]] = []
+    for numbers, dl in shape.points:
+        try:
+            made.append((numbers, fn(dl)))
+        except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
+            return None
+    both = _templates(made)
+    if both is None:
+        return None
+    objs = [(numbers, obj) for numbers, (obj, _) in made]
+    builds: list[Build] = []
+    for attr in attrs:
+        try:
+            values: list[tuple[list[str], object]] = [(n, attr(o)) for n, o in objs]
+        except Exception:  # noqa: BLE001 - an attribute a point does not have: no template
+            return None
+        build = _obj_template(values)
+        if build is None:
+            return None
+        builds.append(build)
+    return both[0], both[1], tuple(builds)
 
 
 def _text_template(points: list[tuple[list[str], str]]) -> Build | None:
@@ -601,29 +936,43 @@ def _obj_template(points: list[tuple[list[str], object]]) -> Build | None:
 
 def _types(v: object) -> object:
     """The shape of a value with the type of every part (== says 1 == True, (1,) != [1])."""
+    t = type(v)
+    if t in _LEAVES:
+        return t
     if isinstance(v, dict):
         return (dict, [(k, _types(x)) for k, x in v.items()])
     if isinstance(v, (list, tuple)):
-        return (type(v), [_types(x) for x in v])
-    if is_dataclass(v) and not isinstance(v, type):
-        return (type(v), [_types(getattr(v, f.name)) for f in fields(v)])
-    return type(v)
+        return (t, [_types(x) for x in v])
+    names = _FIELDS.get(t)
+    if names is None:
+        if not (is_dataclass(v) and not isinstance(v, type)):
+            return t
+        names = _FIELDS[t] = tuple(f.name for f in fields(v))
+    return (t, [_types(getattr(v, name)) for name in names])
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None), bytes))
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's fields (dataclasses.fields is slow)
 
 
 def _learn_derived(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
 ) -> tuple[Build, Build] | None:
-    objs: list[tuple[list[str], object]] = []
-    texts: list[tuple[list[str], str]] = []
+    made: list[tuple[list[str], tuple[R, str]]] = []
     for numbers, dl in shape.points:
         try:
-            obj, text = fn(dl)
+            made.append((numbers, fn(dl)))
         except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
             return None
-        objs.append((numbers, obj))
-        texts.append((numbers, text))
-    if not objs:
+    return _templates(made)
+
+
+def _templates(made: list[tuple[list[str], tuple[R, str]]]) -> tuple[Build, Build] | None:
+    """Templates of fn's object and text from its results at the learning points."""
+    if not made:
         return None
+    objs: list[tuple[list[str], object]] = [(numbers, obj) for numbers, (obj, _) in made]
+    texts = [(numbers, text) for numbers, (_, text) in made]
     a, b = _obj_template(objs), _text_template(texts)
     return (a, b) if a is not None and b is not None else None
 
@@ -632,7 +981,7 @@ def scan_buffer(
     data: bytes,
     final: bool,
     shapes: ShapeCache | None = None,
-    derive: Derive[Any] | None = None,
+    derive: Deriving | None = None,
 ) -> tuple[list[Deadlock], bool]:
     """errorlog's scan of a buffer of whole lines (the tailer's read): its deadlocks and whether
     a report is still open at its end; equal to full_scan(slim(data), final). `derive`: what
@@ -658,32 +1007,50 @@ def _scan_pieces(
     data: bytes, final: bool, cache: ShapeCache
 ) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
     """scan_buffer's deadlocks, each with the shape it was built from and its numbers."""
+    parts = _slim_cut(data, cache)
+    if parts is not None:
+        try:
+            return _read_pieces(parts[0], parts[1], final, cache)
+        except _Uncut:
+            pass  # nothing kept but what the cache learnt: read from the whole slimmed buffer
     data = slim_bytes(data)
     if data and not data.endswith(b"\n"):
         return _full(_lines(data), final)
     cuts = _cuts(data)
-    wrapped = False
-    if not cuts or cuts[0] > 0:
-        head = data[: cuts[0]] if cuts else data
-        state = _inert(head, wrapped)
-        if state is None or not cuts:
-            return _full(_lines(data), final)
-        wrapped = state
+    if not cuts:
+        return _full(_lines(data), final)
     bounds = [*cuts, len(data)]
+    pieces = (data[bounds[i] : bounds[i + 1]] for i in range(len(cuts)))
+    return _read_pieces(data[: cuts[0]], pieces, final, cache)
+
+
+def _read_pieces(
+    head: bytes, pieces: Iterator[bytes], final: bool, cache: ShapeCache
+) -> tuple[list[tuple[Deadlock | None, _Shape | None, list[str]]], bool]:
+    wrapped = False
+    if head:
+        state = _inert(head, wrapped)
+        if state is None:
+            return _full(_lines(head + b"".join(pieces)), final)
+        wrapped = state
     out: list[tuple[Deadlock | None, _Shape | None, list[str]]] = []
     wrapped_in = [wrapped]  # the wrapper flag at each piece's start
-    for i in range(len(cuts)):
-        got = cache.read(data[bounds[i] : bounds[i + 1]], wrapped)
+    before = b""
+    for i, piece in enumerate(pieces):
+        got = cache.read(piece, wrapped)
         if got is None:
             if i == 0:
-                return _full(_lines(data), final)
+                return _full(_lines(head + piece + b"".join(pieces)), final)
             # from the piece before, whose report this one may taint: a clean piece's header
             # leaves a fresh Scanner as the one that read everything before it
-            rest, still_open = _full(_lines(data[bounds[i - 1] :]), final, wrapped_in[i - 1])
+            rest, still_open = _full(
+                _lines(before + piece + b"".join(pieces)), final, wrapped_in[i - 1]
+            )
             return out[:-1] + rest, still_open
         out.append((got[0], got[2], got[3]))
         wrapped = got[1]
         wrapped_in.append(wrapped)
+        before = piece
     return out, False
 
 
