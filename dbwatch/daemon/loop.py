@@ -26,7 +26,7 @@ from ..targets.pool import ConnectionPool
 from .dispatch import Actions, apply_findings, record_deadlocks, record_unshown
 from .fleet import Fleet, default_ttl
 from .health import Misses, not_answering
-from .memory import HeapFreeze, MemoryKeeper
+from .memory import MemoryKeeper
 from .metrics import DaemonCollector, gauges, serve
 from .notify import Notifier, Watchdog, status_text, window_for
 from .runner import Runner, Slot
@@ -66,8 +66,6 @@ class Daemon:
         self.signals = Signals()  # the main thread waits on these: no polling
         self.misses = Misses()
         self.memory = MemoryKeeper()
-        self.heap = HeapFreeze()  # gc.freeze() once every target ran a cycle (not in --once)
-        self.heap.expect(len(setup.targets))
         self.actions = Actions(state)
         self.notifier = Notifier()  # systemd Type=notify, when $NOTIFY_SOCKET is set
         self.watchdog = Watchdog(self.notifier, self._watchdog_window())
@@ -98,16 +96,11 @@ class Daemon:
 
     def cycle(self, name: str, scheduled: float, slot: Slot | None = None) -> TargetResult | None:
         if self.fleet is None:
-            result = self._cycle(name, scheduled, slot)
-            if not self._once:
-                self.heap.ended(name)
-            return result
+            return self._cycle(name, scheduled, slot)
         if not self._holds(name, len(self.setup.targets)):
             return None
         began = time.time()
         result = self._cycle(name, scheduled, slot)
-        if not self._once:
-            self.heap.ended(name)
         log.debug(
             "fleet-cycle target=%s daemon=%s start=%.3f end=%.3f",
             name,
@@ -410,7 +403,6 @@ class Daemon:
                 log.error("config reload failed, keeping the running config: %s", problem)
             return sched, runner
         old, self.setup = self.setup, new
-        self.heap.expect(len(new.targets))
         keep = set(new.targets)
         self.collector.forget(keep)
         self.misses.forget(keep)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import logging
 import threading
 
@@ -63,45 +62,3 @@ class MemoryKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(1.0)
-
-
-class HeapFreeze:
-    """gc.freeze() once every target has ended a cycle (or after `3 x targets` cycles, so a
-    target that never ends one cannot hold it off): the objects alive then — the setup, the
-    kept sessions, each target's caches — leave the collector's generations, so its full
-    collections no longer walk thousands of targets' long-lived objects (issue 28; measured in
-    contrib/bench/RESULTS-fleet.md §2c). A reload expects the new set of targets; the next
-    freeze first unfreezes and collects, so nothing of the old setup stays frozen as garbage.
-    """
-
-    def __init__(self) -> None:
-        self.frozen = 0  # freezes done
-        self._lock = threading.Lock()
-        self._want = 0
-        self._seen: set[str] = set()
-        self._ended = 0
-        self._armed = False
-
-    def expect(self, targets: int) -> None:
-        """The daemon watches this many targets (start, reload): freeze once they all ran."""
-        with self._lock:
-            self._want, self._seen, self._ended = targets, set(), 0
-            self._armed = targets > 0
-
-    def ended(self, name: str) -> None:
-        """A cycle of `name` ended (cheap: a set insert until the freeze, then nothing)."""
-        if not self._armed:
-            return
-        with self._lock:
-            if not self._armed:
-                return
-            self._seen.add(name)
-            self._ended += 1
-            if len(self._seen) < self._want and self._ended < 3 * self._want:
-                return
-            self._armed = False
-        gc.unfreeze()  # a reload's second freeze: the old setup's garbage is collected too
-        gc.collect()
-        gc.freeze()
-        self.frozen += 1
-        log.debug("heap frozen after the first cycles: %d objects", gc.get_freeze_count())
