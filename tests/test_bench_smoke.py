@@ -42,6 +42,15 @@ def test_floor(tmp_path: Path) -> None:
     assert all(isinstance(s["rows"], int) for s in res["statements"])
 
 
+def test_floor_spaced_cycles(tmp_path: Path) -> None:
+    """--gap: the same cycle with sleep between cycles (the daemon's spacing), same statements."""
+    run("bench_floor.py", "--gap", "0.01", "--json", str(tmp_path / "g.json"))
+    res: dict[str, Any] = json.loads((tmp_path / "g.json").read_text())
+    assert res["gap_s"] == 0.01
+    assert 1 <= res["statements_per_cycle"] <= 10
+    assert res["dbwatch_cpu_ms_per_cycle"] > 0
+
+
 def test_floor_mysql(tmp_path: Path) -> None:
     run("bench_floor.py", "--engine", "mysql", "--json", str(tmp_path / "m.json"))
     res = json.loads((tmp_path / "m.json").read_text())
