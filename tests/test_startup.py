@@ -181,6 +181,18 @@ def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
     assert not mods & pg_only, mods & pg_only
 
 
+def test_mysql_culprit_path_imports_no_postgresql_rows() -> None:
+    """The culprit and transaction-activity code runs for MySQL findings too (an audit of a
+    server with a long transaction): importing it brings no PostgreSQL rows, whatever the
+    audit finds (the audit test above sees it only when its server has such a session)."""
+    code = (
+        "import sys, dbwatch.checks.culprit, dbwatch.checks.txn_activity\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dbwatch.snapshot.pg')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 REGISTERED = r"""
 import collections, json, sys
 from dbwatch.checks import load_checks

@@ -9,17 +9,20 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..deadlocks.record import DeadlockRecord
 from ..findings import Finding
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_TRX, MyThread
 from ..snapshot.origin import MY_TXN_DETAIL, PG_TXN_DETAIL
-from ..snapshot.pg import PG_SESSIONS, PgSession
 from ..snapshot.values import opt_int
 from .culprit_rules import CHAIN_RULES, DEADLOCK_RULES, SESSION_RULES, enriched
 from .origin import Origin, tag_unknown, tags_of
 from .txn_activity import Activity, MyIndex, PgIndex, my_activity, pg_activity
+
+if TYPE_CHECKING:
+    from ..snapshot.pg import PgSession
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,8 @@ class _View:
     @classmethod
     def of(cls, snap: Snapshot) -> _View:
         if snap.engine == "postgresql":
+            from ..snapshot.pg import PG_SESSIONS  # here: a MySQL audit imports no PG rows
+
             pg = {r.pid: r for r in snap.get(PG_SESSIONS) or ()}
             return cls(pg, {}, PgIndex.of(snap.get(PG_TXN_DETAIL)), MyIndex.of(None))
         my = {t.thread_id: t for t in snap.get(MY_TRX) or ()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ..durations import format_duration
 from ..snapshot.my import MyThread
@@ -21,11 +22,13 @@ from ..snapshot.origin import (
     PgTxnLock,
     PgTxnStatement,
 )
-from ..snapshot.pg import PgSession
 from ..snapshot.values import iso
 from ..sqlpatterns.fingerprint import quick_kind
 from ..sqlpatterns.transactions import NON_DATA
 from .origin import Origin, pg_unknown, short, tag_unknown, tags_of
+
+if TYPE_CHECKING:  # a MySQL audit imports no PostgreSQL rows
+    from ..snapshot.pg import PgSession
 
 LOCKS_SHOWN = 12  # relation locks listed per transaction
 STATEMENTS_SHOWN = 16

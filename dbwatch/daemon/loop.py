@@ -173,8 +173,13 @@ class Daemon:
     def _missed(self, name: str, why: str) -> None:
         """A scheduled cycle that got no answer (abandoned, or the previous one still hangs)."""
         self.watchdog.beat()  # the daemon works: it found the target not answering
-        if self._sched is not None:  # an abandoned first look: the target's schedule starts
-            self._sched.ended(name, time.time())
+        try:
+            self._record_missed(name, why)
+        finally:
+            if self._sched is not None:  # an abandoned first look: the target's schedule starts
+                self._sched.ended(name, time.time())
+
+    def _record_missed(self, name: str, why: str) -> None:
         setup = self.setup
         entry = setup.targets.get(name)
         if entry is None:

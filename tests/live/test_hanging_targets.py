@@ -135,6 +135,12 @@ def test_frozen_session_is_cut_at_the_deadline(tmp_path: Path) -> None:
         freed = time.time() - frozen_at
         assert "frozen" not in runner.running() or freed < 6
         assert freed < 4.0, f"the frozen cycle held its slot {freed:.1f}s"
+        # the abandonment is recorded by the runner's reporter thread, beside the freed slot
+        until = time.time() + 3
+        while time.time() < until and not [
+            r for r in state.firing("frozen") if r.subject == SUBJECT
+        ]:
+            time.sleep(0.05)
         row = next(r for r in state.firing("frozen") if r.subject == SUBJECT)
         # the abandoned cycle's own words; under load the next cycle may already have found the
         # slot still held and said so (the same DW001, its summary updated) before this read
