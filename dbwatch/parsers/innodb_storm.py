@@ -882,12 +882,9 @@ _LAZY_KEYS: dict[tuple[object, tuple[object, ...]], object] = {}
 def _learn_lazy(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
 ) -> tuple[Build, Build, tuple[Build, ...]] | None:
-    made: list[tuple[list[str], tuple[R, str]]] = []
-    for numbers, dl in shape.points:
-        try:
-            made.append((numbers, fn(dl)))
-        except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
-            return None
+    made = _made(shape, fn)
+    if made is None:
+        return None
     both = _templates(made)
     if both is None:
         return None
@@ -955,16 +952,24 @@ _LEAVES = frozenset((str, int, float, bool, type(None), bytes))
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's fields (dataclasses.fields is slow)
 
 
-def _learn_derived(
+def _made(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
-) -> tuple[Build, Build] | None:
+) -> list[tuple[list[str], tuple[R, str]]] | None:
+    """`fn` of each learnt point of the shape, with its numbers; None when one does not take."""
     made: list[tuple[list[str], tuple[R, str]]] = []
     for numbers, dl in shape.points:
         try:
             made.append((numbers, fn(dl)))
         except Exception:  # noqa: BLE001 - a twin's numbers fn does not take: no template
             return None
-    return _templates(made)
+    return made
+
+
+def _learn_derived(
+    shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
+) -> tuple[Build, Build] | None:
+    made = _made(shape, fn)
+    return None if made is None else _templates(made)
 
 
 def _templates(made: list[tuple[list[str], tuple[R, str]]]) -> tuple[Build, Build] | None:
