@@ -493,13 +493,13 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "big", "build", "derived", "digits", "dl", "heads", "nclasses", "pick", "piece",
-        "points", "wrapped_in", "wrapped_out",
+        "big", "build", "derived", "digits", "dl", "heads", "nclasses", "pick", "piece", "points",
+        "read_heads", "wrapped_in", "wrapped_out",
     )  # fmt: skip
 
     def __init__(
         self, piece: bytes, spans: list[tuple[int, int]], firsts: tuple[int, ...],
-        build: Build | None, dl: Deadlock, out: bool,
+        build: Build | None, dl: Deadlock, out: bool, deps: frozenset[int],
     ) -> None:  # fmt: skip
         reps = _class_reps(firsts)
 
@@ -524,9 +524,12 @@ class _Shape:
         # the first digit of each class of 3+ digits (a clock's two digits are never one: the
         # other classes are a timestamp's minutes and seconds, two digits each)
         big_heads = [at(spans[reps[k]][0]) for k in self.big]
-        self.heads: Callable[[str], tuple[str, ...]] = (
-            _tuple_getter(big_heads) if big_heads else lambda d: ()
-        )
+        self.heads = _heads(big_heads)
+        # ... and of those the deadlock reads (build's classes): a template splices a
+        # number's text where the parser may have read its value (a thread id: int("0413")
+        # prints 413 in the record and the stored JSON); learnt from numbers without leading
+        # zeros (the twins' first digit is never 0), it is not used for one with
+        self.read_heads = _heads([at(spans[reps[k]][0]) for k in self.big if k in deps])
         cls = {f: k for k, f in enumerate(reps)}
         expand = _tuple_getter([cls[f] for f in firsts])  # every run: its class's number
         # the learnt digits with every run given its class's number
@@ -558,6 +561,8 @@ class _Shape:
             if len(set(reps)) != self.nclasses:  # numbers unequal
                 return None
             return None, self.wrapped_out, self, list(reps)
+        if "0" in self.read_heads(digits):  # a leading zero the deadlock reads: parsed
+            return None
         ints = list(map(int, reps))
         if len(set(ints)) != self.nclasses:  # numbers unequal (so their texts too)
             return None
@@ -572,6 +577,11 @@ class _Shape:
         dl = self.build(texts)
         assert isinstance(dl, Deadlock)
         return dl
+
+
+def _heads(offsets: list[int]) -> Callable[[str], tuple[str, ...]]:
+    """The digits at these offsets of a piece's digits (a tuple; () for none)."""
+    return _tuple_getter(offsets) if offsets else lambda d: ()
 
 
 # what a piece reads as: its deadlock, the wrapper flag after it, the learnt shape it was
@@ -631,7 +641,7 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
     if firsts is None:
         return None
     if not runs:
-        shape = _Shape(piece, spans, firsts, None, dl, out)
+        shape = _Shape(piece, spans, firsts, None, dl, out, frozenset())
         shape.points = (([], dl),)
         return shape
     texts = [runs[i].decode("ascii") for i in _class_reps(firsts)]
@@ -655,7 +665,8 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
             return None
     elif build(texts) != dl or build(u2) != r2[0] or build(u1) != r1[0] or build(texts) != dl:
         return None
-    shape = _Shape(piece, spans, firsts, build, dl, out)
+    deps = compiled[1] if compiled is not None else frozenset()
+    shape = _Shape(piece, spans, firsts, build, dl, out, deps)
     shape.points = ((texts, dl), (u1, r1[0]), (u2, r2[0]))
     return shape
 
