@@ -30,8 +30,11 @@ Each layer falls back to the full scan of the buffer when unsure:
    value of the same length), and the parser's output must be the same function of the numbers
    at all three points (a masked number reaches the output only as itself: text, or an int >=
    100), else the shape is parsed every time. A report of a learnt shape is checked against it
-   (one format and compare) and built from the template with its own numbers. Numbers under 100
-   elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
+   (its digits against the learnt ones with its numbers spliced in: one join and a compare) and
+   built from the template with its own numbers. The twins' numbers never start with 0: a
+   report with a leading zero in a number the deadlock reads (int("0413") is 413 where a
+   template would splice "0413") is parsed; one in a number nothing reads (a timestamp's
+   fraction) is still built. Numbers under 100 elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
    the parser makes with a masked number is equality, which the shape keeps; the one rule that
    weighs numbers (the victim by weight) is never templated, only printed victims are.
 3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
