@@ -221,3 +221,22 @@ def test_a_storm_is_stored_readable_and_once(tmp_path: Path) -> None:
     got = {str(r["key"]): DeadlockRecord.from_json(r["data"]) for r in rows}
     assert got == {k: r.tagged(source="log_file") for k, r in want.items()}
     st.close()
+
+
+def test_record_deadlocks_says_which_are_new(tmp_path: Path) -> None:
+    """The tail's batch: one flag per row in order, a key seen before (in the journal or
+    earlier in the batch) False; inside an open transaction it joins it (rolled back with it)."""
+    st = State(tmp_path / "s.db")
+    assert st.record_deadlock("t", "a", None, {"key": "a"})
+    assert st.record_deadlocks("t", [("b", "2026-11-22 02:01:37", '{"key": "b"}'),
+                                     ("a", None, "{}"), ("b", None, "{}"),
+                                     ("c", None, {"key": "c"})]) == [True, False, False, True]  # fmt: skip
+    assert st.record_deadlocks("u", [("a", None, "{}")]) == [True]  # another target's
+    with pytest.raises(RuntimeError), st.transaction():
+        assert st.record_deadlocks("t", [("d", None, "{}")]) == [True]
+        raise RuntimeError
+    rows = {(d["target"], d["key"]): d for d in st.deadlocks(limit=10)}
+    assert sorted(rows) == [("t", "a"), ("t", "b"), ("t", "c"), ("u", "a")]
+    assert rows[("t", "b")]["data"] == {"key": "b"} and rows[("t", "b")]["at"] == "2026-11-22 02:01:37"
+    assert rows[("t", "c")]["data"] == {"key": "c"}
+    st.close()
