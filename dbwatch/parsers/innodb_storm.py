@@ -34,9 +34,10 @@ Each layer falls back to the full scan of the buffer when unsure:
    built from the template with its own numbers. The twins' numbers never start with 0: a
    report with a leading zero in a number the deadlock reads (int("0413") is 413 where a
    template would splice "0413") is parsed; one in a number nothing reads (a timestamp's
-   fraction) is still built. Numbers under 100 elsewhere (transaction numbers, counts, months, hours) stay in the shape: every comparison
-   the parser makes with a masked number is equality, which the shape keeps; the one rule that
-   weighs numbers (the victim by weight) is never templated, only printed victims are.
+   fraction) is still built. Numbers under 100 elsewhere (transaction numbers, counts, months,
+   hours) stay in the shape: every comparison the parser makes with a masked number is
+   equality, which the shape keeps; the one rule that weighs numbers (the victim by weight) is
+   never templated, only printed victims are.
 3. Derive: what the caller makes of each deadlock (the daemon's tail: its DeadlockRecord and
    the JSON the journal stores) is learnt from the same three points, so a storm's report is
    neither parsed nor diagnosed nor serialised. LazyDerive goes further: the object itself is
