@@ -31,11 +31,11 @@ from pathlib import Path
 ROOT = Path(os.environ.get("DBWATCH_BENCH_ROOT") or Path(__file__).resolve().parents[2])
 sys.path[:0] = [str(ROOT), str(ROOT / "contrib" / "bench")]
 
-from bench_tail import OTHERS, one_report, vary  # noqa: E402
+from bench_tail import OTHERS, one_report, vary
 
-from dbwatch.daemon.state import State  # noqa: E402
-from dbwatch.deadlocks import live, tailer  # noqa: E402
-from dbwatch.parsers.innodb_storm import LazyDerive  # noqa: E402
+from dbwatch.daemon.state import State
+from dbwatch.deadlocks import live, tailer
+from dbwatch.parsers.innodb_storm import LazyDerive
 
 IDS = {"mariadb": ("107448", "107462"), "mysql57": ("41722335", "41722336")}
 
