@@ -101,6 +101,14 @@ def test_tail_parts() -> None:
         assert {"scan_ms_per_deadlock", "record_ms_per_deadlock", "insert_ms_per_deadlock"} <= set(r)
 
 
+def test_journal_pages() -> None:
+    res = json.loads(run("bench_journal_pages.py"))
+    assert res["row_bytes"] > 2000  # a storm's stored deadlock: most of a 4 KB page
+    assert set(res["by_page_size"]) == {"4096", "8192", "16384"}
+    for v in res["by_page_size"].values():
+        assert len(v["tail_insert_us_per_row"]) == len(v["fleet_cycle_commit_us"]) == 1
+
+
 def test_startup(tmp_path: Path) -> None:
     run("bench_startup.py", "--json", str(tmp_path / "s.json"))
     res = json.loads((tmp_path / "s.json").read_text())

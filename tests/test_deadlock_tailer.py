@@ -173,3 +173,70 @@ def _logged_text(rec: object) -> str:
     from dbwatch.daemon.journal import _as_json
 
     return _as_json(rec.to_json())  # type: ignore[attr-defined]
+
+
+def test_a_storm_is_stored_readable_and_once(tmp_path: Path) -> None:
+    """What the tail stores of a storm built from its shapes reads back (`dbwatch deadlocks
+    --history` and the dashboard read it through StateReader) as the full path's records, a
+    report whose thread id has a leading zero among them (the stored JSON once spliced its
+    text, 0413, where the record holds 413: not JSON); a restart records nothing twice; a
+    spoofed report in the storm (report sections in a query) is as suspect as before."""
+    from test_deadlock_spoofing import FAKE_TAIL, LOG, QUERY
+
+    from dbwatch.deadlocks.live import _logged
+    from dbwatch.deadlocks.record import DeadlockRecord
+    from dbwatch.parsers.errorlog import slim
+    from dbwatch.parsers.innodb_storm import full_scan
+    from dbwatch.statereader import StateReader
+
+    log = tmp_path / "error.log"
+    log.write_text("")
+    db = tmp_path / "state.db"
+    st = State(db)
+    tail_findings(st, "t", "mysql", str(log))
+    texts = [
+        LOG.replace("41722335", f"5{i:07d}").replace("41722336", f"6{i:07d}") for i in range(40)
+    ]
+    texts[25] = texts[25].replace("thread id 2240,", "thread id 0413,")
+    texts[30] = texts[30].replace(QUERY, QUERY + FAKE_TAIL, 1)  # sections in a query
+    text = "".join(texts)
+    with log.open("a") as fh:
+        fh.write(text[: len(text) // 2])
+    tail_findings(st, "t", "mysql", str(log))
+    st.close()
+    st = State(db)  # a restart between the halves
+    with log.open("a") as fh:
+        fh.write(text[len(text) // 2 :])
+    tail_findings(st, "t", "mysql", str(log))
+    assert tail_findings(st, "t", "mysql", str(log)) == []
+    dls = full_scan(slim(text.encode()), True)[0]
+    assert dls[30].ambiguous and dls[30].victim is None  # type: ignore[attr-defined]
+    want: dict[str, DeadlockRecord] = {}
+    for dl in dls:  # the journal keeps the first of a key (the suspect ones after a spoof
+        rec = _logged(dl)[0]  # may share theirs)
+        want.setdefault(rec.key, rec)
+    assert len(want) == st.deadlock_count("t") >= 30
+    assert [t.thread_id for t in want["trx:50000025,60000025"].transactions] == [413, 2245]
+    rows = StateReader(db).deadlocks(target="t", limit=1000).rows
+    got = {str(r["key"]): DeadlockRecord.from_json(r["data"]) for r in rows}
+    assert got == {k: r.tagged(source="log_file") for k, r in want.items()}
+    st.close()
+
+
+def test_record_deadlocks_says_which_are_new(tmp_path: Path) -> None:
+    """The tail's batch: one flag per row in order, a key seen before (in the journal or
+    earlier in the batch) False; inside an open transaction it joins it (rolled back with it)."""
+    st = State(tmp_path / "s.db")
+    assert st.record_deadlock("t", "a", None, {"key": "a"})
+    assert st.record_deadlocks("t", [("b", "2026-11-22 02:01:37", '{"key": "b"}'),
+                                     ("a", None, "{}"), ("b", None, "{}"),
+                                     ("c", None, {"key": "c"})]) == [True, False, False, True]  # fmt: skip
+    assert st.record_deadlocks("u", [("a", None, "{}")]) == [True]  # another target's
+    with pytest.raises(RuntimeError), st.transaction():
+        assert st.record_deadlocks("t", [("d", None, "{}")]) == [True]
+        raise RuntimeError
+    rows = {(d["target"], d["key"]): d for d in st.deadlocks(limit=10)}
+    assert sorted(rows) == [("t", "a"), ("t", "b"), ("t", "c"), ("u", "a")]
+    assert rows[("t", "b")]["data"] == {"key": "b"} and rows[("t", "b")]["at"] == "2026-11-22 02:01:37"
+    assert rows[("t", "c")]["data"] == {"key": "c"}
+    st.close()

@@ -339,3 +339,75 @@ def test_skeletons_are_bounded() -> None:
         same("".join(_vary(text, rng, 1.0, wild=False) for _ in range(3)).encode(), cache)
     assert len(cache.skeletons) <= innodb_storm.MAX_SKELETONS
     assert len(cache.skeleton_counts) <= 4 * cache.size
+
+
+def _mysql57() -> str:
+    return (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+
+
+def test_leading_zeros_and_clocks_against_a_learnt_shape() -> None:
+    """A shape compares its numbers as text when none of 3+ digits has a leading zero (a
+    clock's two digits do not count). A leading zero in a number the deadlock reads (a thread
+    id: the record holds int("0413") = 413, the learnt templates splice text) is parsed, not
+    built; in one it does not read (a timestamp's fraction) it is built; a number equal by
+    value to another class's (0412 and 412) and a clock's minute equal to its second are other
+    equalities, other shapes. Every piece reads exactly as the full path reads it."""
+    log = _mysql57()
+    assert "space id 412 " in log and "thread id 2240," in log and ".318101Z" in log
+    for text, built in (
+        (log.replace("thread id 2240,", "thread id 0413,"), 0),  # the deadlock reads it
+        (log.replace("thread id 2240,", "thread id 0412,"), 0),  # and equal to 412
+        (log.replace(".318", ".018"), 1),  # a fraction's leading zero, read by nothing
+        (log.replace("08:15:42", "08:15:15"), 1),  # minute = second: another shape, learnt
+        (log.replace("08:15:42", "08:42:42"), 1),
+    ):
+        cache = ShapeCache()
+        same((log * 3).encode(), cache)
+        data = (log + text + log).encode()
+        got = same(data, cache)
+        assert len(got) == 3
+        before = cache.built
+        assert scan_buffer(data, True, cache)[0] == got
+        assert cache.built - before == 2 + built, text  # the pieces around it: built
+    threads = [t.thread_id for t in got[1].transactions]
+    assert threads == [2240, 2245]
+    zero = (log + log.replace("thread id 2240,", "thread id 0413,")).encode()
+    lazy = LazyDerive(live._logged, live._ATTRS)
+    scan_buffer(zero, True, cache, lazy)
+    record, stored = lazy.out[-1]
+    assert [t.thread_id for t in record.get().transactions] == [413, 2245]
+    assert [t["thread_id"] for t in json.loads(stored)["transactions"]] == [413, 2245]
+
+
+def test_templates_with_percent_signs_and_many_numbers() -> None:
+    """The templates splice numbers into text that holds '%' (a LIKE pattern): the stored
+    JSON and the records equal the full path's through a storm of varied numbers."""
+    log = _mysql57().replace(
+        "delete from laravel.jobs",
+        "delete from laravel.jobs where payload like '%1234%s%%' and id in (5678, 91011) "
+        "and note = '10%'",
+    )
+    rng = random.Random(31)
+    cache = ShapeCache()
+    data = "".join(_vary(log, rng, 1.0, wild=False) for _ in range(12)).encode()
+    same(data, cache)
+    lazy = LazyDerive(live._logged, live._ATTRS)
+    scan_buffer(data, False, cache, lazy)
+    assert lazy.built >= 10
+    queries = [json.loads(text)["transactions"][0]["query"] for _, text in lazy.out]
+    assert all("like '%" in q and "%s%%'" in q and "'10%'" in q for q in queries)
+    assert len(set(queries)) == len(queries)  # their numbers spliced in, each its own
+
+
+def test_splice_is_the_format() -> None:
+    from dbwatch.parsers.innodb_storm import _picker, _splice
+
+    rng = random.Random(3)
+    for n in (1, 2, 5, 40):
+        segments = ["".join(rng.choice("ab%s{}\n\"\\") for _ in range(rng.randint(0, 9)))
+                    for _ in range(n + 1)]  # fmt: skip
+        numbers = [str(rng.randint(100, 10**9)) for _ in range(n)]
+        order = [rng.randrange(n) for _ in range(n)]
+        build = _splice(segments, _picker(order))
+        fmt = "%s".join(s.replace("%", "%%") for s in segments)
+        assert build(numbers) == fmt % tuple(numbers[i] for i in order)

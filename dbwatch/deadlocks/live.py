@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 from pathlib import Path
 from typing import Protocol
@@ -28,7 +28,9 @@ class DeadlockJournal(StateDb, Protocol):
     """The daemon's state as the tail uses it: its transaction, the log position and the
     deadlock journal (daemon.state.State)."""
 
-    def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool: ...
+    def record_deadlocks(
+        self, target: str, rows: Iterable[tuple[str, object, object]]
+    ) -> list[bool]: ...
 
 
 def _finding(rule: str, target: str, rec: DeadlockRecord, severity: str) -> Finding:
@@ -88,6 +90,12 @@ _ATTRS: tuple[Callable[[DeadlockRecord], object], ...] = (
 _KEY, _AT, _DATABASES, _PATTERN = range(4)
 
 
+def _in_scope(rec: Later[DeadlockRecord], scope: str) -> bool:
+    dbs = rec.values[_DATABASES]
+    assert isinstance(dbs, tuple)
+    return in_scope(dbs, scope)
+
+
 def tail_findings(
     state: DeadlockJournal,
     target: str,
@@ -105,18 +113,16 @@ def tail_findings(
     pos = load_position(state, target)
     derived = LazyDerive(_logged, _ATTRS)
     new_pos = poll(Path(log_file), engine, pos, warned, derived)[1]  # records in derived.out
-    fresh: list[Later[DeadlockRecord]] = []
+    kept = derived.out
+    if engine == "mysql" and scope is not None:
+        kept = [(rec, stored) for rec, stored in kept if _in_scope(rec, scope)]
     with state.transaction() as db:
-        for rec, stored in derived.out:
-            dbs = rec.values[_DATABASES]
-            assert isinstance(dbs, tuple)
-            if engine == "mysql" and not in_scope(dbs, scope):
-                continue
-            key, at = rec.values[_KEY], rec.values[_AT]
-            if state.record_deadlock(target, str(key), at, stored):
-                fresh.append(rec)
+        new = state.record_deadlocks(
+            target, [(str(r.values[_KEY]), r.values[_AT], stored) for r, stored in kept]
+        )
         if new_pos is not None:
             save_position(db, target, new_pos)
+    fresh = [rec for (rec, _), is_new in zip(kept, new, strict=True) if is_new]
     if fresh:
         log.info("%d new deadlocks in %s (%s)", len(fresh), log_file, target)
     rule = "PG102" if engine == "postgresql" else "MY102"
