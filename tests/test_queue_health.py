@@ -253,6 +253,11 @@ def test_pgboss10_claimed_jobs_come_from_the_reserved_rows() -> None:
     own = dict(t, summary=[dict(summary[0], reserved=0)])
     (f,) = _run("QU001", {"tables": [own]}, engine="postgresql")
     assert f.evidence["reserved"] == 0 and f.evidence["window_rows"] == 40
+    # no waiting job at all (an empty summary): the claimed ones still fill the window
+    stuck = [{"queue": "mail", "reserved_seconds": 3600, "n": 100, "expires_after": 900}]
+    (f,) = _run("QU002", {"tables": [dict(t, summary=[], reserved=stuck)], "retry_after": None},
+                engine="postgresql")
+    assert f.evidence["count"] == 100 and f.evidence["count_is_lower_bound"] is True
     tried = [{"queue": "mail", "job_class": "mail", "attempts": 2, "n": 5}]
     (f,) = _run("QU003", {"tables": [dict(t, repeated=tried)]}, engine="postgresql")
     assert f.evidence["by_class"][0]["share"] == 0.1  # 5 of the 40 waiting + 10 active

@@ -74,9 +74,12 @@ class _Window:
 
 def _claimed_apart(t: QueueTableStats) -> dict[str, int] | None:
     """Claimed jobs per queue from the reserved rows, where the summary does not read them
-    (its reserved is None: pg-boss 10/11, whose claimed jobs only a scan finds, read once);
+    (its reserved is None: pg-boss 10/11, whose claimed jobs only a scan finds, read once;
+    with no waiting job its summary is empty, and 12's then had no claimed job to count);
     None where the summary counts them itself."""
-    if not t.summary or all(r.reserved is not None for r in t.summary):
+    if any(r.reserved is not None for r in t.summary or ()):
+        return None
+    if not t.summary and t.kind != "pg_boss":
         return None
     out: dict[str, int] = defaultdict(int)
     for row in t.reserved or ():
