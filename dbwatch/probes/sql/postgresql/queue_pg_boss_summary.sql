@@ -14,7 +14,7 @@
 --   job_i11 probe (it holds them by name), a blocked one by job_i14 within the names before
 --   it (one pass over job_i14 for the whole walk): queues with no waiting job are never
 --   visited; at most %(groups)s queues.
--- Active jobs (the active_read fragment): 12 reads at most %(window)s of them here (job_i14 holds them).
+-- Active jobs (the active_read fragment): 12 reads at most %(window)s of them here (job_i14).
 -- pg-boss 10/11 have no index on active jobs: reading them is a scan of every row of every
 -- partition (55–75 ms CPU at 1 M rows, whatever the plan), which the reserved query does
 -- anyway for QU002 (every active job, the oldest first). So 10/11 read them there only: this
