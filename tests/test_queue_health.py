@@ -253,6 +253,10 @@ def test_pgboss10_claimed_jobs_come_from_the_reserved_rows() -> None:
     own = dict(t, summary=[dict(summary[0], reserved=0)])
     (f,) = _run("QU001", {"tables": [own]}, engine="postgresql")
     assert f.evidence["reserved"] == 0 and f.evidence["window_rows"] == 40
+    # the reserved query failed (the table's error says so): not read, so not zero either
+    (f, _) = sorted(_run("QU001", {"tables": [dict(t, reserved=None)]}, engine="postgresql"),
+                    key=lambda f: f.evidence["queue"])
+    assert f.evidence["reserved"] is None and f.evidence["window_rows"] == 50
     # no waiting job at all (an empty summary): the claimed ones still fill the window
     stuck = [{"queue": "mail", "reserved_seconds": 3600, "n": 100, "expires_after": 900}]
     (f,) = _run("QU002", {"tables": [dict(t, summary=[], reserved=stuck)], "retry_after": None},

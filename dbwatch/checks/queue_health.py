@@ -81,8 +81,10 @@ def _claimed_apart(t: QueueTableStats) -> dict[str, int] | None:
         return None
     if not t.summary and t.kind != "pg_boss":
         return None
+    if t.reserved is None:  # its query failed too: unknown, not zero
+        return None
     out: dict[str, int] = defaultdict(int)
-    for row in t.reserved or ():
+    for row in t.reserved:
         out[str(row.queue)] += row.n
     return out
 
