@@ -224,3 +224,44 @@ def test_batch_backlog_has_its_own_thresholds() -> None:
     (f,) = _run("QU001", section(7200))
     assert f.severity == "warning" and "batches named ImportUsers" in f.summary
     assert _run("QU001", section(7 * 3600))[0].severity == "critical"
+
+
+def test_pgboss10_claimed_jobs_come_from_the_reserved_rows() -> None:
+    """pg-boss 10/11's summary does not read active jobs (reserved NULL: only a scan finds
+    them, and the reserved query makes it): QU001's reserved, the window's rows and QU003's
+    share count them from the reserved rows, a lower bound said when those stopped at groups."""
+    summary = [{"queue": "mail", "total": 40, "available": 40, "oldest_available_seconds": 900,
+                "reserved": None, "repeated": 4},
+               {"queue": "pdf", "total": 10, "available": 10, "oldest_available_seconds": 900,
+                "reserved": None}]
+    reserved = [{"queue": "mail", "reserved_seconds": 30, "n": 7, "expires_after": 900},
+                {"queue": "mail", "reserved_seconds": 20, "n": 3, "expires_after": 900},
+                {"queue": "only_active", "reserved_seconds": 5, "n": 50, "expires_after": 900}]
+    t = _table(summary=summary, reserved=reserved, kind="pg_boss", table="job",
+               library="pg-boss", window=100)
+    found = {f.evidence["queue"]: f.evidence for f in _run("QU001", {"tables": [t]},
+                                                         engine="postgresql")}
+    assert found["mail"]["reserved"] == 10 and found["pdf"]["reserved"] == 0
+    # 40 + 10 waiting, 10 + 50 active: past the window of 100, as when the summary read them
+    assert found["mail"]["window_rows"] == 110 and found["mail"]["window_capped"] is True
+    assert "reserved_is_lower_bound" not in found["mail"]
+    capped = dict(t, groups=3)
+    (f, _) = sorted(_run("QU001", {"tables": [capped]}, engine="postgresql"),
+                    key=lambda f: f.evidence["queue"])
+    assert f.evidence["reserved"] == 10 and f.evidence["reserved_is_lower_bound"] is True
+    # a summary that reads them itself (0 is a count there, not "not read"): unchanged
+    own = dict(t, summary=[dict(summary[0], reserved=0)])
+    (f,) = _run("QU001", {"tables": [own]}, engine="postgresql")
+    assert f.evidence["reserved"] == 0 and f.evidence["window_rows"] == 40
+    # the reserved query failed (the table's error says so): not read, so not zero either
+    (f, _) = sorted(_run("QU001", {"tables": [dict(t, reserved=None)]}, engine="postgresql"),
+                    key=lambda f: f.evidence["queue"])
+    assert f.evidence["reserved"] is None and f.evidence["window_rows"] == 50
+    # no waiting job at all (an empty summary): the claimed ones still fill the window
+    stuck = [{"queue": "mail", "reserved_seconds": 3600, "n": 100, "expires_after": 900}]
+    (f,) = _run("QU002", {"tables": [dict(t, summary=[], reserved=stuck)], "retry_after": None},
+                engine="postgresql")
+    assert f.evidence["count"] == 100 and f.evidence["count_is_lower_bound"] is True
+    tried = [{"queue": "mail", "job_class": "mail", "attempts": 2, "n": 5}]
+    (f,) = _run("QU003", {"tables": [dict(t, repeated=tried)]}, engine="postgresql")
+    assert f.evidence["by_class"][0]["share"] == 0.1  # 5 of the 40 waiting + 10 active

@@ -72,8 +72,34 @@ class _Window:
         return {"window_rows": self.rows, "window_capped": self.capped}
 
 
+def _claimed_apart(t: QueueTableStats) -> dict[str, int] | None:
+    """Claimed jobs per queue from the reserved rows, where the summary does not read them
+    (its reserved is None: pg-boss 10/11, whose claimed jobs only a scan finds, read once;
+    with no waiting job its summary is empty, and 12's then had no claimed job to count);
+    None where the summary counts them itself."""
+    if any(r.reserved is not None for r in t.summary or ()):
+        return None
+    if not t.summary and t.kind != "pg_boss":
+        return None
+    if t.reserved is None:  # its query failed too: unknown, not zero
+        return None
+    out: dict[str, int] = defaultdict(int)
+    for row in t.reserved:
+        out[str(row.queue)] += row.n
+    return out
+
+
+def _unfinished(t: QueueTableStats) -> dict[str, int]:
+    """Waiting and claimed jobs per queue over the window (the summary's totals, with the
+    claimed jobs of the reserved rows where the summary leaves them out)."""
+    out = {str(r.queue): r.total for r in t.summary or ()}
+    for queue, n in (_claimed_apart(t) or {}).items():
+        out[queue] = out.get(queue, 0) + n
+    return out
+
+
 def _window_note(t: QueueTableStats) -> _Window:
-    total = sum(r.total for r in t.summary or ())
+    total = sum(_unfinished(t).values())
     return _Window(total, total >= t.window > 0 or t.window_capped_ids)
 
 
@@ -104,6 +130,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
         if t.summary is None:
             continue
         note = _window_note(t)
+        claimed = _claimed_apart(t)
         # graphile-worker: jobs behind a named-queue lock stay a backlog until the lock is old
         # enough for its own finding (QU002 queue_lock_warning = this rule's handover), then
         # move to it: the backlog thresholds hold at every moment.
@@ -126,6 +153,9 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
             )
             if sev is None:
                 continue
+            reserved = row.reserved
+            if reserved is None and claimed is not None:
+                reserved = claimed.get(str(row.queue), 0)
             ev = (
                 _base(t)
                 | note.evidence()
@@ -135,9 +165,11 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                     "depth_is_estimate": shown != depth,
                     "age": format_duration(age),
                     "age_seconds": int(age),
-                    "reserved": row.reserved,
+                    "reserved": reserved,
                 }
             )
+            if row.reserved is None and len(t.reserved or ()) >= t.groups:
+                ev["reserved_is_lower_bound"] = True  # the reserved rows stopped at groups
             if lock is not None:
                 ev["behind_lock"] = {
                     "worker": " ".join((lock.worker or "?").split())[:200],
@@ -399,7 +431,7 @@ def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
         count = sum(g.count for g in groups.values())
         if not count:
             continue
-        per_queue = {str(r.queue): r.total for r in t.summary or ()}
+        per_queue = _unfinished(t)
         limit = _near_limit(t, ctx)
         near = [g for g in groups.values() if g.max_attempts >= 0.9 * limit]
         slow = [

@@ -55,11 +55,22 @@ WAITING_BY_QUEUE = {
     "retry_blocked": "state = 'retry' AND blocked",
 }
 WAITING_AT_ONCE = dict.fromkeys(WAITING_BY_QUEUE, "false")
+# Reads of failed jobs (queue_pg_boss_failed.sql): pg-boss 10/11 have no index on them, so every
+# row is read; OFFSET 0 keeps completed_on out of the scan's filter (each row decoded up to
+# `state`, its 5th column, not the 16th). 12 reads them through job_i14/job_i16: no fence.
+FENCE = {True: "", False: "OFFSET 0"}
+# The summary's active half (queue_pg_boss_summary.sql): 12 reads it there through job_i14;
+# 10/11 have no index on active jobs, so they are read once, by the reserved query (every one,
+# for QU002), and the summary leaves its reserved count NULL for the check to take from there.
 
 
 def fragments(columns: dict[str, str]) -> dict[str, str]:
-    """The SQL fragments of the table's version (see WAITING_BY_QUEUE)."""
-    return dict(WAITING_BY_QUEUE if "blocked" in columns else WAITING_AT_ONCE)
+    """The SQL fragments of the table's version (see WAITING_BY_QUEUE and FENCE)."""
+    indexed = "blocked" in columns
+    return dict(WAITING_BY_QUEUE if indexed else WAITING_AT_ONCE) | {
+        "fence": FENCE[indexed],
+        "active_read": "true" if indexed else "false",
+    }
 
 
 # The library on the one queue model: role -> its column (sibling.column in a sibling

@@ -64,7 +64,8 @@ class QueueSummary(TypedRow):
     total: int = 0
     available: int = 0
     oldest_available_seconds: float | None = None
-    reserved: int = 0
+    # None: this query does not read claimed jobs (pg-boss 10/11: the reserved query does)
+    reserved: int | None = 0
     oldest_reserved_seconds: float | None = None
     repeated: int = 0
     max_attempts: int | None = None

@@ -58,16 +58,23 @@ def test_pgboss_every_failure_mode(uniq: str, major: str) -> None:
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
         assert _active(dsn) == 3
+        _node(env, "send", "slow", "2")  # waiting behind the 3 the dead worker holds
         with psycopg.connect(dsn, autocommit=True) as c:  # 5 minutes after the kill
             c.execute("UPDATE pgboss.job SET started_on = started_on - interval '5 min'"
                       + (", heartbeat_on = heartbeat_on - interval '5 min'" if major == "12"
                          else "") + " WHERE state = 'active'")
+            c.execute("UPDATE pgboss.job SET start_after = start_after - interval '1 hour' "
+                      "WHERE name = 'slow' AND state = 'created'")
         data = audit(url, "--select", "QU,DW")
         qu = queue_findings(data, TABLE)
         assert qu and all(f["evidence"]["library"] == "pg-boss" for f in qu)
         assert not [f for f in qu if "artisan" in f["fix"] or "failed_jobs" in f["fix"]]
-        (backlog,) = by_rule(data, "QU001")
-        assert backlog["evidence"]["queue"] == "later" and backlog["evidence"]["depth"] == 500
+        backlogs = {f["evidence"]["queue"]: f["evidence"] for f in by_rule(data, "QU001")}
+        assert sorted(backlogs) == ["later", "slow"] and backlogs["later"]["depth"] == 500
+        # the jobs being worked on beside each backlog: 12's summary reads them, 10/11's
+        # reserved query (the summary would scan the table for them a second time)
+        assert backlogs["later"]["reserved"] == 0 and backlogs["slow"]["reserved"] == 3
+        assert backlogs["slow"]["depth"] == 2 and backlogs["slow"]["window_rows"] == 505
         (stuck,) = by_rule(data, "QU002")
         assert stuck["evidence"]["count"] == 3 and stuck["evidence"]["queues"] == {"slow": 3}
         if major == "12":

@@ -14,8 +14,12 @@
 --   job_i11 probe (it holds them by name), a blocked one by job_i14 within the names before
 --   it (one pass over job_i14 for the whole walk): queues with no waiting job are never
 --   visited; at most %(groups)s queues.
--- pg-boss 10/11 have no index on active jobs: that half reads the table (see the README's
--- figures).
+-- Active jobs (the active_read fragment): 12 reads at most %(window)s of them here (job_i14).
+-- pg-boss 10/11 have no index on active jobs: reading them is a scan of every row of every
+-- partition (55–75 ms CPU at 1 M rows, whatever the plan), which the reserved query does
+-- anyway for QU002 (every active job, the oldest first). So 10/11 read them there only: this
+-- query's reserved / oldest_reserved_seconds are NULL (not read, not zero) and the check takes
+-- the active count per queue from the reserved rows (checks/queue_health.py).
 WITH RECURSIVE walk AS (
   SELECT NULL::text AS name,
          least(u.a,
@@ -84,7 +88,8 @@ waiting AS (
 active AS (
   SELECT x.name, count(*) AS reserved, min(x.started_on) AS oldest_reserved,
          count(*) FILTER (WHERE x.retry_count > 0) AS repeated, max(x.retry_count) AS max_retry
-  FROM (SELECT name, started_on, retry_count FROM {table} WHERE state = 'active'
+  FROM (SELECT name, started_on, retry_count FROM {table}
+        WHERE {active_read} AND state = 'active'
         LIMIT %(window)s) x
   GROUP BY x.name
 )
@@ -92,7 +97,7 @@ SELECT coalesce(w.name, a.name) AS queue,
        coalesce(w.total, 0) + coalesce(a.reserved, 0) AS total,
        coalesce(w.available, 0) AS available,
        extract(epoch FROM now() - w.oldest_available)::bigint AS oldest_available_seconds,
-       coalesce(a.reserved, 0) AS reserved,
+       CASE WHEN {active_read} THEN coalesce(a.reserved, 0) END AS reserved,
        extract(epoch FROM now() - a.oldest_reserved)::bigint AS oldest_reserved_seconds,
        coalesce(w.repeated, 0) + coalesce(a.repeated, 0) AS repeated,
        greatest(w.max_retry, a.max_retry) + 1 AS max_attempts
