@@ -1,0 +1,199 @@
+"""`@frozen`: `@dataclass(frozen=True)` for a fraction of its class-creation cost (startup).
+
+The standard decorator compiles six functions per class from generated source (__init__,
+__repr__, __eq__, __hash__, __setattr__, __delattr__): ~1 ms a class on the slow machine, and
+a one-target audit imports ~90 of them (docs/cycle-cost.md, contrib/bench/bench_startup.py).
+Here the standard `dataclass` processes the fields (no method generated: no compiler), only
+__init__ is compiled (it is the one a hot path calls per row: the same code as the standard
+one), and the five others are closures over the class's field names, built without the
+compiler, each behaving as the standard one does:
+
+- __repr__: `Class(a=1, b='x')` over the fields with repr=True, "..." on recursion;
+- __eq__: another instance of the very same class with equal compare=True fields, else
+  NotImplemented; __hash__: the hash of the tuple of the hashed fields (hash=True, or
+  hash=None and compare=True) — the standard value;
+- __setattr__/__delattr__: FrozenInstanceError for a field (or any name on this class).
+
+`dataclasses.fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and pickling work
+unchanged (the class is a standard dataclass; its `__dataclass_params__` says frozen, eq,
+repr, init, as the standard decorator's would). A class the shortcut does not cover (a
+dataclass base, an InitVar, kw_only fields, a dunder of its own) gets the standard decorator.
+mypy sees `dataclass(frozen=True)` (PEP 681 dataclass_transform).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import reprlib
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+_OWN = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__slots__")
+
+
+class _Sentinel:
+    """The marker of a default_factory parameter in a generated __init__."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Sentinel()
+_PARAMS: object = None  # the standard __dataclass_params__ of a frozen dataclass (on first use)
+
+
+def _frozen_params() -> object:
+    global _PARAMS
+    if _PARAMS is None:
+        probe: Any = dataclasses.dataclass(frozen=True)(type("_Probe", (), {}))
+        _PARAMS = probe.__dataclass_params__
+    return _PARAMS
+
+
+def _tuple_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
+    """obj -> (obj.a, obj.b, ...): attrgetter gives a tuple for two names or more only."""
+    if not names:
+        return lambda obj: ()
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    many: Callable[[object], tuple[object, ...]] = attrgetter(*names)
+    return many
+
+
+def _covered(cls: type) -> bool:
+    """What the shortcut makes as the standard decorator would: no dataclass base (its
+    frozen-ness and fields), none of the generated dunders of the class's own, no InitVar,
+    KW_ONLY or kw_only field, no field named self."""
+    if any(name in cls.__dict__ for name in _OWN):
+        return False
+    if any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:]):
+        return False
+    notes = inspect.get_annotations(cls)  # the class's own
+    if "self" in notes or any("InitVar" in str(t) or "KW_ONLY" in str(t) for t in notes.values()):
+        return False
+    return not any(
+        isinstance(v, dataclasses.Field) and v.kw_only is True
+        for v in (cls.__dict__.get(n) for n in notes)
+    )
+
+
+def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
+    """The standard frozen __init__ (same parameters, defaults, factories, annotations and
+    __post_init__ call), compiled once."""
+    local: dict[str, object] = {
+        "__dataclass_setattr__": object.__setattr__,
+        "__dataclass_HAS_DEFAULT_FACTORY__": _FACTORY,
+        "__dataclass_return_type__": None,
+    }
+    params: list[str] = []
+    lines: list[str] = []
+    seen_default = False
+    for f in fields:
+        local[f"__dataclass_type_{f.name}__"] = f.type
+        dflt = f"__dataclass_dflt_{f.name}__"
+        has_factory = f.default_factory is not dataclasses.MISSING
+        if has_factory:
+            local[dflt] = f.default_factory
+        elif f.default is not dataclasses.MISSING:
+            local[dflt] = f.default
+        if f.init:
+            if has_factory:
+                params.append(
+                    f"{f.name}:__dataclass_type_{f.name}__=__dataclass_HAS_DEFAULT_FACTORY__"
+                )
+                value = f"{dflt}() if {f.name} is __dataclass_HAS_DEFAULT_FACTORY__ else {f.name}"
+                seen_default = True
+            elif f.default is not dataclasses.MISSING:
+                params.append(f"{f.name}:__dataclass_type_{f.name}__={dflt}")
+                value = f.name
+                seen_default = True
+            else:
+                if seen_default:
+                    raise TypeError(f"non-default argument {f.name!r} follows default argument")
+                params.append(f"{f.name}:__dataclass_type_{f.name}__")
+                value = f.name
+        elif has_factory:
+            value = f"{dflt}()"
+        else:
+            continue  # init=False with a plain default: the class attribute holds it
+        lines.append(f"  __dataclass_setattr__(self,{f.name!r},{value})")
+    if hasattr(cls, "__post_init__"):
+        lines.append("  self.__post_init__()")
+    args = ", ".join(local)
+    src = (
+        f"def __create_fn__({args}):\n"
+        f" def __init__(self, {', '.join(params)}) -> __dataclass_return_type__:\n"
+        + ("\n".join(lines) or "  pass")
+        + "\n return __init__"
+    )
+    ns: dict[str, Any] = {}
+    # dont_inherit: this module's `from __future__ import annotations` would make the
+    # parameters' annotations the local names instead of the field types
+    exec(compile(src, "<dataclass>", "exec", dont_inherit=True), {}, ns)  # noqa: S102 - source generated from the class's own field names
+    made: Callable[..., None] = ns["__create_fn__"](**local)
+    return made
+
+
+def _methods(cls: type[Any], fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, object]:
+    names = frozenset(f.name for f in fields)
+    shown = tuple(f.name for f in fields if f.repr)
+    compared = _tuple_of(tuple(f.name for f in fields if f.compare))
+    hashed = _tuple_of(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
+
+    @reprlib.recursive_repr()
+    def __repr__(self: object) -> str:
+        inner = ", ".join([f"{n}={getattr(self, n)!r}" for n in shown])
+        return f"{self.__class__.__qualname__}({inner})"
+
+    def __eq__(self: object, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return compared(self) == compared(other)
+        return NotImplemented
+
+    def __hash__(self: object) -> int:
+        return hash(hashed(self))
+
+    def __setattr__(self: Any, name: str, value: object) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return {
+        "__init__": _init(cls, fields),
+        "__repr__": __repr__,
+        "__eq__": __eq__,
+        "__hash__": __hash__,
+        "__setattr__": __setattr__,
+        "__delattr__": __delattr__,
+    }
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+def frozen(cls: type[T]) -> type[T]:
+    """`@dataclass(frozen=True)`, the same class, made without compiling five of its methods."""
+    if not _covered(cls):
+        return dataclasses.dataclass(frozen=True)(cls)
+    documented = bool(cls.__dict__.get("__doc__"))
+    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # fields only: no code
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass from here on
+    for name, fn in _methods(cls, fields).items():
+        fn.__qualname__ = f"{cls.__qualname__}.{name}"  # type: ignore[attr-defined]
+        setattr(cls, name, fn)
+    cls.__dataclass_params__ = _frozen_params()  # type: ignore[attr-defined]
+    if not documented:
+        try:
+            text_sig = str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            text_sig = ""
+        cls.__doc__ = cls.__name__ + text_sig
+    return cls
