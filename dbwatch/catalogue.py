@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import string
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from pathlib import Path
 from typing import TypeAlias
 
 from .durations import parse_count, parse_duration
 from .errors import ConfigError
+from .frozen import frozen
 
 ENGINES = ("postgresql", "mysql", "any")
 CATEGORIES = ("sessions", "locks", "mvcc", "schema", "statements", "settings", "queue", "dbwatch")
@@ -33,7 +34,7 @@ _KEYS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Thresholds:
     unit: str
     warning: float | None
@@ -50,7 +51,7 @@ class Thresholds:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     id: str
     name: str

@@ -11,6 +11,7 @@ from typing import Literal
 
 from ..durations import format_duration, parse_count, parse_duration
 from ..findings import Finding
+from ..frozen import frozen
 from ..queues import (
     classify_failure,
     failure_fix,
@@ -61,7 +62,7 @@ def _words(t: QueueTableStats) -> dict[str, str]:
     return lib.variant_words.get(t.variant or "", {}) if lib is not None else {}
 
 
-@dataclass(frozen=True)
+@frozen
 class _Window:
     """How much of the table the probe's window of oldest rows covered."""
 

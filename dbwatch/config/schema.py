@@ -31,6 +31,7 @@ from typing import (
 
 from ..catalogue import Rule
 from ..durations import parse_duration
+from ..frozen import frozen
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -70,7 +71,7 @@ class Collector:
         self.problems.append(f"{self.file}: {key}: {msg}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Spec:
     """What a field's type does not say (see the module docstring)."""
 
@@ -100,7 +101,7 @@ def spec(
     return {SPEC: Spec(key, default, blank, check, read, derived, entry)}
 
 
-@dataclass(frozen=True)
+@frozen
 class Slot:
     """One field as the reader sees it."""
 
