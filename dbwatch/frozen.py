@@ -184,6 +184,8 @@ def frozen(cls: type[T]) -> type[T]:
     if not _covered(cls):
         return dataclasses.dataclass(frozen=True)(cls)
     documented = bool(cls.__dict__.get("__doc__"))
+    if not documented:  # the standard decorator would read object.__init__'s signature (slow)
+        cls.__doc__ = "-"
     dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # fields only: no code
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass from here on
     for name, fn in _methods(cls, fields).items():
