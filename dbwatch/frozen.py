@@ -1,4 +1,5 @@
-"""`@frozen`: `@dataclass(frozen=True)` for a fraction of its class-creation cost (startup).
+"""`@frozen`: `@dataclass(frozen=True)` for a fraction of its class-creation cost (startup);
+`@mutable`: `@dataclass` likewise (__init__ compiled, __repr__ and __eq__ closures, unhashable).
 
 The standard decorator compiles six functions per class from generated source (__init__,
 __repr__, __eq__, __hash__, __setattr__, __delattr__): ~1 ms a class on the slow machine, and
@@ -43,15 +44,14 @@ class _Sentinel:
 
 
 _FACTORY = _Sentinel()
-_PARAMS: object = None  # the standard __dataclass_params__ of a frozen dataclass (on first use)
+_PARAMS: dict[bool, object] = {}  # frozen -> the standard __dataclass_params__ (on first use)
 
 
-def _frozen_params() -> object:
-    global _PARAMS
-    if _PARAMS is None:
-        probe: Any = dataclasses.dataclass(frozen=True)(type("_Probe", (), {}))
-        _PARAMS = probe.__dataclass_params__
-    return _PARAMS
+def _params(frozen: bool) -> object:
+    if frozen not in _PARAMS:
+        probe: Any = dataclasses.dataclass(frozen=frozen)(type("_Probe", (), {}))
+        _PARAMS[frozen] = probe.__dataclass_params__
+    return _PARAMS[frozen]
 
 
 def _tuple_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
@@ -82,8 +82,10 @@ def _covered(cls: type) -> bool:
     )
 
 
-def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
-    """The standard frozen __init__ (same parameters, defaults, factories, annotations and
+def _init(
+    cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
+) -> Callable[..., None]:
+    """The standard __init__ (same parameters, defaults, factories, annotations and
     __post_init__ call), compiled once."""
     local: dict[str, object] = {
         "__dataclass_setattr__": object.__setattr__,
@@ -121,7 +123,10 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
             value = f"{dflt}()"
         else:
             continue  # init=False with a plain default: the class attribute holds it
-        lines.append(f"  __dataclass_setattr__(self,{f.name!r},{value})")
+        if frozen:
+            lines.append(f"  __dataclass_setattr__(self,{f.name!r},{value})")
+        else:
+            lines.append(f"  self.{f.name}={value}")
     if hasattr(cls, "__post_init__"):
         lines.append("  self.__post_init__()")
     args = ", ".join(local)
@@ -139,7 +144,9 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
     return made
 
 
-def _methods(cls: type[Any], fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, object]:
+def _methods(
+    cls: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen: bool
+) -> dict[str, object]:
     names = frozenset(f.name for f in fields)
     shown = tuple(f.name for f in fields if f.repr)
     compared = _tuple_of(tuple(f.name for f in fields if f.compare))
@@ -168,30 +175,30 @@ def _methods(cls: type[Any], fields: tuple[dataclasses.Field[Any], ...]) -> dict
             raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
-    return {
-        "__init__": _init(cls, fields),
+    made: dict[str, object] = {
+        "__init__": _init(cls, fields, frozen),
         "__repr__": __repr__,
         "__eq__": __eq__,
-        "__hash__": __hash__,
-        "__setattr__": __setattr__,
-        "__delattr__": __delattr__,
     }
+    if frozen:
+        made.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
+    return made
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def frozen(cls: type[T]) -> type[T]:
-    """`@dataclass(frozen=True)`, the same class, made without compiling five of its methods."""
+def _make(cls: type[T], frozen: bool) -> type[T]:
     if not _covered(cls):
-        return dataclasses.dataclass(frozen=True)(cls)
+        return dataclasses.dataclass(frozen=frozen)(cls)
     documented = bool(cls.__dict__.get("__doc__"))
     if not documented:  # the standard decorator would read object.__init__'s signature (slow)
         cls.__doc__ = "-"
     dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # fields only: no code
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass from here on
-    for name, fn in _methods(cls, fields).items():
+    for name, fn in _methods(cls, fields, frozen).items():
         fn.__qualname__ = f"{cls.__qualname__}.{name}"  # type: ignore[attr-defined]
         setattr(cls, name, fn)
-    cls.__dataclass_params__ = _frozen_params()  # type: ignore[attr-defined]
+    if not frozen:
+        cls.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable
+    cls.__dataclass_params__ = _params(frozen)  # type: ignore[attr-defined]
     if not documented:
         try:
             text_sig = str(inspect.signature(cls)).replace(" -> None", "")
@@ -199,3 +206,15 @@ def frozen(cls: type[T]) -> type[T]:
             text_sig = ""
         cls.__doc__ = cls.__name__ + text_sig
     return cls
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+def frozen(cls: type[T]) -> type[T]:
+    """`@dataclass(frozen=True)`, the same class, made without compiling five of its methods."""
+    return _make(cls, frozen=True)
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def mutable(cls: type[T]) -> type[T]:
+    """`@dataclass`, the same class, made without compiling its __repr__ and __eq__."""
+    return _make(cls, frozen=False)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 
-from dbwatch.frozen import frozen
+from dbwatch.frozen import frozen, mutable
 
 T = TypeVar("T")
 
@@ -54,6 +54,8 @@ def make(deco: Any, name: str = "Row") -> Any:
 Std = make(dataclasses.dataclass(frozen=True), "Std")  # module names: pickled by reference
 Ours = make(frozen, "Ours")
 STD, OURS = Std, Ours
+MStd = make(dataclasses.dataclass, "MStd")
+MOurs = make(mutable, "MOurs")
 
 
 def test_fast_path_is_taken_and_is_a_dataclass() -> None:
@@ -187,3 +189,24 @@ def test_non_default_after_default_is_an_error() -> None:
         class Bad:
             a: int = 0
             b: int  # type: ignore[misc]
+
+
+def test_mutable_as_the_standard_dataclass() -> None:
+    assert "__repr__" in MOurs.__dict__ and dataclasses.is_dataclass(MOurs)
+    assert not MOurs.__dataclass_params__.frozen and MOurs.__dataclass_params__.eq
+    assert str(inspect.signature(MOurs)) == str(inspect.signature(MStd))
+    assert MOurs.__match_args__ == MStd.__match_args__
+    for args in [(1,), (1, "x", ("a", "b"), 2.5, [1, 2])]:
+        s, o = MStd(*args), MOurs(*args)
+        assert repr(o) == repr(s).replace("MStd(", "MOurs(")
+        assert o == MOurs(*args) and o != s
+        assert dataclasses.asdict(o) == dataclasses.asdict(s)
+    assert MOurs.__hash__ is None and MStd.__hash__ is None
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(MOurs(1))
+    o = MOurs(1)
+    o.a = 5
+    o.extra = 1
+    assert o.a == 5 and o == MOurs(5) and dataclasses.replace(o, b="y").b == "y"
+    assert pickle.loads(pickle.dumps(o)) == o
+    assert MOurs(1).e is not MOurs(1).e and MOurs(1).g == ("x",)
