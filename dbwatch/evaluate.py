@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .catalogue import Rule
 from .checks import CheckContext, culprit_rules, load_checks, sections_read
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
-from .frozen import frozen
+from .frozen import frozen, mutable
 from .snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Selection:
 EVERY_RULE = Selection()  # the default selection (a module-level instance: ruff B008)
 
 
-@dataclass
+@mutable
 class Evaluation:
     findings: list[Finding] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
