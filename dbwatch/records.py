@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from .findings import Finding, SessionIdentity
-from .frozen import frozen
+from .frozen import frozen, mutable
 from .scope import same
 from .snapshot.values import (
     JSON,
@@ -162,7 +162,7 @@ class FindingRow:
         )
 
 
-@dataclass
+@mutable
 class Transitions:
     """What one `State.update` changed, and what fires for the target afterwards (the rows
     just written, so routing and actions need not read them back)."""

@@ -94,6 +94,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         },
         "evaluate": {ROOT, "catalogue", "checks", "config", "findings", "snapshot"},
         "pipeline": {
+            ROOT,
             "catalogue",
             "checks",
             "config",

@@ -16,7 +16,7 @@ from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
 from dbwatch.targets.version import SKIP_LOCKED_SINCE
 
-from ..frozen import frozen
+from ..frozen import frozen, mutable
 
 EXAMPLE_CHARS = 300
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
@@ -125,7 +125,7 @@ def _pair_plan(shape: Shape, nvalues: int, dshape: Shape, ndvalues: int) -> _Pla
     return key, [(k, dkeys[col]) for col, k in skeys.items()]
 
 
-@dataclass
+@mutable
 class _Pattern:
     count: int = 0
     transactions: int = 0
