@@ -29,6 +29,7 @@ import inspect
 import reprlib
 from collections.abc import Callable
 from operator import attrgetter
+from types import MethodType
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
@@ -144,6 +145,48 @@ def _init(
     return made
 
 
+def _check_order(fields: tuple[dataclasses.Field[Any], ...]) -> None:
+    """The standard decorator's error at class creation (__init__ is compiled on first use)."""
+    seen_default = False
+    for f in fields:
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+
+
+class _LazyInit:
+    """A class's __init__ until its first call: then the real one is compiled (_init), put on
+    the class in its place and called; a class never instantiated in a run never compiles
+    one. Its signature (inspect.signature of the class or of __init__) is the real one's."""
+
+    __slots__ = ("cls", "fields", "frozen")
+
+    def __init__(self, cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool):
+        self.cls, self.fields, self.frozen = cls, fields, frozen
+
+    def real(self) -> Callable[..., None]:
+        made = self.cls.__dict__.get("__init__")
+        if made is self or made is None:
+            made = _init(self.cls, self.fields, self.frozen)
+            made.__qualname__ = f"{self.cls.__qualname__}.__init__"
+            type.__setattr__(self.cls, "__init__", made)
+        init: Callable[..., None] = made
+        return init
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        return self if obj is None else MethodType(self, obj)
+
+    def __call__(self, obj: object, *args: object, **kwargs: object) -> None:
+        self.real()(obj, *args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.real())
+
+
 def _methods(
     cls: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen: bool
 ) -> dict[str, object]:
@@ -176,7 +219,7 @@ def _methods(
         super(cls, self).__delattr__(name)
 
     made: dict[str, object] = {
-        "__init__": _init(cls, fields, frozen),
+        "__init__": _LazyInit(cls, fields, frozen),
         "__repr__": __repr__,
         "__eq__": __eq__,
     }
@@ -193,19 +236,33 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
         cls.__doc__ = "-"
     dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # fields only: no code
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass from here on
+    _check_order(fields)
     for name, fn in _methods(cls, fields, frozen).items():
-        fn.__qualname__ = f"{cls.__qualname__}.{name}"  # type: ignore[attr-defined]
+        if name != "__init__":
+            fn.__qualname__ = f"{cls.__qualname__}.{name}"  # type: ignore[attr-defined]
         setattr(cls, name, fn)
     if not frozen:
         cls.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable
     cls.__dataclass_params__ = _params(frozen)  # type: ignore[attr-defined]
     if not documented:
-        try:
-            text_sig = str(inspect.signature(cls)).replace(" -> None", "")
-        except (TypeError, ValueError):
-            text_sig = ""
-        cls.__doc__ = cls.__name__ + text_sig
+        cls.__doc__ = cls.__name__ + _text_signature(fields)
     return cls
+
+
+def _text_signature(fields: tuple[dataclasses.Field[Any], ...]) -> str:
+    """What the standard decorator puts in a class without a docstring, `(a: 'int', b: 'str' =
+    'x')` (its __init__'s signature), written from the fields: __init__ is not compiled yet."""
+    parts = []
+    for f in fields:
+        if not f.init:
+            continue
+        text = f"{f.name}: {inspect.formatannotation(f.type)}"
+        if f.default_factory is not dataclasses.MISSING:
+            text += f" = {_FACTORY!r}"
+        elif f.default is not dataclasses.MISSING:
+            text += f" = {f.default!r}"
+        parts.append(text)
+    return f"({', '.join(parts)})"
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))

@@ -144,13 +144,21 @@ def test_no_docstring_gets_the_standard_one() -> None:
     class N:
         a: int
         b: str = "x"
+        c: tuple[int, ...] = field(default_factory=tuple)
+        d: int = field(default=0, init=False)
+        e: list[str] = field(default_factory=list, init=False)
 
     @dataclasses.dataclass(frozen=True)
     class M:
         a: int
         b: str = "x"
+        c: tuple[int, ...] = field(default_factory=tuple)
+        d: int = field(default=0, init=False)
+        e: list[str] = field(default_factory=list, init=False)
 
     assert N.__doc__ == M.__doc__.replace("M(", "N(")  # type: ignore[union-attr]
+    assert N.__doc__ == "N(a: 'int', b: 'str' = 'x', c: 'tuple[int, ...]' = <factory>)"
+    assert Std.__doc__ == "A row." and Ours.__doc__ == "A row."
 
 
 def test_what_it_does_not_cover_gets_the_standard_decorator() -> None:
@@ -210,3 +218,31 @@ def test_mutable_as_the_standard_dataclass() -> None:
     assert o.a == 5 and o == MOurs(5) and dataclasses.replace(o, b="y").b == "y"
     assert pickle.loads(pickle.dumps(o)) == o
     assert MOurs(1).e is not MOurs(1).e and MOurs(1).g == ("x",)
+
+
+def test_init_is_compiled_on_first_use_with_its_signature_before() -> None:
+    @frozen
+    class Lazy:
+        """Documented: nothing reads the signature at creation."""
+
+        a: int
+        b: str = "x"
+
+    assert "_LazyInit" in type(Lazy.__dict__["__init__"]).__name__
+    assert str(inspect.signature(Lazy)) == "(a: 'int', b: 'str' = 'x') -> None"
+    assert callable(Lazy.__dict__["__init__"])  # the signature compiled it
+
+    @frozen
+    class Lazier:
+        """Documented."""
+
+        a: int
+
+    class Sub(Lazier):
+        pass
+
+    assert repr(Sub(1)).endswith(".Sub(a=1)") and Sub(1) == Sub(1)  # the base's, via a subclass
+    assert Lazier.__init__.__qualname__.endswith("Lazier.__init__")
+    assert Lazier(2).a == 2
+    with pytest.raises(TypeError):
+        Lazier(1, 2)
