@@ -400,3 +400,20 @@ def test_a_one_target_audit_probes_while_its_checks_import(
         assert got["sections"][0] == got["sections"][1] and got["sections"][0]
         assert got["ran"][0] == got["ran"][1] and got["unknown"][0] == got["unknown"][1]
         assert got["switch"] == 0.005
+
+
+def test_sql_files_listed_once_match_the_glob(tmp_path: Path) -> None:
+    """probes/sqlfiles.py lists each SQL directory once instead of a Path.glob per name
+    (startup): every name picks the files `{name}*.sql` picks, and the variants read are the
+    files' texts."""
+    from dbwatch.probes.sqlfiles import SQL_DIR, _sql_files, _sql_variants
+
+    dirs = [d for d in SQL_DIR.iterdir() if d.is_dir()]
+    assert dirs
+    for d in dirs:
+        for stem in {p.stem for p in d.glob("*.sql")}:
+            globbed = sorted(p.name for p in d.glob(f"{stem}*.sql"))
+            assert sorted(n for n in _sql_files(d) if n.startswith(stem)) == globbed
+            texts = {t for _, _, t in _sql_variants(d.name, stem)}
+            assert (d / f"{stem}.sql").read_text() in texts
+    assert _sql_files(tmp_path / "none") == ()
