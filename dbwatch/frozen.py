@@ -1,25 +1,25 @@
 """`@frozen`: `@dataclass(frozen=True)` for a fraction of its class-creation cost (startup);
-`@mutable`: `@dataclass` likewise (__init__ compiled, __repr__ and __eq__ closures, unhashable).
+`@mutable`: `@dataclass` likewise.
 
 The standard decorator compiles six functions per class from generated source (__init__,
 __repr__, __eq__, __hash__, __setattr__, __delattr__): ~1 ms a class on the slow machine, and
-a one-target audit imports ~90 of them (docs/cycle-cost.md, contrib/bench/bench_startup.py).
-Here the standard `dataclass` processes the fields (no method generated: no compiler), only
-__init__ is compiled (it is the one a hot path calls per row: the same code as the standard
-one), and the five others are closures over the class's field names, built without the
-compiler, each behaving as the standard one does:
+a one-target audit creates ~90 classes (notes: contrib/bench/bench_startup.py). Here the
+standard `dataclass` processes the fields (no method generated: no compiler), and:
 
-- __repr__: `Class(a=1, b='x')` over the fields with repr=True, "..." on recursion;
-- __eq__: another instance of the very same class with equal compare=True fields, else
-  NotImplemented; __hash__: the hash of the tuple of the hashed fields (hash=True, or
-  hash=None and compare=True) — the standard value;
-- __setattr__/__delattr__: FrozenInstanceError for a field (or any name on this class).
+- __init__, __eq__, __hash__ are the standard code, compiled on the class's first call of
+  each (a class never instantiated, compared or hashed in a run compiles none): the per-row
+  cost of a hot path is the standard one's;
+- __repr__ (`Class(a=1, b='x')`, "..." on recursion), __setattr__/__delattr__
+  (FrozenInstanceError for a field, or any name on this class) are closures over the field
+  names, built without the compiler, behaving as the standard ones;
+- a class without a docstring gets the standard one (`Class(a: 'int', b: 'str' = 'x')`).
 
-`dataclasses.fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and pickling work
-unchanged (the class is a standard dataclass; its `__dataclass_params__` says frozen, eq,
-repr, init, as the standard decorator's would). A class the shortcut does not cover (a
-dataclass base, an InitVar, kw_only fields, a dunder of its own) gets the standard decorator.
-mypy sees `dataclass(frozen=True)` (PEP 681 dataclass_transform).
+`dataclasses.fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__`, pickling and
+inspect.signature work unchanged (the class is a standard dataclass; its
+`__dataclass_params__` says what the standard decorator's would). A class the shortcut does
+not cover (a dataclass base, an InitVar, kw_only fields, a dunder of its own) gets the
+standard decorator. mypy sees `dataclass(frozen=True)` / `dataclass()` (PEP 681
+dataclass_transform). tests/test_frozen.py checks each behaviour beside the standard one.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import dataclasses
 import inspect
 import reprlib
 from collections.abc import Callable
-from operator import attrgetter
 from types import MethodType
 from typing import Any, TypeVar, dataclass_transform
 
@@ -53,17 +52,6 @@ def _params(frozen: bool) -> object:
         probe: Any = dataclasses.dataclass(frozen=frozen)(type("_Probe", (), {}))
         _PARAMS[frozen] = probe.__dataclass_params__
     return _PARAMS[frozen]
-
-
-def _tuple_of(names: tuple[str, ...]) -> Callable[[object], tuple[object, ...]]:
-    """obj -> (obj.a, obj.b, ...): attrgetter gives a tuple for two names or more only."""
-    if not names:
-        return lambda obj: ()
-    if len(names) == 1:
-        one = attrgetter(names[0])
-        return lambda obj: (one(obj),)
-    many: Callable[[object], tuple[object, ...]] = attrgetter(*names)
-    return many
 
 
 def _covered(cls: type) -> bool:
@@ -130,19 +118,43 @@ def _init(
             lines.append(f"  self.{f.name}={value}")
     if hasattr(cls, "__post_init__"):
         lines.append("  self.__post_init__()")
-    args = ", ".join(local)
-    src = (
-        f"def __create_fn__({args}):\n"
-        f" def __init__(self, {', '.join(params)}) -> __dataclass_return_type__:\n"
-        + ("\n".join(lines) or "  pass")
-        + "\n return __init__"
-    )
+    head = f"def __init__(self, {', '.join(params)}) -> __dataclass_return_type__:"
+    return _compiled(head, lines or ["  pass"], local)
+
+
+def _compiled(head: str, body: list[str], local: dict[str, object]) -> Callable[..., Any]:
+    """One function from its source, the names in `local` bound as the standard decorator
+    binds them (arguments of an enclosing function)."""
+    src = f"def __create_fn__({', '.join(local)}):\n {head}\n" + "\n".join(body)
+    src += f"\n return {head[4 : head.index('(')]}"
     ns: dict[str, Any] = {}
     # dont_inherit: this module's `from __future__ import annotations` would make the
     # parameters' annotations the local names instead of the field types
     exec(compile(src, "<dataclass>", "exec", dont_inherit=True), {}, ns)  # noqa: S102 - source generated from the class's own field names
-    made: Callable[..., None] = ns["__create_fn__"](**local)
+    made: Callable[..., Any] = ns["__create_fn__"](**local)
     return made
+
+
+def _eq(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., Any]:
+    """The standard __eq__: the same class, the compare=True fields equal as a tuple."""
+    names = [f.name for f in fields if f.compare]
+    mine, theirs = "".join(f"self.{n}," for n in names), "".join(f"other.{n}," for n in names)
+    return _compiled(
+        "def __eq__(self, other):",
+        [
+            "  if other.__class__ is self.__class__:",
+            f"   return ({mine})==({theirs})",
+            "  return NotImplemented",
+        ],
+        {},
+    )
+
+
+def _hash(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., Any]:
+    """The standard __hash__ of a frozen dataclass: the hash of the hashed fields' tuple."""
+    names = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
+    mine = "".join(f"self.{n}," for n in names)
+    return _compiled("def __hash__(self):", [f"  return hash(({mine}))"], {})
 
 
 def _check_order(fields: tuple[dataclasses.Field[Any], ...]) -> None:
@@ -157,30 +169,31 @@ def _check_order(fields: tuple[dataclasses.Field[Any], ...]) -> None:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
 
 
-class _LazyInit:
-    """A class's __init__ until its first call: then the real one is compiled (_init), put on
-    the class in its place and called; a class never instantiated in a run never compiles
-    one. Its signature (inspect.signature of the class or of __init__) is the real one's."""
+class _Lazy:
+    """A generated method until its first call: then the standard one is compiled (`build`),
+    put on the class in its place and called; a class never instantiated (compared, hashed)
+    in a run never compiles one. Its signature (inspect.signature of the class or of the
+    method) is the real one's."""
 
-    __slots__ = ("cls", "fields", "frozen")
+    __slots__ = ("build", "cls", "name")
 
-    def __init__(self, cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool):
-        self.cls, self.fields, self.frozen = cls, fields, frozen
+    def __init__(self, cls: type, name: str, build: Callable[[], Callable[..., Any]]) -> None:
+        self.cls, self.name, self.build = cls, name, build
 
-    def real(self) -> Callable[..., None]:
-        made = self.cls.__dict__.get("__init__")
+    def real(self) -> Callable[..., Any]:
+        made = self.cls.__dict__.get(self.name)
         if made is self or made is None:
-            made = _init(self.cls, self.fields, self.frozen)
-            made.__qualname__ = f"{self.cls.__qualname__}.__init__"
-            type.__setattr__(self.cls, "__init__", made)
-        init: Callable[..., None] = made
-        return init
+            made = self.build()
+            made.__qualname__ = f"{self.cls.__qualname__}.{self.name}"
+            type.__setattr__(self.cls, self.name, made)
+        real: Callable[..., Any] = made
+        return real
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         return self if obj is None else MethodType(self, obj)
 
-    def __call__(self, obj: object, *args: object, **kwargs: object) -> None:
-        self.real()(obj, *args, **kwargs)
+    def __call__(self, obj: object, *args: object, **kwargs: object) -> Any:
+        return self.real()(obj, *args, **kwargs)
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -192,21 +205,11 @@ def _methods(
 ) -> dict[str, object]:
     names = frozenset(f.name for f in fields)
     shown = tuple(f.name for f in fields if f.repr)
-    compared = _tuple_of(tuple(f.name for f in fields if f.compare))
-    hashed = _tuple_of(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
 
     @reprlib.recursive_repr()
     def __repr__(self: object) -> str:
         inner = ", ".join([f"{n}={getattr(self, n)!r}" for n in shown])
         return f"{self.__class__.__qualname__}({inner})"
-
-    def __eq__(self: object, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return compared(self) == compared(other)
-        return NotImplemented
-
-    def __hash__(self: object) -> int:
-        return hash(hashed(self))
 
     def __setattr__(self: Any, name: str, value: object) -> None:
         if type(self) is cls or name in names:
@@ -219,12 +222,16 @@ def _methods(
         super(cls, self).__delattr__(name)
 
     made: dict[str, object] = {
-        "__init__": _LazyInit(cls, fields, frozen),
+        "__init__": _Lazy(cls, "__init__", lambda: _init(cls, fields, frozen)),
         "__repr__": __repr__,
-        "__eq__": __eq__,
+        "__eq__": _Lazy(cls, "__eq__", lambda: _eq(fields)),
     }
     if frozen:
-        made.update(__hash__=__hash__, __setattr__=__setattr__, __delattr__=__delattr__)
+        made.update(
+            __hash__=_Lazy(cls, "__hash__", lambda: _hash(fields)),
+            __setattr__=__setattr__,
+            __delattr__=__delattr__,
+        )
     return made
 
 
@@ -238,7 +245,7 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass from here on
     _check_order(fields)
     for name, fn in _methods(cls, fields, frozen).items():
-        if name != "__init__":
+        if not isinstance(fn, _Lazy):
             fn.__qualname__ = f"{cls.__qualname__}.{name}"  # type: ignore[attr-defined]
         setattr(cls, name, fn)
     if not frozen:
