@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn, cast
 
@@ -15,7 +13,6 @@ from .commands import COMMANDS
 from .errors import ConfigError, DbwatchError, TargetError
 from .termout import HelpFormatter
 
-log = logging.getLogger("dbwatch")
 DESCRIPTION = """\
 diagnostics and watchdog for databases used as job queues (PostgreSQL, MySQL, MariaDB):
 InnoDB deadlocks, the xmin horizon, dead tuples, idle transactions, lock waits, queue tables;
@@ -85,6 +82,8 @@ def arg_flag(args: argparse.Namespace, name: str) -> bool:
 
 
 def _setup_logging(debug: bool) -> None:
+    import logging  # here, not at the top: `--version` needs no logging (startup)
+
     from .targets.secrets import install_log_filter
 
     logging.basicConfig(
@@ -126,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, no traceback
         if debug:  # the traceback, scrubbed like every other output
+            import traceback
+
             print(scrub(traceback.format_exc()), file=sys.stderr, end="")
             return 3
         print(

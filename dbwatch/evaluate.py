@@ -8,13 +8,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .catalogue import Rule
 from .checks import CheckContext, culprit_rules, load_checks, sections_read
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
+from .frozen import frozen, mutable
 from .snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 OWN_HEALTH = ("DW001", "DW002")
 
 
-@dataclass(frozen=True)
+@frozen
 class Selection:
     select: tuple[str, ...] = ()  # ID prefixes; empty = all
     ignore: tuple[str, ...] = ()
@@ -36,7 +37,10 @@ class Selection:
         return not any(rule_id.startswith(p) for p in self.ignore)
 
 
-@dataclass
+EVERY_RULE = Selection()  # the default selection (a module-level instance: ruff B008)
+
+
+@mutable
 class Evaluation:
     findings: list[Finding] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
@@ -113,7 +117,7 @@ def evaluate(
     snap: Snapshot,
     catalogue: dict[str, Rule],
     config: Config,
-    selection: Selection = Selection(),
+    selection: Selection = EVERY_RULE,
     state: History | None = None,
 ) -> Evaluation:
     rules = rules_for(snap.engine, catalogue, config, selection)

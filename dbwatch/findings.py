@@ -4,8 +4,10 @@ SessionIdentity that names the session a finding is about (read by terminate and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
+
+from .frozen import frozen
 
 # Re-exported: findings carry it; the snapshot rows derive it (PgSession.identity).
 from .snapshot.identity import SessionIdentity
@@ -48,7 +50,7 @@ def fingerprint_of(rule: str, target: str, identity: object) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     rule: str
     severity: str  # warning | critical | unknown

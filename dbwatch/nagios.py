@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from .catalogue import Param, Rule, Thresholds
 from .config import Config
 from .durations import parse_count
 from .figures import gauges, server_deadlocks
 from .findings import Finding
+from .frozen import frozen
 from .pipeline import AuditResult, TargetResult
 from .targets.secrets import scrub
 
 LONG_TEXT_MAX = 400  # one finding's line: Nagios keeps 8 KiB of plugin output by default
 
 
-@dataclass(frozen=True)
+@frozen
 class Perf:
     """One `'label'=value[UOM];[warn];[crit];[min];[max]` item."""
 
@@ -59,7 +59,7 @@ def _opt(v: float | None) -> str:
     return "" if v is None else _num(v)
 
 
-@dataclass(frozen=True)
+@frozen
 class Limits:
     """A rule's effective thresholds and params (its TOML, then the config's override)."""
 

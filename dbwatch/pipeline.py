@@ -6,7 +6,7 @@ import logging
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .catalogue import Rule
 from .checks import load_checks
@@ -15,6 +15,7 @@ from .config import Config
 from .errors import TargetError
 from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_known, sections_needed
 from .findings import Finding, nagios_status, severity_rank
+from .frozen import mutable
 from .probes import ProbeCache, ProbeStats, SharedProbes, run_probes, unreachable_snapshot
 from .snapshot import Snapshot
 from .targets import Connection, TargetSpec, open_target, scrub, url_parts
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 ALL_RULES = Selection()
 
 
-@dataclass
+@mutable
 class TargetResult:
     spec: TargetSpec
     snapshot: Snapshot
@@ -50,7 +51,7 @@ class TargetResult:
         }
 
 
-@dataclass
+@mutable
 class AuditResult:
     targets: list[TargetResult]
     extra_findings: list[Finding] = field(default_factory=list)

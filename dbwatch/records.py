@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from .findings import Finding, SessionIdentity
+from .frozen import frozen, mutable
 from .scope import same
 from .snapshot.values import (
     JSON,
@@ -109,7 +110,7 @@ def _json_key(k: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
 
 
-@dataclass(frozen=True)
+@frozen
 class FindingRow:
     fingerprint: str
     target: str
@@ -161,7 +162,7 @@ class FindingRow:
         )
 
 
-@dataclass
+@mutable
 class Transitions:
     """What one `State.update` changed, and what fires for the target afterwards (the rows
     just written, so routing and actions need not read them back)."""
@@ -172,7 +173,7 @@ class Transitions:
     firing: list[FindingRow] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@frozen
 class SentRow:
     """The last alert one receiver got for one finding."""
 
@@ -193,7 +194,7 @@ class SentRow:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class AlertMessage:
     """What one alert message says (an outbox row's payload): a finding firing or resolved,
     or an action taken. The payload builders (alerts/payloads.py, pagerduty.py) read it."""
@@ -265,7 +266,7 @@ class AlertMessage:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class ActionRecord:
     """An action the daemon took or would take on a firing finding (terminate): what
     `actions.detail` stores and what is announced. `decision` is the session and the decision
@@ -329,7 +330,7 @@ class ActionRecord:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class OutboxMessage:
     """One queued alert message (a row of `outbox`, its payload read as an AlertMessage)."""
 
@@ -363,7 +364,7 @@ def _unquote(name: str) -> str:
     return name.strip().strip('`"')
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagnosis:
     """The shape a deadlock matches, the rules it concerns, why, and the fix (decided by
     deadlocks/diagnosis.py; carried by the DeadlockRecord)."""
@@ -414,7 +415,7 @@ def _list(value: object) -> list[JSON]:
     return value if isinstance(value, list) else []
 
 
-@dataclass(frozen=True)
+@frozen
 class TrxRecord:
     """One participant as the record shows it (DeadlockTrx.to_dict's keys, and what its
     statement says of where it came from)."""
@@ -476,7 +477,7 @@ class TrxRecord:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class LockRecord:
     """One lock as the record shows it (DeadlockLock.to_dict's keys)."""
 
@@ -516,7 +517,7 @@ class LockRecord:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class DeadlockRecord:
     """One deadlock, diagnosed once, as every reader after the parser sees it."""
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from .daemon.state import State
 from .daemon.statedb import Param
 from .daemon.statedb import dict_row as _dict_row
 from .findings import severity_rank
+from .frozen import frozen
 from .records import row_json
 from .snapshot.values import JSONObject, Row, to_float, to_int, to_str
 
@@ -24,7 +24,7 @@ from .snapshot.values import JSONObject, Row, to_float, to_int, to_str
 SEVERITY_ORDER = {"critical": 0, "unknown": 1, "warning": 2}
 
 
-@dataclass(frozen=True)
+@frozen
 class Page:
     """One page of rows, each a JSON object (JSON columns decoded)."""
 

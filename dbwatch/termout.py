@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -25,7 +24,11 @@ def term_width(stream: TextIO | None = None) -> int:
     env = os.environ.get("COLUMNS", "")
     if env.isdigit() and int(env) > 0:
         return max(int(env), MIN_WIDTH)
-    return max(shutil.get_terminal_size((100, 24)).columns, MIN_WIDTH)
+    try:  # shutil.get_terminal_size((100, 24)) without importing shutil (--version: startup)
+        columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        columns = 0
+    return max(columns if columns > 0 else 100, MIN_WIDTH)
 
 
 def use_colour(stream: TextIO | None = None) -> bool:

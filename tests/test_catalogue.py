@@ -102,3 +102,30 @@ def test_a_broken_rule_file_is_reported_with_its_name(tmp_path: Path) -> None:
         load_catalogue(tmp_path)
     text = "\n".join(exc.value.problems)
     assert "PG001.toml: id" in text and "PG001.toml: engine" in text and "doc.what" in text
+
+
+def test_the_shipped_docs_read_on_first_use_are_the_whole_files() -> None:
+    """load_catalogue() parses a shipped rule's [doc] when first read (startup): every rule
+    then equals the one a whole parse makes (a directory given is parsed whole), and the
+    text a finding prints (fix, references) is the file's."""
+    from dbwatch.catalogue import _Doc
+
+    lazy, whole = load_catalogue(), load_catalogue(rules_dir())
+    assert all(isinstance(r.doc, _Doc) for r in lazy.values())
+    assert not any(isinstance(r.doc, _Doc) for r in whole.values())
+    for rule_id, rule in lazy.items():
+        data = tomllib.loads((rules_dir() / f"{rule_id}.toml").read_text())
+        assert dict(rule.doc) == data["doc"] == whole[rule_id].doc, rule_id
+        assert rule == whole[rule_id] and rule.fix == whole[rule_id].fix != ""
+        assert rule.references == whole[rule_id].references
+
+
+def test_a_doc_that_is_not_the_last_table_is_parsed_whole() -> None:
+    from dbwatch.catalogue import _Doc, _split_doc
+
+    text = 'id = "X"\n\n[doc]\nwhat = """\n[not a table: inside a string]\n"""\n'
+    assert _split_doc(text) is None  # a line opening with [ after [doc]: no split
+    head, doc = _split_doc('id = "X"\n[doc]\nwhat = "w"\n') or ("", "")
+    assert tomllib.loads(head) == {"id": "X"} and dict(_Doc(doc, "X.toml")) == {"what": "w"}
+    with pytest.raises(Exception, match="X.toml: doc"):
+        dict(_Doc('[doc]\nwhat = "unterminated\n', "X.toml"))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dbwatch"
-ROOT = "dbwatch"  # dbwatch/__init__.py: __version__ only
+ROOT = "dbwatch"  # dbwatch/__init__.py: __version__ only; and BASE below
 
 # layer -> the layers it may import (its own is always allowed). Bottom of the flow first.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -31,16 +31,16 @@ ALLOWED: dict[str, frozenset[str]] = {
         "registry": set(),
         # the queue libraries are pure data; targets only for identifier quoting in the fixes
         # they print (Laravel's legacy-index SQL, shared by QU301 and the deadlock diagnosis)
-        "queues": {"registry", "targets"},
+        "queues": {ROOT, "registry", "targets"},
         "termout": set(),
-        "targets": {"errors"},  # the only code that talks to a driver
-        "catalogue": {"durations", "errors"},
-        "config": {"catalogue", "durations", "errors", "targets"},
+        "targets": {ROOT, "errors"},  # the only code that talks to a driver
+        "catalogue": {ROOT, "durations", "errors"},
+        "config": {ROOT, "catalogue", "durations", "errors", "targets"},
         # parsers of untrusted text
-        "parsers": set(),
+        "parsers": {ROOT},
         # the typed snapshot: rows reuse the parsers' dataclasses
-        "snapshot": {"parsers", "registry"},
-        "findings": {"snapshot"},
+        "snapshot": {ROOT, "parsers", "registry"},
+        "findings": {ROOT, "snapshot"},
         "scope": set(),
         # the one input-file opener (gzip by magic) and binary sniffing, typed paths
         "inputs": {"errors"},
@@ -48,6 +48,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # read the server version)
         # ... and read PostgreSQL log lines with the deadlock parser's reader (parsers/pglog.py)
         "sqlpatterns": {
+            ROOT,
             "catalogue",
             "errors",
             "findings",
@@ -56,9 +57,19 @@ ALLOWED: dict[str, frozenset[str]] = {
             "queues",
             "targets",
         },
-        "probes": {"config", "errors", "parsers", "queues", "registry", "snapshot", "targets"},
+        "probes": {
+            ROOT,
+            "config",
+            "errors",
+            "parsers",
+            "queues",
+            "registry",
+            "snapshot",
+            "targets",
+        },
         # the deadlock analysis: parsed deadlocks in, records with their diagnosis out (pure)
         "deadlocks": {
+            ROOT,
             "errors",
             "findings",
             "inputs",
@@ -70,6 +81,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         },
         # pure checks; targets only for identifier quoting in the fixes they print
         "checks": {
+            ROOT,
             "catalogue",
             "deadlocks",
             "durations",
@@ -80,8 +92,9 @@ ALLOWED: dict[str, frozenset[str]] = {
             "sqlpatterns",
             "targets",
         },
-        "evaluate": {"catalogue", "checks", "config", "findings", "snapshot"},
+        "evaluate": {ROOT, "catalogue", "checks", "config", "findings", "snapshot"},
         "pipeline": {
+            ROOT,
             "catalogue",
             "checks",
             "config",
@@ -98,6 +111,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         # `--format nagios`: the status line, the findings as long text, perfdata with the rules'
         # own thresholds
         "nagios": {
+            ROOT,
             "catalogue",
             "config",
             "durations",
@@ -107,12 +121,13 @@ ALLOWED: dict[str, frozenset[str]] = {
             "targets",
         },
         # the daemon's state records, below daemon/ and its readers (alerts/, web/, commands/)
-        "records": {"findings", "scope", "snapshot", "targets"},
+        "records": {ROOT, "findings", "scope", "snapshot", "targets"},
         # alerts see the state through alerts.state.AlertState, never daemon/
-        "alerts": {"config", "findings", "records", "snapshot", "targets"},
+        "alerts": {ROOT, "config", "findings", "records", "snapshot", "targets"},
         # terminate reuses the one lock graph (checks), reads sessions through probes and the
         # live InnoDB transaction list with the one parser of it (parsers.innodb_trx)
         "actions": {
+            ROOT,
             "checks",
             "config",
             "durations",
@@ -126,6 +141,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         },
         # the daemon drives everything below it; never commands/, cli or web/
         "daemon": {
+            ROOT,
             "actions",
             "alerts",
             "catalogue",
@@ -143,9 +159,10 @@ ALLOWED: dict[str, frozenset[str]] = {
             "targets",
         },
         # the read-only state reader: status, history and the dashboard all read through it
-        "statereader": {"daemon", "findings", "records", "snapshot"},
+        "statereader": {ROOT, "daemon", "findings", "records", "snapshot"},
         # the dashboard reads the daemon's state (read-only)
         "web": {
+            ROOT,
             ROOT,
             "durations",
             "records",
@@ -222,7 +239,13 @@ def imports_of(module: str, source: str, is_package: bool = False) -> list[tuple
     return [(line, name) for line, name in found if name == ROOT or name.startswith(ROOT + ".")]
 
 
+# Modules of the package's own base, beside dbwatch/__init__.py: imported by any layer.
+BASE = {"dbwatch.frozen"}  # the frozen-dataclass decorator (startup)
+
+
 def layer_of(module: str) -> str:
+    if module in BASE:
+        return ROOT
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ROOT
 

@@ -400,3 +400,52 @@ def test_a_one_target_audit_probes_while_its_checks_import(
         assert got["sections"][0] == got["sections"][1] and got["sections"][0]
         assert got["ran"][0] == got["ran"][1] and got["unknown"][0] == got["unknown"][1]
         assert got["switch"] == 0.005
+
+
+def test_sql_files_listed_once_match_the_glob(tmp_path: Path) -> None:
+    """probes/sqlfiles.py lists each SQL directory once instead of a Path.glob per name
+    (startup): every name picks the files `{name}*.sql` picks, and the variants read are the
+    files' texts."""
+    from dbwatch.probes.sqlfiles import SQL_DIR, _sql_files, _sql_variants
+
+    dirs = [d for d in SQL_DIR.iterdir() if d.is_dir()]
+    assert dirs
+    for d in dirs:
+        for stem in {p.stem for p in d.glob("*.sql")}:
+            globbed = sorted(p.name for p in d.glob(f"{stem}*.sql"))
+            assert sorted(n for n in _sql_files(d) if n.startswith(stem)) == globbed
+            texts = {t for _, _, t in _sql_variants(d.name, stem)}
+            assert (d / f"{stem}.sql").read_text() in texts
+    assert _sql_files(tmp_path / "none") == ()
+
+
+def test_mysql_connection_tls_context_loads_no_ca_store_and_verifies_as_pymysql(
+    own_my_url: str,
+) -> None:
+    """A MySQL/MariaDB connection's TLS context (PyMySQL's default 'preferred' mode) is made
+    without the system CA store (~40 ms of CPU a connection): the same settings as the
+    context PyMySQL makes itself (no certificate verified, no host name checked), and the
+    connection still works."""
+    import ssl
+
+    import pymysql
+
+    from dbwatch.targets.base import TargetSpec
+    from dbwatch.targets.mysql import MyConnection, preferred_tls_context
+
+    spec = TargetSpec(name="t", url=own_my_url, engine="mysql")
+    mine = MyConnection.open(spec)
+    try:
+        assert mine.rows("SELECT 1 AS one") == [{"one": 1}]
+        ctx = mine.conn.ctx
+        assert ctx.cert_store_stats()["x509_ca"] == 0  # no CA store read
+    finally:
+        mine.conn.close()
+    theirs = pymysql.connect(host="127.0.0.1", user="root", defer_connect=True).ctx
+    assert theirs.cert_store_stats()["x509_ca"] > 0 or not ssl.get_default_verify_paths().cafile
+    for c in (ctx, preferred_tls_context()):
+        assert (c.verify_mode, c.check_hostname) == (theirs.verify_mode, theirs.check_hostname)
+        assert (c.verify_mode, c.check_hostname) == (ssl.CERT_NONE, False)
+        assert (c.protocol, c.options, c.verify_flags, c.minimum_version) == (
+            theirs.protocol, theirs.options, theirs.verify_flags, theirs.minimum_version
+        )

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
 from ..checks.origin import statement_origin
 from ..config import TerminateConfig
 from ..durations import format_duration
 from ..findings import SessionIdentity
+from ..frozen import frozen
 from ..snapshot.my import MyThread
 from ..snapshot.pg import PgSession
 
@@ -97,7 +97,7 @@ ACTIONS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Pin:
     """What is not a session: a prepared transaction, a replication slot, a standby's
     feedback (listed with the statement that ends it, never killed here), or a finding that
@@ -113,7 +113,7 @@ class Pin:
     age: float | None = None  # seconds
 
 
-@dataclass(frozen=True)
+@frozen
 class Session:
     """A candidate, which is one of: `row`, the session row a listing read (PgSession: a
     pg.sessions row; MyThread: a thread of terminate's listing), with what the listing adds;
@@ -314,7 +314,7 @@ def _pin(s: Session) -> Pin:
     return s.pin if s.pin is not None else _NO_PIN
 
 
-@dataclass(frozen=True)
+@frozen
 class Criteria:
     """What to select; every given criterion must hold (AND)."""
 
@@ -334,7 +334,7 @@ class Criteria:
         return any(v is not None and v is not False for v in self.__dict__.values())
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     """Who is never touched, and how (cancel or terminate)."""
 
@@ -363,7 +363,7 @@ class Policy:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Decision:
     session: Session
     action: str

@@ -25,9 +25,10 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import ProbeError
+from ..frozen import frozen
 from ..parsers.innodb_trx import parse_transaction_list
 from ..snapshot.my import MyThread
 from ..snapshot.values import as_row, to_int, to_str
@@ -42,7 +43,7 @@ _LIST = "LIST OF TRANSACTIONS FOR EACH SESSION"
 _MAX_STATUS_LINES = 2_000_000
 
 
-@dataclass(frozen=True)
+@frozen
 class LiveTrx:
     """A thread's entry in the live InnoDB transaction list."""
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..errors import ProbeError
 from ..findings import Finding, SessionIdentity
+from ..frozen import frozen
 from ..snapshot.values import opt_float, opt_int, opt_str
 from ..targets import Connection, TargetSpec, open_target
 from .guards import Criteria, Decision, Pin, Policy, Session, plan
@@ -30,7 +31,7 @@ _HOLDER_KINDS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Request:
     """What `dbwatch terminate` asks of one target."""
 

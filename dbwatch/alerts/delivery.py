@@ -16,10 +16,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from ..config import AlertConfig
+from ..frozen import mutable
 from ..records import AlertMessage, OutboxMessage
 from .payloads import build
 from .state import AlertState
@@ -40,7 +41,7 @@ def where(cfg: AlertConfig) -> str:
     return f"{cfg.name} ({cfg.kind} {parts.scheme}://{parts.hostname or '?'})"
 
 
-@dataclass
+@mutable
 class Outcome:
     ok: bool
     permanent: bool = False

@@ -8,10 +8,10 @@ messages it causes are committed together (a SIGKILL loses neither, duplicates n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..config import AlertConfig
 from ..findings import severity_rank
+from ..frozen import frozen
 from ..records import ActionRecord, FindingRow
 from .payloads import action_data, alert_data
 from .state import AlertState
@@ -20,7 +20,7 @@ from .state import AlertState
 ALERTMANAGER_RESEND = 60.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Policy:
     name: str
     kind: str

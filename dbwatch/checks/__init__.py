@@ -7,18 +7,19 @@ and params, the snapshot) and yields Findings.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..catalogue import Param, Rule, Thresholds
 from ..catalogue import render as render  # re-exported: checks.render fills summaries
 from ..durations import parse_count, parse_duration
 from ..findings import Finding, SessionIdentity
+from ..frozen import frozen
 from ..registry import Registry
 from ..snapshot import Snapshot
 from .history import History
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckContext:
     rule: Rule
     snapshot: Snapshot
@@ -110,7 +111,7 @@ def first_paragraph(text: str) -> str:
 CheckFn = Callable[[CheckContext], Iterable[Finding]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     name: str
     fn: CheckFn

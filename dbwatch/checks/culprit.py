@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..deadlocks.record import DeadlockRecord
 from ..findings import Finding
+from ..frozen import frozen
 from ..snapshot import Snapshot
 from ..snapshot.my import MY_TRX, MyThread
 from ..snapshot.origin import MY_TXN_DETAIL, PG_TXN_DETAIL
@@ -41,7 +41,7 @@ def enrich(findings: list[Finding], snap: Snapshot) -> list[Finding]:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class _View:
     """The snapshot's sessions and detail, indexed once for all findings."""
 

@@ -8,8 +8,10 @@ Serves PG101, PG001/MY001/MY002 (a blocked transaction names its blocker), MY101
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Generic, TypeVar
+
+from ..frozen import frozen
 
 if TYPE_CHECKING:
     from ..snapshot import Snapshot
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 Node = TypeVar("Node", bound=Hashable)  # a pid or a thread id
 
 
-@dataclass(frozen=True)
+@frozen
 class LockGraph(Generic[Node]):
     """waiter -> the sessions it waits for, in the order the server listed them."""
 

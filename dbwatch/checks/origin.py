@@ -6,14 +6,15 @@ connection attributes), where it connects from — as found, never guessed from 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..frozen import frozen
 from ..sqlpatterns.tags import Tags, clean, join_phrase, parse_tags, without_comments
 
 STATEMENT_SHOWN = 72  # characters of a statement quoted in a phrase
 
 
-@dataclass(frozen=True)
+@frozen
 class Origin:
     """What is known of where a session's transaction comes from, and what is not (why)."""
 

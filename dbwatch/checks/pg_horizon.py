@@ -7,9 +7,10 @@ Pure: reads the pg.horizon / pg.dead_tuples sections, no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ..durations import format_duration
+from ..frozen import frozen
 from ..snapshot.identity import IDLE_STATES
 from ..snapshot.pg import (
     PgHorizon,
@@ -28,7 +29,7 @@ from .session_advice import pg_session_setting
 IDLE = IDLE_STATES
 
 
-@dataclass(frozen=True)
+@frozen
 class Holder:
     kind: str  # backend | prepared | slot | standby_feedback | standby_query
     subject: str
@@ -318,7 +319,7 @@ def holders(hz: PgHorizon, target: str, sessions: Sequence[PgSession] = ()) -> l
     return sorted(out, key=lambda h: -h.xid_age)
 
 
-@dataclass(frozen=True)
+@frozen
 class Cause:
     holder: Holder
     confidence: str  # high: vacuum ran while held | probable: held, not yet vacuumed

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..findings import Finding
+from ..frozen import mutable
 from ..snapshot import Snapshot
 from ..snapshot.sections import SectionKey
 from ..snapshot.statements import (
@@ -47,7 +47,7 @@ def _digests(snap: Snapshot) -> StatementDigests | None:
     return data if isinstance(data, StatementDigests) else None
 
 
-@dataclass
+@mutable
 class HistoryAnalysis:
     detector: PatternDetector
     source: str

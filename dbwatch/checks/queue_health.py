@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from ..durations import format_duration, parse_count, parse_duration
 from ..findings import Finding
+from ..frozen import frozen, mutable
 from ..queues import (
     classify_failure,
     failure_fix,
@@ -61,7 +62,7 @@ def _words(t: QueueTableStats) -> dict[str, str]:
     return lib.variant_words.get(t.variant or "", {}) if lib is not None else {}
 
 
-@dataclass(frozen=True)
+@frozen
 class _Window:
     """How much of the table the probe's window of oldest rows covered."""
 
@@ -379,7 +380,7 @@ def _expiry_source(t: QueueTableStats) -> str:
     return lib.expiry_source if lib is not None else "library default"
 
 
-@dataclass
+@mutable
 class _Repeated:
     """Jobs of one queue and class attempted at least min_attempts times."""
 
@@ -511,7 +512,7 @@ def _bucket(window: float) -> tuple[int, str]:
     return BUCKETS[-1]
 
 
-@dataclass
+@mutable
 class _Failures:
     """Failures of one exception and job class in a table, over the rule's window."""
 

@@ -7,11 +7,11 @@ Each engine's part returns (Origin, evidence.transaction, the phrase of its firs
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..durations import format_duration
+from ..frozen import frozen
 from ..snapshot.my import MyThread
 from ..snapshot.origin import (
     MyConnectAttr,
@@ -46,7 +46,7 @@ _MODE_DOES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Activity:
     origin: Origin
     transaction: dict[str, object]
@@ -73,7 +73,7 @@ class Activity:
 TxnKey = tuple[int, datetime | None, datetime | None]  # pid, backend_start, xact_start
 
 
-@dataclass(frozen=True)
+@frozen
 class PgIndex:
     """pg.txn_detail by backend, built once per snapshot (300 findings must not each scan it)."""
 
@@ -92,7 +92,7 @@ class PgIndex:
         return cls(detail, locks, stmts)
 
 
-@dataclass(frozen=True)
+@frozen
 class MyIndex:
     """my.txn_detail by thread, built once per snapshot."""
 

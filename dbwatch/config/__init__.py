@@ -11,12 +11,13 @@ import os
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..catalogue import Param, Rule, Thresholds, as_param, build_thresholds
 from ..durations import parse_count, parse_duration
 from ..errors import ConfigError, TargetError
+from ..frozen import frozen
 from ..targets.secrets import register_secret
 from .schema import At, Collector, Duration, as_table, build, read_values, spec, unknown_keys
 
@@ -91,7 +92,7 @@ def _token(value: object, at: At) -> None:
         at.err("too short: use at least 8 characters (e.g. from ${VAR})")
 
 
-@dataclass(frozen=True)
+@frozen
 class TargetConfig:
     # a second [[targets]] of the same name is an error; default: target1, target2 …
     name: str = field(
@@ -147,7 +148,7 @@ def _params(at: At) -> dict[str, Param]:
     return params
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleOverride:
     thresholds: Thresholds | None = field(default=None, metadata=spec(read=_thresholds))
     params: dict[str, Param] = field(default_factory=dict, metadata=spec(read=_params))
@@ -157,7 +158,7 @@ class RuleOverride:
     enabled: bool = True
 
 
-@dataclass(frozen=True)
+@frozen
 class TerminateConfig:
     enabled: bool = False
     dry_run: bool = True
@@ -214,7 +215,7 @@ def _routing_key(at: At) -> str | None:
     return key
 
 
-@dataclass(frozen=True)
+@frozen
 class AlertConfig:
     kind: str = field(metadata=spec(default=lambda at: "webhook", check=_one_of(*ALERT_KINDS)))
     url: str = field(metadata=spec(read=_alert_url))
@@ -239,7 +240,7 @@ class AlertConfig:
         return self.urls or (self.url,)
 
 
-@dataclass(frozen=True)
+@frozen
 class DaemonConfig:
     # a cycle past this is abandoned, the target "not answering"
     cycle_timeout: Duration = field(default=30.0, metadata=spec(check=_at_least(1.0, "1s")))
@@ -254,7 +255,7 @@ class DaemonConfig:
     max_connections_per_server: int = 10
 
 
-@dataclass(frozen=True)
+@frozen
 class StateConfig:
     """[state]: where the daemon keeps its state. url = "postgresql://…" shares it by a fleet."""
 
@@ -263,7 +264,7 @@ class StateConfig:
     lease_ttl: Duration | None = None  # default: the shortest target interval (5 s … 60 s)
 
 
-@dataclass(frozen=True)
+@frozen
 class HttpConfig:
     """[http]: the dashboard of `dbwatch watch --http`."""
 
@@ -276,7 +277,7 @@ def _known_rule(rid: str, col: Collector) -> str | None:
     return "no such rule" if col.catalogue is not None and rid not in col.catalogue else None
 
 
-@dataclass(frozen=True)
+@frozen
 class Config:
     path: str | None = field(default=None, metadata=spec(derived=True, read=lambda at: at.col.file))
     targets: tuple[TargetConfig, ...] = ()

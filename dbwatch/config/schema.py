@@ -17,7 +17,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING as NO_DEFAULT
-from dataclasses import Field, dataclass, field, fields, is_dataclass
+from dataclasses import Field, field, fields, is_dataclass
 from functools import cache
 from typing import (
     TYPE_CHECKING,
@@ -31,6 +31,7 @@ from typing import (
 
 from ..catalogue import Rule
 from ..durations import parse_duration
+from ..frozen import frozen, mutable
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -70,7 +71,7 @@ class Collector:
         self.problems.append(f"{self.file}: {key}: {msg}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Spec:
     """What a field's type does not say (see the module docstring)."""
 
@@ -100,7 +101,7 @@ def spec(
     return {SPEC: Spec(key, default, blank, check, read, derived, entry)}
 
 
-@dataclass(frozen=True)
+@frozen
 class Slot:
     """One field as the reader sees it."""
 
@@ -171,7 +172,7 @@ def _field_default(f: Field[object], optional: bool) -> Callable[[], object] | N
     return (lambda: None) if optional else None
 
 
-@dataclass
+@mutable
 class At:
     """One key being read: its table, its place, and the fields read before it."""
 

@@ -10,10 +10,10 @@ cycle that gets an answer resolves it.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from ..durations import plural
 from ..findings import Finding
+from ..frozen import frozen
 
 SUBJECT = "target not answering"
 # The identity of the connect failure's DW001 (dbwatch.checks.dw001_probe_failed): one
@@ -21,7 +21,7 @@ SUBJECT = "target not answering"
 IDENTITY = "connect"
 
 
-@dataclass(frozen=True)
+@frozen
 class Miss:
     count: int  # missed cycles in a row, this one included
     why: str

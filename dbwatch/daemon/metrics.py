@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -15,12 +15,13 @@ from prometheus_client.registry import Collector
 
 from ..figures import gauges, server_deadlocks
 from ..findings import Finding
+from ..frozen import mutable
 
 __all__ = ["DaemonCollector", "TargetStats", "gauges", "serve", "server_deadlocks"]
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@mutable
 class TargetStats:
     up: bool = False
     duration: float = 0.0

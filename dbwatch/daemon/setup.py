@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..alerts.router import Policy
 from ..catalogue import Rule, load_catalogue
 from ..config import Config, TargetConfig, load_config
 from ..errors import ConfigError, TargetError
+from ..frozen import frozen
 from ..targets import TargetSpec, spec_from_config
 
 
-@dataclass(frozen=True)
+@frozen
 class Setup:
     """One consistent view of config and rules; swapped whole on reload."""
 

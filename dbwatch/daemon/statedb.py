@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ..errors import UsageError
+from ..frozen import frozen
 from ..snapshot.values import Row, to_int
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class StateConn(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class Migration:
     version: int
     what: str

@@ -9,10 +9,10 @@ import itertools
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO
 
 from ..errors import UsageError
+from ..frozen import mutable
 from ..inputs import is_gzip, open_input
 from ..parsers.errorlog import CHUNK, Scanner, iter_deadlocks, iter_deadlocks_bytes
 from ..parsers.pg_deadlock import PgScanner, detect_format, iter_pg_deadlocks
@@ -25,7 +25,7 @@ EXPECTED = (
 MAX_STATUS = 4 * 1024 * 1024
 
 
-@dataclass
+@mutable
 class ReadStats:
     lines: int = 0
     recognised: int = 0

@@ -21,10 +21,10 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from ..frozen import frozen
 from ..parsers.errorlog import open_block_start, slim
 from ..parsers.innodb_deadlock import Deadlock
 from ..parsers.innodb_storm import Deriving, full_scan, scan_buffer
@@ -37,7 +37,7 @@ MAX_READ = 64 * 1024 * 1024  # per poll; the rest waits for the next one
 MAX_LINE_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
+@frozen
 class Position:
     inode: int
     offset: int

@@ -4,9 +4,9 @@ one-shot audit says the server's total minus what it shows. Pure arithmetic plus
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol, TypeGuard, runtime_checkable
 
+from ..frozen import frozen
 from ..snapshot import Snapshot
 
 COUNTER_KEY = "deadlocks:server"  # the counter this accounting compares (the target's scope)
@@ -72,7 +72,7 @@ def server_counter(snap: Snapshot) -> int | None:
     return sum(int(d.deadlocks or 0) for d in deadlocks_in_scope(rows, snap.scope))
 
 
-@dataclass(frozen=True)
+@frozen
 class Unshown:
     counter: int | None
     delta: int | None  # counted since the previous cycle; None on the first look

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class DeadlockLock:
     n: int  # number of the transaction holding or waiting for it
     waiting: bool
@@ -35,7 +36,7 @@ class DeadlockLock:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class DeadlockTrx:
     n: int
     trx_id: str | None
@@ -74,7 +75,7 @@ class DeadlockTrx:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class Deadlock:
     at: str | None  # "YYYY-MM-DD HH:MM:SS", server (log) time
     victim: int | None  # n of the rolled-back transaction

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from operator import methodcaller
 
 from dbwatch.parsers.innodb_common import is_record_dump, normalize_ts
@@ -36,6 +36,8 @@ from dbwatch.parsers.innodb_logline import (
 )
 from dbwatch.parsers.innodb_report import _State
 
+from ..frozen import mutable
+
 __all__ = [
     "CHUNK",
     "SECTION",
@@ -54,7 +56,7 @@ __all__ = [
 MAX_BLOCK_LINES = 50_000  # a real report is a few hundred lines; beyond this, give up on it
 
 
-@dataclass
+@mutable
 class _Block:
     state: _State
     thread: str | None
@@ -62,7 +64,7 @@ class _Block:
     lines: int = 0
 
 
-@dataclass
+@mutable
 class Scanner:
     """Feed lines (with an offset of the caller's choosing); collect finished deadlocks."""
 

@@ -7,8 +7,9 @@ Pure and defensive: every function takes one untrusted line and returns None
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from ..frozen import mutable
 
 MAX_LINE = 16_384  # longer lines are cut before any regex sees them
 MAX_QUERY = 16_384  # query text kept per transaction (the server prints <= 3 KB)
@@ -138,7 +139,7 @@ def norm_trx_id(raw: str) -> str:
     return raw
 
 
-@dataclass
+@mutable
 class TrxHeader:
     trx_id: str | None
     active_seconds: int | None

@@ -5,11 +5,12 @@ wrappers (syslog, journald, CRI, docker compose) and the server's own log prefix
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from dbwatch.parsers.innodb_common import MAX_LINE
 from dbwatch.parsers.innodb_deadlock import TOO_DEEP
+
+from ..frozen import mutable
 
 # "<ts> <thread> [Level] [MY-012469] [InnoDB] body" (MySQL 8), "<ts> <thread> [Level] InnoDB:"
 # (MariaDB, 5.7), "<ts> <hex thread> InnoDB:" (5.6), "120906  6:03:32  InnoDB:" (5.0-5.5).
@@ -54,7 +55,7 @@ def _src_suffix(body: str) -> str:
     return body
 
 
-@dataclass
+@mutable
 class PrefixMemo:
     """The last log prefix that ended with InnoDB's tag, and its groups: a report's lines
     repeat it, and a line that starts with it matches _PREFIX the same way (every group is

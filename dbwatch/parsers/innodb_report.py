@@ -5,17 +5,19 @@ reader's state (_State, _Trx) lives here, below the reader (innodb_deadlock) tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from dbwatch.parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from dbwatch.parsers.innodb_common import MAX_QUERY
 
+from ..frozen import mutable
+
 MAX_INCONSISTENCIES = 8
 MAX_UNPARSED = 16
 
 
-@dataclass
+@mutable
 class _Trx:
     n: int
     numbered: bool = True  # `*** (n) TRANSACTION:`; TOO DEEP prints `*** TRANSACTION:`
@@ -27,7 +29,7 @@ class _Trx:
     start: int = 0  # index in _State.raw of this section's first line
 
 
-@dataclass
+@mutable
 class _State:
     at: str | None = None
     too_deep: bool = False

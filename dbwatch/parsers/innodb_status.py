@@ -8,7 +8,7 @@ swallows the next one. Untrusted input: never raises, lengths are bounded.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from dbwatch.parsers.innodb_common import normalize_ts
@@ -22,6 +22,8 @@ from dbwatch.parsers.innodb_deadlock import (
     parse_deadlock_lines,
 )
 from dbwatch.parsers.innodb_trx import TrxInfo, parse_transaction_list
+
+from ..frozen import frozen
 
 __all__ = [
     "Deadlock",
@@ -44,13 +46,13 @@ END = "END OF INNODB MONITOR OUTPUT"
 _NAME = re.compile(r"^[A-Z][A-Z0-9 /_&(),.-]*$")
 
 
-@dataclass(frozen=True)
+@frozen
 class FkError:
     at: str | None
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class InnodbStatus:
     at: str | None  # the monitor output's own timestamp
     sections: dict[str, str] = field(default_factory=dict)

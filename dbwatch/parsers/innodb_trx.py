@@ -7,7 +7,6 @@ headers are parsed at once, each entry's details on first access.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from dbwatch.parsers.innodb_common import (
@@ -23,6 +22,8 @@ from dbwatch.parsers.innodb_common import (
     parse_trx_state,
 )
 from dbwatch.parsers.innodb_deadlock import DeadlockLock, lock_from
+
+from ..frozen import frozen
 
 MAX_TRX_LIST = 100_000
 _WAITING = re.compile(r"^------- TRX HAS BEEN WAITING (\d+) (us|SEC|sec) FOR THIS LOCK")
@@ -40,7 +41,7 @@ _QUERY_END = (
 _TRX_HEADER = "---TRANSACTION"
 
 
-@dataclass(frozen=True)
+@frozen
 class TrxInfo:
     """One entry of LIST OF TRANSACTIONS FOR EACH SESSION."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from dbwatch.parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from dbwatch.parsers.pglog import (
@@ -24,6 +24,8 @@ from dbwatch.parsers.pglog import (
 )
 from dbwatch.parsers.pglog_records import Counts, detect_format, read_csvlog, read_jsonlog
 from dbwatch.parsers.statements import classify
+
+from ..frozen import mutable
 
 __all__ = ["MAX_ENTRY", "PgScanner", "detect_format", "iter_pg_deadlocks", "parse_record"]
 
@@ -64,7 +66,7 @@ _NO_QUERY = ("<backend information not available>", "<command string not enabled
 QUERY_CLIP = 1023  # track_activity_query_size default (1024 bytes with the NUL)
 
 
-@dataclass
+@mutable
 class _Wait:
     pid: str
     mode: str
@@ -73,7 +75,7 @@ class _Wait:
     line: str
 
 
-@dataclass
+@mutable
 class _Detail:
     waits: list[_Wait] = field(default_factory=list)
     queries: list[tuple[str, str]] = field(default_factory=list)
@@ -321,7 +323,7 @@ _NOT_REPORTS = frozenset({"LOG", "NOTICE", "INFO", "DEBUG", "DEBUG1", "DEBUG2", 
                           "DEBUG5"})  # fmt: skip
 
 
-@dataclass
+@mutable
 class PgScanner:
     """Incremental reader of a stderr log (the tailer feeds it line by line), also used to
     count what iter_pg_deadlocks read."""

@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..frozen import mutable
+
 MAX_ENTRY = 64 * 1024  # text kept per message part
 MAX_PREFIX = 400  # a log_line_prefix longer than this is not looked into
 # elog.c error_severity(); the secondary parts follow their message in this order
@@ -183,7 +185,7 @@ def prefix_fields(rec: PgRecord) -> None:
         rec.sqlstate = "40P01"
 
 
-@dataclass
+@mutable
 class Unwrap:
     """Takes off the per-line wrappers (Markdown quote, container, kubectl, syslog/journald)."""
 
@@ -243,7 +245,7 @@ def _looks_pg_ts(line: str, m: re.Match[str]) -> bool:
     return h is not None and h[0].strip() == "" and not _TS.match(rest)
 
 
-@dataclass
+@mutable
 class StderrReader:
     """Line by line: `feed` returns the messages a line completes; `close` the last one."""
 

@@ -7,9 +7,10 @@ import csv
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from dbwatch.parsers.pglog import MAX_ENTRY, PgRecord, Unwrap
+
+from ..frozen import mutable
 
 _TS = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
 
@@ -67,7 +68,7 @@ def _ts(text: str) -> str | None:
     return f"{m.group(1)} {m.group(2)}" if m else None
 
 
-@dataclass
+@mutable
 class Counts:
     lines: int = 0
     unreadable: int = 0  # lines or rows no reader could interpret

@@ -8,8 +8,9 @@ dbwatch/queues) or by the shape of a claim on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+
+from ..frozen import frozen
 
 MAX_TEXT = 8192
 
@@ -88,7 +89,7 @@ def _by_id(where: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Statement:
     kind: str
     table: str | None  # as written, schema kept ("laravel.jobs")

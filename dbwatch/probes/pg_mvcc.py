@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ..config import Config, TargetConfig
 from ..errors import ProbeError, TargetError
+from ..frozen import frozen
 from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
 from ..snapshot.pg import (
@@ -70,7 +71,7 @@ def _targets(config: object) -> tuple[TargetConfig, ...]:
     return config.targets if isinstance(config, Config) else ()
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class _Index:
     """A config's targets by name and by the primary they name (held with the config: a
     fleet of 2,000 targets is not walked twice per target and cycle)."""
@@ -160,7 +161,7 @@ def _peer(config: object, name: str, fetch: Callable[[Connection, str], PgPeer])
         return PgPeer(name, error=str(exc))
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class _Local:
     """The server's own horizon holders but the backends: the same for every target of it."""
 

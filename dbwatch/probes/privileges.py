@@ -6,9 +6,10 @@ exact GRANT for this account; schemas it cannot read in an unscoped audit are DW
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 
+from ..frozen import mutable
 from ..queues import MARKER_COLUMNS
 from ..snapshot import CoverageGap
 from ..snapshot.settings import (
@@ -31,7 +32,7 @@ _GRANT = re.compile(
 _ROLE = re.compile(r"^GRANT\s+(?P<roles>.+?)\s+TO\s+", re.IGNORECASE | re.DOTALL)
 
 
-@dataclass
+@mutable
 class Grants:
     """SHOW GRANTS, parsed: privileges per object ("*.*", "app.*", "app.jobs")."""
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from functools import cache
 
 from ..errors import ProbeError
+from ..frozen import frozen
 from ..queues import (
     CATALOG_COLUMNS,
     MARKER_COLUMNS,
@@ -83,7 +83,7 @@ HEARTBEAT_EXPR = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Discovered:
     """A queue table the catalog query found: where it is, which library's shape it has and
     how its queries are composed."""
@@ -295,7 +295,7 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Rotation:
     """The daemon's place in the queue tables (kept in its ProbeCache between cycles): the
     next table to examine and the last result of each table, reused while it waits its turn."""

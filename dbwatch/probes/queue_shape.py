@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from ..frozen import frozen
 from ..queues import CATALOG_COLUMNS, MARKER_COLUMNS, library_family
 from ..queues.recognition import Reading, recognise_shape
 from ..queues.roles import CORE_COLUMNS, queue_named, type_kind
@@ -21,7 +22,7 @@ from ..targets import Connection
 from .sqlfiles import sql
 
 
-@dataclass(frozen=True)
+@frozen
 class GenericTable:
     """A table the shape recognition read as a queue (or a question): where, roles, types."""
 

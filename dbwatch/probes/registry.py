@@ -7,9 +7,9 @@ per process, when it is first read (dbwatch.registry).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
+from ..frozen import frozen
 from ..registry import Registry
 
 # fn(conn), fn(conn, config) with with_config, fn(conn, cache=...) with with_cache: the
@@ -18,7 +18,7 @@ ProbeFn = Callable[..., object]
 F = TypeVar("F", bound=ProbeFn)
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     name: str
     engine: str  # postgresql | mysql

@@ -5,16 +5,16 @@ with a privilege note (`PartialResult`), and driver rows made plain JSON values 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import date
 from datetime import time as dtime
 from decimal import Decimal
 from typing import Any
 
+from ..frozen import frozen
 from ..snapshot import CoverageGap
 
 
-@dataclass(frozen=True)
+@frozen
 class Covered:
     """A probe's data plus what it did not examine (caps, invisible objects): DW002 gaps.
     May wrap a PartialResult."""
@@ -23,7 +23,7 @@ class Covered:
     gaps: tuple[CoverageGap, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class PartialResult:
     """Data that was readable, plus a note that privileges hid some of it."""
 

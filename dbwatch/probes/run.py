@@ -9,12 +9,13 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from typing import Any
 
 from ..config import Config
 from ..errors import ProbeError, TargetError
+from ..frozen import mutable
 from ..snapshot import CoverageGap, ProbeFailure, Snapshot, build_section
 from ..targets import Connection, scrub
 from .registry import Probe, engine_probes
@@ -28,7 +29,7 @@ PROBE_BUDGET = 60.0
 ALWAYS = ("pg.privileges", "my.privileges")
 
 
-@dataclass
+@mutable
 class ProbeStats:
     queries: int = 0
     rows: int = 0

@@ -9,11 +9,12 @@ import threading
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from typing import TypeVar, cast
 
 from ..errors import ProbeError
+from ..frozen import mutable
 from ..targets import Connection
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ _SHARED: ContextVar[tuple[SharedProbes, str] | None] = ContextVar("dbwatch_share
 CATALOG_MAX_AGE = 300.0
 
 
-@dataclass
+@mutable
 class _Cycle:
     """One target's probing pass: its connection and cache, and the catalog marker read at
     most once in it (None: not trusted, the catalog reads run every time)."""

@@ -4,6 +4,7 @@ imports (share.py) read SQL without importing the package."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -20,7 +21,10 @@ def _sql_variants(
     """(flavour or None for any, minimum version number, text) of every file for `name`:
     <name>.sql, <name>_post_<num>.sql, <name>_<flavour>.sql, <name>_<flavour>_post_<num>.sql."""
     out: list[tuple[str | None, int, str]] = []
-    for path in (base / engine).glob(f"{name}*.sql"):
+    for file in _sql_files(base / engine):
+        if not file.startswith(name):  # the glob `{name}*.sql`, without a regex per name
+            continue
+        path = base / engine / file
         stem = path.stem
         if stem == name:
             out.append((None, 0, path.read_text()))
@@ -38,6 +42,17 @@ def _sql_variants(
         elif rest.startswith("post_") and rest[5:].isdigit():
             out.append((flavour, int(rest[5:]), path.read_text()))
     return sorted(out, key=_flavour_then_version)
+
+
+@cache
+def _sql_files(directory: Path) -> tuple[str, ...]:
+    """The .sql file names of a directory, listed once (a Path.glob compiles a regex per
+    pattern: ~0.2 ms for each of the ~15 SQL names an audit reads; startup)."""
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    return tuple(sorted(n for n in names if n.endswith(".sql")))
 
 
 def _flavour_then_version(v: tuple[str | None, int, str]) -> tuple[bool, int]:

@@ -8,9 +8,9 @@ A source that is switched off by configuration is not a failure: its section is
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from ..errors import ProbeError
+from ..frozen import frozen
 from ..snapshot.statements import (
     Digest,
     Digests,
@@ -95,7 +95,7 @@ def _int(value: object) -> int:
     return int(text) if text.lstrip("-").isdigit() else 0
 
 
-@dataclass(frozen=True)
+@frozen
 class Consumers:
     """performance_schema on/off, the enabled statement consumers and the buffer sizes."""
 

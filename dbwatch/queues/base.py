@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..frozen import frozen
 from ..registry import Registry
 
 
-@dataclass(frozen=True)
+@frozen
 class Shape:
     """One table of a library, recognised by the columns it always has (lower-case names)."""
 
@@ -29,7 +30,7 @@ class Shape:
     kinds: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Variant:
     """A client or version of a library read from the table's own columns (Oban's `errors`
     type): its name, the SQL fragments its queries need and its own words (fixes keyed
@@ -40,7 +41,7 @@ class Variant:
     words: dict[str, str]
 
 
-@dataclass(frozen=True)
+@frozen
 class Library:
     """A queue library: how dbwatch reads it and the words its users know."""
 

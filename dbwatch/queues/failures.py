@@ -7,10 +7,11 @@ library adds its own texts (Library.failure_texts), checked first.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ..frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Failure:
     exception: str  # exception class as written in the text
     kind: str  # max_attempts | timeout | deadlock | lock_wait_timeout | worker_lost

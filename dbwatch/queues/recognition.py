@@ -5,16 +5,17 @@ failed). Pure: the probe feeds it catalog rows and status values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from ..frozen import frozen
 from .roles import CLAIM_ROLES, business_named, map_roles, queue_named
 from .statuses import StatusMap
 
 Verdict = Literal["queue", "question"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Reading:
     """What the model makes of one table from its catalog entry: roles, and whether it is a
     queue ('queue'), looks like one without enough to judge it ('question', a DW002), or is

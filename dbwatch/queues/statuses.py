@@ -5,7 +5,8 @@ failed, done), with what is not understood kept apart; pure.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from ..frozen import frozen
 
 # Status words by meaning (lower case); a value matches a word exactly or as a word of it.
 # fmt: off
@@ -55,7 +56,7 @@ def state_of(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class StatusMap:
     """A status column's values read from the data (or the enum's labels), by state."""
 

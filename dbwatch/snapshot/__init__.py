@@ -7,9 +7,10 @@ unknown (DW001), never a silent OK.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, field, is_dataclass
 from typing import TypeVar, cast
 
+from ..frozen import frozen
 from .sections import SECTIONS, SectionKey
 from .sections import build as _build
 from .values import JSON, as_json
@@ -27,7 +28,7 @@ def build_section(name: str, data: object) -> object:
     return _build(name, data)
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeFailure:
     probe: str
     message: str
@@ -36,7 +37,7 @@ class ProbeFailure:
     fix: str | None = None  # what to do when it is not a missing privilege
 
 
-@dataclass(frozen=True)
+@frozen
 class CoverageGap:
     """Something a probe did not examine (DW002): a table past a cap, a time budget hit,
     an object the user cannot see. `name` names it (schema.table, database, probe)."""
@@ -46,7 +47,7 @@ class CoverageGap:
     reason: str  # one line: why it was not examined and, where known, how to fix it
 
 
-@dataclass(frozen=True)
+@frozen
 class Snapshot:
     target: str  # the target's name (never its password)
     engine: str  # postgresql | mysql | mariadb

@@ -4,9 +4,9 @@ derived from the snapshot's session rows (PgSession.identity, MyThread.identity)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 
+from ..frozen import frozen
 from .values import iso, opt_datetime, opt_int, opt_str
 
 # pg_stat_activity.state of a session holding a transaction open between statements
@@ -20,7 +20,7 @@ def _int(value: object) -> int | None:
     return opt_int(value)
 
 
-@dataclass(frozen=True)
+@frozen
 class SessionIdentity:
     """One server session as a finding saw it; pids and thread ids are recycled, so a pid
     alone is never an identity. PostgreSQL: pid + backend_start (+ xact_start, the

@@ -4,9 +4,10 @@ their InnoDB transactions, lock waits, the InnoDB monitor status and counters.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
+from ..frozen import frozen
 from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_deadlock import parse_deadlock_lines
 from ..parsers.innodb_status import parse_status
@@ -83,7 +84,7 @@ TRX_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class MyThread(
     TypedRow,
     trx_seconds=Read(convert=opt_num),
@@ -145,7 +146,7 @@ class MyThread(
         return {name: as_json(getattr(self, name)) for name in TRX_COLUMNS}
 
 
-@dataclass(frozen=True)
+@frozen
 class MyLockWait(
     TypedRow,
     wait_seconds=Read(convert=opt_num),
@@ -186,7 +187,7 @@ class MyLockWait(
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class MyLockWaits:
     """The my.lock_waits section: the SQL file that read them (None: the server has no
     lock-wait table) and the waits."""
@@ -207,7 +208,7 @@ class MyLockWaits:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class InnodbCounters(
     TypedRow,
     deadlocks=Read(column="innodb_deadlocks"),
@@ -224,7 +225,7 @@ def _deadlocks(v: object) -> tuple[Deadlock, ...]:
     return tuple(d for d in map(deadlock, _seq(v)) if d is not None)
 
 
-@dataclass(frozen=True)
+@frozen
 class ErrorLogDeadlocks(TypedRow, deadlocks=Read(convert=_deadlocks)):
     """MySQL 8.0.22+: the deadlocks in performance_schema.error_log, as parsed (diagnosed
     where they are used: deadlocks.record); `available` False with why when it cannot be read."""
@@ -239,7 +240,7 @@ def _oldest(v: object) -> tuple[TrxInfo, ...]:
     return tuple(t if isinstance(t, TrxInfo) else trx_info(as_row(t)) for t in _seq(v))
 
 
-@dataclass(frozen=True)
+@frozen
 class InnodbStatusSection(
     TypedRow,
     deadlock=Read(convert=deadlock),

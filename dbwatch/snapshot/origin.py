@@ -4,14 +4,14 @@ pg.txn_detail (its locks, the statements seen for it across cycles) and my.txn_d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
+from ..frozen import frozen
 from .sections import one_of, section
 from .values import Read, TypedRow, built
 
 
-@dataclass(frozen=True)
+@frozen
 class PgTxnLock(TypedRow):
     """Locks of one kind one backend holds (or waits for) on one relation (txn_locks.sql)."""
 
@@ -26,7 +26,7 @@ class PgTxnLock(TypedRow):
     locks: int = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class PgTxnStatement(TypedRow):
     """A statement seen for one transaction identity (pid, backend_start, xact_start), with
     the probe cycles that first and last saw it (ISO 8601)."""
@@ -39,7 +39,7 @@ class PgTxnStatement(TypedRow):
     last_seen: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class PgTxnDetail(
     TypedRow, locks=Read(convert=built(PgTxnLock)), statements=Read(convert=built(PgTxnStatement))
 ):
@@ -53,7 +53,7 @@ class PgTxnDetail(
     remembered: bool = False  # statements kept across cycles (the daemon), else this cycle's
 
 
-@dataclass(frozen=True)
+@frozen
 class MyConnectAttr(TypedRow):
     """One connection attribute the client sent (performance_schema.session_connect_attrs)."""
 
@@ -62,7 +62,7 @@ class MyConnectAttr(TypedRow):
     value: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class MyTxnStatement(TypedRow):
     """One statement of a thread's performance_schema history (txn_statements.sql)."""
 
@@ -74,7 +74,7 @@ class MyTxnStatement(TypedRow):
     seconds_ago: float | None = None  # when it started, when the server's timer says
 
 
-@dataclass(frozen=True)
+@frozen
 class MyTxnEvent(TypedRow):
     """The thread's current transaction event (events_transactions_current)."""
 
@@ -85,7 +85,7 @@ class MyTxnEvent(TypedRow):
     autocommit: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class MyTxnDetail(
     TypedRow,
     attrs=Read(convert=built(MyConnectAttr)),

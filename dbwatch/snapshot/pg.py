@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime
 from typing import TypeVar, cast
 
+from ..frozen import frozen
 from .identity import IDLE_STATES, SessionIdentity
 from .sections import one_of, rows_of, section
 from .values import (
@@ -26,7 +27,7 @@ def _host(row: Row) -> str | None:
     return opt_str(row.get("host")) or opt_str(row.get("client_addr"))
 
 
-@dataclass(frozen=True)
+@frozen
 class PgSession(TypedRow, host=Read(compute=_host)):
     """One pg_stat_activity row, as the pg.sessions probe reads it (sessions.sql): what
     PG001/PG002, the lock graph, the horizon model and terminate all read."""
@@ -154,7 +155,7 @@ def _by_database(rows: tuple[PgSession, ...]) -> dict[str | None, tuple[PgSessio
 # --- pg.horizon: every kind of xmin-horizon holder but the backends (those are pg.sessions) --
 
 
-@dataclass(frozen=True)
+@frozen
 class PgInstance(TypedRow):
     """horizon_instance.sql: recovery, feedback, and how a standby's WAL receiver names itself."""
 
@@ -168,7 +169,7 @@ class PgInstance(TypedRow):
     application_name: str | None = None  # what the primary's pg_stat_replication shows
 
 
-@dataclass(frozen=True)
+@frozen
 class PgPrepared(TypedRow):
     """A prepared transaction (horizon_prepared.sql)."""
 
@@ -181,7 +182,7 @@ class PgPrepared(TypedRow):
     prepared_seconds: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class PgSlot(TypedRow):
     """A replication slot holding an xmin or a catalog_xmin (horizon_slots*.sql)."""
 
@@ -201,7 +202,7 @@ class PgSlot(TypedRow):
     inactive_seconds: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class PgReplication(TypedRow):
     """A standby connected to this server (horizon_replication.sql)."""
 
@@ -225,7 +226,7 @@ def _instance(v: object) -> PgInstance | None:
     return None if v is None else PgInstance.from_row(as_row(v))
 
 
-@dataclass(frozen=True)
+@frozen
 class PgPeer(
     TypedRow,
     instance=Read(convert=_instance),
@@ -248,7 +249,7 @@ def _peer(v: object) -> PgPeer | None:
     return None if not v else PgPeer.from_row(as_row(v))
 
 
-@dataclass(frozen=True)
+@frozen
 class PgHorizon(
     TypedRow,
     instance=Read(convert=lambda v: PgInstance.from_row(as_row(v))),

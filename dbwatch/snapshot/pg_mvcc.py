@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..frozen import frozen
 from .sections import rows_of, section
 from .values import TypedRow, as_rows, str_list
 
 
-@dataclass(frozen=True)
+@frozen
 class PgDeadTable(TypedRow):
     """One table of dead_tuples.sql: its dead tuples, vacuums and whether autovacuum may run."""
 
@@ -41,7 +41,7 @@ class PgDeadTable(TypedRow):
         return self.n_dead_tup or 0
 
 
-@dataclass(frozen=True)
+@frozen
 class PgDeadTuples:
     """The pg.dead_tuples section: the databases read and their tables with dead tuples."""
 
@@ -60,7 +60,7 @@ class PgDeadTuples:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class PgDeadlockCounter(TypedRow):
     """One database's row of pg_stat_database: deadlocks since the statistics reset."""
 

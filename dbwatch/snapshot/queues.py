@@ -9,9 +9,9 @@ names, job classes, failure heads and the library's SPEC name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
+from ..frozen import frozen
 from .sections import FromRow, SectionKey, one_of, rows_of, section
 from .values import (
     Read,
@@ -42,7 +42,7 @@ def _aspect(cls: type[R]) -> Callable[[object], tuple[R, ...] | None]:
 # ---------------------------------------------------------------- queue indexes (QU301)
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueIndex(TypedRow):
     """One index of a Laravel-shaped jobs table (queue_indexes.sql, both engines)."""
 
@@ -56,7 +56,7 @@ class QueueIndex(TypedRow):
 # ---------------------------------------------------------------- queue tables (QU001-QU004)
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueSummary(TypedRow):
     """One queue of a table, over the probe's window of the oldest rows."""
 
@@ -71,7 +71,7 @@ class QueueSummary(TypedRow):
     max_attempts: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ReservedGroup(TypedRow):
     """Claimed jobs of one queue with the same claim age and expiry."""
 
@@ -83,7 +83,7 @@ class ReservedGroup(TypedRow):
     lease_overdue: float | None = None  # generic: seconds past the row's own locked-until
 
 
-@dataclass(frozen=True)
+@frozen
 class RepeatedGroup(TypedRow):
     """Jobs of one queue and class that were attempted this many times."""
 
@@ -108,7 +108,7 @@ def _within(row: Row) -> tuple[tuple[str, int], ...]:
     return tuple((k, to_int(row.get(k))) for _, k in FAILURE_BUCKETS)
 
 
-@dataclass(frozen=True)
+@frozen
 class FailedGroup(TypedRow, within=Read(compute=_within)):
     """Failures of one queue, error head and job class within the probe's horizon."""
 
@@ -126,7 +126,7 @@ class FailedGroup(TypedRow, within=Read(compute=_within)):
         return dict(self.within).get(bucket, 0)
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueLock(TypedRow):
     """graphile-worker: a named queue locked by a worker."""
 
@@ -158,7 +158,7 @@ def _names(v: object) -> tuple[tuple[str, str], ...]:
     return ()
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueTableStats(
     TypedRow,
     scale_depth=Read(convert=lambda v: True if v is None else to_bool(v)),
@@ -220,7 +220,7 @@ class QueueTableStats(
         return f"{self.schema}.{self.table}"
 
 
-@dataclass(frozen=True)
+@frozen
 class QueueStats(TypedRow, tables=Read(convert=lambda v: _rows(QueueTableStats, v) or ())):
     """The pg.queues / my.queues section: the tables examined this cycle and how many."""
 

@@ -9,9 +9,9 @@ idempotent: data already built passes through unchanged (the daemon's probe cach
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Generic, Protocol, Self, TypeVar, cast
 
+from ..frozen import frozen
 from ..registry import Registry
 from .values import Row, as_row, as_rows
 
@@ -24,7 +24,7 @@ class FromRow(Protocol):
     def from_row(cls, row: Row) -> Self: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class SectionKey(Generic[T]):
     """A section's name and its builder; `snapshot.get(key)` is typed by it."""
 

@@ -4,13 +4,14 @@ settings (PG501, MY501) and what the monitoring account may see (DW001, exact GR
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..frozen import frozen
 from .sections import one_of, rows_of, section
 from .values import JSON, Read, TypedRow, as_row, built, opt_str, to_str
 
 
-@dataclass(frozen=True)
+@frozen
 class PgSetting(TypedRow, scope=Read(convert=lambda v: to_str(v, "server"))):
     """One row of settings.sql: a server-wide value or a per-role / per-database override."""
 
@@ -22,7 +23,7 @@ class PgSetting(TypedRow, scope=Read(convert=lambda v: to_str(v, "server"))):
     unit: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class MySettings:
     """Global variables of MySQL/MariaDB by lower-case name (MY501); a variable the server
     does not have is absent, which is not the same as one set to an empty value."""
@@ -42,7 +43,7 @@ class MySettings:
         return cls({name: opt_str(v) for name, v in as_row(data).items()})
 
 
-@dataclass(frozen=True)
+@frozen
 class MyPrivileges(TypedRow):
     """What the MySQL/MariaDB account may do, from SHOW GRANTS (my.privileges)."""
 
@@ -53,7 +54,7 @@ class MyPrivileges(TypedRow):
     roles: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class PgUnreadableTable(TypedRow):
     """A queue table the role cannot read: no USAGE on its schema or no SELECT on it."""
 
@@ -63,7 +64,7 @@ class PgUnreadableTable(TypedRow):
     table_select: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class PgPrivileges(TypedRow, unreadable_tables=Read(convert=built(PgUnreadableTable))):
     """What the PostgreSQL role may see (pg.privileges)."""
 

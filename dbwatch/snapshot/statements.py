@@ -8,9 +8,9 @@ A source switched off by configuration is not a failure: its section is `Unavail
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
+from ..frozen import frozen
 from .sections import section
 from .values import Read, Row, TypedRow, as_row, built, opt_str, to_bool, to_int, to_str
 
@@ -22,7 +22,7 @@ def _consumers(raw: object) -> tuple[tuple[str, bool], ...]:
     return tuple((to_str(k), to_bool(v)) for k, v in pairs)
 
 
-@dataclass(frozen=True)
+@frozen
 class Unavailable(TypedRow, consumers=Read(convert=_consumers)):
     """A statement source switched off on the server: why, and how to switch it on."""
 
@@ -35,7 +35,7 @@ class Unavailable(TypedRow, consumers=Read(convert=_consumers)):
         return f"{self.reason}; to enable: {self.fix}"
 
 
-@dataclass(frozen=True)
+@frozen
 class HistoryStatement:
     """One statement of another session, as performance_schema keeps it."""
 
@@ -60,7 +60,7 @@ def _statements(raw: object) -> tuple[HistoryStatement, ...]:
     return tuple(s for s in rows if s is not None)
 
 
-@dataclass(frozen=True)
+@frozen
 class StatementHistory(TypedRow, statements=Read(convert=_statements)):
     """my.statement_history: recent statements ordered by (thread, event)."""
 
@@ -75,7 +75,7 @@ def _scope(row: Row) -> str | None:
     return opt_str(row.get("schema")) or opt_str(row.get("database"))
 
 
-@dataclass(frozen=True)
+@frozen
 class Digest(TypedRow, scope=Read(compute=_scope)):
     """One normalised statement and how often it ran. `scope` is MySQL's default schema or
     PostgreSQL's database (None: none)."""
@@ -86,7 +86,7 @@ class Digest(TypedRow, scope=Read(compute=_scope)):
     idle_seconds: float | None = None  # since its last call (MySQL); None: unknown
 
 
-@dataclass(frozen=True)
+@frozen
 class StatementDigests(TypedRow, digests=Read(convert=built(Digest))):
     """my.statement_digests / pg.statement_digests: digests of locking reads and deletes."""
 

@@ -9,10 +9,12 @@ kind becomes None rather than a wrong number.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import ClassVar, Self, TypeAlias, TypeVar, cast, get_type_hints
+
+from ..frozen import frozen
 
 # JSON as it leaves dbwatch (evidence, state, webhooks): recursive, never Any.
 JSON: TypeAlias = "str | int | float | bool | None | list[JSON] | dict[str, JSON]"
@@ -212,7 +214,7 @@ BY_ANNOTATION: Mapping[object, Convert] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Read:
     """How one field of a `TypedRow` is read when not from the column of its name through
     the helper its annotation picks: from another `column`, through another `convert`,

@@ -16,6 +16,8 @@ from dbwatch.sqlpatterns.fingerprint import Classifier, Shape, Value, Values
 from dbwatch.sqlpatterns.transactions import NON_DATA, Statement, Transaction
 from dbwatch.targets.version import SKIP_LOCKED_SINCE
 
+from ..frozen import frozen, mutable
+
 EXAMPLE_CHARS = 300
 QUEUE_COLUMNS = frozenset({"queue", "reserved_at", "available_at"})
 # Statement kinds whose text the detector reads; it needs only the kind of the others.
@@ -27,7 +29,7 @@ _VERSION_NUMBER = re.compile(r"(?<!\d)(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?")
 _BARE_NUMBER = re.compile(r"(?<!\d)(\d{1,6})()()")
 
 
-@dataclass(frozen=True)
+@frozen
 class ServerVersion:
     engine: str  # mysql | mariadb | postgresql
     version: tuple[int, ...]
@@ -123,7 +125,7 @@ def _pair_plan(shape: Shape, nvalues: int, dshape: Shape, ndvalues: int) -> _Pla
     return key, [(k, dkeys[col]) for col, k in skeys.items()]
 
 
-@dataclass
+@mutable
 class _Pattern:
     count: int = 0
     transactions: int = 0

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from dbwatch.sqlpatterns.tokens import Token, tokenize
 
+from ..frozen import mutable
+
 # The text of the i-th '?' of a shape: a literal as written, or an IN list's literals.
 Value = str | tuple[str, ...]
 Values = tuple[Value, ...]
@@ -247,7 +249,7 @@ class ClassifierStats:
     cache_clears: int = 0
 
 
-@dataclass
+@mutable
 class Classifier:
     """Classifies statements; each distinct shape is tokenized once (bounded cache)."""
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from urllib.parse import unquote
 
+from ..frozen import frozen
 from ..targets.secrets import MASK, scrub
 
 MAX_INPUT = 16 * 1024  # characters of a statement scanned
@@ -39,7 +39,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Tags:
     """The tags found, in order (first occurrence of a key wins), and what was left out."""
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import cached_property
 from typing import Protocol
 
 from ..errors import TargetError
+from ..frozen import frozen
 from .secrets import register_secret
 from .secrets import scrub as scrub_text
 from .urls import parse_url, redact_url
@@ -29,7 +30,7 @@ IO_TIMEOUT_S = 5  # MySQL/MariaDB client read and write timeouts (PyMySQL)
 APP_NAME = "dbwatch"
 
 
-@dataclass(frozen=True)
+@frozen
 class TargetSpec:
     name: str
     url: str = field(repr=False)  # may hold a password: never shown (redact_url)

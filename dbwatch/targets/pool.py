@@ -14,11 +14,12 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 from ..errors import TargetError
+from ..frozen import mutable
 from . import Connection, TargetSpec, in_use, open_target
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def _server_key(engine: str, url: str) -> str:
     return f"{engine}://{host}:{port or ''}"
 
 
-@dataclass
+@mutable
 class _Server:
     open: int = 0  # sessions open to this server: idle + in use
     # idle sessions, least recently used first (eviction), and the same by target URL

@@ -14,9 +14,10 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
+
+from ..frozen import frozen
 
 MASK = "***"
 MIN_FRAGMENT = 4  # shorter pieces of a password are too common to scrub from every message
@@ -25,7 +26,7 @@ MIN_SECRET = 3  # a whole password this short is still masked where it appears w
 ENV_SECRETS = ("PGPASSWORD", "MYSQL_PWD")
 
 
-@dataclass(frozen=True)
+@frozen
 class _Pattern:
     """One secret's lower-cased fragments, prepared once (scrub runs on every log line)."""
 

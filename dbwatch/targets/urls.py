@@ -10,13 +10,14 @@ number from 1 to 65535. Errors never show the password: they carry the redacted 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from urllib.parse import parse_qsl, quote, unquote
 
 from ..errors import TargetError
+from ..frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class ParsedUrl:
     scheme: str
     user: str | None

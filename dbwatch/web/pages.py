@@ -10,13 +10,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..durations import format_duration
+from ..frozen import frozen
 from ..records import ActionRecord, DeadlockRecord, json_object
 from ..snapshot.values import JSON, JSONObject, opt_float, to_float, to_str
 from ..statereader import StateReader
@@ -314,7 +314,7 @@ class Pages:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class ChartSpec:
     title: str
     keys: tuple[str, ...]  # exact keys, or prefixes ending in ':'

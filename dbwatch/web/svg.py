@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
 
 from markupsafe import Markup
 
 from ..durations import format_duration
+from ..frozen import frozen
 
 PALETTE = ("#2563eb", "#db2777", "#059669", "#d97706", "#7c3aed", "#0891b2", "#65a30d", "#dc2626")
 W, H = 560, 200
@@ -22,13 +22,13 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 26
 MARK_PX = 6  # events closer than this share one mark
 
 
-@dataclass(frozen=True)
+@frozen
 class Line:
     label: str
     points: Sequence[tuple[float, float]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Mark:
     ts: float
     kind: str  # critical | warning | unknown | action

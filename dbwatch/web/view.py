@@ -6,17 +6,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from urllib.parse import urlencode
 
 from ..durations import format_duration
+from ..frozen import frozen
 from ..snapshot.values import to_float, to_str
 from ..targets.secrets import redact, scrub
 
 TEXT_CAP = 4000  # characters of one untrusted string shown (query text, deadlock queries)
 
 
-@dataclass(frozen=True)
+@frozen
 class Site:
     """What the pages know beside the state: targets' intervals and engines (from the config)."""
 

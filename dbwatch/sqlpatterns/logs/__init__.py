@@ -7,7 +7,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, read_general, read_slo
 from dbwatch.sqlpatterns.logs.postgres import read_csvlog, read_jsonlog, read_stderr
 from dbwatch.sqlpatterns.logs.transcript import Split, has_several, read_transcript
 from dbwatch.sqlpatterns.transactions import TransactionGrouper
+
+from ...frozen import mutable
 
 __all__ = ["FORMATS", "LogAnalysis", "LogStats", "analyse_logs", "detect_format"]
 
@@ -70,7 +72,7 @@ def detect_format(head: Sequence[str]) -> str:
     return "sql"
 
 
-@dataclass
+@mutable
 class LogStats:
     lines: int = 0
     statements: int = 0
@@ -88,7 +90,7 @@ class LogStats:
         return {**self.__dict__, "errors": list(self.errors)}
 
 
-@dataclass
+@mutable
 class LogAnalysis:
     findings: list[Finding]
     stats: LogStats = field(default_factory=LogStats)

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ...frozen import mutable
 from ...inputs import open_input
 
 CHUNK = 1 << 20
 MAX_LINE = 1 << 20  # longer lines are cut here; the classifier looks at 16 KiB anyway
 
 
-@dataclass
+@mutable
 class LineStats:
     bytes: int = 0  # bytes of log text read (after decompression)
     lines: int = 0
