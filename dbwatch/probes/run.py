@@ -151,6 +151,7 @@ def _run_probes(
         features=frozenset(features),
         gaps=tuple(gaps),
         scope=conn.spec.scoped_database,
+        built=True,  # each section went through build_section above (or the shared flight)
     )
 
 
