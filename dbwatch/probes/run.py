@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import marshal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -157,43 +158,25 @@ def _run_probes(
 
 def _build(name: str, data: object, cache: ProbeCache | None) -> object:
     """build_section; in the daemon (a cache), the section built last cycle again when the
-    probe returned equal data (an idle database: the same rows every cycle). A builder is a
-    function of its data alone (typed rows, nothing read from the clock), and built sections
-    are never changed by their readers (the ttl cache shares them across cycles already).
-    The type is compared too: 1 == 1.0 == True, and each builds its own way."""
+    probe returned the same data (an idle database: the same rows every cycle). A builder is
+    a function of its data alone (typed rows, nothing read from the clock), and built
+    sections are never changed by their readers (the ttl cache shares them across cycles
+    already). "The same" is the data's marshal form: exact types (1, 1.0 and True differ
+    there, not under ==) and order; data marshal cannot write (dates, decimals) is built."""
     if cache is None:
         return build_section(name, data)
+    try:
+        # version 2: no back-references, which depend on refcounts, not on the data
+        form = marshal.dumps(data, 2)  # type: ignore[arg-type]  # ValueError if it cannot
+    except ValueError:
+        cache.built.pop(name, None)
+        return build_section(name, data)
     last = cache.built.get(name)
-    if last is not None and _equal(last[0], data) and _same(last[0], data):
+    if last is not None and last[0] == form:
         return last[1]
     out = build_section(name, data)
-    cache.built[name] = (data, out)
+    cache.built[name] = (form, out)
     return out
-
-
-def _equal(a: object, b: object) -> bool:
-    """`a == b` (C speed: data that changed is told at once, before _same's walk)."""
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except Exception:  # noqa: BLE001 - a value that cannot compare is not the same
-        return False
-
-
-def _same(a: object, b: object) -> bool:
-    """Equal, and of the same types all the way down (dicts, lists, tuples): `==` alone
-    takes 1 for 1.0 and True."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        assert isinstance(b, dict)
-        return len(a) == len(b) and all(k in b and _same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list | tuple):
-        assert isinstance(b, list | tuple)
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - a value that cannot compare is not the same
-        return False
 
 
 def _budget_gap(name: str, budget: float) -> CoverageGap:

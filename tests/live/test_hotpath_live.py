@@ -177,7 +177,7 @@ def test_section_reused_only_for_the_same_data_and_types() -> None:
         "pg.dead_tuples", {"databases": ["d"], "tables": [dict(row, n_dead_tup=6)]}, cache
     )
     assert changed is not first and changed != first
-    # equal by == but not the same types (1.0 == 1): built again, never taken for the other
+    # equal by == but not the same types (6.0 == 6): built again, never taken for the other
     floats = _build(
         "pg.dead_tuples", {"databases": ["d"], "tables": [dict(row, n_dead_tup=6.0)]}, cache
     )
