@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import field
 
 from .catalogue import Rule
-from .checks import CheckContext, culprit_rules, load_checks, sections_read
+from .checks import Check, CheckContext, culprit_rules, load_checks, sections_read
 from .checks.history import History
 from .config import Config, RuleOverride
 from .findings import Finding
@@ -55,15 +55,52 @@ _RULES: dict[tuple[str, int, int, Selection], tuple[object, object, tuple[Rule, 
 def rules_for(
     engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
 ) -> list[Rule]:
+    return list(_rules(engine, catalogue, config, selection))
+
+
+def _rules(
+    engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
+) -> tuple[Rule, ...]:
     key = (engine, id(catalogue), id(config), selection)
     hit = _RULES.get(key)
     if hit is not None and hit[0] is catalogue and hit[1] is config:
-        return list(hit[2])
-    out = _rules_for(engine, catalogue, config, selection)
+        return hit[2]
+    out = tuple(_rules_for(engine, catalogue, config, selection))
     if len(_RULES) > 64:  # reloads: the old ones go
         _RULES.clear()
-    _RULES[key] = (catalogue, config, tuple(out))
+    _RULES[key] = (catalogue, config, out)
     return out
+
+
+# A list of rules' checks, per (engine, the rules' identities): load_checks walked the rules'
+# check names and module list four times per cycle. What is kept is the registry's own live
+# mapping (load_checks returns it), so a check registered or replaced later is still seen;
+# the rules are held so their ids stay theirs.
+_CHECKS: dict[tuple[int, ...], tuple[tuple[Rule, ...], Mapping[str, Check]]] = {}
+_NEEDED: dict[tuple[str, tuple[int, ...]], tuple[tuple[Rule, ...], frozenset[str]]] = {}
+
+
+def _checks(rules: tuple[Rule, ...]) -> Mapping[str, Check]:
+    key = tuple(map(id, rules))
+    hit = _CHECKS.get(key)
+    if hit is not None:
+        return hit[1]
+    checks = load_checks(r.check for r in rules)
+    if len(_CHECKS) > 64:
+        _CHECKS.clear()
+    _CHECKS[key] = (rules, checks)
+    return checks
+
+
+def _own_check(name: str) -> Check | None:
+    """DW001's and DW002's check (the registry's live mapping, looked up once per name)."""
+    mapping = _OWN.get(name)
+    if mapping is None:
+        mapping = _OWN[name] = load_checks([name])
+    return mapping.get(name)
+
+
+_OWN: dict[str, Mapping[str, Check]] = {}
 
 
 def _rules_for(
@@ -82,14 +119,25 @@ def _rules_for(
 
 
 def sections_needed(engine: str, rules: Iterable[Rule]) -> set[str]:
-    rules = list(rules)
-    checks = load_checks(r.check for r in rules)
+    """The sections the rules read (every cycle of a target the same rules: kept per engine
+    and rules)."""
+    got = tuple(rules)
+    key = (engine, tuple(map(id, got)))
+    hit = _NEEDED.get(key)
+    if hit is not None:
+        return set(hit[1])
+    checks = _checks(got)
     needs: set[str] = set()
-    for rule in rules:
+    for rule in got:
         chk = checks.get(rule.check)
         if chk is not None:
             needs.update(chk.probes_for(engine))
-    return needs | culprit_rules.sections_for(engine, (r.id for r in rules))
+    needs |= culprit_rules.sections_for(engine, (r.id for r in got))
+    if all(r.check in checks for r in got):  # a check not implemented yet may come later
+        if len(_NEEDED) > 64:
+            _NEEDED.clear()
+        _NEEDED[key] = (got, frozenset(needs))
+    return needs
 
 
 def sections_known(engine: str, rules: Iterable[Rule]) -> set[str] | None:
@@ -120,8 +168,8 @@ def evaluate(
     selection: Selection = EVERY_RULE,
     state: History | None = None,
 ) -> Evaluation:
-    rules = rules_for(snap.engine, catalogue, config, selection)
-    checks = load_checks(r.check for r in rules)
+    rules = _rules(snap.engine, catalogue, config, selection)
+    checks = _checks(rules)
     result = Evaluation()
     for rule in rules:
         chk = checks.get(rule.check)
@@ -136,7 +184,7 @@ def evaluate(
             continue
         override = config.rules.get(rule.id)
         try:
-            found = list(chk.fn(_context(rule, snap, override, state)))
+            found = _run(chk, rule, snap, override, state)
         except Exception as exc:  # a check bug must not hide the other rules
             log.exception("check %s failed on %s", rule.check, snap.target)
             result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
@@ -150,6 +198,37 @@ def evaluate(
     if not selection.ignores("DW002"):
         result.findings.extend(coverage(snap, catalogue, config, state))
     return result
+
+
+# Checks whose findings depend on nothing but their sections, the rule (with its override)
+# and the snapshot's target and engine (read, checked: no clock, no history, no other
+# snapshot field). Their sections are the daemon's ttl-cached objects (pg.settings: 60 s):
+# while each is the very object the last run read, the findings are the last run's.
+SECTION_ONLY = frozenset({"pg_settings", "my_settings"})
+# (target, rule) -> (what the last run read, by identity; what it found)
+_LAST: dict[tuple[str, str], tuple[tuple[object, ...], tuple[Finding, ...]]] = {}
+
+
+def _run(
+    chk: Check,
+    rule: Rule,
+    snap: Snapshot,
+    override: RuleOverride | None,
+    state: History | None,
+) -> list[Finding]:
+    if chk.name not in SECTION_ONLY:
+        return list(chk.fn(_context(rule, snap, override, state)))
+    reads = (chk, rule, override, snap.engine, *map(snap.sections.get, chk.probes_for(snap.engine)))
+    key = (snap.target, rule.id)
+    last = _LAST.get(key)
+    same = last is not None and len(last[0]) == len(reads)
+    if same and last is not None and all(a is b for a, b in zip(last[0], reads, strict=True)):
+        return list(last[1])
+    found = list(chk.fn(_context(rule, snap, override, state)))
+    if len(_LAST) > 100_000:  # targets come and go with reloads
+        _LAST.clear()
+    _LAST[key] = (reads, tuple(found))
+    return found
 
 
 def _enrich(found: list[Finding], snap: Snapshot) -> list[Finding]:
@@ -166,7 +245,7 @@ def probe_failures(
 ) -> list[Finding]:
     """DW001 through its registered check (config overrides do not apply: what dbwatch could
     not read is always said); a catalogue without DW001 still gets the findings."""
-    rule, chk = catalogue.get("DW001"), load_checks(["probe_failed"]).get("probe_failed")
+    rule, chk = catalogue.get("DW001"), _own_check("probe_failed")
     if rule is None or chk is None:
         from .checks import dw001_probe_failed
 
@@ -185,10 +264,7 @@ def coverage(
     snap: Snapshot, catalogue: dict[str, Rule], config: Config, state: History | None
 ) -> list[Finding]:
     """DW002: like DW001 it is about dbwatch's own view, so it runs whatever else was selected."""
-    rule, chk = (
-        catalogue.get("DW002"),
-        load_checks(["incomplete_coverage"]).get("incomplete_coverage"),
-    )
+    rule, chk = catalogue.get("DW002"), _own_check("incomplete_coverage")
     override = config.rules.get("DW002")
     if rule is None or chk is None or (override is not None and not override.enabled):
         return []

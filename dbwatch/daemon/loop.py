@@ -218,34 +218,41 @@ class Daemon:
         if tc.log_file:  # every deadlock from the server log (dbwatch.deadlocks.live)
             findings = [*findings, *self._tail_log(spec, tc)]
         keep = set(result.evaluation.unknown)
-        tr = apply_findings(self.state, setup, spec.name, findings, now, tc.interval, keep)
-        self.delivery.wake()
-        self.actions.run(
-            setup,
-            spec,
-            tr.firing,
-            now,
-            lambda: self._still_holds(spec.name),
-            result.snapshot,
-            findings,
-        )
         values = gauges(result.snapshot, findings)
-        duration = time.time() - started
         status = (
             "unreachable" if result.error else ("degraded" if result.snapshot.failures else "ok")
         )
         if result.error and self.misses.current(spec.name) is not None:
             status = "not answering"
-        # one commit for the bookkeeping, not waiting for the disk (statebase.transaction)
+        # Without the terminate action nothing runs between the findings' commit and the
+        # bookkeeping's: one transaction for both (one BEGIN/COMMIT a cycle, not two). It
+        # waits for the disk only when the findings changed (State.update, the outbox call
+        # want_sync), as the findings' own commit did; the bookkeeping rides along.
+        merged = not setup.config.terminate.enabled
         with self.state.transaction(durable=False):
-            recorded = record_deadlocks(self.state, result)
-            if not tc.log_file and not result.error:
-                record_unshown(self.state, result, recorded, now)
-            if values:
-                self.state.record_metrics(spec.name, values, now)
-            self.state.record_cycle(
-                spec.name, started, duration, status, result.error, len(findings), lateness
+            tr = apply_findings(self.state, setup, spec.name, findings, now, tc.interval, keep)
+            if merged:
+                duration = time.time() - started
+                self._bookkeep(
+                    tc, result, values, now, status, (started, duration, lateness), len(findings)
+                )
+        self.delivery.wake()
+        if not merged:
+            self.actions.run(
+                setup,
+                spec,
+                tr.firing,
+                now,
+                lambda: self._still_holds(spec.name),
+                result.snapshot,
+                findings,
             )
+            duration = time.time() - started
+            # one commit for the bookkeeping, not waiting for the disk (statebase.transaction)
+            with self.state.transaction(durable=False):
+                self._bookkeep(
+                    tc, result, values, now, status, (started, duration, lateness), len(findings)
+                )
         self.collector.observe(
             spec.name,
             up=not result.error,
@@ -256,6 +263,27 @@ class Daemon:
             values=values,
         )
         self.state.prune(now)
+
+    def _bookkeep(
+        self,
+        tc: TargetConfig,
+        result: TargetResult,
+        values: dict[str, float],
+        now: float,
+        status: str,
+        timing: tuple[float, float, float],
+        findings: int,
+    ) -> None:
+        """A cycle's deadlocks, metrics and record (`dbwatch status`: its `findings` counted),
+        inside the caller's transaction; `timing`: started, duration, lateness."""
+        name = result.spec.name
+        recorded = record_deadlocks(self.state, result)
+        if not tc.log_file and not result.error:
+            record_unshown(self.state, result, recorded, now)
+        if values:
+            self.state.record_metrics(name, values, now)
+        started, duration, lateness = timing
+        self.state.record_cycle(name, started, duration, status, result.error, findings, lateness)
 
     def _tail_log(self, spec: TargetSpec, tc: TargetConfig) -> list[Finding]:
         from ..deadlocks.live import tail_findings

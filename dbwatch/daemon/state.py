@@ -29,15 +29,23 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from ..findings import Finding, severity_rank
-from ..records import FindingRow, Transitions, finding_data
+from ..records import FindingRow, Transitions, finding_data, json_object, loads
 from .journal import JournalStore
 from .outbox import AlertStore
 from .statedb import SCHEMA_VERSION, Param, StateConn
 
 __all__ = ["SCHEMA_VERSION", "FindingRow", "State", "Transitions", "default_state_path"]
+
+
+# a finding row's columns but its data (State.update reads the live rows without decoding it)
+_HEAD = (
+    "fingerprint, target, rule, severity, subject, status, first_seen, fired_at, last_seen,"
+    " resolved_at"
+)
 
 
 def default_state_path() -> Path:
@@ -76,12 +84,9 @@ class State(AlertStore, JournalStore):
         # a cycle that only sees its findings again (last_seen, evidence) need not wait for
         # the disk; a transition does (want_sync): see StateBase.transaction
         with self.transaction(durable=False) as db:
-            live = {
-                r.fingerprint: r
-                for r in self._finding_rows(
-                    "target = ? AND status IN ('pending', 'firing')", (target,)
-                )
-            }
+            # without their data: a finding seen again is written from this cycle's Finding,
+            # so only the rows kept or resolved below read theirs (_with_data)
+            live = {r.fingerprint: r for r in self._live_heads(target)}
             for fp, f in current.items():
                 written = self._advance(db, f, live.get(fp), now, wait(f.rule), out)
                 if written.status == "firing":
@@ -91,7 +96,7 @@ class State(AlertStore, JournalStore):
                     continue
                 if row.rule in keep:
                     if row.status == "firing":
-                        firing.append(row)
+                        firing.append(self._with_data(row))
                     continue
                 self.want_sync()
                 if row.status == "pending":
@@ -102,7 +107,7 @@ class State(AlertStore, JournalStore):
                     "WHERE fingerprint = ?",
                     (now, fp),
                 )
-                out.resolved.append(_resolved(row, now))
+                out.resolved.append(_resolved(self._with_data(row), now))
         out.firing = _by_place(firing)
         return out
 
@@ -167,6 +172,20 @@ class State(AlertStore, JournalStore):
         elif row is None or row.status == "pending":
             out.fired.append(written)
         return written
+
+    def _live_heads(self, target: str) -> list[FindingRow]:
+        """The target's pending and firing rows with an empty `data` (not decoded)."""
+        rows = self._rows(
+            f"SELECT {_HEAD} FROM findings WHERE target = ? AND status IN ('pending', 'firing')"
+            " ORDER BY target, rule, subject",  # the order _finding_rows reads in
+            (target,),
+        )
+        return [FindingRow.from_row({**r, "data": "{}"}) for r in rows]
+
+    def _with_data(self, row: FindingRow) -> FindingRow:
+        """`row` with its stored data (read in the transaction that read the row)."""
+        got = self._rows("SELECT data FROM findings WHERE fingerprint = ?", (row.fingerprint,))
+        return replace(row, data=json_object(loads(got[0]["data"]))) if got else row
 
     def _finding_rows(self, where: str, params: Iterable[Param] = ()) -> list[FindingRow]:
         rows = self._rows(

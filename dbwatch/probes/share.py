@@ -64,6 +64,9 @@ class ProbeCache:
 
     def __init__(self) -> None:
         self._items: dict[str, tuple[float, object]] = {}
+        # section -> (the probe's last data, marshalled; the section built from it): the
+        # same data the next cycle (an idle database) is not built again (run_probes._build)
+        self.built: dict[str, tuple[bytes, object]] = {}
 
     def get(self, name: str, ttl: float) -> object:
         hit = self._items.get(name)

@@ -7,7 +7,7 @@ unknown (DW001), never a silent OK.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, field, is_dataclass
+from dataclasses import InitVar, asdict, field, is_dataclass
 from typing import TypeVar, cast
 
 from ..frozen import frozen
@@ -62,9 +62,13 @@ class Snapshot:
     # the models derived from the sections (lock graph, horizon holders), built once on first
     # use and shared by every check, terminate and the figures; not data (not in to_dict)
     _models: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # run_probes: every section was built already, at the probe boundary (not a field)
+    built: InitVar[bool] = False
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, built: bool) -> None:
         # every section typed once, whoever built the snapshot (probes, tests, the daemon)
+        if built:
+            return
         typed = {name: build_section(name, data) for name, data in self.sections.items()}
         object.__setattr__(self, "sections", typed)
 
