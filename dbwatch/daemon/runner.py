@@ -8,22 +8,12 @@ deadline) runs on an own-lane thread beside the pool until it answers, so hung t
 take the healthy ones' turns. Own-lane threads are reused and exit after OWN_IDLE idle. A cycle past its
 deadline is abandoned: its connections are shut down under it, a pool worker stuck in it is
 replaced, and the target is reported.
-
-Bursts: the pool's cycles due together (one slot of the scheduler's grid) run back to back on
-`burst` workers, not spread over all of them. Spaced or interleaved at every round trip, a
-cycle runs with cold CPU caches and costs 2.6-3.1x the CPU of the same cycle run right after
-another (contrib/bench/RESULTS-fleet.md §2c). A worker that ends a cycle takes the next queued
-one itself; another starts only when a permit is free. A cycle running longer than `hold`
-(a slow or dead target) stops holding its permit, so it delays the rest of its burst by
-`hold` at most; and for every LATE_STEP the queue's head is late one more permit opens, so a
-loaded machine still runs every cycle, less hot.
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-import math
 import threading
 import time
 from collections import deque
@@ -37,27 +27,6 @@ log = logging.getLogger(__name__)
 # An own-lane thread idle this long exits: long enough to be reused by the next cycle of a
 # hung target (intervals are 15-60 s), short enough not to keep the first cycles' threads.
 OWN_IDLE = 90.0
-# Pool cycles running at once in a burst. 1: back to back on one thread, the hottest.
-BURST = 1
-# A cycle running longer than this stops holding its burst permit: what a slow or dead target
-# can delay the others of its burst by. A steady idle cycle takes 2-10 ms of wall.
-BURST_HOLD = 0.25
-# One more permit for every LATE_STEP seconds the queue's head is late (overload, slow cycles).
-LATE_STEP = 0.2
-# A burst should end within this: more permits when the queue times the cycles' mean wall
-# (their round trips, a loaded machine) is longer. A burst hot on one thread is no gain when
-# each cycle waits 40 ms for a busy server: its caches are cold by then anyway.
-BURST_SPAN = 0.2
-
-
-class _Waiter:
-    """An idle pool worker: woken alone (not a herd), the last one idle first."""
-
-    __slots__ = ("cv", "woken")
-
-    def __init__(self, lock: threading.Lock) -> None:
-        self.cv = threading.Condition(lock)
-        self.woken = False
 
 
 @dataclass(eq=False)
@@ -110,18 +79,9 @@ class Runner:
     """submit(name, scheduled) from the scheduler; the job gets its Slot."""
 
     def __init__(
-        self,
-        job: Job,
-        pool: int,
-        timeout: float,
-        missed: Missed,
-        connect_grace: float = 4.0,
-        burst: int | None = None,
-        hold: float | None = None,
+        self, job: Job, pool: int, timeout: float, missed: Missed, connect_grace: float = 4.0
     ) -> None:
         self.job = job
-        self.burst = BURST if burst is None else burst
-        self.hold = BURST_HOLD if hold is None else hold
         # a tick while the previous cycle has been connecting this long is a missed cycle; a
         # cycle that got its connection is answering (slow probes are the deadline's business)
         self.connect_grace = connect_grace
@@ -132,14 +92,8 @@ class Runner:
         self._skipped_names: set[str] = set()
         self._said = 0.0
         mutex = threading.Lock()
-        self._mutex = mutex
         self._lock = threading.Condition(mutex)  # deadlines, reports, finished cycles
-        self._idle: list[_Waiter] = []  # idle pool workers, the last one idle on top
-        self._claimed = 0  # workers woken for the queue that have not looked at it yet
-        self._lookout: _Waiter | None = None  # the idle worker timing the next permit
-        self._busy: set[Slot] = set()  # pooled cycles running
-        self._wall = 0.005  # pooled cycles' wall time, a moving mean (up to the hold each)
-        self._warm: set[str] = set()  # targets that ended a cycle here (bursts are theirs)
+        self._work = threading.Condition(mutex)  # pool workers: a cycle was queued
         self._own_work = threading.Condition(mutex)  # own-lane threads: a cycle was queued
         self._queue: deque[Slot] = deque()  # pooled cycles waiting for a worker
         self._own_queue: deque[Slot] = deque()  # cycles of targets outside the pool
@@ -174,7 +128,7 @@ class Runner:
                 self._running[name] = slot
                 if slot.pooled:
                     self._queue.append(slot)
-                    self._wake()
+                    self._work.notify()
             else:
                 self.skipped += 1
                 self._skipped_names.add(name)
@@ -224,13 +178,12 @@ class Runner:
     def forget(self, keep: set[str]) -> None:
         with self._lock:
             self._answering &= keep
-            self._warm &= keep
 
     def resize(self, pool: int, timeout: float) -> None:
         with self._lock:
             self.pool, self.timeout = pool, timeout
             self._spawn_workers()
-            self._wake_all()  # surplus workers retire
+            self._work.notify_all()  # surplus workers retire
 
     # -- running -----------------------------------------------------------------------------
 
@@ -244,85 +197,19 @@ class Runner:
             ).start()
 
     def _worker(self) -> None:
-        me = _Waiter(self._mutex)
-        with self._lock:
-            slot = self._take(me)
-        while slot is not None:
+        while True:
+            with self._lock:
+                self._work.wait_for(
+                    lambda: self._queue or self._stopping or self._workers > self.pool
+                )
+                if self._stopping or self._workers > self.pool:
+                    self._workers -= 1
+                    return
+                slot = self._queue.popleft()
             self._execute(slot)
             with self._lock:
-                self._busy.discard(slot)
-                self._wall += (min(time.time() - slot.started, self.hold) - self._wall) * 0.1
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
                     return
-                slot = self._take(me)  # the next of the burst, on this (hot) thread
-
-    def _take(self, me: _Waiter) -> Slot | None:
-        """Called with the lock held: the next pooled cycle for this worker once it may start
-        (see the module's doc), or None when the worker retires."""
-        while True:
-            if self._stopping or self._workers > self.pool:
-                self._workers -= 1
-                self._wake()  # it may have been woken for the queue: another takes over
-                return None
-            timeout = None
-            if self._queue:
-                now = time.time()
-                timeout = self._may_start(now)
-                if timeout <= 0:
-                    slot = self._queue.popleft()
-                    slot.started = now
-                    self._busy.add(slot)
-                    self._wake()  # one more permit free, or the next one needs a lookout
-                    return slot
-                if self._lookout is None:
-                    self._lookout = me
-                elif self._lookout is not me:
-                    timeout = None
-            self._idle.append(me)
-            me.cv.wait(timeout)
-            if me.woken:
-                me.woken = False
-                self._claimed -= 1
-            else:  # timed out (the lookout), or woken by stop/resize
-                self._idle.remove(me)
-            if self._lookout is me:
-                self._lookout = None
-
-    def _may_start(self, now: float) -> float:
-        """Called with the lock held and a cycle queued: 0 if the queue's head may start now,
-        else the seconds until it may (a permit's hold ends, or the head is late by one more
-        LATE_STEP)."""
-        if self._queue[0].name not in self._warm:  # its first cycle here: cold anyway
-            return 0.0
-        hot = [
-            s.started + self.hold
-            for s in self._busy
-            if now - s.started < self.hold and not s.abandoned and s.name in self._warm
-        ]
-        late = max(0.0, now - self._queue[0].scheduled)
-        steps = int(late / LATE_STEP)
-        # enough permits for the queued cycles to end within BURST_SPAN at the cycles' wall
-        need = math.ceil((len(self._queue) + len(hot)) * self._wall / BURST_SPAN)
-        if len(hot) + self._claimed < max(self.burst, need) + steps:
-            return 0.0
-        return max(0.001, min(min(hot, default=math.inf) - now, (steps + 1) * LATE_STEP - late))
-
-    def _wake(self) -> None:
-        """Called with the lock held: wakes one idle worker if the queue's head may start, or
-        if nobody times the next permit; else nobody (a burst wakes one thread, not a herd)."""
-        if not self._queue or not self._idle:
-            return
-        if self._may_start(time.time()) > 0 and (self._lookout is not None or self._claimed):
-            return
-        w = self._idle.pop()
-        w.woken = True
-        self._claimed += 1
-        w.cv.notify()
-
-    def _wake_all(self) -> None:
-        """Called with the lock held: every idle worker looks again (stop, resize)."""
-        for w in self._idle:
-            w.cv.notify()
 
     def _own_worker(self) -> None:
         """Runs cycles of targets outside the pool, one at a time; idles for the next one
@@ -344,8 +231,7 @@ class Runner:
 
     def _execute(self, slot: Slot) -> None:
         with self._lock:
-            if not slot.pooled:  # a pooled one started when a worker took it
-                slot.started = time.time()
+            slot.started = time.time()
             slot.deadline = slot.started + self.timeout
             self._seq += 1
             heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot))
@@ -359,7 +245,6 @@ class Runner:
             log.exception("cycle of %s raised", slot.name)
         finally:
             with self._lock:
-                self._warm.add(slot.name)
                 if self._running.get(slot.name) is slot:
                     del self._running[slot.name]
                 if self._stopping or self._settling:  # stop() / wait_settled() wait for it
@@ -455,7 +340,7 @@ class Runner:
             self._queue.clear()
             self._own_queue.clear()
             self._lock.notify_all()
-            self._wake_all()
+            self._work.notify_all()
             self._own_work.notify_all()
             while self._running and time.time() < end:
                 self._lock.wait(max(0.0, end - time.time()))

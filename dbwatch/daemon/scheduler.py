@@ -39,7 +39,7 @@ MAX_THREADS = 32
 # APScheduler's thread then serves all targets of a slot. Staggered to the microsecond, every
 # target cost a wake of its own: 0.18-0.29 ms of scheduler and runner CPU per cycle at 1,000
 # targets, 0.05 ms on the grid (issue 28; at 2,000 targets and 15 s, about 13 per slot).
-GRID = 0.5
+GRID = 0.1
 # First looks running at once. Each is CPU on both sides (a backend forked, its caches filled):
 # 8 keep two cores busy while leaving the pool's scheduled cycles their turn.
 WARMUPS = 8

@@ -1,10 +1,12 @@
-"""Bursts (dbwatch.daemon.runner): the cycles due in one slot of the grid run back to back on
-one worker, and a target that answered and then froze mid-session, in the middle of a burst,
-delays the others of its burst by the runner's hold at most, never by its deadline.
+"""A target that answered and then froze mid-session, due in the same slot of the grid as 8
+healthy ones and first in its order, does not hold up the others (dbwatch.daemon.runner: the
+pool, deadlines), and every due cycle of theirs still runs.
 
 The real daemon, scheduler and runner, against the local PostgreSQL: 8 healthy targets and
 one behind a proxy that stops forwarding on demand (a server that stopped after answering:
-its kept session is in the pool, its next cycle hangs in a read until the deadline).
+its kept session is in the pool, its next cycle hangs in a read until the deadline). Written
+for the burst experiment (docs/cycle-cost.md "Bursts"), which would have serialised a slot's
+cycles: any such change must keep this bound.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Any
 import pytest
 from conftest import PG_URL
 
-from dbwatch.daemon import runner as runner_mod
 from dbwatch.daemon import scheduler as sched_mod
 from dbwatch.daemon.health import SUBJECT
 from dbwatch.daemon.loop import Daemon, load_setup
@@ -120,10 +121,10 @@ def db() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_a_target_frozen_in_its_burst_delays_the_others_by_the_hold_at_most(
+def test_a_target_frozen_in_its_slot_does_not_hold_up_the_others(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a grid as long as the interval: every target on the same slot, one burst of 9
+    # a grid as long as the interval: every target due on the same slot
     monkeypatch.setattr(sched_mod, "GRID", 3.0)
     base = PG_URL.rsplit("/", 1)[0]
     proxy = StopProxy(("127.0.0.1", 5432))
@@ -140,7 +141,7 @@ def test_a_target_frozen_in_its_burst_delays_the_others_by_the_hold_at_most(
     sched = d._new_scheduler(runner)
     try:
         # warm: every target's first look and its first scheduled cycle ("dead" answered too:
-        # a pooled target, first in the burst's order)
+        # a pooled target, first in its slot's order)
         end = time.time() + 30
         while time.time() < end:
             with d._rec:
@@ -152,9 +153,7 @@ def test_a_target_frozen_in_its_burst_delays_the_others_by_the_hold_at_most(
         assert "dead" in runner._answering, "the proxied target never answered"
         with d._rec:
             first_slot = [r for r in d.runs if r[1] == min(a for a, _ in sched.anchor.values())]
-        assert len(first_slot) == 9, first_slot
-        # one burst: back to back on one worker (two if it ran late by LATE_STEP)
-        assert len({r[4] for r in first_slot}) <= 2, first_slot
+        assert len(first_slot) == 9, first_slot  # one slot: all 9 due at the same time
         proxy.stop_forwarding()
         frozen_at = time.time()
         time.sleep(9.5)  # three intervals
@@ -164,23 +163,14 @@ def test_a_target_frozen_in_its_burst_delays_the_others_by_the_hold_at_most(
         proxy.close()
     with d._rec:
         after = [r for r in d.runs if r[1] >= frozen_at]
+    assert [r for r in after if r[0] == "dead"], "the frozen target's cycle never started"
     healthy = [r for r in after if r[0] != "dead"]
     per = {n: sum(1 for r in healthy if r[0] == n) for n in targets if n != "dead"}
     assert min(per.values()) >= 3, per  # every healthy cycle due ran
+    # the frozen one first in its slot holds one worker until its 3 s deadline; the others of
+    # the slot start beside it (this machine's noise aside), not after its deadline
     late = sorted(started - due for _, due, started, _, _ in healthy)
-    # held by the frozen one ahead of them: the runner's hold (0.25 s), then 8 cycles, plus
-    # this machine's noise; without the hold they would wait for its 3 s deadline
-    assert late[-1] < runner_mod.BURST_HOLD + 0.75, late[-5:]
-    # in the first slot after the freeze "dead" ran first and held its permit until its hold
-    # ended or the burst was LATE_STEP late (later slots: it no longer answers and runs
-    # beside the pool, outside the bursts)
-    first = min(r[1] for r in healthy)
-    held = min(runner_mod.BURST_HOLD, runner_mod.LATE_STEP) - 0.02
-    assert min(r[2] - r[1] for r in healthy if r[1] == first) >= held
-    by_due: dict[float, set[int]] = {}
-    for r in healthy:
-        by_due.setdefault(r[1], set()).add(r[4])
-    assert max(len(t) for t in by_due.values()) <= 4, by_due  # not one thread per cycle
+    assert late[-1] < 1.0, late[-5:]
     firing = {(r.target, r.subject) for r in state.firing() if r.rule == "DW001"}
     assert ("dead", SUBJECT) in firing  # abandoned at its deadline, and said
     assert not [t for t, _ in firing if t.startswith("ok-")]
