@@ -5,10 +5,13 @@ is the shape and the counts (statements, deadlocks recorded), never a timing."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "contrib" / "bench"
@@ -124,6 +127,17 @@ def test_startup(tmp_path: Path) -> None:
         assert set(clean[key]) == {"wall_s", "cpu_s", "cpu_min_s"}, key
     assert 0 < clean["modules"]["version"] < mods["version"]
     assert clean["modules"]["version"] < clean["modules"]["audit_empty_pg"]
+
+
+def test_instructions(tmp_path: Path) -> None:
+    if not shutil.which("valgrind"):
+        pytest.skip("valgrind is not installed (.ci/run installs it): bench_instructions.py counts with it")
+    run("bench_instructions.py", "--json", str(tmp_path / "i.json"), timeout=300)
+    res = json.loads((tmp_path / "i.json").read_text())
+    st = res["startup"]
+    # counted by callgrind: a start of dbwatch executes more than the bare interpreter's
+    assert st["version"] > st["python_pass"] > 1_000_000
+    assert res["cycle"] == {"ran_uncounted": 2}
 
 
 def test_queue_libs(tmp_path: Path) -> None:

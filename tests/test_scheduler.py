@@ -144,3 +144,32 @@ def test_status_and_metrics_say_how_many_await_their_first_look() -> None:
     assert [s.value for s in fam.samples] == [7]
     waiting[0] = 0
     assert "not looked at" not in status_text(c)
+
+
+def test_a_late_schedule_holds_the_start_up_to_one_look_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scheduled cycles starting late (busy pool or cores) make the first looks yield: one at a
+    time for YIELD_FOR s, then `warmups` again; on time, nothing changes."""
+    monkeypatch.setattr(sched_mod, "YIELD_FOR", 0.6)
+    rec = Recorder()
+    s = Scheduler(rec, 2, warmups=4)
+    s.late(0.1, time.time())  # on time: no yield
+    assert s.permits(time.time()) == 4
+    s.late(sched_mod.YIELD_LATE + 0.5, time.time())
+    assert s.permits(time.time()) == 1
+    s.set_targets((f"t{i}", 60.0) for i in range(6))
+    s.start()
+    try:
+        assert rec.wait_for(1) == ["t0"]
+        time.sleep(0.2)
+        assert rec.names() == ["t0"], "a second look started while the schedule was late"
+        s.ended("t0", time.time())
+        assert rec.wait_for(2) == ["t0", "t1"]  # one at a time, the start-up goes on
+        time.sleep(0.1)
+        assert rec.names() == ["t0", "t1"]
+        # the yield ends YIELD_FOR after the late cycle: up to `warmups` at once again
+        assert len(rec.wait_for(5, timeout=3.0)) == 5
+        assert s.permits(time.time()) == 4
+    finally:
+        s.shutdown(wait=False)

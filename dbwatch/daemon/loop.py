@@ -119,6 +119,8 @@ class Daemon:
         spec, tc = entry
         started = time.time()
         lateness = max(0.0, started - scheduled)
+        if self._sched is not None:
+            self._sched.late(lateness, started)
         token = ON_OPEN.set(slot.opened if slot is not None else None)
         try:
             try:

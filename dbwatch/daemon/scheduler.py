@@ -46,6 +46,13 @@ WARMUPS = 8
 # A first look running longer than this stops holding its permit (a target that does not
 # answer, or is slow to): the next one starts, so dead targets cannot stall the start-up.
 WARM_HOLD = 2.0
+# The start-up yields to the schedule: a cycle that starts YIELD_LATE s or more after it was
+# due (the pool or the cores are busy) holds the first looks to one at a time for YIELD_FOR s.
+# On a machine 2-3x slower than the one WARMUPS was measured on, 8 looks at once kept two cores
+# saturated for 100 s at 2,000 targets and the scheduled cycles of that time ran up to 2.5 s
+# late (contrib/bench/RESULTS-fleet.md §9); one at a time the start-up still progresses.
+YIELD_LATE = 0.25
+YIELD_FOR = 1.0
 
 
 class _JobEvent(Protocol):
@@ -118,6 +125,7 @@ class Scheduler:
         self._stopping = False
         self._dispatcher: threading.Thread | None = None
         self._start_began = 0.0
+        self._late_at = 0.0  # when a cycle last started YIELD_LATE late (see late())
         self.first_looks_took: float | None = None  # the last start-up's length, once done
 
     def _on_missed(self, event: _JobEvent) -> None:
@@ -223,8 +231,18 @@ class Scheduler:
         if done:
             log.info("first look at every target done in %.1fs", self.first_looks_took or 0.0)
 
+    def late(self, lateness: float, now: float) -> None:
+        """A cycle started `lateness` s after it was due (the daemon says so of every cycle):
+        from YIELD_LATE on, the start-up runs one first look at a time for YIELD_FOR s."""
+        if lateness >= YIELD_LATE:
+            self._late_at = now
+
+    def permits(self, now: float) -> int:
+        """First looks that may run at once now: `warmups`, or 1 while the schedule is late."""
+        return 1 if now - self._late_at < YIELD_FOR else self.warmups
+
     def _dispatch(self) -> None:
-        """Hands out first looks: at most `warmups` running at once, counting only those that
+        """Hands out first looks: at most permits() running at once, counting only those that
         have run less than WARM_HOLD."""
         while True:
             with self._cv:
@@ -233,11 +251,16 @@ class Scheduler:
                         return
                     now = time.time()
                     held = [t for t in self._looking.values() if now - t < WARM_HOLD]
-                    if self._waiting and len(held) < self.warmups:
+                    limit = self.permits(now)
+                    if self._waiting and len(held) < limit:
                         name = self._waiting.popleft()
                         self._looking[name] = now
                         break
-                    self._cv.wait(WARM_HOLD - (now - min(held)) if held and self._waiting else None)
+                    wait = WARM_HOLD - (now - min(held)) if held and self._waiting else None
+                    if self._waiting and limit < self.warmups:  # the yield ends: look again
+                        until = self._late_at + YIELD_FOR - now
+                        wait = until if wait is None else min(wait, until)
+                    self._cv.wait(max(wait, 0.01) if wait is not None else None)
             try:
                 taken = self.job(name, now)
             except Exception:
