@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(os.environ.get("DBWATCH_BENCH_ROOT", Path(__file__).resolve().parents[2]))
+ROOT = Path(os.environ.get("DBWATCH_BENCH_ROOT") or Path(__file__).resolve().parents[2])
 DB = f"dbw_instr_{os.getpid()}"
 
 
