@@ -59,18 +59,24 @@ def my_admin() -> Iterator[object]:
 
 
 @pytest.fixture
-def own_pg_url(uniq: str) -> Iterator[str]:
-    """A PostgreSQL database made for this test (dropped after): audit this, not `test`."""
+def own_pg_db(uniq: str) -> Iterator[str]:
+    """The name of a PostgreSQL database made for this test (dropped after)."""
     import psycopg
 
     name = f"dbw_own_{uniq}"
     with psycopg.connect(PG_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"{PG_URL.rsplit('/', 1)[0]}/{name}"
+        yield name
     finally:
         with psycopg.connect(PG_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def own_pg_url(own_pg_db: str) -> str:
+    """A PostgreSQL database made for this test (dropped after): audit this, not `test`."""
+    return f"{PG_URL.rsplit('/', 1)[0]}/{own_pg_db}"
 
 
 @pytest.fixture

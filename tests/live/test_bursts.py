@@ -15,8 +15,6 @@ import select
 import socket
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,18 +105,10 @@ class Recording(Daemon):
                 self.runs.append((name, scheduled, t0, time.time(), threading.get_ident()))
 
 
-@pytest.fixture()
-def db() -> Iterator[str]:
-    import psycopg
-
-    name = f"dbw_burst_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with psycopg.connect(PG_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+@pytest.fixture
+def db(own_pg_db: str) -> str:
+    """A database made for this test (conftest: dropped after)."""
+    return own_pg_db
 
 
 def test_a_target_frozen_in_its_slot_does_not_hold_up_the_others(

@@ -47,15 +47,9 @@ class Counting:
 
 
 @pytest.fixture
-def pg_db(uniq: str) -> Iterator[str]:
-    name = f"dbw_cost_{uniq}"
-    with psycopg.connect(PG_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with psycopg.connect(PG_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def pg_db(own_pg_db: str) -> str:
+    """A database made for this test (conftest: dropped after)."""
+    return own_pg_db
 
 
 def queues(snap: Snapshot) -> list[str]:
@@ -114,9 +108,9 @@ def test_pg_sessions_leave_out_own_sessions(pg_db: str) -> None:
         rows = snap.sections["pg.sessions"]
         assert isinstance(rows, tuple)
         pids = {r.pid for r in rows if isinstance(r, PgSession)}
-        own = {getattr(o, "backend_pid") for o in others}
+        own = {o.backend_pid for o in others}
         assert not pids & own  # dbwatch's other sessions: by connection id
-        assert getattr(reader, "backend_pid") in pids  # the reading session stays (is_self)
+        assert reader.backend_pid in pids  # the reading session stays (is_self)
         # a session merely calling itself dbwatch is not hidden
         assert outsider.info.backend_pid in pids
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -38,15 +37,9 @@ LARAVEL_JOBS = (
 
 
 @pytest.fixture
-def pg_db(uniq: str) -> Iterator[str]:
-    name = f"dbw_hot_{uniq}"
-    with psycopg.connect(PG_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with psycopg.connect(PG_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def pg_db(own_pg_db: str) -> str:
+    """A database made for this test (conftest: dropped after)."""
+    return own_pg_db
 
 
 def _daemon(url: str, state: State, terminate: bool = False) -> Daemon:
