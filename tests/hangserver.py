@@ -127,9 +127,11 @@ class FreezeProxy:
 
     The client's first packet (the startup message; sslmode=disable, trust auth) and the
     server's answers pass; the next client packet (the first query) is never forwarded
-    and nothing flows any more: a server that froze mid-session."""
+    and nothing flows any more: a server that froze mid-session. With
+    at_first_query=False everything passes until stop_forwarding(), then nothing flows on any
+    connection and the sockets stay open."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
+    def __init__(self, upstream: tuple[str, int], at_first_query: bool = True) -> None:
         self.upstream = upstream
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -138,6 +140,8 @@ class FreezeProxy:
         self.port = int(self.sock.getsockname()[1])
         self.held: list[socket.socket] = []
         self.frozen = 0
+        self.at_first_query = at_first_query
+        self._all_frozen = threading.Event()
         self._stop = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -157,19 +161,24 @@ class FreezeProxy:
             self.held += [client, server]
             frozen = threading.Event()
             threading.Thread(
-                target=self._pump, args=(client, server, frozen, 1), daemon=True
+                target=self._pump,
+                args=(client, server, frozen, 1 if self.at_first_query else None),
+                daemon=True,
             ).start()
             threading.Thread(
                 target=self._pump, args=(server, client, frozen, None), daemon=True
             ).start()
+
+    def stop_forwarding(self) -> None:
+        self._all_frozen.set()
 
     def _pump(
         self, src: socket.socket, dst: socket.socket, frozen: threading.Event, allow: int | None
     ) -> None:
         sent = 0
         while not self._stop.is_set() and not frozen.is_set():
-            ready, _, _ = select.select([src], [], [], 0.2)
-            if not ready:
+            ready, _, _ = select.select([src], [], [], 0.05)
+            if not ready or self._all_frozen.is_set():
                 continue
             try:
                 data = src.recv(65536)

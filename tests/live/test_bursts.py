@@ -11,8 +11,6 @@ cycles: any such change must keep this bound.
 
 from __future__ import annotations
 
-import select
-import socket
 import threading
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import PG_URL
+from hangserver import FreezeProxy
 
 from dbwatch.daemon import scheduler as sched_mod
 from dbwatch.daemon.health import SUBJECT
@@ -27,65 +26,6 @@ from dbwatch.daemon.loop import Daemon, load_setup
 from dbwatch.daemon.runner import Runner, Slot
 from dbwatch.daemon.state import State
 from dbwatch.pipeline import TargetResult
-
-
-class StopProxy:
-    """127.0.0.1:<port> -> PostgreSQL, forwarding both ways until stop_forwarding(): then
-    nothing flows any more and the sockets stay open (a frozen server, a dead path)."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = int(self.sock.getsockname()[1])
-        self.held: list[socket.socket] = []
-        self.frozen = threading.Event()
-        self._stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def url(self, database: str) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}?sslmode=disable"
-
-    def stop_forwarding(self) -> None:
-        self.frozen.set()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            ready, _, _ = select.select([self.sock], [], [], 0.2)
-            if not ready:
-                continue
-            try:
-                client, _ = self.sock.accept()
-                server = socket.create_connection(self.upstream, timeout=5)
-            except OSError:
-                continue
-            self.held += [client, server]
-            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        while not self._stop.is_set() and not self.frozen.is_set():
-            ready, _, _ = select.select([src], [], [], 0.05)
-            if not ready or self.frozen.is_set():
-                continue
-            try:
-                data = src.recv(65536)
-                if not data:
-                    return
-                dst.sendall(data)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self._stop.set()
-        self.sock.close()
-        for c in self.held:
-            try:
-                c.close()
-            except OSError:
-                pass
 
 
 class Recording(Daemon):
@@ -117,7 +57,7 @@ def test_a_target_frozen_in_its_slot_does_not_hold_up_the_others(
     # a grid as long as the interval: every target due on the same slot
     monkeypatch.setattr(sched_mod, "GRID", 3.0)
     base = PG_URL.rsplit("/", 1)[0]
-    proxy = StopProxy(("127.0.0.1", 5432))
+    proxy = FreezeProxy(("127.0.0.1", 5432), at_first_query=False)
     targets = {f"ok-{i}": f"{base}/{db}" for i in range(8)} | {"dead": proxy.url(db)}
     cfg = tmp_path / "dbwatch.toml"
     lines = ['[daemon]\ncycle_timeout = "3s"\nmissed_cycles = 1\n']
