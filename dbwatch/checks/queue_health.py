@@ -53,6 +53,8 @@ def _base(t: QueueTableStats) -> dict[str, object]:
         out["client"] = t.variant  # read from the table (Oban: errors jsonb[] / jsonb)
     if generic.is_generic(t):
         out |= generic.evidence(t)
+    if t.read:  # pg-boss 10/11: how the active and failed jobs were read (slices, pages)
+        out["read"] = dict(t.read)
     return out
 
 

@@ -28,6 +28,7 @@ from ..snapshot import CoverageGap
 from ..snapshot.values import Row, as_row, opt_int, to_bool, to_str
 from ..targets import Connection
 from ..targets.quoting import pg_text_array
+from . import queue_pg_boss
 from .queue_generic import probe_generic
 from .queue_shape import (
     MY_CATALOG_ROWS,
@@ -238,6 +239,10 @@ def _bounds(conn: Connection, t: Discovered) -> dict[str, object]:
     }
 
 
+def _rows(value: object) -> list[dict[str, object]]:
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
+
+
 def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
     return {
         "error": f"{t.key}: {exc.detail}",
@@ -282,9 +287,10 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
                 out["window_capped_ids"] = (opt_int(out["rows_estimate"]) or 0) > WINDOW
     except ProbeError as exc:
         return out | _refused(t, exc)
+    swept = engine == "postgresql" and queue_pg_boss.applies(t)  # pg-boss 10/11: one pass
     for aspect in ASPECTS:
         name = f"queue_{t.kind}_{aspect}"
-        if not _has_sql(engine, name):
+        if not _has_sql(engine, name) or (swept and aspect in queue_pg_boss.SWEPT):
             continue
         text = _render(sql(engine, name, conn.version), engine, t)
         params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
@@ -292,6 +298,16 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
             out[aspect] = [jsonable(r) for r in conn.rows(text, params)]
         except ProbeError as exc:
             return out | _refused(t, exc)
+    if swept:
+        text = sql(engine, "queue_pg_boss_sweep", conn.version)
+        params |= {"window": WINDOW, "failed_window": FAILED_WINDOW}
+        try:
+            got = queue_pg_boss.sweep(
+                conn, t, lambda x: _render(text, engine, x), params, _rows(out.get("repeated"))
+            )
+        except ProbeError as exc:
+            return out | _refused(t, exc)
+        out |= {k: [jsonable(r) for r in v] if isinstance(v, list) else v for k, v in got.items()}
     return out
 
 

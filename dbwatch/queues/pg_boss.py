@@ -60,8 +60,8 @@ WAITING_AT_ONCE = dict.fromkeys(WAITING_BY_QUEUE, "false")
 # `state`, its 5th column, not the 16th). 12 reads them through job_i14/job_i16: no fence.
 FENCE = {True: "", False: "OFFSET 0"}
 # The summary's active half (queue_pg_boss_summary.sql): 12 reads it there through job_i14;
-# 10/11 have no index on active jobs, so they are read once, by the reserved query (every one,
-# for QU002), and the summary leaves its reserved count NULL for the check to take from there.
+# 10/11 have no index on active jobs, so they are read once, by the sweep (every one, for
+# QU002), and the summary leaves its reserved count NULL for the check to take from there.
 
 
 def fragments(columns: dict[str, str]) -> dict[str, str]:
@@ -70,6 +70,10 @@ def fragments(columns: dict[str, str]) -> dict[str, str]:
     return dict(WAITING_BY_QUEUE if indexed else WAITING_AT_ONCE) | {
         "fence": FENCE[indexed],
         "active_read": "true" if indexed else "false",
+        # 10/11: the sweep (probes/queue_pg_boss.py) reads active and failed jobs in one pass
+        # for QU002, QU004 and the repeated query's active share, which it then leaves out
+        "sweep": "false" if indexed else "true",
+        "active_scan": "true" if indexed else "false",
     }
 
 

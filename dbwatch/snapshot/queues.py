@@ -171,6 +171,7 @@ class QueueTableStats(
     roles=Read(convert=_names),
     statuses=Read(convert=_names),
     states=Read(convert=_states),
+    read=Read(convert=_names),
 ):
     """One queue table as the probe read it: what it is (library, kind) and its aspects.
     An aspect is None when the table's kind has no query for it."""
@@ -213,6 +214,9 @@ class QueueTableStats(
     states: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     window_text: str | None = None
     unjudged: tuple[str, ...] = ()
+    # how a bounded read was made, for evidence (pg-boss 10/11: the active/failed pass's slices,
+    # pages, snapshot, whether its counts are exact)
+    read: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:

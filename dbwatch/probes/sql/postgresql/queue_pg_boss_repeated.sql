@@ -3,7 +3,9 @@
 -- as the summary reads them ({by_queue}: pg-boss 12 queue by queue through job_i11/i14, 10/11 in
 -- one job_i5 scan that stops at the window; a sort of every unfinished job spilled to disk,
 -- ~1 s at a 1 M backlog), and active ones apart. The walk keeps each queue's counts by
--- retry_count as a small jsonb array (one read of the window).
+-- retry_count as a small jsonb array (one read of the window). The active ones (the active_scan fragment):
+-- 12 through job_i14; 10/11 not here (`false`): the sweep reads them with QU002's and QU004's
+-- jobs in one pass and adds them to these rows (probes/queue_pg_boss.py).
 WITH RECURSIVE walk AS (
   SELECT NULL::text AS name,
          least(u.a,
@@ -63,7 +65,8 @@ tried AS (
   GROUP BY 1, 2
   UNION ALL
   SELECT x.name, x.retry_count, count(*)
-  FROM (SELECT name, retry_count FROM {table} WHERE state = 'active' LIMIT %(window)s) x
+  FROM (SELECT name, retry_count FROM {table} WHERE {active_scan} AND state = 'active'
+        LIMIT %(window)s) x
   WHERE x.retry_count > 0
   GROUP BY 1, 2
 )
