@@ -166,14 +166,18 @@ def sweep(
     render: Callable[[Any], str],
     params: Mapping[str, object],
     waiting_repeated: list[dict[str, object]],
-    budget: float = BUDGET,
-    slice_pages: int = SLICE_PAGES,
+    budget: float | None = None,
+    slice_pages: int | None = None,
+    snapshot: bool = True,
 ) -> dict[str, object]:
     """The three aspects' rows and `read` (what was read), from one pass over the table.
-    `render` composes the sweep's SQL for a table (its fragments: {slice} set here); past
-    `budget` seconds the sweep stops between slices: a ProbeError, never a partial answer."""
+    `render` composes the sweep's SQL for a table (its fragments: the slice set here); past
+    `budget` seconds (BUDGET) the sweep stops between slices: a ProbeError, never a partial
+    answer. `slice_pages`: SLICE_PAGES. `snapshot=False` runs the slices outside a transaction:
+    only for the test showing that a job moved between slices is then counted twice."""
     args = dict(params)
-    deadline = time.monotonic() + budget
+    deadline = time.monotonic() + (BUDGET if budget is None else budget)
+    slice_pages = slice_pages or SLICE_PAGES
     if conn.version_num < TID_RANGE:
         rows = conn.rows(render(_with(t, "slice", "true")), args)
         parts = [as_row(rows[0])] if rows else []
@@ -182,7 +186,8 @@ def sweep(
         )
         return {**merged, "read": _read("one scan of every row and partition", None, 1, capped)}
     ranged = render(_with(t, "slice", SLICE))
-    conn.rows("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+    if snapshot:
+        conn.rows("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     try:
         sizes = conn.rows(SIZES, {"table": pg_ident_text(t.schema, t.table)})
         pages = [to_int(as_row(r).get("pages")) for r in sizes]
@@ -198,14 +203,15 @@ def sweep(
             hi = LAST_PAGE if i == len(cuts) - 2 else b
             got = conn.rows(ranged, args | {"lo": f"({a},0)", "hi": f"({hi},0)"})
             parts.append(as_row(got[0]) if got else {})
-        conn.rows("COMMIT")
+        if snapshot:
+            conn.rows("COMMIT")
     except BaseException:
-        _rollback(conn)
+        if snapshot:
+            _rollback(conn)
         raise
     merged, capped = merge(parts, waiting_repeated, to_int(args["window"]), to_int(args["groups"]))
-    how = (
-        f"one pass in {len(parts)} page slice(s) of about {slice_pages} pages, one "
-        "REPEATABLE READ snapshot"
+    how = f"one pass in {len(parts)} page slice(s) of about {slice_pages} pages, " + (
+        "one REPEATABLE READ snapshot" if snapshot else "no common snapshot"
     )
     return {**merged, "read": _read(how, sum(pages), len(parts), capped)}
 

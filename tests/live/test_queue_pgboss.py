@@ -14,7 +14,8 @@ import pytest
 from queue_libs import NODE_MODULES, audit, by_rule, need_node, node_env, pg_database, queue_findings
 
 APPS = Path(__file__).with_name("queue_apps")
-ENTRY = {"12": ("pg-boss12", "dist/index.js"), "10": ("pg-boss", "src/index.js")}
+ENTRY = {"12": ("pg-boss12", "dist/index.js"), "11": ("pg-boss11", "src/index.js"),
+         "10": ("pg-boss", "src/index.js")}
 TABLE = "pgboss.job"
 
 
@@ -29,7 +30,7 @@ def _active(dsn: str) -> int:
                    .fetchone()[0])  # type: ignore[index]
 
 
-@pytest.mark.parametrize("major", ["12", "10"])
+@pytest.mark.parametrize("major", ["12", "11", "10"])
 def test_pgboss_every_failure_mode(uniq: str, major: str) -> None:
     package, entry = ENTRY[major]
     need_node(package)
