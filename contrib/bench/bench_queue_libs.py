@@ -56,6 +56,10 @@ from dbwatch.targets import open_target, spec_for  # noqa: E402
 
 # PostgreSQL kinds read by constant id ranges (none before this change: DBWATCH_BENCH_ROOT)
 PG_ID_RANGE_KINDS = getattr(_queue, "PG_ID_RANGE_KINDS", set())
+try:  # pg-boss 10/11's one pass over active and failed jobs (absent in older trees)
+    from dbwatch.probes import queue_pg_boss as _sweep  # noqa: E402
+except ImportError:
+    _sweep = None  # type: ignore[assignment]
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ROOT / "tests" / "live" / "queue_apps"
@@ -91,7 +95,8 @@ def _run(args: list[str], **env: str) -> None:
 # {n} the bulk (finished rows, or the rows a deleting library keeps), {p} waiting, {r} claimed /
 # running, {f} failed. PostgreSQL: generate_series; MariaDB: the sequence engine (seq_1_to_N).
 def _pgboss(major: str, db: str) -> list[str]:
-    package, entry = ("pg-boss12", "dist/index.js") if major == "12" else ("pg-boss", "src/index.js")
+    package, entry = {"12": ("pg-boss12", "dist/index.js"), "11": ("pg-boss11", "src/index.js"),
+                      "10": ("pg-boss", "src/index.js")}[major]
     _run(["node", "pgboss.mjs", "setup"], PGBOSS_ENTRY=str(NODE / package / entry),
          PG_URL=_pg_url(db))
     ins = ("INSERT INTO pgboss.job (name, state, retry_count, start_after, started_on, completed_on,"
@@ -478,6 +483,7 @@ LIBRARIES: dict[str, tuple[str, Any]] = {
     "laravel-pg": ("postgresql", lambda db: _laravel("postgresql", db)),
     "laravel-mariadb": ("mysql", lambda db: _laravel("mysql", db)),
     "pg-boss12": ("postgresql", lambda db: _pgboss("12", db)),
+    "pg-boss11": ("postgresql", lambda db: _pgboss("11", db)),
     "pg-boss10": ("postgresql", lambda db: _pgboss("10", db)),
     "graphile-worker": ("postgresql", _graphile),
     "procrastinate": ("postgresql", _procrastinate),
@@ -593,14 +599,40 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
             out[key] = _timed(engine, target.conn, bounds, {"window": WINDOW}, repeat, key)
             params |= _bounds(target, t)
             params.pop("beyond_window")
+        swept = _sweep is not None and engine == "postgresql" and _sweep.applies(t)
         for aspect in ASPECTS:
             name = f"queue_{t.kind}_{aspect}"
-            if not _has_sql(engine, name):
+            if not _has_sql(engine, name) or (swept and aspect in _sweep.SWEPT):
                 continue
             text = _render(sql(engine, name, target.version), engine, t)
             params["window"] = FAILED_WINDOW if aspect == "failed" else WINDOW
             key = f"{t.table}.{aspect}"
             out[key] = _timed(engine, target.conn, text, params, repeat, key)
+        if swept:
+            out |= _sweep_slices(target, t, params, repeat)
+    return out
+
+
+def _sweep_slices(target: Any, t: Any, params: dict[str, Any], repeat: int) -> dict[str, float]:
+    """pg-boss 10/11: each page slice of the sweep (reserved + failed + repeated's active share
+    in one pass) timed as its own statement, and their sum (`sweep`): what one look costs."""
+    text = sql("postgresql", "queue_pg_boss_sweep", target.version)
+    args = params | {"window": WINDOW, "failed_window": FAILED_WINDOW}
+    out: dict[str, float] = {}
+    if target.version_num < _sweep.TID_RANGE:
+        key = f"{t.table}.sweep"
+        one = _render(text, "postgresql", _sweep._with(t, "slice", "true"))
+        out[key] = _timed("postgresql", target.conn, one, args, repeat, key)
+        return out
+    ranged = _render(text, "postgresql", _sweep._with(t, "slice", _sweep.SLICE))
+    sizes = target.rows(_sweep.SIZES, {"table": _sweep.pg_ident_text(t.schema, t.table)})
+    cuts = _sweep.boundaries([int(r["pages"]) for r in sizes], _sweep.SLICE_PAGES)
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        hi = _sweep.LAST_PAGE if i == len(cuts) - 2 else b
+        key = f"{t.table}.sweep[{i}]"
+        out[key] = _timed("postgresql", target.conn, ranged,
+                          args | {"lo": f"({a},0)", "hi": f"({hi},0)"}, repeat, key)
+    out[f"{t.table}.sweep"] = round(sum(out.values()), 1)
     return out
 
 
