@@ -305,8 +305,8 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
             got = queue_pg_boss.sweep(
                 conn, t, lambda x: _render(text, engine, x), params, _rows(out.get("repeated"))
             )
-        except ProbeError as exc:
-            return out | _refused(t, exc)
+        except ProbeError as exc:  # repeated lacks its active share: unknown, not low
+            return {k: v for k, v in out.items() if k != "repeated"} | _refused(t, exc)
         out |= {k: [jsonable(r) for r in v] if isinstance(v, list) else v for k, v in got.items()}
     return out
 
