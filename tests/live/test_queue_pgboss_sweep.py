@@ -228,12 +228,17 @@ def test_a_sweep_stopped_by_its_budget_is_an_error_not_an_answer(
     assert "QU001-QU004 unknown for pgboss.job" in str(getattr(data, "message", data))
 
 
+@pytest.mark.parametrize("before_14", [False, True])
 def test_probe_reads_pgboss_11_through_the_sweep(
-    boss: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+    boss: tuple[str, str], monkeypatch: pytest.MonkeyPatch, before_14: bool
 ) -> None:
-    """The probe's own path: reserved, failed and repeated from the sweep, `read` said."""
+    """The probe's own path: reserved, failed and repeated from the sweep, `read` said; and
+    the path of servers before 14 (one statement, no slices), taken here by raising the
+    version it needs."""
     url, _ = boss
     monkeypatch.setattr(sweep_mod, "SLICE_PAGES", SLICE)
+    if before_14:
+        monkeypatch.setattr(sweep_mod, "TID_RANGE", 10**9)
     conn = open_target(spec_for(url))
     try:
         t = _table(conn)
@@ -246,7 +251,8 @@ def test_probe_reads_pgboss_11_through_the_sweep(
         assert _norm(out[aspect]) == _norm(before[aspect]), aspect
     read = out["read"]
     assert isinstance(read, dict)
-    if int(str(read["active_failed_slices"])) == 1:
-        assert "one scan" in str(read["active_failed_read"])  # PostgreSQL < 14
+    if before_14 or int(str(read["active_failed_slices"])) == 1:
+        assert "one scan" in str(read["active_failed_read"]) and "pages" not in str(read)
     else:
         assert "REPEATABLE READ" in str(read["active_failed_read"])
+        assert int(str(read["active_failed_slices"])) >= 6
