@@ -12,8 +12,9 @@ The sweep reads the table once (queue_pg_boss_sweep.sql) and serves the three:
   so a job whose row moves to another page between two slices (pg-boss's updates are never HOT:
   `state` is in job_i5's predicate) is counted once, never missed nor counted twice; the
   snapshot is held for the sweep's length, what one scan of the table held before.
-- Before 14 (no TID Range Scan: a ctid range would read every page anyway): one slice, no
-  transaction.
+- Before 14 (no TID Range Scan: a ctid range would read every page anyway), or when the
+  table fits one slice: one statement over the whole table, no transaction (for a small table
+  the round trips of before: the sizes and the sweep where reserved and failed were).
 
 Each slice returns its groups; they are merged here into the three aspects' rows, the same
 rows the three queries returned for the same data (see merge()). A slice that fails (timeout,
@@ -178,20 +179,22 @@ def sweep(
     args = dict(params)
     deadline = time.monotonic() + (BUDGET if budget is None else budget)
     slice_pages = slice_pages or SLICE_PAGES
+    window, groups = to_int(args["window"]), to_int(args["groups"])
     if conn.version_num < TID_RANGE:
-        rows = conn.rows(render(_with(t, "slice", "true")), args)
-        parts = [as_row(rows[0])] if rows else []
-        merged, capped = merge(
-            parts, waiting_repeated, to_int(args["window"]), to_int(args["groups"])
-        )
+        merged, capped = merge([_whole(conn, t, render, args)], waiting_repeated, window, groups)
         return {**merged, "read": _read("one scan of every row and partition", None, 1, capped)}
+    # the sizes before any snapshot: the last slice reads to the end, whatever was added since
+    sizes = conn.rows(SIZES, {"table": pg_ident_text(t.schema, t.table)})
+    pages = [to_int(as_row(r).get("pages")) for r in sizes]
+    cuts = boundaries(pages, slice_pages)
+    if len(cuts) <= 2:  # one slice: one statement, no transaction (the round trips of before)
+        merged, capped = merge([_whole(conn, t, render, args)], waiting_repeated, window, groups)
+        how = f"one scan of every row and partition ({sum(pages)} pages: one slice)"
+        return {**merged, "read": _read(how, sum(pages), 1, capped)}
     ranged = render(_with(t, "slice", SLICE))
     if snapshot:
         conn.rows("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
     try:
-        sizes = conn.rows(SIZES, {"table": pg_ident_text(t.schema, t.table)})
-        pages = [to_int(as_row(r).get("pages")) for r in sizes]
-        cuts = boundaries(pages, slice_pages)
         parts = []
         for i, (a, b) in enumerate(pairwise(cuts)):
             if i and time.monotonic() > deadline:
@@ -209,11 +212,19 @@ def sweep(
         if snapshot:
             _rollback(conn)
         raise
-    merged, capped = merge(parts, waiting_repeated, to_int(args["window"]), to_int(args["groups"]))
-    how = f"one pass in {len(parts)} page slice(s) of about {slice_pages} pages, " + (
+    merged, capped = merge(parts, waiting_repeated, window, groups)
+    how = f"one pass in {len(parts)} page slices of about {slice_pages} pages, " + (
         "one REPEATABLE READ snapshot" if snapshot else "no common snapshot"
     )
     return {**merged, "read": _read(how, sum(pages), len(parts), capped)}
+
+
+def _whole(
+    conn: Connection, t: Any, render: Callable[[Any], str], args: Mapping[str, object]
+) -> Mapping[str, object]:
+    """The sweep's statement over the whole table (no slice): one statement, one snapshot."""
+    rows = conn.rows(render(_with(t, "slice", "true")), args)
+    return as_row(rows[0]) if rows else {}
 
 
 def _read(how: str, pages: int | None, slices: int, capped: bool) -> dict[str, str]:

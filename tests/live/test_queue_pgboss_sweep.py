@@ -228,31 +228,52 @@ def test_a_sweep_stopped_by_its_budget_is_an_error_not_an_answer(
     assert "QU001-QU004 unknown for pgboss.job" in str(getattr(data, "message", data))
 
 
-@pytest.mark.parametrize("before_14", [False, True])
+class _Recorder:
+    def __init__(self, conn: Any) -> None:
+        self._conn, self.sent = conn, []  # type: list[str]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def rows(self, text: str, params: Any = None, limit: int | None = None) -> Any:
+        self.sent.append(text)
+        return self._conn.rows(text, params, limit)
+
+
+@pytest.mark.parametrize("mode", ["slices", "one_slice", "before_14"])
 def test_probe_reads_pgboss_11_through_the_sweep(
-    boss: tuple[str, str], monkeypatch: pytest.MonkeyPatch, before_14: bool
+    boss: tuple[str, str], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    """The probe's own path: reserved, failed and repeated from the sweep, `read` said; and
-    the path of servers before 14 (one statement, no slices), taken here by raising the
-    version it needs."""
+    """The probe's own path: reserved, failed and repeated from the sweep, `read` said; a
+    table within one slice (the default size) in one statement, no transaction; the path of
+    servers before 14 (one statement), taken here by raising the version it needs."""
     url, _ = boss
-    monkeypatch.setattr(sweep_mod, "SLICE_PAGES", SLICE)
-    if before_14:
+    if mode == "slices":
+        monkeypatch.setattr(sweep_mod, "SLICE_PAGES", SLICE)
+    if mode == "before_14":
         monkeypatch.setattr(sweep_mod, "TID_RANGE", 10**9)
     conn = open_target(spec_for(url))
     try:
         t = _table(conn)
         before = _scans(conn, t)
-        out = q.probe_table(conn, "postgresql", t)
+        rec = _Recorder(conn)
+        out = q.probe_table(rec, "postgresql", t)  # type: ignore[arg-type]
     finally:
         conn.close()
     assert out["error"] is None
+    began = [x for x in rec.sent if x.startswith("BEGIN")]
+    assert len(began) == (1 if mode == "slices" else 0)
+    # before: summary, reserved, repeated, failed; now summary, repeated, [sizes], sweep(s)
+    assert len(rec.sent) == {"slices": 5 + 8, "one_slice": 4, "before_14": 3}[mode]
     for aspect in ("reserved", "failed", "repeated"):
         assert _norm(out[aspect]) == _norm(before[aspect]), aspect
     read = out["read"]
     assert isinstance(read, dict)
-    if before_14 or int(str(read["active_failed_slices"])) == 1:
+    if mode == "before_14":
         assert "one scan" in str(read["active_failed_read"]) and "pages" not in str(read)
+    elif mode == "one_slice":
+        assert "one slice" in str(read["active_failed_read"])
+        assert read["active_failed_slices"] == "1"
     else:
         assert "REPEATABLE READ" in str(read["active_failed_read"])
         assert int(str(read["active_failed_slices"])) >= 6
