@@ -5,14 +5,15 @@
 -- as consecutive page ranges of every partition (the slice fragment: `ctid >= lo AND ctid < hi`, a TID
 -- Range Scan on PostgreSQL 14+, before ANALYZE as after; `true` before 14: one slice) and
 -- merges the slices' groups. The scan's filter is `state` alone (the MATERIALIZED fence): a
--- finished row is decoded up to its 5th column. Per slice, as the three queries read the whole
+-- finished row is decoded up to its 5th column; two equalities, not `IN (…)`: the array test
+-- cost ~10 %% more CPU per row (1 M rows: 87 against 79 ms). Per slice, as the three queries read the whole
 -- table: the oldest %(window)s active jobs (grouped by age and expiry, the oldest %(groups)s
 -- groups), the active ones on a later try, the newest %(failed_window)s failures in the
 -- %(horizon)s-second horizon (grouped by error head, the %(groups)s largest groups).
 WITH s AS MATERIALIZED (
   SELECT name, state, started_on, {expire} AS expire, retry_count, completed_on, output
   FROM {table}
-  WHERE {slice} AND state IN ('active', 'failed')
+  WHERE {slice} AND (state = 'active' OR state = 'failed')
 ),
 reserved AS (
   SELECT w.name AS queue, extract(epoch FROM now() - w.started_on)::bigint AS reserved_seconds,
