@@ -56,6 +56,9 @@ from dbwatch.targets import open_target, spec_for  # noqa: E402
 
 # PostgreSQL kinds read by constant id ranges (none before this change: DBWATCH_BENCH_ROOT)
 PG_ID_RANGE_KINDS = getattr(_queue, "PG_ID_RANGE_KINDS", set())
+# PostgreSQL kinds read as the newest window by key, whose "more past the window?" read runs
+# when the catalog has no estimate far past the window (absent in older trees)
+PG_NEWEST_KINDS = getattr(_queue, "PG_NEWEST_KINDS", set())
 try:  # pg-boss 10/11's one pass over active and failed jobs (absent in older trees)
     from dbwatch.probes import queue_pg_boss as _sweep  # noqa: E402
 except ImportError:
@@ -227,7 +230,10 @@ def _laravel(engine: str, db: str) -> list[str]:
             f" SELECT 'default', '{{{{{{{{\"displayName\":\"App\\\\\\\\Jobs\\\\\\\\A\"}}}}}}}}', {{a}},"
             f" {{r}},"
             f" {now} - 60, {now} - 60 FROM {seq}")
-    batch_id = "gen_random_uuid()::text" if pg else "UUID()"
+    # Laravel's batch ids are ordered UUIDs (Str::orderedUuid: a time prefix), so key order is
+    # creation order; {o} shifts the prefix so the unfinished batches come after the finished
+    batch_id = ("lpad(to_hex({o} + generate_series), 12, '0') || substr(gen_random_uuid()::text, 13)"
+                if pg else "CONCAT(LPAD(HEX({o} + seq), 12, '0'), SUBSTR(UUID(), 13))")
     return ddl + [
         # finished jobs are deleted: failed_jobs holds the bulk, jobs a backlog
         "INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
@@ -235,10 +241,11 @@ def _laravel(engine: str, db: str) -> list[str]:
         jobs.format(a=0, r="NULL", k="{p}"),
         jobs.format(a=1, r=f"{now} - 30", k="{r}"),
         "INSERT INTO job_batches (id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids,"
-        f" created_at, finished_at) SELECT {batch_id}, 'Import', 10, 0, 0, '[]', {now} - 3600,"
+        f" created_at, finished_at) SELECT {batch_id.format(o=0)}, 'Import', 10, 0, 0, '[]',"
+        f" {now} - 3600,"
         f" {now} - 3000 FROM {seq.format(k='{n}')}",
         "INSERT INTO job_batches (id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids,"
-        f" created_at) SELECT {batch_id}, 'Import', 10, 5, 1, '[]', {now} - 60"
+        f" created_at) SELECT {batch_id.format(o='{n}')}, 'Import', 10, 5, 1, '[]', {now} - 60"
         f" FROM {seq.format(k='{f}')}",
     ]
 
@@ -599,6 +606,11 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
             out[key] = _timed(engine, target.conn, bounds, {"window": WINDOW}, repeat, key)
             params |= _bounds(target, t)
             params.pop("beyond_window")
+        if engine == "postgresql" and t.kind in PG_NEWEST_KINDS and not (
+                t.rows_estimate is not None and t.rows_estimate > 2 * WINDOW):
+            beyond = _render(sql(engine, "queue_newest_beyond", target.version), engine, t)
+            key = f"{t.table}.beyond"
+            out[key] = _timed(engine, target.conn, beyond, {"window": WINDOW}, repeat, key)
         swept = _sweep is not None and engine == "postgresql" and _sweep.applies(t)
         for aspect in ASPECTS:
             name = f"queue_{t.kind}_{aspect}"

@@ -72,6 +72,10 @@ PG_ID_RANGE_KINDS = {"delayed_job"}
 # MySQL/MariaDB kinds read as the newest WINDOW rows by their key (string keys, no index for the
 # filter): the table's row estimate past the window sets window_capped_ids
 MY_NEWEST_KINDS = {"laravel_batches"}
+# PostgreSQL kinds read the same way (newest WINDOW by key): the catalog's row estimate past
+# twice the window sets window_capped_ids, else (no estimate, or a small one that may be stale)
+# one backward read of the key one row past the window (queue_newest_beyond)
+PG_NEWEST_KINDS = {"laravel_batches"}
 # pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
 EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
 # pg-boss 12: a job with heartbeat_seconds is failed once heartbeat_on is that old
@@ -239,6 +243,16 @@ def _bounds(conn: Connection, t: Discovered) -> dict[str, object]:
     }
 
 
+def _pg_beyond_newest(conn: Connection, t: Discovered) -> bool:
+    """More rows than the newest WINDOW by key? The catalog's estimate when it is far past the
+    window (a stale one errs towards saying the window is capped), else read."""
+    if t.rows_estimate is not None and t.rows_estimate > 2 * WINDOW:
+        return True
+    text = _render(sql("postgresql", "queue_newest_beyond", conn.version), "postgresql", t)
+    rows = conn.rows(text, {"window": WINDOW})
+    return bool(rows) and to_bool(as_row(rows[0]).get("beyond"))
+
+
 def _rows(value: object) -> list[dict[str, object]]:
     return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
@@ -274,6 +288,8 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         if engine == "postgresql" and t.kind in PG_ID_RANGE_KINDS:
             params |= _bounds(conn, t)
             out["window_capped_ids"] = params.pop("beyond_window")
+        if engine == "postgresql" and t.kind in PG_NEWEST_KINDS:
+            out["window_capped_ids"] = _pg_beyond_newest(conn, t)
         if engine != "postgresql":
             if t.kind in ID_RANGE_KINDS:
                 params |= _bounds(conn, t)

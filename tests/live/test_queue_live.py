@@ -753,3 +753,41 @@ def collect_tables(url: str) -> list[dict[str, Any]]:
     assert getattr(data, "message", None) is None, data.message
     tables: list[dict[str, Any]] = data["tables"]
     return tables
+
+
+def test_laravel_batches_postgresql_newest_window(
+    pg_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """job_batches has only its varchar key: PostgreSQL reads the newest `window` batches by key
+    (ordered UUIDs) and says when more are past it (`window_capped_ids`), from a read of the key
+    without statistics or with a small estimate; an unfinished batch older than the window is
+    not read, and the table's entry says the window was capped."""
+    import dbwatch.probes.queue as queue_probe
+
+    url, conn = pg_db
+    run = pg_run(conn)
+    run(BATCHES_DDL["postgresql"])
+    monkeypatch.setattr(queue_probe, "WINDOW", 50)
+    ins = ("INSERT INTO job_batches (id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids,"
+           " created_at, finished_at) SELECT 'k' || lpad(i::text, 4, '0'), %s, 10, %s, 0, '[]',"
+           " extract(epoch FROM now())::int - 600, %s::int FROM generate_series(%s::int, %s::int) i")
+
+    def batches() -> dict[str, Any]:
+        (t,) = [t for t in collect_tables(url) if t["kind"] == "laravel_batches"]
+        return t
+
+    run(ins, ("Oldest", 4, None, 1, 30))  # unfinished
+    t = batches()
+    assert t["window_capped_ids"] is False
+    assert {r["queue"]: r["total"] for r in t["summary"]} == {"Oldest": 30}
+    run(ins, ("Middle", 4, None, 1000, 1009))  # unfinished
+    run(ins, ("Done", 0, 1_700_000_000, 2000, 2045))  # finished, the newest keys
+    t = batches()  # 86 batches: the newest 50 by key are the 46 done and 4 of 'Middle'
+    assert t["window_capped_ids"] is True
+    assert {r["queue"]: r["total"] for r in t["summary"]} == {"Middle": 4}
+    run("ANALYZE job_batches")  # an estimate of 86 (under twice the window): the key is read
+    assert batches()["window_capped_ids"] is True
+    run("DELETE FROM job_batches WHERE name <> 'Done'")
+    run("ANALYZE job_batches")
+    t = batches()
+    assert t["window_capped_ids"] is False and t["summary"] == []

@@ -1,6 +1,7 @@
 -- Laravel job_batches created in the last %(horizon)s seconds with failed jobs, per batch name:
 -- the sum of failed_jobs, timed by the batch's created_at (the jobs' own failures are in
--- failed_jobs). %(window)s batches in key order.
+-- failed_jobs). The newest %(window)s batches by key (ordered UUIDs): a bounded backward read
+-- (filtering in key order walked every batch without failures).
 SELECT b.queue, 'Illuminate' || chr(92) || 'Bus' || chr(92) || 'Batch: ' || count(*) || ' batches with failed jobs' AS head,
        b.queue AS job_class, sum(b.failed_jobs) AS n,
        sum(b.failed_jobs) FILTER (WHERE b.age <= 3600) AS n_1h,
@@ -11,9 +12,8 @@ SELECT b.queue, 'Illuminate' || chr(92) || 'Bus' || chr(92) || 'Batch: ' || coun
        to_timestamp(max(b.created_at))::text AS latest, min(b.age) AS latest_seconds_ago
 FROM (SELECT coalesce(nullif(left(name, 255), ''), '(unnamed)') AS queue, failed_jobs, created_at,
              extract(epoch FROM now())::bigint - created_at AS age
-      FROM {table}
-      WHERE failed_jobs > 0 AND created_at >= extract(epoch FROM now())::bigint - %(horizon)s
-      ORDER BY id LIMIT %(window)s) b
+      FROM (SELECT name, failed_jobs, created_at FROM {table} ORDER BY id DESC LIMIT %(window)s) x
+      WHERE failed_jobs > 0 AND created_at >= extract(epoch FROM now())::bigint - %(horizon)s) b
 GROUP BY 1
 ORDER BY n DESC
 LIMIT %(groups)s
