@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -56,8 +57,8 @@ from dbwatch.targets import open_target, spec_for  # noqa: E402
 
 # PostgreSQL kinds read by constant id ranges (none before this change: DBWATCH_BENCH_ROOT)
 PG_ID_RANGE_KINDS = getattr(_queue, "PG_ID_RANGE_KINDS", set())
-# PostgreSQL kinds read as the newest window by key, whose "more past the window?" read runs
-# when the catalog has no estimate far past the window (absent in older trees)
+# PostgreSQL kinds read as the newest window by key: a walk down the key finds the window's key
+# range first (absent in older trees)
 PG_NEWEST_KINDS = getattr(_queue, "PG_NEWEST_KINDS", set())
 try:  # pg-boss 10/11's one pass over active and failed jobs (absent in older trees)
     from dbwatch.probes import queue_pg_boss as _sweep  # noqa: E402
@@ -606,11 +607,15 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
             out[key] = _timed(engine, target.conn, bounds, {"window": WINDOW}, repeat, key)
             params |= _bounds(target, t)
             params.pop("beyond_window")
-        if engine == "postgresql" and t.kind in PG_NEWEST_KINDS and not (
-                t.rows_estimate is not None and t.rows_estimate > 2 * WINDOW):
-            beyond = _render(sql(engine, "queue_newest_beyond", target.version), engine, t)
-            key = f"{t.table}.beyond"
-            out[key] = _timed(engine, target.conn, beyond, {"window": WINDOW}, repeat, key)
+        if engine == "postgresql" and t.kind in PG_NEWEST_KINDS:
+            walk = _render(sql(engine, "queue_newest_keys", target.version), engine, t)
+            step = min(_queue.NEWEST_STEP, math.gcd(WINDOW, FAILED_WINDOW))
+            args = {"window": WINDOW, "failed_window": FAILED_WINDOW, "step": step,
+                    "last": max(WINDOW, FAILED_WINDOW) + 1}
+            key = f"{t.table}.keys"
+            out[key] = _timed(engine, target.conn, walk, args, repeat, key)
+            params |= _queue._pg_newest_keys(target, t)
+            params.pop("beyond_window")
         swept = _sweep is not None and engine == "postgresql" and _sweep.applies(t)
         for aspect in ASPECTS:
             name = f"queue_{t.kind}_{aspect}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from functools import cache
+from math import gcd
 
 from ..errors import ProbeError
 from ..frozen import frozen
@@ -53,6 +54,7 @@ ROTATION = "queues.rotation"  # ProbeCache key: the daemon's cursor and last res
 WINDOW = 50_000  # jobs rows read per table: the oldest by id
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
+NEWEST_STEP = 1_000  # rows per index read of the walk down a key (queue_newest_keys)
 # Solid Queue's repeated attempts: executions read per kind (ready, scheduled), each one a job
 # lookup for its serialized "executions": a smaller window than WINDOW (QU003 says so)
 LOOKUPS = 10_000
@@ -72,9 +74,9 @@ PG_ID_RANGE_KINDS = {"delayed_job"}
 # MySQL/MariaDB kinds read as the newest WINDOW rows by their key (string keys, no index for the
 # filter): the table's row estimate past the window sets window_capped_ids
 MY_NEWEST_KINDS = {"laravel_batches"}
-# PostgreSQL kinds read the same way (newest WINDOW by key): the catalog's row estimate past
-# twice the window sets window_capped_ids, else (no estimate, or a small one that may be stale)
-# one backward read of the key one row past the window (queue_newest_beyond)
+# PostgreSQL kinds read the same way (newest WINDOW / FAILED_WINDOW by key) as constant key
+# ranges found by a stepped walk down the key (queue_newest_keys): a key past the window sets
+# window_capped_ids
 PG_NEWEST_KINDS = {"laravel_batches"}
 # pg-boss keeps a job's expiry as an interval (10.x) or as seconds (11+)
 EXPIRE_EXPR = {"expire_seconds": "expire_seconds", "expire_in": "extract(epoch FROM expire_in)"}
@@ -243,14 +245,23 @@ def _bounds(conn: Connection, t: Discovered) -> dict[str, object]:
     }
 
 
-def _pg_beyond_newest(conn: Connection, t: Discovered) -> bool:
-    """More rows than the newest WINDOW by key? The catalog's estimate when it is far past the
-    window (a stale one errs towards saying the window is capped), else read."""
-    if t.rows_estimate is not None and t.rows_estimate > 2 * WINDOW:
-        return True
-    text = _render(sql("postgresql", "queue_newest_beyond", conn.version), "postgresql", t)
-    rows = conn.rows(text, {"window": WINDOW})
-    return bool(rows) and to_bool(as_row(rows[0]).get("beyond"))
+def _pg_newest_keys(conn: Connection, t: Discovered) -> dict[str, object]:
+    """The constant key range of the newest WINDOW (lo_key, hi_key] and FAILED_WINDOW
+    (failed_lo_key, hi_key] rows by primary key, and whether rows lie past the window."""
+    step = min(NEWEST_STEP, gcd(WINDOW, FAILED_WINDOW))
+    text = _render(sql("postgresql", "queue_newest_keys", conn.version), "postgresql", t)
+    rows = conn.rows(
+        text,
+        {
+            "window": WINDOW,
+            "failed_window": FAILED_WINDOW,
+            "step": step,
+            "last": max(WINDOW, FAILED_WINDOW) + 1,
+        },
+    )
+    row = as_row(rows[0]) if rows else {}
+    keys = {k: row.get(k) for k in ("hi_key", "lo_key", "failed_lo_key")}
+    return {**keys, "beyond_window": keys["lo_key"] is not None}
 
 
 def _rows(value: object) -> list[dict[str, object]]:
@@ -289,7 +300,8 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
             params |= _bounds(conn, t)
             out["window_capped_ids"] = params.pop("beyond_window")
         if engine == "postgresql" and t.kind in PG_NEWEST_KINDS:
-            out["window_capped_ids"] = _pg_beyond_newest(conn, t)
+            params |= _pg_newest_keys(conn, t)
+            out["window_capped_ids"] = params.pop("beyond_window")
         if engine != "postgresql":
             if t.kind in ID_RANGE_KINDS:
                 params |= _bounds(conn, t)
