@@ -27,36 +27,37 @@ WITH fit AS MATERIALIZED (
               THEN false
               ELSE (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE status IN ('todo', 'doing')
                                           LIMIT %(window)s + 1) b) <= %(window)s END AS small
-), w AS (
-  SELECT j.id, j.queue_name, j.status, j.scheduled_at, j.attempts,
-         (j.status = 'todo' AND j.lock IS NOT NULL
-          AND EXISTS (SELECT 1 FROM {table} d WHERE d.lock = j.lock AND d.status = 'doing'))
-           AS blocked
-  FROM ((SELECT id, queue_name, status, scheduled_at, attempts, lock FROM {table}
-        WHERE status IN ('todo', 'doing') AND (SELECT small FROM fit)
-        ORDER BY id LIMIT %(window)s)
-      UNION ALL
-      (SELECT id, queue_name, status, scheduled_at, attempts, lock FROM {table}
-       WHERE CASE WHEN status IN ('todo', 'doing') THEN 1 ELSE 0 END <> 0
-         AND NOT (SELECT small FROM fit)
-       ORDER BY id LIMIT %(window)s)) j
-), ready AS (
-  SELECT * FROM w WHERE status = 'todo' AND NOT blocked
-                    AND (scheduled_at IS NULL OR scheduled_at <= now())
-), firsts AS (
-  SELECT DISTINCT ON (queue_name) queue_name, id, scheduled_at FROM ready ORDER BY queue_name, id
+), g AS (
+  -- one pass over the window (w is read once, so it is not materialized; the first ready job
+  -- per queue is its min(id), looked up after by primary key: no sort of the window)
+  SELECT w.queue_name, count(*) AS total,
+         count(*) FILTER (WHERE w.ready) AS available,
+         count(*) FILTER (WHERE w.blocked) AS blocked,
+         min(w.id) FILTER (WHERE w.ready) AS first_id,
+         count(*) FILTER (WHERE w.status = 'doing') AS reserved,
+         count(*) FILTER (WHERE w.attempts > 0) AS repeated, max(w.attempts) + 1 AS max_attempts
+  FROM (SELECT b.*, (b.status = 'todo' AND NOT b.blocked
+                     AND (b.scheduled_at IS NULL OR b.scheduled_at <= now())) AS ready
+        FROM (SELECT j.id, j.queue_name, j.status, j.scheduled_at, j.attempts,
+                     (j.status = 'todo' AND j.lock IS NOT NULL
+                      AND EXISTS (SELECT 1 FROM {table} d WHERE d.lock = j.lock AND d.status = 'doing'))
+                       AS blocked
+              FROM ((SELECT id, queue_name, status, scheduled_at, attempts, lock FROM {table}
+                    WHERE status IN ('todo', 'doing') AND (SELECT small FROM fit)
+                    ORDER BY id LIMIT %(window)s)
+                  UNION ALL
+                  (SELECT id, queue_name, status, scheduled_at, attempts, lock FROM {table}
+                   WHERE CASE WHEN status IN ('todo', 'doing') THEN 1 ELSE 0 END <> 0
+                     AND NOT (SELECT small FROM fit)
+                   ORDER BY id LIMIT %(window)s)) j) b) w
+  GROUP BY w.queue_name
+  ORDER BY 1
+  LIMIT %(groups)s
 )
-SELECT w.queue_name AS queue, count(*) AS total,
-       count(*) FILTER (WHERE w.status = 'todo' AND NOT w.blocked
-                          AND (w.scheduled_at IS NULL OR w.scheduled_at <= now())) AS available,
-       count(*) FILTER (WHERE w.blocked) AS blocked,
+SELECT g.queue_name AS queue, g.total, g.available, g.blocked,
        (SELECT extract(epoch FROM now() - coalesce(f.scheduled_at,
                  (SELECT min(e.at) FROM {events} e WHERE e.job_id = f.id AND e.type = 'deferred')))::bigint
-        FROM firsts f WHERE f.queue_name = w.queue_name) AS oldest_available_seconds,
-       count(*) FILTER (WHERE w.status = 'doing') AS reserved,
-       NULL::bigint AS oldest_reserved_seconds,
-       count(*) FILTER (WHERE w.attempts > 0) AS repeated, max(w.attempts) + 1 AS max_attempts
-FROM w
-GROUP BY w.queue_name
+        FROM {table} f WHERE f.id = g.first_id) AS oldest_available_seconds,
+       g.reserved, NULL::bigint AS oldest_reserved_seconds, g.repeated, g.max_attempts
+FROM g
 ORDER BY 1
-LIMIT %(groups)s
