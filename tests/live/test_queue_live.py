@@ -793,3 +793,48 @@ def test_laravel_batches_postgresql_newest_window(
     run("ANALYZE job_batches")
     t = batches()
     assert t["window_capped_ids"] is False and t["summary"] == []
+
+
+SYMFONY_MY_DDL = (
+    "CREATE TABLE messenger_messages (id BIGINT AUTO_INCREMENT NOT NULL, body LONGTEXT NOT NULL,"
+    " headers LONGTEXT NOT NULL, queue_name VARCHAR(190) NOT NULL, created_at DATETIME NOT NULL,"
+    " available_at DATETIME NOT NULL, delivered_at DATETIME DEFAULT NULL,"
+    " INDEX IDX_75EA56E0FB7336F0 (queue_name), INDEX IDX_75EA56E0E3BD61CE (available_at),"
+    " INDEX IDX_75EA56E016BA31DB (delivered_at), PRIMARY KEY(id)) ENGINE = InnoDB"
+)
+
+
+def test_symfony_mariadb_window_is_its_own(
+    my_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Symfony's messages on MariaDB are read over a smaller window than WINDOW (a clustered
+    lookup per row of a wide body): the window rows read, the evidence's `window` and the
+    summary's counts follow KIND_WINDOW, not WINDOW, and a full window is said to be capped;
+    other kinds and PostgreSQL keep WINDOW."""
+    import dbwatch.probes.queue as queue_probe
+
+    assert queue_probe.window_for("mysql", "symfony_messenger") < WINDOW
+    assert queue_probe.window_for("mariadb", "symfony_messenger") < WINDOW
+    assert queue_probe.window_for("postgresql", "symfony_messenger") == WINDOW
+    assert queue_probe.window_for("mysql", "laravel_jobs") == WINDOW
+    url, conn = my_db
+    run = my_run(conn)
+    run(SYMFONY_MY_DDL)
+    ins = ("INSERT INTO messenger_messages (body, headers, queue_name, created_at, available_at)"
+           " SELECT 'x', '[]', %s, NOW() - INTERVAL 1 HOUR, NOW() - INTERVAL 1 HOUR"
+           " FROM seq_1_to_{n}")
+    run(ins.format(n=40), ("default",))
+    monkeypatch.setitem(queue_probe.KIND_WINDOW, ("mysql", "symfony_messenger"), 25)
+    monkeypatch.setattr(queue_probe, "WINDOW", 1000)  # would read all 40 if it applied
+
+    def messages() -> dict[str, Any]:
+        (t,) = [t for t in collect_tables(url) if t["kind"] == "symfony_messenger"]
+        return t
+
+    t = messages()
+    assert t["window"] == 25 and t["window_capped_ids"] is True
+    assert sum(r["total"] for r in t["summary"]) == 25
+    run("DELETE FROM messenger_messages WHERE id > 20")
+    t = messages()
+    assert t["window"] == 25 and t["window_capped_ids"] is False
+    assert sum(r["total"] for r in t["summary"]) == 20
