@@ -10,9 +10,10 @@ from typing import Any
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
+from ..snapshot import Snapshot
 from ..snapshot.pg_mvcc import PgDeadTable
 from ..targets.quoting import pg_ident_text
-from . import CheckContext, also_reads, check
+from . import CheckContext, also_reads, check, pure
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .models import dead_tables, horizon_holders
 from .pg_horizon import Cause, Holder, attribute
@@ -97,6 +98,14 @@ def holder_session(target: str, h: Holder) -> SessionIdentity | None:
     return h.session.identity(target)
 
 
+def _horizon_inputs(snap: Snapshot) -> tuple[object, ...]:
+    """PG201: the holders (pg.horizon, every pg.sessions row) and the dead tuples they keep
+    (pg.dead_tuples, read for the harm without being among the sections it needs)."""
+    get = snap.sections.get
+    return (get("pg.horizon"), get("pg.sessions"), get("pg.dead_tuples"))
+
+
+@pure(_horizon_inputs)
 @also_reads(postgresql=["pg.sessions"])
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:

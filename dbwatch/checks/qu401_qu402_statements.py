@@ -22,7 +22,7 @@ from ..snapshot.statements import (
     StatementHistory,
 )
 from ..snapshot.values import str_list
-from . import CheckContext, check
+from . import CheckContext, check, pure
 
 if TYPE_CHECKING:  # the SQL classifiers are imported by the checks when they have text to read
     from ..sqlpatterns.detect import PatternDetector, ServerVersion
@@ -188,6 +188,7 @@ def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, objec
     )
 
 
+@pure()
 @check("fetch_before_delete", mysql=[HISTORY, DIGESTS["mysql"]], postgresql=[DIGESTS["postgresql"]])
 def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
@@ -240,6 +241,7 @@ def _digest_claims(
     return claims
 
 
+@pure()
 @check(
     "claim_without_skip_locked",
     mysql=[HISTORY, DIGESTS["mysql"]],

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..snapshot.values import Row
 from .statedb import Param, StateConn, is_pg_url, migrate, open_conn
@@ -41,6 +42,16 @@ class StateBase:
         with self._lock:
             migrate(self._db, self.dialect)
         self._last_prune = 0.0
+        # In-memory copies of what this connection wrote or read (the live findings per
+        # target, the series' newest points), so an idle cycle need not read them back. They
+        # hold while no other connection committed — SQLite's `PRAGMA data_version` moves when
+        # one did (another process, another State on the file) — and no transaction of ours
+        # was rolled back (both drop them all). A PostgreSQL state (a fleet: other daemons
+        # write the same rows) keeps none.
+        self._memo = self.dialect == "sqlite"
+        self._memos: list[dict[Any, Any]] = []
+        self._data_version: object = None
+        self._version_checked = False  # in the open transaction: no other writer until COMMIT
 
     def close(self) -> None:
         with self._lock:
@@ -71,16 +82,22 @@ class StateBase:
             self._level("NORMAL" if relaxed else "FULL")
             self._db.execute(self._begin)
             self._depth = 1
+            self._version_checked = False
             try:
                 yield self._db
             except BaseException:
                 self._depth = 0
+                self._forget()  # the copies may hold what is rolled back now
                 self._db.execute("ROLLBACK")
                 raise
             self._depth = 0
-            if not self._sync and self.dialect != "sqlite":
-                self._db.execute("SET LOCAL synchronous_commit = off")
-            self._db.execute("COMMIT")
+            try:
+                if not self._sync and self.dialect != "sqlite":
+                    self._db.execute("SET LOCAL synchronous_commit = off")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._forget()
+                raise
             if relaxed and self._sync:
                 self._flush()
 
@@ -91,6 +108,32 @@ class StateBase:
         if self.dialect == "sqlite" and self._synchronous != level:
             self._db.execute(f"PRAGMA synchronous={level}")  # one of two constants
             self._synchronous = level
+
+    def _memo_ok(self) -> bool:
+        """Under the lock: whether the in-memory copies may answer (SQLite; every one of them
+        dropped first if another connection committed since the last look). Inside a
+        transaction it looks once: BEGIN IMMEDIATE holds off every other writer until COMMIT."""
+        if not self._memo:
+            return False
+        if self._depth and self._version_checked:
+            return True
+        row = self._db.execute("PRAGMA data_version").fetchone()
+        version = None if row is None else row.get("data_version")
+        if version is None or version != self._data_version:
+            self._forget()
+            self._data_version = version
+        self._version_checked = self._depth > 0
+        return version is not None
+
+    def _memo_dict(self) -> dict[Any, Any]:
+        """A new in-memory copy, dropped with the others (_forget)."""
+        out: dict[Any, Any] = {}
+        self._memos.append(out)
+        return out
+
+    def _forget(self) -> None:
+        for memo in self._memos:
+            memo.clear()
 
     def want_sync(self) -> None:
         """Inside a transaction: its commit waits for the disk, whatever it was opened with."""
