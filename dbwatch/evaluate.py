@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
+from operator import is_
 
 from .catalogue import Rule
 from .checks import Check, CheckContext, culprit_rules, load_checks, sections_read
@@ -280,7 +281,7 @@ def _run(step: _Step, snap: Snapshot, state: History | None) -> list[Finding]:
 
 
 def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(map(is_, a, b))
 
 
 def _ctx(step: _Step, snap: Snapshot, state: History | None) -> CheckContext:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from ..snapshot.values import Row
@@ -57,8 +58,7 @@ class StateBase:
         with self._lock:
             self._db.close()
 
-    @contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[StateConn]:
+    def transaction(self, durable: bool = True) -> Transaction:
         """BEGIN (IMMEDIATE on SQLite) … COMMIT; nested uses join the outer transaction.
 
         `durable=False` (a cycle's bookkeeping: its record, metrics, deadlocks with the log
@@ -68,38 +68,38 @@ class StateBase:
         covers it), PostgreSQL's synchronous_commit=off. A full fsync per target-cycle under
         the state lock (7 ms on a busy disk) was what 2,000 targets at 15 s queued behind.
         A write inside that must last (a finding's transition, an alert queued or marked
-        sent) calls want_sync(): the commit then waits for the disk as before."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self._db
-                finally:
-                    self._depth -= 1
-                return
-            self._sync = durable
-            relaxed = not durable and self.dialect == "sqlite"
-            self._level("NORMAL" if relaxed else "FULL")
-            self._db.execute(self._begin)
-            self._depth = 1
-            self._version_checked = False
-            try:
-                yield self._db
-            except BaseException:
-                self._depth = 0
-                self._forget()  # the copies may hold what is rolled back now
-                self._db.execute("ROLLBACK")
-                raise
-            self._depth = 0
-            try:
-                if not self._sync and self.dialect != "sqlite":
-                    self._db.execute("SET LOCAL synchronous_commit = off")
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._forget()
-                raise
-            if relaxed and self._sync:
-                self._flush()
+        sent) calls want_sync(): the commit then waits for the disk as before.
+
+        A class, not a generator: a cycle enters a dozen of them, nearly all nested, and a
+        nested one is now a counter under the lock (3.8 µs each as @contextmanager)."""
+        return Transaction(self, durable)
+
+    def _open(self, durable: bool) -> bool:
+        """The outermost transaction's BEGIN, under the lock; whether its commit is relaxed."""
+        self._sync = durable
+        relaxed = not durable and self.dialect == "sqlite"
+        self._level("NORMAL" if relaxed else "FULL")
+        self._db.execute(self._begin)
+        self._depth = 1
+        self._version_checked = False
+        return relaxed
+
+    def _close(self, relaxed: bool, failed: bool) -> None:
+        """The outermost transaction's ROLLBACK (`failed`) or COMMIT, under the lock."""
+        self._depth = 0
+        if failed:
+            self._forget()  # the copies may hold what is rolled back now
+            self._db.execute("ROLLBACK")
+            return
+        try:
+            if not self._sync and self.dialect != "sqlite":
+                self._db.execute("SET LOCAL synchronous_commit = off")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._forget()
+            raise
+        if relaxed and self._sync:
+            self._flush()
 
     def _level(self, level: str) -> None:
         """SQLite's synchronous level for the next commit, set only when it changes (SQLite
@@ -164,3 +164,43 @@ class StateBase:
     def _rows(self, sql: str, params: Iterable[Param] = ()) -> list[Row]:
         with self._lock:
             return list(self._db.execute(sql, tuple(params)).fetchall())
+
+
+class Transaction(AbstractContextManager[StateConn]):
+    """`StateBase.transaction()`: holds the state's lock from enter to exit; the outermost
+    one opens and ends the database transaction (an exception rolls it back and propagates)."""
+
+    __slots__ = ("durable", "outer", "relaxed", "state")
+
+    def __init__(self, state: StateBase, durable: bool) -> None:
+        self.state, self.durable = state, durable
+        self.outer = self.relaxed = False
+
+    def __enter__(self) -> StateConn:
+        st = self.state
+        st._lock.acquire()
+        if st._depth:
+            st._depth += 1
+            return st._db
+        try:
+            self.relaxed = st._open(self.durable)
+        except BaseException:
+            st._lock.release()
+            raise
+        self.outer = True
+        return st._db
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        st = self.state
+        try:
+            if self.outer:
+                st._close(self.relaxed, exc_type is not None)
+            else:
+                st._depth -= 1
+        finally:
+            st._lock.release()
