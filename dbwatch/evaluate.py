@@ -225,7 +225,8 @@ class _Step:
             thresholds = override.thresholds or thresholds
         self.params, self.thresholds = params, thresholds
         self.needs: tuple[str, ...] = chk.sections_for(engine) if chk is not None else ()
-        self.inputs: Callable[[Snapshot], tuple[object, ...]] | tuple[str, ...] | None = None
+        self.inputs: Callable[[Snapshot], tuple[object, ...] | None] | tuple[str, ...] | None
+        self.inputs = None
         if chk is not None and chk.inputs is not None:
             self.inputs = chk.probes_for(engine) if chk.inputs == "sections" else chk.inputs
 
@@ -267,7 +268,10 @@ def _run(step: _Step, snap: Snapshot, state: History | None) -> list[Finding]:
         section = snap.sections.get
         reads = (chk, step.rule, step.override, *[section(n) for n in inputs])
     else:
-        reads = (chk, step.rule, step.override, *inputs(snap))
+        got = inputs(snap)
+        if got is None:  # not pure on this snapshot
+            return list(chk.fn(_ctx(step, snap, state)))
+        reads = (chk, step.rule, step.override, *got)
     values = (snap.engine, snap.scope, snap.version_num, snap.server_version, snap.features)
     key = (snap.target, step.rule.id)
     last = _LAST.get(key)

@@ -112,8 +112,9 @@ def first_paragraph(text: str) -> str:
 
 CheckFn = Callable[[CheckContext], Iterable[Finding]]
 # What a pure check's findings are a function of, out of a snapshot (see `pure`): objects
-# compared by identity, or "sections": every section it probes
-Inputs: TypeAlias = "Callable[[Snapshot], tuple[object, ...]] | Literal['sections']"
+# compared by identity (None: not this time, it reads more), or "sections": every section
+# it probes
+Inputs: TypeAlias = "Callable[[Snapshot], tuple[object, ...] | None] | Literal['sections']"
 
 
 @frozen
@@ -193,7 +194,8 @@ def pure(inputs: Inputs = "sections") -> Callable[[CheckFn], CheckFn]:
     same object: the daemon's ttl cache, a build of the same rows). It reads no clock, no
     daemon history (`ctx.state`), no other section and no global that changes. `evaluate`
     then gives the findings of the target's last run of the rule while those are the same
-    (a rule that reads more must not be marked: it would say what is no longer so)."""
+    (a rule that reads more must not be marked: it would say what is no longer so). A check
+    pure only on some snapshots has `inputs` return None on the others: it runs then."""
 
     def deco(fn: CheckFn) -> CheckFn:
         for name, chk in list(CHECKS.registered().items()):

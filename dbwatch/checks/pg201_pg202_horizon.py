@@ -249,10 +249,20 @@ def _no_holder_cause(off: str | None) -> str:
     return f"autovacuum is off {' and '.join(why)}: nothing vacuums this table"
 
 
+def _no_dead_tables(snap: Snapshot) -> tuple[object, ...] | None:
+    """PG202 reads the clock and the daemon's history for each table it reports, and nothing
+    but its section's tables when there is none (an idle database: the probe lists tables
+    past a minimum of dead tuples only): pure then, on that section; else it runs."""
+    if dead_tables(snap):
+        return None
+    return (snap.sections.get("pg.dead_tuples"),)
+
+
+@pure(_no_dead_tables)
 @also_reads(postgresql=["pg.sessions"])
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
 def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
-    hs = horizon_holders(ctx.snapshot) or []
+    hs: list[Holder] | None = None  # the holders, once a table is reported
     ratio_min = ctx.number("min_dead_ratio")
     for t in dead_tables(ctx.snapshot):
         dead, live = t.dead, t.n_live_tup or 0
@@ -260,6 +270,8 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         sev = _dead_grade(ctx, t)
         if not sev or ratio < ratio_min:
             continue
+        if hs is None:
+            hs = horizon_holders(ctx.snapshot) or []
         rate, rising = _growth(ctx, t)
         min_xids = int(ctx.count("cause_min_xids"))
         cause = attribute(t, hs, _min_age(ctx), min_xids, rising)
