@@ -209,3 +209,24 @@ def test_every_pure_check_gives_what_a_fresh_run_gives() -> None:
     assert no_table(snap("memo-all", {"pg.dead_tuples": {"tables": [
         {"database": "shop", "schema": "public", "table": "t", "n_dead_tup": 1,
          "n_live_tup": 0}]}})) is None
+
+
+def test_the_latest_deadlocks_record_is_built_once_per_status_read() -> None:
+    """A server's targets share its InnoDB status section: one record per status read, not
+    per target-cycle; another read (another deadlock object) gets its own."""
+    from dbwatch.deadlocks.record import latest_deadlock
+    from dbwatch.snapshot.my import InnodbStatusSection
+
+    fix = Path(__file__).parent / "fixtures" / "innodb"
+    status = InnodbStatusSection.from_text((fix / "mariadb-laravel-queue-index.txt").read_text())
+
+    def my(target: str, sec: object) -> Snapshot:
+        return Snapshot(target=target, engine="mariadb", server_version="10.11.6-MariaDB",
+                        version_num=101106, taken_at=NOW, sections={"my.innodb_status": sec})
+
+    first = latest_deadlock(my("a", status))
+    assert first is not None and latest_deadlock(my("b", status)) is first
+    other = InnodbStatusSection.from_text((fix / "mariadb-opposite-order.txt").read_text())
+    second = latest_deadlock(my("a", other))
+    assert second is not None and second is not first and second.key != first.key
+    assert first.databases() == first.databases() and first.databases() is not first.databases()
