@@ -314,10 +314,12 @@ def probe_failures(
     """DW001 through its registered check (config overrides do not apply: what dbwatch could
     not read is always said); a catalogue without DW001 still gets the findings."""
     rule, chk = catalogue.get("DW001"), _own_check("probe_failed")
-    if rule is None or chk is None:
-        from .checks import dw001_probe_failed
+    from .checks import dw001_probe_failed
 
+    if rule is None or chk is None:
         return dw001_probe_failed.findings(snap, None, unknown)
+    if not snap.failures and chk.fn is dw001_probe_failed.probe_failed:
+        return []  # its findings are the snapshot's failures': none (every idle cycle)
     ctx = CheckContext(
         rule=rule,
         snapshot=snap,
@@ -336,6 +338,10 @@ def coverage(
     override = config.rules.get("DW002")
     if rule is None or chk is None or (override is not None and not override.enabled):
         return []
+    from .checks import dw002_coverage
+
+    if not snap.gaps and chk.fn is dw002_coverage.incomplete_coverage:
+        return []  # its one finding is the snapshot's gaps': none (every idle cycle)
     return _unignored(list(chk.fn(_context(rule, snap, override, state))), override)
 
 
