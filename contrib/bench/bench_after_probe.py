@@ -49,13 +49,13 @@ def child(url: str, n: int, clock: str, part: str) -> None:
     import logging
 
     sys.path.insert(0, str(ROOT))
-    from dbwatch.probes import share
     from dbwatch import pipeline
     from dbwatch.catalogue import load_catalogue
     from dbwatch.config import Config, DaemonConfig, TargetConfig
     from dbwatch.daemon.loop import Daemon, Setup
     from dbwatch.daemon.state import State
     from dbwatch.evaluate import Evaluation
+    from dbwatch.probes import share
     from dbwatch.targets import spec_for
 
     real, start, offset = time.monotonic, time.monotonic(), [0.0]
