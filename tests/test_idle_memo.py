@@ -230,3 +230,33 @@ def test_the_latest_deadlocks_record_is_built_once_per_status_read() -> None:
     second = latest_deadlock(my("a", other))
     assert second is not None and second is not first and second.key != first.key
     assert first.databases() == first.databases() and first.databases() is not first.databases()
+
+
+def test_statement_rules_with_no_source_then_one() -> None:
+    """QU401/QU402 find nothing while no statement text is readable (a new `Unavailable`
+    every cycle: reused), and run as soon as digests are readable."""
+    off = {"available": False, "reason": "performance_schema is OFF", "fix": "turn it on"}
+    claim = ("SELECT * FROM `jobs` WHERE `queue` = ? AND ( ( `reserved_at` IS NULL AND "
+             "`available_at` <= ? ) OR ( `reserved_at` <= ? ) ) ORDER BY `id` ASC "
+             "LIMIT ? FOR UPDATE ")
+    dig = {"available": True, "source": "performance_schema.events_statements_summary_by_digest",
+           "limit": 500, "digests": [
+               {"schema": "app", "text": "SELECT * FROM `jobs` WHERE `id` = ? LIMIT ? FOR UPDATE ",
+                "calls": 120, "idle_seconds": 5},
+               {"schema": "app", "text": "DELETE FROM `jobs` WHERE `id` = ? ", "calls": 118,
+                "idle_seconds": 5},
+               {"schema": "app", "text": claim, "calls": 130, "idle_seconds": 5}]}
+
+    def my(history: Any, digests: Any) -> Snapshot:
+        return Snapshot(target="memo-qu", engine="mariadb", server_version="10.11.6-MariaDB",
+                        version_num=101106, taken_at=NOW,
+                        sections={"my.statement_history": dict(history),
+                                  "my.statement_digests": dict(digests)},
+                        features=frozenset({"skip_locked"}))
+
+    sel = Selection(select=("QU401", "QU402"))
+    assert evaluate(my(off, off), CAT, Config(), sel).findings == []
+    assert evaluate(my(off, off), CAT, Config(), sel).findings == []  # new objects: reused
+    found = evaluate(my(off, dig), CAT, Config(), sel).findings
+    assert sorted(f.rule for f in found) == ["QU401", "QU402"]
+    assert evaluate(my(off, off), CAT, Config(), sel).findings == []
