@@ -45,8 +45,13 @@ def _env() -> dict[str, str]:
 
 
 def child(url: str, n: int, clock: str, part: str) -> None:
-    """n idle cycles after three warm-up ones (under valgrind)."""
+    """n idle cycles after three warm-up ones (under valgrind). The cyclic garbage collector is
+    off: a collection falling in one of the two counts and not in the other moved them by
+    ±1.5 M instructions (the cycles' own work is what is compared)."""
+    import gc
     import logging
+
+    gc.disable()
 
     sys.path.insert(0, str(ROOT))
     from dbwatch import pipeline
