@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
+from operator import is_
 
 from .catalogue import Rule
 from .checks import Check, CheckContext, culprit_rules, load_checks, sections_read
@@ -168,29 +169,34 @@ def evaluate(
     selection: Selection = EVERY_RULE,
     state: History | None = None,
 ) -> Evaluation:
-    rules = _rules(snap.engine, catalogue, config, selection)
+    engine = snap.engine
+    rules, steps = _plan(engine, catalogue, config, selection)
     checks = _checks(rules)
+    section = snap.sections.get  # Snapshot.has: a section not None
     result = Evaluation()
-    for rule in rules:
+    for step in steps:
+        rule = step.rule
         chk = checks.get(rule.check)
         if chk is None:
             result.unknown[rule.id] = f"check {rule.check} is not implemented"
             continue
-        missing = [s for s in chk.sections_for(snap.engine) if not snap.has(s)]
+        if chk is not step.chk:  # registered (or replaced) since the plan was made
+            step = _Step(rule, step.override, chk, engine)
+        missing = [s for s in step.needs if section(s) is None]
         if missing:
             skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
             why = "not run (time budget)" if set(missing) <= skipped else "failed"
             result.unknown[rule.id] = f"probe {', '.join(missing)} {why}"
             continue
-        override = config.rules.get(rule.id)
         try:
-            found = _run(chk, rule, snap, override, state)
+            found = _run(step, snap, state)
         except Exception as exc:  # a check bug must not hide the other rules
             log.exception("check %s failed on %s", rule.check, snap.target)
             result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
             continue
         result.ran.append(rule.id)
-        result.findings.extend(_unignored(_enrich(found, snap), override))
+        if found:
+            result.findings.extend(_unignored(_enrich(found, snap), step.override))
     # what dbwatch could not read or examine is said whatever --select chose; only --ignore
     # (or `enabled = false`) silences it
     if not selection.ignores("DW001"):
@@ -200,35 +206,97 @@ def evaluate(
     return result
 
 
-# Checks whose findings depend on nothing but their sections, the rule (with its override)
-# and the snapshot's target and engine (read, checked: no clock, no history, no other
-# snapshot field). Their sections are the daemon's ttl-cached objects (pg.settings: 60 s):
-# while each is the very object the last run read, the findings are the last run's.
-SECTION_ONLY = frozenset({"pg_settings", "my_settings"})
-# (target, rule) -> (what the last run read, by identity; what it found)
-_LAST: dict[tuple[str, str], tuple[tuple[object, ...], tuple[Finding, ...]]] = {}
+class _Step:
+    """One rule of a rule set as every cycle runs it, worked out once: its override, its
+    effective params and thresholds, its check, the sections it needs and what a pure
+    check's findings depend on (`Check.inputs`: a function, or the names of its sections).
+    Shared by the threads evaluating targets; never changed."""
+
+    __slots__ = ("chk", "inputs", "needs", "override", "params", "rule", "thresholds")
+
+    def __init__(
+        self, rule: Rule, override: RuleOverride | None, chk: Check | None, engine: str
+    ) -> None:
+        self.rule, self.override, self.chk = rule, override, chk
+        params = dict(rule.params)
+        thresholds = rule.thresholds
+        if override is not None:
+            params.update(override.params)
+            thresholds = override.thresholds or thresholds
+        self.params, self.thresholds = params, thresholds
+        self.needs: tuple[str, ...] = chk.sections_for(engine) if chk is not None else ()
+        self.inputs: Callable[[Snapshot], tuple[object, ...] | None] | tuple[str, ...] | None
+        self.inputs = None
+        if chk is not None and chk.inputs is not None:
+            self.inputs = chk.probes_for(engine) if chk.inputs == "sections" else chk.inputs
 
 
-def _run(
-    chk: Check,
-    rule: Rule,
-    snap: Snapshot,
-    override: RuleOverride | None,
-    state: History | None,
-) -> list[Finding]:
-    if chk.name not in SECTION_ONLY:
-        return list(chk.fn(_context(rule, snap, override, state)))
-    reads = (chk, rule, override, snap.engine, *map(snap.sections.get, chk.probes_for(snap.engine)))
-    key = (snap.target, rule.id)
+# the steps per (engine, catalogue, config, selection), like _RULES: until a reload
+_PLANS: dict[
+    tuple[str, int, int, Selection],
+    tuple[object, object, tuple[Rule, ...], tuple[_Step, ...]],
+] = {}
+
+
+def _plan(
+    engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
+) -> tuple[tuple[Rule, ...], tuple[_Step, ...]]:
+    key = (engine, id(catalogue), id(config), selection)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is catalogue and hit[1] is config:
+        return hit[2], hit[3]
+    rules = _rules(engine, catalogue, config, selection)
+    checks = _checks(rules)
+    steps = tuple(_Step(r, config.rules.get(r.id), checks.get(r.check), engine) for r in rules)
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    _PLANS[key] = (catalogue, config, rules, steps)
+    return rules, steps
+
+
+def _run(step: _Step, snap: Snapshot, state: History | None) -> list[Finding]:
+    """The check's findings; a pure check's (Check.inputs) are its last run's on this target
+    while everything they depend on is the same: the check, the rule and its override (the
+    same objects until a reload), the snapshot's engine, scope, version and features, and its
+    inputs (by identity, held here so no new object can take an old one's id)."""
+    chk = step.chk
+    assert chk is not None
+    inputs = step.inputs
+    if inputs is None:
+        return list(chk.fn(_ctx(step, snap, state)))
+    if isinstance(inputs, tuple):
+        section = snap.sections.get
+        reads = (chk, step.rule, step.override, *[section(n) for n in inputs])
+    else:
+        got = inputs(snap)
+        if got is None:  # not pure on this snapshot
+            return list(chk.fn(_ctx(step, snap, state)))
+        reads = (chk, step.rule, step.override, *got)
+    values = (snap.engine, snap.scope, snap.version_num, snap.server_version, snap.features)
+    key = (snap.target, step.rule.id)
     last = _LAST.get(key)
-    same = last is not None and len(last[0]) == len(reads)
-    if same and last is not None and all(a is b for a, b in zip(last[0], reads, strict=True)):
-        return list(last[1])
-    found = list(chk.fn(_context(rule, snap, override, state)))
+    if last is not None and last[1] == values and _same(last[0], reads):
+        return list(last[2])
+    found = list(chk.fn(_ctx(step, snap, state)))
     if len(_LAST) > 100_000:  # targets come and go with reloads
         _LAST.clear()
-    _LAST[key] = (reads, tuple(found))
+    _LAST[key] = (reads, values, tuple(found))
     return found
+
+
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
+def _ctx(step: _Step, snap: Snapshot, state: History | None) -> CheckContext:
+    return CheckContext(step.rule, snap, step.thresholds, step.params, state)
+
+
+# (target, rule) -> (what the last run read, by identity; the snapshot's values it compared;
+# what it found)
+_LAST: dict[
+    tuple[str, str], tuple[tuple[object, ...], tuple[object, ...], tuple[Finding, ...]]
+] = {}
 
 
 def _enrich(found: list[Finding], snap: Snapshot) -> list[Finding]:
@@ -246,10 +314,12 @@ def probe_failures(
     """DW001 through its registered check (config overrides do not apply: what dbwatch could
     not read is always said); a catalogue without DW001 still gets the findings."""
     rule, chk = catalogue.get("DW001"), _own_check("probe_failed")
-    if rule is None or chk is None:
-        from .checks import dw001_probe_failed
+    from .checks import dw001_probe_failed
 
+    if rule is None or chk is None:
         return dw001_probe_failed.findings(snap, None, unknown)
+    if not snap.failures and chk.fn is dw001_probe_failed.probe_failed:
+        return []  # its findings are the snapshot's failures': none (every idle cycle)
     ctx = CheckContext(
         rule=rule,
         snapshot=snap,
@@ -268,6 +338,10 @@ def coverage(
     override = config.rules.get("DW002")
     if rule is None or chk is None or (override is not None and not override.enabled):
         return []
+    from .checks import dw002_coverage
+
+    if not snap.gaps and chk.fn is dw002_coverage.incomplete_coverage:
+        return []  # its one finding is the snapshot's gaps': none (every idle cycle)
     return _unignored(list(chk.fn(_context(rule, snap, override, state))), override)
 
 

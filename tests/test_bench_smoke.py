@@ -140,6 +140,13 @@ def test_instructions(tmp_path: Path) -> None:
     assert res["cycle"] == {"ran_uncounted": 2}
 
 
+def test_after_probe(tmp_path: Path) -> None:
+    """The idle cycle's part after its probes (issue 28): both clocks' children run, uncounted."""
+    run("bench_after_probe.py", "--json", str(tmp_path / "a.json"))
+    res = json.loads((tmp_path / "a.json").read_text())
+    assert res["hit"] == res["fleet"] == {"ran_uncounted": 2}
+
+
 def test_queue_libs(tmp_path: Path) -> None:
     run("bench_queue_libs.py", "--json", str(tmp_path / "q.json"), timeout=400)
     res = json.loads((tmp_path / "q.json").read_text())

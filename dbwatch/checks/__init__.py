@@ -6,8 +6,10 @@ and params, the snapshot) and yields Findings.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
+from typing import Literal, TypeAlias
 
 from ..catalogue import Param, Rule, Thresholds
 from ..catalogue import render as render  # re-exported: checks.render fills summaries
@@ -109,6 +111,10 @@ def first_paragraph(text: str) -> str:
 
 
 CheckFn = Callable[[CheckContext], Iterable[Finding]]
+# What a pure check's findings are a function of, out of a snapshot (see `pure`): objects
+# compared by identity (None: not this time, it reads more), or "sections": every section
+# it probes
+Inputs: TypeAlias = "Callable[[Snapshot], tuple[object, ...] | None] | Literal['sections']"
 
 
 @frozen
@@ -118,6 +124,9 @@ class Check:
     needs: dict[str, tuple[str, ...]]  # engine -> snapshot sections ("mysql" covers mariadb)
     # engine -> sections read when present (probed too); their failure leaves the rule running
     optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # `pure`: what its findings depend on besides the rule and the snapshot's identity fields;
+    # None: it reads more (the daemon's history, the clock) and runs every time
+    inputs: Inputs | None = None
 
     def sections_for(self, engine: str) -> tuple[str, ...]:
         key = "mysql" if engine in ("mysql", "mariadb") else engine
@@ -171,7 +180,27 @@ def also_reads(**optional: Iterable[str]) -> Callable[[CheckFn], CheckFn]:
         for name, chk in list(CHECKS.registered().items()):
             if chk.fn is fn:
                 opt = {k: tuple(v) for k, v in optional.items()}
-                CHECKS.replace(name, Check(chk.name, chk.fn, chk.needs, opt))
+                CHECKS.replace(name, dataclasses.replace(chk, optional=opt))
+        return fn
+
+    return deco
+
+
+def pure(inputs: Inputs = "sections") -> Callable[[CheckFn], CheckFn]:
+    """Above @check (and @also_reads): the check's findings are a function of nothing but
+    its rule (with the config's override: thresholds, params), the snapshot's target, engine,
+    scope, server version and features, and `inputs(snapshot)` — by default every section
+    it probes — whose objects are compared by identity (a section reused unchanged is the
+    same object: the daemon's ttl cache, a build of the same rows). It reads no clock, no
+    daemon history (`ctx.state`), no other section and no global that changes. `evaluate`
+    then gives the findings of the target's last run of the rule while those are the same
+    (a rule that reads more must not be marked: it would say what is no longer so). A check
+    pure only on some snapshots has `inputs` return None on the others: it runs then."""
+
+    def deco(fn: CheckFn) -> CheckFn:
+        for name, chk in list(CHECKS.registered().items()):
+            if chk.fn is fn:
+                CHECKS.replace(name, dataclasses.replace(chk, inputs=inputs))
         return fn
 
     return deco

@@ -26,6 +26,8 @@ def probe_failed(ctx: CheckContext) -> Iterator[Finding]:
 def findings(snap: Snapshot, rule: Rule | None, unknown: Mapping[str, str]) -> list[Finding]:
     """One finding per failed probe — or one per missing grant when several probes were
     refused for the same privilege — naming the rules left unknown and what fixes it."""
+    if not snap.failures:  # every finding is a failure's
+        return []
     fix_default = first_paragraph(rule.fix) if rule else ""
     template = rule.summary if rule else "{problem}: {error}"
     out = []

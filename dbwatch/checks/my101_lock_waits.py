@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity
 from ..snapshot.my import MY_LOCK_WAITS, MyLockWait, MyLockWaits
-from . import CheckContext, check
+from . import CheckContext, check, pure
 from .lockgraph import my_lock_graph
 
 
@@ -59,6 +59,7 @@ def _schema_of(table: str | None) -> str | None:
     return db.strip("`") or None if dot else None
 
 
+@pure()
 @check("my_lock_waits", mysql=["my.lock_waits"])
 def my_lock_waits(ctx: CheckContext) -> Iterator[Finding]:
     data = ctx.snapshot.get(MY_LOCK_WAITS) or MyLockWaits()

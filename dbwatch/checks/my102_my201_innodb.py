@@ -10,6 +10,7 @@ from ..deadlocks.text import deadlock_fields, victim_text
 from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration, plural
 from ..findings import Finding
+from ..snapshot import Snapshot
 from ..snapshot.my import (
     MY_INNODB_COUNTERS,
     MY_INNODB_STATUS,
@@ -18,7 +19,7 @@ from ..snapshot.my import (
     InnodbStatusSection,
     MyThread,
 )
-from . import CheckContext, check
+from . import CheckContext, check, pure
 from .history import has_last_point
 
 
@@ -163,6 +164,13 @@ def _oldest(ctx: CheckContext) -> MyThread | None:
     return max(trx, key=lambda t: float(t.trx_seconds or 0), default=None)
 
 
+def _history_inputs(snap: Snapshot) -> tuple[object, ...]:
+    """MY201: the counters, the transactions, and the status it falls back on."""
+    get = snap.sections.get
+    return (get("my.innodb_counters"), get("my.trx"), get("my.innodb_status"))
+
+
+@pure(_history_inputs)
 @check("history_list", mysql=["my.innodb_counters", "my.trx"])
 def history_list(ctx: CheckContext) -> Iterator[Finding]:
     counters = ctx.snapshot.get(MY_INNODB_COUNTERS) or InnodbCounters()

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 from ..durations import format_duration, plural
 from ..findings import Finding, SessionIdentity
+from ..snapshot import Snapshot
 from ..snapshot.identity import IDLE_STATES
 from ..snapshot.values import iso
-from . import CheckContext, also_reads, check
+from . import CheckContext, also_reads, check, pure
 from .lockgraph import my_lock_graph
 from .session_advice import my_blocked, my_fix, pg_blocked_fix, pg_fix
 
@@ -121,6 +122,18 @@ def _my_advice(ctx: CheckContext, t: MyThread, ev: dict[str, object]) -> tuple[s
     return fix, tail
 
 
+def _session_inputs(snap: Snapshot) -> tuple[object, ...]:
+    """What PG001/PG002 (and PG101) read: PostgreSQL, the target's database's sessions alone
+    (their lock graph is theirs: `pg_scoped_lock_graph`); MySQL/MariaDB, the sections."""
+    if snap.engine == "postgresql":
+        from ..snapshot.pg import PG_SESSIONS, scoped
+
+        # an idle database has none: the empty tuple, the same object whatever the read
+        return (scoped(snap.get(PG_SESSIONS) or (), snap.scope),)
+    return (snap.sections.get("my.trx"), snap.sections.get("my.lock_waits"))
+
+
+@pure(_session_inputs)
 @also_reads(mysql=["my.lock_waits"])
 @check("long_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
 def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
@@ -158,6 +171,7 @@ def long_transaction(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
+@pure(_session_inputs)
 @also_reads(mysql=["my.lock_waits"])
 @check("idle_in_transaction", postgresql=["pg.sessions"], mysql=["my.trx"])
 def idle_in_transaction(ctx: CheckContext) -> Iterator[Finding]:

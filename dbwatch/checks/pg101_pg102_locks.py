@@ -9,10 +9,11 @@ from collections.abc import Iterator, Sequence
 from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration
 from ..findings import Finding
+from ..snapshot import Snapshot
 from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from ..snapshot.values import iso
-from . import CheckContext, check
+from . import CheckContext, check, pure
 from .lockgraph import LockGraph
 from .models import pg_scoped_lock_graph
 from .series import latest
@@ -76,6 +77,12 @@ def _root_evidence(root: PgSession | None) -> dict[str, object]:
     }
 
 
+def _scoped_sessions(snap: Snapshot) -> tuple[object, ...]:
+    """PG101 reads the target's database's sessions and their waits, nothing else."""
+    return (scoped(snap.get(PG_SESSIONS) or (), snap.scope),)
+
+
+@pure(_scoped_sessions)
 @check("pg_blocking", postgresql=["pg.sessions"])
 def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
     sessions = scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)

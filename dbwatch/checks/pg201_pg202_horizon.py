@@ -10,9 +10,10 @@ from typing import Any
 from ..durations import format_duration
 from ..findings import Finding, SessionIdentity, severity_rank
 from ..queues import QUEUE_DEAD_WITHOUT_HOLDER
+from ..snapshot import Snapshot
 from ..snapshot.pg_mvcc import PgDeadTable
 from ..targets.quoting import pg_ident_text
-from . import CheckContext, also_reads, check
+from . import CheckContext, also_reads, check, pure
 from .horizon_rank import pinning, ranked_evidence, same_horizon
 from .models import dead_tables, horizon_holders
 from .pg_horizon import Cause, Holder, attribute
@@ -97,6 +98,14 @@ def holder_session(target: str, h: Holder) -> SessionIdentity | None:
     return h.session.identity(target)
 
 
+def _horizon_inputs(snap: Snapshot) -> tuple[object, ...]:
+    """PG201: the holders (pg.horizon, every pg.sessions row) and the dead tuples they keep
+    (pg.dead_tuples, read for the harm without being among the sections it needs)."""
+    get = snap.sections.get
+    return (get("pg.horizon"), get("pg.sessions"), get("pg.dead_tuples"))
+
+
+@pure(_horizon_inputs)
 @also_reads(postgresql=["pg.sessions"])
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
@@ -240,10 +249,20 @@ def _no_holder_cause(off: str | None) -> str:
     return f"autovacuum is off {' and '.join(why)}: nothing vacuums this table"
 
 
+def _no_dead_tables(snap: Snapshot) -> tuple[object, ...] | None:
+    """PG202 reads the clock and the daemon's history for each table it reports, and nothing
+    but its section's tables when there is none (an idle database: the probe lists tables
+    past a minimum of dead tuples only): pure then, on that section; else it runs."""
+    if dead_tables(snap):
+        return None
+    return (snap.sections.get("pg.dead_tuples"),)
+
+
+@pure(_no_dead_tables)
 @also_reads(postgresql=["pg.sessions"])
 @check("dead_tuples", postgresql=["pg.dead_tuples", "pg.horizon"])
 def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
-    hs = horizon_holders(ctx.snapshot) or []
+    hs: list[Holder] | None = None  # the holders, once a table is reported
     ratio_min = ctx.number("min_dead_ratio")
     for t in dead_tables(ctx.snapshot):
         dead, live = t.dead, t.n_live_tup or 0
@@ -251,6 +270,8 @@ def dead_tuples(ctx: CheckContext) -> Iterator[Finding]:
         sev = _dead_grade(ctx, t)
         if not sev or ratio < ratio_min:
             continue
+        if hs is None:
+            hs = horizon_holders(ctx.snapshot) or []
         rate, rising = _growth(ctx, t)
         min_xids = int(ctx.count("cause_min_xids"))
         cause = attribute(t, hs, _min_age(ctx), min_xids, rising)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ..findings import Finding
 from ..snapshot.settings import MY_SETTINGS, PG_SETTINGS, MySettings
 from ..snapshot.values import to_float
-from . import CheckContext, check
+from . import CheckContext, check, pure
 
 _PG_SUGGEST = {
     "idle_in_transaction_session_timeout": "'5min'",
@@ -29,6 +29,7 @@ def _is_off(value: str | None) -> bool:
     return not text or text.lower() == "off" or _OFF.fullmatch(text) is not None
 
 
+@pure()
 @check("pg_settings", postgresql=["pg.settings"])
 def pg_settings(ctx: CheckContext) -> Iterator[Finding]:
     rows = ctx.snapshot.get(PG_SETTINGS) or ()
@@ -71,6 +72,7 @@ def _log_path(value: str | None) -> str:
     return shlex.quote(text)
 
 
+@pure()
 @check("my_settings", mysql=["my.settings"])
 def my_settings(ctx: CheckContext) -> Iterator[Finding]:
     s = ctx.snapshot.get(MY_SETTINGS) or MySettings()

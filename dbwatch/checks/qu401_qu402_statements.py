@@ -22,7 +22,7 @@ from ..snapshot.statements import (
     StatementHistory,
 )
 from ..snapshot.values import str_list
-from . import CheckContext, check
+from . import CheckContext, check, pure
 
 if TYPE_CHECKING:  # the SQL classifiers are imported by the checks when they have text to read
     from ..sqlpatterns.detect import PatternDetector, ServerVersion
@@ -188,6 +188,20 @@ def _emit(ctx: CheckContext, f: Finding, summary: str, evidence: dict[str, objec
     )
 
 
+def _statement_inputs(snap: Snapshot) -> tuple[object, ...]:
+    """QU401/QU402 read the statement history (MySQL family) and the digests, nothing else
+    but the snapshot's identity fields. With neither readable as text (a source switched off:
+    pg_stat_statements not installed, performance_schema OFF — an `Unavailable`, a new object
+    each cycle) they find nothing, whatever else: nothing to compare then."""
+    get = snap.sections.get
+    history = get(HISTORY) if _family(snap) == "mysql" else None
+    digests = get(DIGESTS[_family(snap)])
+    if not isinstance(digests, StatementDigests) and not isinstance(history, StatementHistory):
+        return ()
+    return (history, digests)
+
+
+@pure(_statement_inputs)
 @check("fetch_before_delete", mysql=[HISTORY, DIGESTS["mysql"]], postgresql=[DIGESTS["postgresql"]])
 def fetch_before_delete(ctx: CheckContext) -> Iterator[Finding]:
     snap = ctx.snapshot
@@ -240,6 +254,7 @@ def _digest_claims(
     return claims
 
 
+@pure(_statement_inputs)
 @check(
     "claim_without_skip_locked",
     mysql=[HISTORY, DIGESTS["mysql"]],

@@ -24,7 +24,7 @@ from ..queues.pg_boss import HEARTBEAT_FIX
 from ..queues.symfony_messenger import error_head, message_class
 from ..snapshot.queues import FAILURE_BUCKETS, QueueStats, QueueTableStats, queues_key
 from ..targets.quoting import my_ident, pg_ident_text
-from . import CheckContext, check
+from . import CheckContext, check, pure
 from . import queue_generic as generic
 
 SECTIONS = {"postgresql": ["pg.queues"], "mysql": ["my.queues"]}
@@ -127,6 +127,7 @@ def _grade_count(
     return None
 
 
+@pure()
 @check("queue_backlog", **SECTIONS)
 def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
     for t in _tables(ctx):
@@ -267,6 +268,7 @@ def _expired_fix(t: QueueTableStats, retry_after: float, engine: str) -> str:
     )
 
 
+@pure()
 @check("queue_expired", **SECTIONS)
 def queue_expired(ctx: CheckContext) -> Iterator[Finding]:
     yield from _queue_locks(ctx)
@@ -423,6 +425,7 @@ def _near_limit(t: QueueTableStats, ctx: CheckContext) -> int:
     return int(t.attempts_limit or ctx.count("attempts_limit"))
 
 
+@pure()
 @check("queue_attempts", **SECTIONS)
 def queue_attempts(ctx: CheckContext) -> Iterator[Finding]:
     min_attempts = int(ctx.count("min_attempts"))
@@ -581,6 +584,7 @@ def _short(name: str) -> str:
     return name.rsplit("\\", 1)[-1]
 
 
+@pure()
 @check("queue_failed", **SECTIONS)
 def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
     window, key = _bucket(ctx.duration("window"))

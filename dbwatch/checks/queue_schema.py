@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from ..findings import Finding
 from ..queues.laravel import LEGACY_SHAPES, legacy_index_fix
 from ..snapshot.queues import QueueIndex, queue_indexes_key
-from . import CheckContext, check
+from . import CheckContext, check, pure
 
 
+@pure()
 @check("legacy_queue_index", postgresql=["pg.queue_indexes"], mysql=["my.queue_indexes"])
 def legacy_queue_index(ctx: CheckContext) -> Iterator[Finding]:
     tables: dict[tuple[str, str], list[QueueIndex]] = defaultdict(list)

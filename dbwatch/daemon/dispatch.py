@@ -117,11 +117,18 @@ def record_deadlocks(state: State, result: TargetResult) -> int:
 def record_unshown(state: State, result: TargetResult, recorded: int, now: float) -> None:
     """Without log_file: the running count of deadlocks the server counted and the daemon did
     not record (`status`, MY102/PG102 `not_shown`, `deadlocks --history`)."""
+    points = unshown_points(state, result, recorded)
+    if points:
+        state.record_metrics(result.spec.name, points, now)
+
+
+def unshown_points(state: State, result: TargetResult, recorded: int) -> dict[str, float]:
+    """record_unshown's series points, for the caller to record with its own (one insert a
+    cycle); {} when the server's counter was not read."""
     name = result.spec.name
     u = account(state, name, server_counter(result.snapshot), recorded)
     if u.counter is None:
-        return
-    state.record_metrics(name, {COUNTER_KEY: float(u.counter), NOT_SHOWN_KEY: float(u.total)}, now)
+        return {}
     if u.not_shown:
         log.info(
             "%d deadlock(s) on %s not shown (%d since the count started)",
@@ -129,6 +136,7 @@ def record_unshown(state: State, result: TargetResult, recorded: int, now: float
             name,
             u.total,
         )
+    return {COUNTER_KEY: float(u.counter), NOT_SHOWN_KEY: float(u.total)}
 
 
 def log_transitions(target: str, tr: Transitions) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
 from ..records import row_json
@@ -30,6 +31,15 @@ _RECORD_DEADLOCK = (
 
 
 class JournalStore(StateBase):
+    def __init__(
+        self, path: str | Path, retention: float = 7 * 86400.0, schema: str | None = None
+    ) -> None:
+        super().__init__(path, retention, schema)
+        # (target, key) -> the series' newest point (ts, value) as last read or written here,
+        # or (bound, None): no point at or after `bound`. Only keys last_point was asked for;
+        # a point written updates its key's entry (StateBase._memo_ok says when they hold).
+        self._newest: dict[tuple[str, str], tuple[float, float | None]] = self._memo_dict()
+
     # -- deadlocks, actions ------------------------------------------------------------
 
     def record_deadlock(self, target: str, key: str, at: object, data_json: object) -> bool:
@@ -105,11 +115,16 @@ class JournalStore(StateBase):
         self, target: str, values: dict[str, float], ts: float | None = None
     ) -> None:
         ts = time.time() if ts is None else ts
+        points = [(target, k, ts, float(v)) for k, v in values.items()]
         with self.transaction() as db:
-            db.executemany(
-                "INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)",
-                [(target, k, ts, float(v)) for k, v in values.items()],
-            )
+            newest = self._newest
+            known = [(k, newest.pop((target, k))) for k in values if (target, k) in newest]
+            db.executemany("INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)", points)
+            for k, (t, v) in known:  # written: the newest point is this one, or still the one known
+                if v is None:
+                    newest[(target, k)] = (ts, float(values[k])) if ts >= t else (t, None)
+                elif ts != t:  # equal times: which one a read gives is SQLite's choice
+                    newest[(target, k)] = (ts, float(values[k])) if ts > t else (t, v)
 
     def history(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
         """(ts, value) of one series over the last `since_seconds`, oldest first."""
@@ -126,8 +141,23 @@ class JournalStore(StateBase):
 
     def last_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
         """The newest (ts, value) of one series within `since_seconds` ([] when none): one
-        row by the (target, key, ts) order, not the window's thousands."""
-        return self._edge_point(target, key, since_seconds, "DESC")
+        row by the (target, key, ts) order, not the window's thousands; from memory when this
+        connection read or wrote that key's newest point and nobody else wrote since (the
+        daemon's three reads a cycle of what it wrote itself the cycle before)."""
+        with self._lock:
+            since = time.time() - since_seconds
+            if not self._memo_ok():
+                return self._edge_rows(target, key, since, "DESC")
+            hit = self._newest.get((target, key))
+            if hit is not None:
+                t, v = hit
+                if v is not None:
+                    return [(t, v)] if t >= since else []
+                if since >= t:  # nothing at or after t, so nothing at or after since
+                    return []
+            got = self._edge_rows(target, key, since, "DESC")
+            self._newest[(target, key)] = got[0] if got else (since, None)
+            return got
 
     def first_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
         """The oldest (ts, value) of one series within `since_seconds` ([] when none)."""
@@ -136,7 +166,11 @@ class JournalStore(StateBase):
     def _edge_point(
         self, target: str, key: str, since_seconds: float, order: Literal["ASC", "DESC"]
     ) -> list[tuple[float, float]]:
-        since = time.time() - since_seconds
+        return self._edge_rows(target, key, time.time() - since_seconds, order)
+
+    def _edge_rows(
+        self, target: str, key: str, since: float, order: Literal["ASC", "DESC"]
+    ) -> list[tuple[float, float]]:
         rows = self._rows(
             "SELECT ts, value FROM series WHERE target = ? AND key = ? AND ts >= ? "
             f"ORDER BY ts {order} LIMIT 1",  # one of two constants
@@ -160,6 +194,9 @@ class JournalStore(StateBase):
         cutoff = now - self.retention
         with self.transaction() as db:
             db.execute("DELETE FROM series WHERE ts < ?", (cutoff,))
+            for k, (t, v) in list(self._newest.items()):
+                if v is not None and t < cutoff:  # deleted: none at or after the cutoff now
+                    self._newest[k] = (cutoff, None)
             db.execute(
                 "DELETE FROM findings WHERE status = 'resolved' AND resolved_at < ?", (cutoff,)
             )

@@ -23,7 +23,7 @@ from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
 from ..targets import CONNECT_TIMEOUT_S, ON_OPEN, STATEMENT_TIMEOUT_MS, TargetSpec
 from ..targets.pool import ConnectionPool
-from .dispatch import Actions, apply_findings, record_deadlocks, record_unshown
+from .dispatch import Actions, apply_findings, record_deadlocks, unshown_points
 from .fleet import Fleet, default_ttl
 from .health import Misses, not_answering
 from .memory import MemoryKeeper
@@ -280,10 +280,11 @@ class Daemon:
         inside the caller's transaction; `timing`: started, duration, lateness."""
         name = result.spec.name
         recorded = record_deadlocks(self.state, result)
-        if not tc.log_file and not result.error:
-            record_unshown(self.state, result, recorded, now)
-        if values:
-            self.state.record_metrics(name, values, now)
+        points = values
+        if not tc.log_file and not result.error:  # the unshown count's points with them
+            points = {**unshown_points(self.state, result, recorded), **values}
+        if points:
+            self.state.record_metrics(name, points, now)
         started, duration, lateness = timing
         self.state.record_cycle(name, started, duration, status, result.error, findings, lateness)
 

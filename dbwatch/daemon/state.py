@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..findings import Finding, severity_rank
 from ..records import FindingRow, Transitions, finding_data, json_object, loads
+from ..targets.secrets import secrets_generation
 from .journal import JournalStore
 from .outbox import AlertStore
 from .statedb import SCHEMA_VERSION, Param, StateConn
@@ -61,6 +62,14 @@ def _by_place(rows: Iterable[FindingRow]) -> list[FindingRow]:
 class State(AlertStore, JournalStore):
     """The daemon's state: the finding lifecycle here, the rest in the stores it extends."""
 
+    def __init__(
+        self, path: str | Path, retention: float = 7 * 86400.0, schema: str | None = None
+    ) -> None:
+        super().__init__(path, retention, schema)
+        # target -> its pending and firing rows as the last update left them (StateBase's
+        # in-memory copies: they hold while nobody else wrote): what update reads back
+        self._live: dict[str, dict[str, _Live]] = self._memo_dict()
+
     def update(
         self,
         target: str,
@@ -70,7 +79,13 @@ class State(AlertStore, JournalStore):
         keep_rules: Iterable[str] = (),
     ) -> Transitions:
         """Apply one cycle's findings for `target`; returns what fired, what resolved and
-        what fires now (built from what was written, not read back)."""
+        what fires now (built from what was written, not read back).
+
+        A finding that is the very `Finding` this State wrote last time for its row (an
+        idle cycle: the rules' memo gives the same objects), with the same status to write,
+        has all its columns as they are but `last_seen`: those rows get one UPDATE of
+        last_seen together, not each its JSON data again (the data written from that same
+        object, under the same secrets, is the text it would be)."""
         now = time.time() if now is None else now
         wait = for_seconds or (lambda rule: 0.0)
         keep = set(keep_rules)
@@ -84,19 +99,51 @@ class State(AlertStore, JournalStore):
         # a cycle that only sees its findings again (last_seen, evidence) need not wait for
         # the disk; a transition does (want_sync): see StateBase.transaction
         with self.transaction(durable=False) as db:
+            memo = self._memo_ok()
+            # the rows as the last update left them (gone until this one is done), else read
             # without their data: a finding seen again is written from this cycle's Finding,
             # so only the rows kept or resolved below read theirs (_with_data)
-            live = {r.fingerprint: r for r in self._live_heads(target)}
+            live = self._live.pop(target, None) if memo else None
+            if live is None:
+                live = {r.fingerprint: _Live(r, False) for r in self._live_heads(target)}
+            now_live: dict[str, _Live] = {}
+            seen: list[str] = []  # rows of which only last_seen changes
+            generation = secrets_generation()
             for fp, f in current.items():
-                written = self._advance(db, f, live.get(fp), now, wait(f.rule), out)
+                had = live.get(fp)
+                row = had.row if had is not None else None
+                if had is not None and row is not None and had.same(f, generation):
+                    status = _status(row, now, wait(f.rule))
+                    if status == row.status and (row.fired_at is not None or status != "firing"):
+                        written = _seen(row, now)
+                        seen.append(fp)
+                        if status == "pending":
+                            out.pending += 1
+                        now_live[fp] = _Live(written, True, f, generation)
+                        if status == "firing":
+                            firing.append(written)
+                        continue
+                written = self._advance(db, f, row, now, wait(f.rule), out)
+                now_live[fp] = _Live(written, True, f, generation)
                 if written.status == "firing":
                     firing.append(written)
-            for fp, row in live.items():
+            for i in range(0, len(seen), _SEEN_CHUNK):
+                part = seen[i : i + _SEEN_CHUNK]
+                db.execute(
+                    "UPDATE findings SET last_seen = ? WHERE fingerprint IN "
+                    f"({', '.join('?' * len(part))})",  # only placeholders
+                    (now, *part),
+                )
+            for fp, had in live.items():
                 if fp in current:
                     continue
+                row = had.row
                 if row.rule in keep:
                     if row.status == "firing":
-                        firing.append(self._with_data(row))
+                        if not had.data:
+                            had = _Live(self._with_data(row), True)
+                        firing.append(had.row)
+                    now_live[fp] = had
                     continue
                 self.want_sync()
                 if row.status == "pending":
@@ -107,7 +154,9 @@ class State(AlertStore, JournalStore):
                     "WHERE fingerprint = ?",
                     (now, fp),
                 )
-                out.resolved.append(_resolved(self._with_data(row), now))
+                out.resolved.append(_resolved(row if had.data else self._with_data(row), now))
+            if memo:
+                self._live[target] = now_live
         out.firing = _by_place(firing)
         return out
 
@@ -140,9 +189,7 @@ class State(AlertStore, JournalStore):
                 (*head, *fired_last, text),  # the same values as the row returned
             )
         else:
-            status = row.status
-            if status == "pending" and now - row.first_seen >= wait:
-                status = "firing"
+            status = _status(row, now, wait)
             if (status, f.severity, f.subject) != (row.status, row.severity, row.subject):
                 self.want_sync()
             db.execute(
@@ -206,6 +253,52 @@ class State(AlertStore, JournalStore):
     def finding(self, fingerprint: str) -> FindingRow | None:
         rows = self._finding_rows("fingerprint = ?", (fingerprint,))
         return rows[0] if rows else None
+
+
+# fingerprints per UPDATE of last_seen (SQLite's default limit is 32,766 parameters)
+_SEEN_CHUNK = 500
+
+
+class _Live:
+    """A pending or firing row as the last update of its target left it: `data` whether the
+    row holds its stored data (else an empty one: read without it); `finding`, `generation`:
+    the Finding it was written from and the secrets generation its text was scrubbed under."""
+
+    __slots__ = ("data", "finding", "generation", "row")
+
+    def __init__(
+        self, row: FindingRow, data: bool, finding: Finding | None = None, generation: int = -1
+    ) -> None:
+        self.row, self.data, self.finding, self.generation = row, data, finding, generation
+
+    def same(self, f: Finding, generation: int) -> bool:
+        """Written from this very Finding (held here: its id is not reused) and scrubbed
+        under the same secrets: its data text is the one finding_data(f) gives now."""
+        return self.finding is f and self.generation == generation and self.data
+
+
+def _status(row: FindingRow, now: float, wait: float) -> str:
+    """A live row's status once seen again: pending turns firing after `wait`."""
+    if row.status == "pending" and now - row.first_seen >= wait:
+        return "firing"
+    return row.status
+
+
+def _seen(row: FindingRow, now: float) -> FindingRow:
+    """The row seen again this cycle with nothing else changed."""
+    return FindingRow(
+        row.fingerprint,
+        row.target,
+        row.rule,
+        row.severity,
+        row.subject,
+        row.status,
+        row.first_seen,
+        row.fired_at,
+        now,
+        row.resolved_at,
+        row.data,
+    )
 
 
 def _resolved(row: FindingRow, now: float) -> FindingRow:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 from ..snapshot.values import Row
 from .statedb import Param, StateConn, is_pg_url, migrate, open_conn
@@ -41,13 +43,22 @@ class StateBase:
         with self._lock:
             migrate(self._db, self.dialect)
         self._last_prune = 0.0
+        # In-memory copies of what this connection wrote or read (the live findings per
+        # target, the series' newest points), so an idle cycle need not read them back. They
+        # hold while no other connection committed — SQLite's `PRAGMA data_version` moves when
+        # one did (another process, another State on the file) — and no transaction of ours
+        # was rolled back (both drop them all). A PostgreSQL state (a fleet: other daemons
+        # write the same rows) keeps none.
+        self._memo = self.dialect == "sqlite"
+        self._memos: list[dict[Any, Any]] = []
+        self._data_version: object = None
+        self._version_checked = False  # in the open transaction: no other writer until COMMIT
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
-    @contextmanager
-    def transaction(self, durable: bool = True) -> Iterator[StateConn]:
+    def transaction(self, durable: bool = True) -> Transaction:
         """BEGIN (IMMEDIATE on SQLite) … COMMIT; nested uses join the outer transaction.
 
         `durable=False` (a cycle's bookkeeping: its record, metrics, deadlocks with the log
@@ -57,32 +68,38 @@ class StateBase:
         covers it), PostgreSQL's synchronous_commit=off. A full fsync per target-cycle under
         the state lock (7 ms on a busy disk) was what 2,000 targets at 15 s queued behind.
         A write inside that must last (a finding's transition, an alert queued or marked
-        sent) calls want_sync(): the commit then waits for the disk as before."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self._db
-                finally:
-                    self._depth -= 1
-                return
-            self._sync = durable
-            relaxed = not durable and self.dialect == "sqlite"
-            self._level("NORMAL" if relaxed else "FULL")
-            self._db.execute(self._begin)
-            self._depth = 1
-            try:
-                yield self._db
-            except BaseException:
-                self._depth = 0
-                self._db.execute("ROLLBACK")
-                raise
-            self._depth = 0
+        sent) calls want_sync(): the commit then waits for the disk as before.
+
+        A class, not a generator: a cycle enters a dozen of them, nearly all nested, and a
+        nested one is now a counter under the lock (3.8 µs each as @contextmanager)."""
+        return Transaction(self, durable)
+
+    def _open(self, durable: bool) -> bool:
+        """The outermost transaction's BEGIN, under the lock; whether its commit is relaxed."""
+        self._sync = durable
+        relaxed = not durable and self.dialect == "sqlite"
+        self._level("NORMAL" if relaxed else "FULL")
+        self._db.execute(self._begin)
+        self._depth = 1
+        self._version_checked = False
+        return relaxed
+
+    def _close(self, relaxed: bool, failed: bool) -> None:
+        """The outermost transaction's ROLLBACK (`failed`) or COMMIT, under the lock."""
+        self._depth = 0
+        if failed:
+            self._forget()  # the copies may hold what is rolled back now
+            self._db.execute("ROLLBACK")
+            return
+        try:
             if not self._sync and self.dialect != "sqlite":
                 self._db.execute("SET LOCAL synchronous_commit = off")
             self._db.execute("COMMIT")
-            if relaxed and self._sync:
-                self._flush()
+        except BaseException:
+            self._forget()
+            raise
+        if relaxed and self._sync:
+            self._flush()
 
     def _level(self, level: str) -> None:
         """SQLite's synchronous level for the next commit, set only when it changes (SQLite
@@ -91,6 +108,32 @@ class StateBase:
         if self.dialect == "sqlite" and self._synchronous != level:
             self._db.execute(f"PRAGMA synchronous={level}")  # one of two constants
             self._synchronous = level
+
+    def _memo_ok(self) -> bool:
+        """Under the lock: whether the in-memory copies may answer (SQLite; every one of them
+        dropped first if another connection committed since the last look). Inside a
+        transaction it looks once: BEGIN IMMEDIATE holds off every other writer until COMMIT."""
+        if not self._memo:
+            return False
+        if self._depth and self._version_checked:
+            return True
+        row = self._db.execute("PRAGMA data_version").fetchone()
+        version = None if row is None else row.get("data_version")
+        if version is None or version != self._data_version:
+            self._forget()
+            self._data_version = version
+        self._version_checked = self._depth > 0
+        return version is not None
+
+    def _memo_dict(self) -> dict[Any, Any]:
+        """A new in-memory copy, dropped with the others (_forget)."""
+        out: dict[Any, Any] = {}
+        self._memos.append(out)
+        return out
+
+    def _forget(self) -> None:
+        for memo in self._memos:
+            memo.clear()
 
     def want_sync(self) -> None:
         """Inside a transaction: its commit waits for the disk, whatever it was opened with."""
@@ -121,3 +164,43 @@ class StateBase:
     def _rows(self, sql: str, params: Iterable[Param] = ()) -> list[Row]:
         with self._lock:
             return list(self._db.execute(sql, tuple(params)).fetchall())
+
+
+class Transaction(AbstractContextManager[StateConn]):
+    """`StateBase.transaction()`: holds the state's lock from enter to exit; the outermost
+    one opens and ends the database transaction (an exception rolls it back and propagates)."""
+
+    __slots__ = ("durable", "outer", "relaxed", "state")
+
+    def __init__(self, state: StateBase, durable: bool) -> None:
+        self.state, self.durable = state, durable
+        self.outer = self.relaxed = False
+
+    def __enter__(self) -> StateConn:
+        st = self.state
+        st._lock.acquire()
+        if st._depth:
+            st._depth += 1
+            return st._db
+        try:
+            self.relaxed = st._open(self.durable)
+        except BaseException:
+            st._lock.release()
+            raise
+        self.outer = True
+        return st._db
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        st = self.state
+        try:
+            if self.outer:
+                st._close(self.relaxed, exc_type is not None)
+            else:
+                st._depth -= 1
+        finally:
+            st._lock.release()

@@ -8,6 +8,7 @@ did not write stays absent when written again)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
@@ -67,7 +68,23 @@ def _latest_deadlock(snapshot: Snapshot) -> DeadlockRecord | None:
     status = snapshot.get(MY_INNODB_STATUS)
     if status is None or status.deadlock is None:
         return None
-    return deadlock_record(status.deadlock)
+    dl = status.deadlock
+    # the status is read once per server and share interval and the section is shared by
+    # that server's targets: its deadlock's record is built once too, not per target-cycle
+    # (parsed Deadlocks and records are frozen; the last few are held, so ids stay theirs)
+    hit = _RECORDS.get(id(dl))
+    if hit is not None and hit[0] is dl:
+        return hit[1]
+    record = deadlock_record(dl)
+    with _RECORDS_LOCK:  # the daemon's threads
+        _RECORDS[id(dl)] = (dl, record)
+        while len(_RECORDS) > 16:
+            del _RECORDS[next(iter(_RECORDS))]
+    return record
+
+
+_RECORDS: dict[int, tuple[Deadlock, DeadlockRecord]] = {}
+_RECORDS_LOCK = threading.Lock()
 
 
 def _trx(t: DeadlockTrx) -> TrxRecord:

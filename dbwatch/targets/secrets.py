@@ -51,6 +51,7 @@ class _Pattern:
 _lock = threading.Lock()
 _patterns: dict[str, _Pattern] = {}  # secret (and its percent-encoded form) -> pattern
 _public: dict[str, frozenset[str]] = {}  # secret -> the public names registered with it
+_generation = [0]  # moves whenever what scrub() masks changes (State keeps text scrubbed before)
 
 
 def register_secret(secret: str | None, public: Iterable[str | None] = ()) -> None:
@@ -69,6 +70,7 @@ def register_secret(secret: str | None, public: Iterable[str | None] = ()) -> No
         with _lock:
             _public[variant] = merged
             _patterns[variant] = pattern
+            _generation[0] += 1
 
 
 def _fragments_of(secret: str) -> frozenset[str]:
@@ -124,6 +126,12 @@ def scrub_opt(text: str | None) -> str | None:
 def secrets_known() -> bool:
     """Whether any password is registered (else scrub_tree leaves every string as it is)."""
     return bool(_patterns)
+
+
+def secrets_generation() -> int:
+    """A number that changes whenever a password is registered or its public names change:
+    text scrubbed under one generation is what scrub() would give while it stays the same."""
+    return _generation[0]
 
 
 def scrub_tree(value: Any) -> Any:
