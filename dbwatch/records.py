@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import field, replace
+from functools import cached_property
 
 from .findings import Finding, SessionIdentity
 from .frozen import frozen, mutable
@@ -546,18 +547,24 @@ class DeadlockRecord:
 
     def databases(self) -> set[str]:
         """The databases (schemas) of the tables it touches, as printed (unquoted)."""
+        return set(self._databases)
+
+    @cached_property
+    def _databases(self) -> frozenset[str]:
+        # once per record: a shared record (MY102's latest deadlock, one per status read)
+        # is asked by every target of the server, each cycle
         out = {_unquote(lk.db) for lk in self.locks if lk.db}
         for t in self.transactions:
             for table in t.tables:
                 db, dot, _ = table.partition(".")
                 if dot and db:
                     out.add(_unquote(db))
-        return out
+        return frozenset(out)
 
     def in_scope(self, scope: str | None) -> bool:
         """Whether it is the deadlock of a target scoped to `scope`: one of its tables is
         there, or none is known (truncated text: dropping it would hide what may be ours)."""
-        return scope is None or in_scope(self.databases(), scope)
+        return scope is None or in_scope(self._databases, scope)
 
     def tagged(self, *, source: str | None = None, target: str | None = None) -> DeadlockRecord:
         return replace(self, source=source or self.source, target=target or self.target)

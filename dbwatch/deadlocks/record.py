@@ -15,6 +15,7 @@ from functools import lru_cache
 from ..parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from ..records import DeadlockRecord, LockRecord, TrxRecord
 from ..snapshot import Snapshot
+from ..snapshot.memo import per_read
 from ..snapshot.my import MY_INNODB_STATUS, MyThread
 from ..snapshot.values import JSONObject, as_json
 from ..sqlpatterns.tags import parse_tags
@@ -67,7 +68,10 @@ def _latest_deadlock(snapshot: Snapshot) -> DeadlockRecord | None:
     status = snapshot.get(MY_INNODB_STATUS)
     if status is None or status.deadlock is None:
         return None
-    return deadlock_record(status.deadlock)
+    dl = status.deadlock
+    # once per status read: the daemon shares it between the server's targets, and the
+    # record (a function of the parsed deadlock alone) is the same for each of them
+    return per_read(status, "my.latest_deadlock", lambda: deadlock_record(dl), also=(dl,))
 
 
 def _trx(t: DeadlockTrx) -> TrxRecord:
