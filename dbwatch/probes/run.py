@@ -79,9 +79,8 @@ def _run_probes(
     failures: list[ProbeFailure] = []
     features: set[str] = set()
     gaps: list[CoverageGap] = []
-    wanted = set(needs) | set(ALWAYS) if needs else set()
     probes = engine_probes(conn.engine)
-    for name in sorted(wanted, key=lambda n: (n not in ALWAYS, n)):
+    for name in _order(needs):
         p = probes.get(name)
         if p is None or p.engine != conn.engine:
             continue
@@ -139,9 +138,10 @@ def _run_probes(
             cache.put(name, data)
         sections[name] = data
     features |= _features(conn)
-    from .grants import exact_grant
+    if failures:
+        from .grants import exact_grant
 
-    failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
+        failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
     return Snapshot(
         target=target,
         engine=conn.flavour,
@@ -155,6 +155,23 @@ def _run_probes(
         scope=conn.spec.scoped_database,
         built=True,  # each section went through build_section above (or the shared flight)
     )
+
+
+# the probing order of a set of needed sections (ALWAYS first, then by name), kept: a
+# daemon's targets ask for the same few sets every cycle
+_ORDERS: dict[frozenset[str], tuple[str, ...]] = {}
+
+
+def _order(needs: Iterable[str]) -> tuple[str, ...]:
+    key = frozenset(needs)
+    hit = _ORDERS.get(key)
+    if hit is None:
+        wanted = set(key) | set(ALWAYS) if key else set()
+        hit = tuple(sorted(wanted, key=lambda n: (n not in ALWAYS, n)))
+        if len(_ORDERS) > 256:  # rule sets come and go with reloads
+            _ORDERS.clear()
+        _ORDERS[key] = hit
+    return hit
 
 
 def _build(name: str, data: object, cache: ProbeCache | None) -> object:
