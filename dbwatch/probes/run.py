@@ -72,6 +72,7 @@ def _run_probes(
     shared: tuple[SharedProbes, str] | None,
 ) -> Snapshot:
     started = time.time()
+    clock = time.perf_counter()  # the budget's start
     sections: dict[str, object] = {}
     cyc = _CYCLE.get()
     if cyc is not None:
@@ -80,11 +81,13 @@ def _run_probes(
     features: set[str] = set()
     gaps: list[CoverageGap] = []
     probes = engine_probes(conn.engine)
+    engine = conn.engine
     for name in _order(needs):
         p = probes.get(name)
-        if p is None or p.engine != conn.engine:
+        if p is None or p.engine != engine:
             continue
-        if time.time() - started > budget:
+        t0 = time.perf_counter()
+        if t0 - clock > budget:
             gaps.append(_budget_gap(name, budget))
             sections[name] = None
             continue
@@ -92,7 +95,6 @@ def _run_probes(
         if cached is not None:
             sections[name] = cached
             continue
-        t0 = time.perf_counter()
         data: object
         typed = False
         try:
@@ -120,8 +122,9 @@ def _run_probes(
             sections[name] = None
             continue
         if stats is not None:
-            stats.seconds += time.perf_counter() - t0
-            stats.per_probe[name] = round(time.perf_counter() - t0, 4)
+            took = time.perf_counter() - t0
+            stats.seconds += took
+            stats.per_probe[name] = round(took, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, (list, tuple)) else 1
         complete = True  # only complete results are cached: gaps and refusals must repeat
