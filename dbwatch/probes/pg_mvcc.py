@@ -243,12 +243,18 @@ def _with_marker(dead: str, marker: str) -> str:
     marker's columns come last, so a dead-tuple row keeps its column order without them."""
     return (
         "-- Dead tuples and the catalog marker in one round trip (probes/pg_mvcc.py)\n"
-        f"WITH catalog AS (\n{marker}\n), dead AS (\n{dead}\n)\n"
+        f"WITH catalog AS (\n{_code(marker)}\n), dead AS (\n{_code(dead)}\n)\n"
         "SELECT dead.*, catalog.track_counts AS catalog_track_counts,"
         " catalog.marker AS catalog_marker\n"
         "FROM catalog LEFT JOIN dead ON true\n"
         "ORDER BY dead.n_dead_tup DESC"
     )
+
+
+def _code(text: str) -> str:
+    """The statement without its comment lines (the files explain it): psycopg parses a
+    statement longer than 4,096 bytes again at every execution, not once."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("--"))
 
 
 def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:

@@ -281,3 +281,16 @@ def test_mysql_catalog_reads_wait_for_ddl(my_db: str) -> None:
         assert queues(snap) == ["jobs"]
     finally:
         conn.close()
+
+
+def test_dead_tuples_with_marker_is_parsed_once() -> None:
+    """psycopg keeps the parse of a statement up to 4,096 bytes (psycopg._queries
+    MAX_CACHED_STATEMENT_LENGTH); a longer one is parsed again at every execution."""
+    from dbwatch.probes.pg_mvcc import _with_marker
+    from dbwatch.probes.sqlfiles import sql
+    from dbwatch.targets.version import ServerVersion
+
+    for num in (100000, 120000, 150000, 170000):
+        v = ServerVersion.from_pg_num(num)
+        text = _with_marker(sql("postgresql", "dead_tuples", v), sql("postgresql", "catalog_marker", v))
+        assert len(text.encode()) <= 4096, num
