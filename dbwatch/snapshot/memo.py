@@ -56,7 +56,14 @@ def per_read(
 
 
 def _same(kept: tuple[object, ...], also: tuple[object, ...]) -> bool:
-    return len(kept) == len(also) and all(a is b for a, b in zip(kept, also, strict=True))
+    if kept is also:  # () is one object: most derivations read nothing else
+        return True
+    if len(kept) != len(also):
+        return False
+    for a, b in zip(kept, also, strict=True):
+        if a is not b:
+            return False
+    return True
 
 
 def forget() -> None:
