@@ -94,3 +94,33 @@ def test_a_shared_record_answers_scope_questions_like_a_fresh_one() -> None:
     assert shared.databases() == {"shop"}
     shared.databases().add("billing")  # a caller's copy: the record is not changed
     assert not shared.in_scope("billing")
+
+
+def test_my101_builds_a_shared_lock_graph_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """my.lock_waits is server-wide (MY101 is not scoped: SPEC §3): one graph per read, the
+    same findings for each target; the next read (the wait ended) shows none."""
+    from dbwatch.checks.lockgraph import LockGraph
+
+    built: Counter[str] = Counter()
+    from_pairs = LockGraph.from_pairs.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, pairs: Any) -> Any:
+        built["graph"] += 1
+        return from_pairs(cls, pairs)
+
+    monkeypatch.setattr(LockGraph, "from_pairs", classmethod(counting))
+    wait = {"waiting_thread_id": 42, "waiting_trx_id": "4200", "blocking_thread_id": 40,
+            "blocking_trx_id": "4000", "blocking_user": "cron", "blocking_host": "h:9",
+            "blocking_command": "Sleep", "blocking_trx_seconds": 900, "wait_seconds": 600}
+
+    def my101(scope: str, waits: object) -> set[str]:
+        snap = Snapshot(target=scope, engine="mariadb", server_version="10.11",
+                        version_num=101100, taken_at=1_800_000_000.0, scope=scope,
+                        sections={"my.lock_waits": waits})
+        return {f.subject for f in evaluate(snap, CAT, Config()).findings if f.rule == "MY101"}
+
+    read = build_section("my.lock_waits", {"source": "lock_waits_innodb", "waits": [wait]})
+    assert my101("shop", read) == my101("billing", read) == {"thread 42"}
+    assert built["graph"] == 1
+    ended = build_section("my.lock_waits", {"source": "lock_waits_innodb", "waits": []})
+    assert my101("shop", ended) == set()
