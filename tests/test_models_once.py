@@ -96,9 +96,10 @@ def test_each_snapshot_has_its_own_models(builds: Counter[str]) -> None:
     for snap in (one, two, one):
         evaluate(snap, CAT, Config())
     assert builds == Counter(lock_graph=2, horizon_holders=2)
-    # a scoped copy is another snapshot: its models are its own, not the unscoped one's
+    # a scoped copy is another snapshot of the same read: the server's lock graph is the
+    # read's (not built again), its holders (hand-built backends here) and view its own
     evaluate(dataclasses.replace(one, scope="shop"), CAT, Config())
-    assert builds == Counter(lock_graph=3, horizon_holders=3)
+    assert builds == Counter(lock_graph=2, horizon_holders=3)
 
 
 @pytest.mark.parametrize("scope", [None, "shop", "other"])
@@ -130,3 +131,91 @@ def test_a_mysql_cycle_builds_its_lock_graph_once(builds: Counter[str]) -> None:
     ev = evaluate(snap, CAT, Config())
     assert {"MY001", "MY101"} <= {f.rule for f in ev.findings}
     assert builds == Counter(lock_graph=1)
+
+
+# --- one shared read, many targets (the daemon: pg.sessions read once per server) ---------
+
+
+def _shared(scope: str, sessions: object, horizon: object) -> Snapshot:
+    return Snapshot(target=scope, engine="postgresql", server_version="15", version_num=150000,
+                    taken_at=1_800_000_000.0, scope=scope,
+                    sections={"pg.sessions": sessions, "pg.horizon": horizon})
+
+
+def _read(rows: list[dict[str, Any]]) -> object:
+    """A built pg.sessions section, as the daemon's single flight hands it to every target."""
+    from dbwatch.snapshot import build_section
+
+    return build_section("pg.sessions", rows)
+
+
+def _primary() -> object:
+    """A primary's pg.horizon without hand-built backends (those come from pg.sessions)."""
+    from dbwatch.snapshot import build_section
+
+    return build_section("pg.horizon", {k: v for k, v in HORIZON.items() if k != "backends"})
+
+
+def test_a_shared_read_builds_its_models_once_and_each_target_sees_its_own(
+    builds: Counter[str],
+) -> None:
+    """Database A has a lock chain and an old snapshot; B has neither. Both targets read
+    the same shared rows: the server's graph and holders are built once, and whichever target
+    asks first, B shows nothing of A."""
+    hold = dict(backend(1, 50_000_000, 7200.0, db="a"), backend_type="client backend")
+    rows = [
+        {**pg(1, "idle in transaction", 7200, db="a"), **hold},
+        pg(2, "active", 900, db="a", blocked_by=[1], wait_event_type="Lock"),
+        pg(3, "idle", 5, db="b", xact_start=None),
+    ]
+    for order in (("b", "a"), ("a", "b")):
+        read, hz = _read(rows), _primary()
+        found = {}
+        for db in order:
+            ev = evaluate(_shared(db, read, hz), CAT, Config())
+            found[db] = {(f.rule, f.subject) for f in ev.findings}
+        assert ("PG101", "pid 1") in found["a"], found["a"]
+        assert any(r == "PG201" for r, _ in found["a"]), found["a"]
+        assert not {r for r, _ in found["b"]} & {"PG101", "PG201", "PG001", "PG002"}, found["b"]
+    assert builds["lock_graph"] == 2  # once per read (two reads: one per order)
+    assert builds["horizon_holders"] == 2
+    one, two = _shared("a", read, hz), _shared("b", read, hz)
+    assert models.horizon_holders(one) is models.horizon_holders(two)
+    assert models.pg_scoped_lock_graph(two).edges == {}
+    assert models.pg_scoped_lock_graph(one).edges == {2: (1,)}
+
+
+def test_the_next_read_is_not_answered_from_the_last(builds: Counter[str]) -> None:
+    """A new shared read (the next interval) gets its own models: the chain that ended and the
+    holder that committed are gone, a new one is seen."""
+    hz = _primary()
+    first = _read([pg(1, "idle in transaction", 7200, db="a"),
+                   pg(2, "active", 900, db="a", blocked_by=[1], wait_event_type="Lock")])
+    ev = evaluate(_shared("a", first, hz), CAT, Config())
+    assert "PG101" in {f.rule for f in ev.findings}
+    second = _read([pg(1, "idle", 1, db="a", xact_start=None), pg(2, "idle", 1, db="a")])
+    ev = evaluate(_shared("a", second, hz), CAT, Config())
+    assert "PG101" not in {f.rule for f in ev.findings}
+    third = _read([pg(7, "idle in transaction", 7200, db="b"),
+                   pg(8, "active", 900, db="b", blocked_by=[7], wait_event_type="Lock")])
+    ev = evaluate(_shared("b", third, hz), CAT, Config())
+    assert ("PG101", "pid 7") in {(f.rule, f.subject) for f in ev.findings}
+    assert builds["lock_graph"] == 3
+
+
+def test_holders_are_shared_only_with_the_same_horizon_rows() -> None:
+    """The holders of a read are kept with the horizon rows they were made from: a target
+    whose pg.horizon is another read (or names its own standbys) gets its own."""
+    from dbwatch.snapshot import build_section
+
+    read = _read([pg(1, "idle", 1, db="a", xact_start=None)])
+    hz = _primary()
+    prepared = build_section("pg.horizon", {
+        **{k: v for k, v in HORIZON.items() if k != "backends"},
+        "prepared": [{"gid": "g1", "xid": "5", "database": "a", "xid_age": 9_000_000,
+                      "prepared_seconds": 7200.0, "user": "app"}]})
+    plain = models.horizon_holders(_shared("a", read, hz))
+    assert plain == [] and models.horizon_holders(_shared("b", read, hz)) is plain
+    other = models.horizon_holders(_shared("a", read, prepared))
+    assert other is not None and [h.kind for h in other] == ["prepared"]
+    assert models.horizon_holders(_shared("b", read, hz)) == []

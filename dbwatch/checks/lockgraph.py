@@ -109,6 +109,15 @@ def my_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
     """The lock graph of my.lock_waits (thread ids), once per snapshot (Snapshot.model); empty
     when it was not read. Here, not in checks.models: a MySQL audit imports no PostgreSQL
     rows, a PostgreSQL one no MySQL rows (imported when called)."""
+    return snapshot.model("my.lock_graph", _my_lock_graph)
+
+
+def _my_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
+    from ..snapshot.memo import per_read
     from ..snapshot.my import MY_LOCK_WAITS
 
-    return snapshot.model("my.lock_graph", lambda s: my_graph_of(s.get(MY_LOCK_WAITS)))
+    data = snapshot.get(MY_LOCK_WAITS)
+    if data is None:
+        return my_graph_of(None)
+    # once per read: my.lock_waits is server-wide, shared by the server's targets
+    return per_read(data, "my.lock_graph", lambda: my_graph_of(data))

@@ -6,6 +6,7 @@ PostgreSQL figures the daemon records for PG102/PG202 to read back."""
 from __future__ import annotations
 
 from ..snapshot import Snapshot
+from ..snapshot.memo import per_read
 from ..snapshot.pg import PG_HORIZON, PG_SESSIONS, PgSession, scoped
 from ..snapshot.pg_mvcc import PG_DEAD_TUPLES, PG_DEADLOCKS, PgDeadTable, deadlocks_in_scope
 from .lockgraph import LockGraph, pg_graph_of
@@ -19,17 +20,30 @@ def pg_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
 
 def _pg_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
     rows: tuple[PgSession, ...] = snapshot.get(PG_SESSIONS) or ()
-    return pg_graph_of(rows)
+    # once per read: the daemon shares it between the server's targets
+    return per_read(rows, "pg.lock_graph", lambda: pg_graph_of(rows))
+
+
+_NO_WAITS: LockGraph[int] = LockGraph({})
 
 
 def pg_scoped_lock_graph(snapshot: Snapshot) -> LockGraph[int]:
     """The waits of the target's own sessions (what its rules look at), out of the one
     graph: the sessions of other databases and dbwatch's own connection do not wait here."""
+    return snapshot.model("pg.lock_graph.scoped", _pg_scoped_lock_graph)
 
-    def view(s: Snapshot) -> LockGraph[int]:
-        return pg_lock_graph(s).among(r.pid for r in scoped(s.get(PG_SESSIONS) or (), s.scope))
 
-    return snapshot.model("pg.lock_graph.scoped", view)
+def _pg_scoped_lock_graph(s: Snapshot) -> LockGraph[int]:
+    graph = pg_lock_graph(s)
+    if not graph.edges:
+        return _NO_WAITS  # nobody waits on the server: nobody waits here either
+    rows: tuple[PgSession, ...] = s.get(PG_SESSIONS) or ()
+    # per database, once per read (a dict the read's targets fill: the scope is the key)
+    by_scope: dict[str | None, LockGraph[int]] = per_read(rows, "pg.lock_graph.scoped", dict)
+    hit = by_scope.get(s.scope)
+    if hit is None:
+        hit = by_scope.setdefault(s.scope, graph.among(r.pid for r in scoped(rows, s.scope)))
+    return hit
 
 
 def horizon_holders(snapshot: Snapshot) -> list[Holder] | None:
@@ -43,7 +57,16 @@ def _horizon_holders(snapshot: Snapshot) -> list[Holder] | None:
     if hz is None:
         return None
     rows: tuple[PgSession, ...] = snapshot.get(PG_SESSIONS) or ()
-    return holders(hz, snapshot.target, rows)
+    if hz.instance.in_recovery or hz.standbys or hz.backends:
+        return holders(hz, snapshot.target, rows)  # names the target, or its own peers
+    # a primary's holders are the server's (its sessions, prepared transactions, slots,
+    # standbys' feedback), the same for each of its targets: once per shared read
+    return per_read(
+        rows,
+        "pg.horizon_holders",
+        lambda: holders(hz, snapshot.target, rows),
+        also=(hz.prepared, hz.slots, hz.replication),
+    )
 
 
 def dead_tables(snapshot: Snapshot) -> tuple[PgDeadTable, ...]:

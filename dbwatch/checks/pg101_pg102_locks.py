@@ -85,9 +85,12 @@ def _scoped_sessions(snap: Snapshot) -> tuple[object, ...]:
 @pure(_scoped_sessions)
 @check("pg_blocking", postgresql=["pg.sessions"])
 def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
+    graph = pg_scoped_lock_graph(ctx.snapshot)
+    if not graph.edges:
+        return  # no session of the target's database waits for a lock
     sessions = scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
     by_pid = {s.pid: s for s in sessions}
-    for root_pid, chains in _groups(sessions, pg_scoped_lock_graph(ctx.snapshot)).items():
+    for root_pid, chains in _groups(sessions, graph).items():
         waits = sorted(((_wait(by_pid[c[0]]), c) for c in chains), key=lambda w: -w[0])
         longest, chain = waits[0]
         sev = ctx.grade(longest)

@@ -286,7 +286,10 @@ def _linked(h: Holder, standbys: Sequence[PgPeer], rows: Sequence[PgReplication]
 def holders(hz: PgHorizon, target: str, sessions: Sequence[PgSession] = ()) -> list[Holder]:
     """Every holder, oldest (by XID age) first: the backends are the pg.sessions rows (the
     whole cluster; the caller applies the target's scope), the rest the pg.horizon section."""
-    backends = hz.backends or horizon_backends(tuple(sessions))
+    # the read's own tuple (a Built rows tuple: tuple() of it would be a copy, and the
+    # backends ranked again for every target instead of once per shared read)
+    rows = sessions if isinstance(sessions, tuple) else tuple(sessions)
+    backends = hz.backends or horizon_backends(rows)
     inst = hz.instance
     out: list[Holder] = []
     if inst.in_recovery:

@@ -8,7 +8,6 @@ did not write stays absent when written again)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
@@ -16,6 +15,7 @@ from functools import lru_cache
 from ..parsers.deadlock_model import Deadlock, DeadlockLock, DeadlockTrx
 from ..records import DeadlockRecord, LockRecord, TrxRecord
 from ..snapshot import Snapshot
+from ..snapshot.memo import per_read
 from ..snapshot.my import MY_INNODB_STATUS, MyThread
 from ..snapshot.values import JSONObject, as_json
 from ..sqlpatterns.tags import parse_tags
@@ -69,22 +69,9 @@ def _latest_deadlock(snapshot: Snapshot) -> DeadlockRecord | None:
     if status is None or status.deadlock is None:
         return None
     dl = status.deadlock
-    # the status is read once per server and share interval and the section is shared by
-    # that server's targets: its deadlock's record is built once too, not per target-cycle
-    # (parsed Deadlocks and records are frozen; the last few are held, so ids stay theirs)
-    hit = _RECORDS.get(id(dl))
-    if hit is not None and hit[0] is dl:
-        return hit[1]
-    record = deadlock_record(dl)
-    with _RECORDS_LOCK:  # the daemon's threads
-        _RECORDS[id(dl)] = (dl, record)
-        while len(_RECORDS) > 16:
-            del _RECORDS[next(iter(_RECORDS))]
-    return record
-
-
-_RECORDS: dict[int, tuple[Deadlock, DeadlockRecord]] = {}
-_RECORDS_LOCK = threading.Lock()
+    # once per status read: the daemon shares it between the server's targets, and the
+    # record (a function of the parsed deadlock alone) is the same for each of them
+    return per_read(status, "my.latest_deadlock", lambda: deadlock_record(dl), also=(dl,))
 
 
 def _trx(t: DeadlockTrx) -> TrxRecord:

@@ -53,10 +53,15 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
     """One read of pg_locks (joined to pg_activity and pg_class) for every backend whose
     transaction is at least MIN_AGE old; with the daemon's cache, the statements seen for
     each transaction identity are remembered across cycles (first seen / last seen)."""
+    if _none_open(conn):
+        # no transaction open in the database: the empty result the query would give, and
+        # the memory of every transaction forgotten (each ended), as the full path below does
+        kept = cache.get(MEMORY, float("inf")) if cache is not None else None
+        if isinstance(kept, OrderedDict):
+            kept.clear()
+        return _NONE_OPEN[cache is not None]
     params = {"min_age": MIN_AGE, "limit": LOCK_ROWS, "database": conn.spec.scoped_database}
-    rows = []
-    if not _none_open(conn):
-        rows = [as_row(r) for r in conn.rows(sql("postgresql", "txn_locks", conn.version), params)]
+    rows = [as_row(r) for r in conn.rows(sql("postgresql", "txn_locks", conn.version), params)]
     locks = tuple(PgTxnLock.from_row(r) for r in rows if r.get("locktype") is not None)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     seen: dict[Key, str] = {}
@@ -99,6 +104,10 @@ def pg_txn_detail(conn: Connection, cache: ProbeCache | None = None) -> object:
         "locks of younger ones were not examined",
     )
     return Covered(data, (gap,))
+
+
+# pg_txn_detail's result when no transaction is open (by `remembered`): shared, never changed
+_NONE_OPEN = {r: PgTxnDetail(min_age=MIN_AGE, remembered=r) for r in (False, True)}
 
 
 def _none_open(conn: Connection) -> bool:

@@ -11,7 +11,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
+from functools import cache, partial
 from typing import Any, TypeVar
 
 from ..config import Config, TargetConfig
@@ -36,7 +36,7 @@ from .grants import MONITOR_GRANT
 from .postgresql import session_rows
 from .registry import probe
 from .results import Covered, PartialResult, jsonable
-from .share import per_server
+from .share import marker_pending, marker_read_along, per_server, pg_marker_of
 from .sqlfiles import sql
 
 R = TypeVar("R", bound=FromRow)
@@ -222,23 +222,75 @@ def databases_for(conn: Connection, config: Config | None) -> tuple[list[str], l
     return [current] + others[:MAX_DATABASES], others[MAX_DATABASES:]
 
 
+_DEAD_PARAMS = {
+    "queue_names": QUEUE_NAMES_ARRAY,
+    "queue_pattern": QUEUE_PATTERN,
+    "min_dead": DEAD_MIN,
+    "limit": DEAD_LIMIT,
+}
+# the catalog marker's columns in dead_tuples_with_marker's rows
+_MARKER_COLUMNS = ("catalog_track_counts", "catalog_marker")
+
+
 def dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
-    return _rows(
-        conn,
-        "dead_tuples",
-        {
-            "queue_names": QUEUE_NAMES_ARRAY,
-            "queue_pattern": QUEUE_PATTERN,
-            "min_dead": DEAD_MIN,
-            "limit": DEAD_LIMIT,
-        },
+    return _rows(conn, "dead_tuples", _DEAD_PARAMS)
+
+
+@cache
+def _with_marker(dead: str, marker: str) -> str:
+    """dead_tuples.sql and catalog_marker.sql as one statement: the marker's one row joined
+    to every dead-tuple row, or alone (the dead-tuple columns NULL) when there is none. The
+    marker's columns come last, so a dead-tuple row keeps its column order without them."""
+    return (
+        "-- Dead tuples and the catalog marker in one round trip (probes/pg_mvcc.py)\n"
+        f"WITH catalog AS (\n{_code(marker)}\n), dead AS (\n{_code(dead)}\n)\n"
+        "SELECT dead.*, catalog.track_counts AS catalog_track_counts,"
+        " catalog.marker AS catalog_marker\n"
+        "FROM catalog LEFT JOIN dead ON true\n"
+        "ORDER BY dead.n_dead_tup DESC"
     )
+
+
+def _code(text: str) -> str:
+    """The statement without its comment lines (the files explain it): psycopg parses a
+    statement longer than 4,096 bytes again at every execution, not once."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("--"))
+
+
+def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
+    """dead_tuple_rows of the probing pass's own connection. In a daemon pass whose catalog
+    marker is still to be read (the queue and statement probes read it every cycle), the
+    marker comes in the same statement: an idle database's cycle makes one round trip, not
+    two. If that statement fails, the dead tuples are read alone (and the marker then on its
+    own, as before)."""
+    if not marker_pending(conn):
+        return dead_tuple_rows(conn)
+    text = _with_marker(
+        sql("postgresql", "dead_tuples", conn.version),
+        sql("postgresql", "catalog_marker", conn.version),
+    )
+    try:
+        rows = conn.rows(text, _DEAD_PARAMS)
+    except ProbeError as exc:
+        log.debug("dead tuples with the catalog marker: %s; read apart", exc.detail)
+        return dead_tuple_rows(conn)
+    first = rows[0] if rows else {}
+    marker_read_along(pg_marker_of(first.get("catalog_track_counts"), first.get("catalog_marker")))
+    out = []
+    for r in rows:
+        if r.get("table") is None:  # the marker's row alone: no table with dead tuples
+            continue
+        row = jsonable(r)
+        for k in _MARKER_COLUMNS:
+            del row[k]
+        out.append(row)
+    return out
 
 
 @probe("pg.dead_tuples", "postgresql", with_config=True)
 def dead_tuples(conn: Connection, config: Config | None = None) -> object:
     """Per database (pg_stat_user_tables is per database): one bounded query each, sequentially."""
-    tables = dead_tuple_rows(conn)
+    tables = own_dead_tuple_rows(conn)
     dbs, past = databases_for(conn, config)
     gaps = [_capped(dbs[0], len(tables))]
     done, errors = [dbs[0]], list[str]()

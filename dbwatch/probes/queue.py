@@ -442,7 +442,7 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
                 ),
             )
         )
-    if cache is not None:
+    if cache is not None and (found or state.results or state.cursor):
         results = {t.key: r for t, r in probed if not r["error"]}
         keep = {t.key for t in found}
         results |= {k: v for k, v in last_results.items() if k in keep and k not in results}
@@ -456,7 +456,7 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
         "scope": getattr(conn.spec, "scoped_database", None) if engine != "postgresql" else None,
         "skipped": [g.name for g in gaps if g.kind == "queue_table"][:100],
         "retry_after": getattr(conn.spec, "retry_after", None),
-        "libraries": sorted({s.library for s in SHAPES}),
+        "libraries": list(_libraries()),
     }
     failed = [(t, r) for t, r in probed if r["error"]]
     if not failed:
@@ -469,6 +469,12 @@ def collect(conn: Connection, cache: ProbeCache | None = None) -> object:
     fix = None if denied else UNREADABLE_FIX
     partial = PartialResult(data, message, grant or None, privilege=bool(denied), fix=fix)
     return Covered(partial, tuple(gaps)) if gaps else partial
+
+
+@cache
+def _libraries() -> tuple[str, ...]:
+    """The libraries whose shapes are known, sorted (once: SHAPES is fixed)."""
+    return tuple(sorted({s.library for s in SHAPES}))
 
 
 UNREADABLE_FIX = (

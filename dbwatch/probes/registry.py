@@ -64,12 +64,21 @@ ENGINE_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+# engine -> the registry's live mapping once that engine's modules are imported (every cycle
+# after a process's first asks again)
+_READY: dict[str, Mapping[str, Probe]] = {}
+
+
 def engine_probes(engine: str) -> Mapping[str, Probe]:
     """At least the probes of `engine`, importing only the modules registering them."""
+    ready = _READY.get(engine)
+    if ready is not None:
+        return ready
     modules = ENGINE_MODULES.get(engine)
     if modules is None:
         return PROBES.load()
-    return PROBES.load_only(f"dbwatch.probes.{m}" for m in modules)
+    got = _READY[engine] = PROBES.load_only(f"dbwatch.probes.{m}" for m in modules)
+    return got
 
 
 def probe(

@@ -144,9 +144,34 @@ def _pg_marker(conn: Connection) -> tuple[object, ...] | None:
     from .sqlfiles import sql
 
     rows = conn.rows(sql("postgresql", "catalog_marker", conn.version))
-    if not rows or rows[0].get("track_counts") != "on":
-        return None
-    return ("pg", rows[0].get("marker"))
+    return pg_marker_of(rows[0].get("track_counts"), rows[0].get("marker")) if rows else None
+
+
+def pg_marker_of(track_counts: object, marker: object) -> tuple[object, ...] | None:
+    """The PostgreSQL marker from catalog_marker.sql's columns (None: not trusted)."""
+    return ("pg", marker) if track_counts == "on" else None
+
+
+def marker_pending(conn: Connection) -> bool:
+    """A daemon pass on `conn` (PostgreSQL) whose catalog marker is not read yet: a probe
+    about to send a statement on this connection anyway may read the marker in it (one round
+    trip, not two: pg.dead_tuples) and hand it over with `marker_read_along`."""
+    cyc = _CYCLE.get()
+    return (
+        cyc is not None
+        and cyc.cache is not None
+        and not cyc.read
+        and cyc.conn is conn
+        and conn.engine == "postgresql"
+    )
+
+
+def marker_read_along(marker: tuple[object, ...] | None) -> None:
+    """This pass's catalog marker, read by a probe in its own statement (`pg_marker_of`):
+    catalog_cached uses it instead of reading it again."""
+    cyc = _CYCLE.get()
+    if cyc is not None:
+        cyc.read, cyc.marker = True, marker
 
 
 def _my_marker(conn: Connection) -> tuple[object, ...] | None:

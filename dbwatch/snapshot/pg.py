@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
-from typing import TypeVar, cast
+from typing import TypeVar
 
 from ..frozen import frozen
 from .identity import IDLE_STATES, SessionIdentity
+from .memo import per_read
 from .sections import one_of, rows_of, section
 from .values import (
     JSONObject,
@@ -93,25 +93,11 @@ HORIZON_BACKENDS = 50  # backend holders ranked, oldest first
 
 T = TypeVar("T")
 
-# Results derived from one server-wide pg.sessions read, which the daemon shares between
-# that server's targets: computed once per read, not once per target (keyed by the rows
-# object, held here so its id stays its own; the newest few are kept).
-_DERIVED: dict[tuple[int, str, object], tuple[object, object]] = {}
-DERIVED_KEPT = 16
-_DERIVED_LOCK = threading.Lock()
-
 
 def _derived(rows: tuple[PgSession, ...], what: str, arg: object, make: Callable[[], T]) -> T:
-    key = (id(rows), what, arg)
-    hit = _DERIVED.get(key)
-    if hit is not None and hit[0] is rows:
-        return cast(T, hit[1])
-    out = make()
-    with _DERIVED_LOCK:  # the daemon's threads: eviction iterates the dict
-        _DERIVED[key] = (rows, out)
-        while len(_DERIVED) > DERIVED_KEPT:  # the oldest go: a read of 5,000 sessions is big
-            _DERIVED.pop(next(iter(_DERIVED)), None)
-    return out
+    """Derived from one pg.sessions read (which the daemon shares between that server's
+    targets): once per read, not once per target (snapshot.memo)."""
+    return per_read(rows, (what, arg), make)
 
 
 def horizon_backends(

@@ -57,6 +57,9 @@ class PgConnection:
         self.database = conn.info.dbname
         self._jit_on = self.version_num >= 110000
         self.backend_pid = conn.info.backend_pid
+        # the probes' one cursor, made on first use and kept with the session: a cursor per
+        # statement was a fifth of the Python work of an idle cycle's one round trip
+        self._cursor: psycopg.Cursor[Any] | None = None
         self.server_key = server_key("postgresql", conn.info.host, conn.info.port)
         OWN_SESSIONS.add(self.server_key, self.backend_pid)
 
@@ -100,21 +103,23 @@ class PgConnection:
 
     def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:
-            with self.conn.cursor() as cur:
-                if self._jit_on:
-                    # once per session, not per cycle: with cold statistics a 1 M-row queue
-                    # table's estimates pass jit_above_cost and JIT compilation alone took
-                    # seconds (3.5 s for a query reading no row). Not in _OPTIONS: PostgreSQL 10
-                    # has no jit; not in open(): a server that stops answering there would
-                    # hang before the cycle's deadline knows of the session. Sent with the
-                    # timeouts (set_timeouts); here for a session opened without them
-                    cur.execute("SET jit = off")
-                    self._jit_on = False
-                cur.execute(sql, params)
-                res = cur.pgresult  # not cur.description: that builds every column's object
-                if res is None or res.status != psycopg.pq.ExecStatus.TUPLES_OK:
-                    return []
-                return list(cur.fetchmany(limit) if limit else cur.fetchall())
+            cur = self._cursor
+            if cur is None or cur.closed:
+                cur = self._cursor = self.conn.cursor()
+            if self._jit_on:
+                # once per session, not per cycle: with cold statistics a 1 M-row queue
+                # table's estimates pass jit_above_cost and JIT compilation alone took
+                # seconds (3.5 s for a query reading no row). Not in _OPTIONS: PostgreSQL 10
+                # has no jit; not in open(): a server that stops answering there would
+                # hang before the cycle's deadline knows of the session. Sent with the
+                # timeouts (set_timeouts); here for a session opened without them
+                cur.execute("SET jit = off")
+                self._jit_on = False
+            cur.execute(sql, params)
+            res = cur.pgresult  # not cur.description: that builds every column's object
+            if res is None or res.status != psycopg.pq.ExecStatus.TUPLES_OK:
+                return []
+            return list(cur.fetchmany(limit) if limit else cur.fetchall())
         except psycopg.OperationalError as exc:
             if self.conn.closed:
                 raise TargetError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import psycopg
 import pymysql
@@ -16,6 +17,7 @@ from dbwatch.probes import ProbeCache, SharedProbes, run_probes
 from dbwatch.snapshot import Snapshot
 from dbwatch.snapshot.origin import PG_TXN_DETAIL
 from dbwatch.snapshot.pg import PgSession
+from dbwatch.snapshot.pg_mvcc import PG_DEAD_TUPLES
 from dbwatch.snapshot.queues import MY_QUEUES, PG_QUEUES
 from dbwatch.targets import Connection, open_target, spec_for
 
@@ -94,6 +96,62 @@ def test_pg_catalog_reads_wait_for_ddl(pg_db: str) -> None:
                 break
             time.sleep(0.2)
         assert queues(snap) != ["jobs"], "the renamed column still looked like a Laravel table"
+    finally:
+        conn.close()
+
+
+def _dead(snap: Snapshot) -> list[tuple[str, int]]:
+    data = snap.get(PG_DEAD_TUPLES)
+    assert data is not None
+    return sorted((t.table, t.dead) for t in data.tables)
+
+
+def test_pg_dead_tuples_carry_the_catalog_marker(pg_db: str) -> None:
+    """A daemon pass reads the catalog marker in the dead-tuple statement: one statement per
+    idle cycle. The dead tuples are still this cycle's (as an audit reads them, same column
+    order), and a DDL is still noticed by the next pass whose marker moved."""
+    conn = open_target(spec_for(f"{BASE}/{pg_db}", "t"))
+    counting = Counting(conn)
+    cache = ProbeCache()
+    needs = ["pg.dead_tuples", "pg.queues", "pg.statement_digests"]
+    try:
+        run_probes(conn, "t", needs, cache=cache)
+        counting.take()
+        for _ in range(3):  # steady and idle: one statement, the marker inside it
+            snap = run_probes(conn, "t", needs, cache=cache)
+            sent = counting.take()
+            assert len(sent) == 1 and "catalog marker in one round trip" in sent[0], sent
+        assert _dead(snap) == []
+        with psycopg.connect(f"{BASE}/{pg_db}", autocommit=True) as c:
+            c.execute("CREATE TABLE things (id int)")
+            c.execute("INSERT INTO things SELECT generate_series(1, 40)")
+            c.execute("DELETE FROM things WHERE id <= 25")
+        deadline = time.time() + 10  # closed: its counters reach shared memory at its exit
+        while time.time() < deadline:
+            snap = run_probes(conn, "t", needs, cache=cache)
+            if _dead(snap) == [("things", 25)]:
+                break
+            time.sleep(0.2)
+        assert _dead(snap) == [("things", 25)]
+        audit = run_probes(conn, "t", ["pg.dead_tuples"])  # no cache: dead_tuples.sql alone
+        assert _dead(audit) == _dead(snap)
+        got, want = snap.get(PG_DEAD_TUPLES), audit.get(PG_DEAD_TUPLES)
+        assert got is not None and want is not None
+        # every column as the audit's statement reads it (the time since a vacuum moves on)
+        assert [replace(t, vacuum_seconds_ago=None) for t in got.tables] == [
+            replace(t, vacuum_seconds_ago=None) for t in want.tables
+        ]
+        counting.take()
+        with psycopg.connect(f"{BASE}/{pg_db}", autocommit=True) as c:
+            c.execute(LARAVEL_JOBS.format(name="jobs"))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            snap = run_probes(conn, "t", needs, cache=cache)
+            if queues(snap) == ["jobs"]:
+                break
+            time.sleep(0.2)
+        assert queues(snap) == ["jobs"]  # the DDL moved the marker read along: catalog re-read
+        assert any("Queue-table candidates" in s for s in counting.take())
     finally:
         conn.close()
 
@@ -223,3 +281,16 @@ def test_mysql_catalog_reads_wait_for_ddl(my_db: str) -> None:
         assert queues(snap) == ["jobs"]
     finally:
         conn.close()
+
+
+def test_dead_tuples_with_marker_is_parsed_once() -> None:
+    """psycopg keeps the parse of a statement up to 4,096 bytes (psycopg._queries
+    MAX_CACHED_STATEMENT_LENGTH); a longer one is parsed again at every execution."""
+    from dbwatch.probes.pg_mvcc import _with_marker
+    from dbwatch.probes.sqlfiles import sql
+    from dbwatch.targets.version import ServerVersion
+
+    for num in (100000, 120000, 150000, 170000):
+        v = ServerVersion.from_pg_num(num)
+        text = _with_marker(sql("postgresql", "dead_tuples", v), sql("postgresql", "catalog_marker", v))
+        assert len(text.encode()) <= 4096, num
