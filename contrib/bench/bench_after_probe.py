@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,14 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(os.environ.get("DBWATCH_BENCH_ROOT") or Path(__file__).resolve().parents[2])
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_instructions import ROOT, _env
+from bench_instructions import instructions as _counted
+
 DB = f"dbw_after_{os.getpid()}"
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED="0")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
 
 
 def child(url: str, n: int, clock: str, part: str) -> None:
@@ -94,15 +90,8 @@ def child(url: str, n: int, clock: str, part: str) -> None:
 
 
 def instructions(args: list[str]) -> int:
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         str(Path(__file__).resolve()), "--child", *args],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1800, check=False,
-    )
-    m = re.search(r"Collected : (\d+)", out.stderr)
-    if not m:
-        raise SystemExit(f"bench_after_probe: valgrind gave no count: {out.stderr[-300:]}")
-    return int(m.group(1))
+    """This file run as a child with `args`, counted (bench_instructions' valgrind call)."""
+    return _counted([sys.executable, str(Path(__file__).resolve()), "--child", *args])
 
 
 def per_cycle(url: str, clock: str, part: str, a: int, b: int) -> int:
