@@ -600,6 +600,7 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
     for t in discover(target, engine):
         # the probe's window for this engine and kind (a smaller one for some: KIND_WINDOW)
         window = _queue.window_for(engine, t.kind)
+        failed_window = _queue.failed_window_for(engine, t.kind)
         params: dict[str, Any] = {"window": window, "groups": GROUPS, "horizon": HORIZON,
                                   "lookups": getattr(_queue, "LOOKUPS", WINDOW)}
         ranged = PG_ID_RANGE_KINDS if engine == "postgresql" else ID_RANGE_KINDS
@@ -607,7 +608,7 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
             bounds = _render(sql(engine, "queue_bounds", target.version), engine, t)
             key = f"{t.table}.bounds"
             out[key] = _timed(engine, target.conn, bounds, {"window": window}, repeat, key)
-            params |= _bounds(target, t, window)
+            params |= _bounds(target, t, window, failed_window)
             params.pop("beyond_window")
         if engine == "postgresql" and t.kind in PG_NEWEST_KINDS:
             walk = _render(sql(engine, "queue_newest_keys", target.version), engine, t)
@@ -624,7 +625,7 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
             if not _has_sql(engine, name) or (swept and aspect in _sweep.SWEPT):
                 continue
             text = _render(sql(engine, name, target.version), engine, t)
-            params["window"] = FAILED_WINDOW if aspect == "failed" else window
+            params["window"] = failed_window if aspect == "failed" else window
             key = f"{t.table}.{aspect}"
             out[key] = _timed(engine, target.conn, text, params, repeat, key)
         if swept:

@@ -57,6 +57,9 @@ WINDOW = 50_000  # jobs rows read per table: the oldest by id
 # beside): 50,000 cost 130-190 ms of the server at a 1 M backlog, 20,000 keeps each look under
 # 100 ms; depth_warning (10,000) stays exact, a fuller window is scaled from the estimate (~)
 KIND_WINDOW = {("mysql", "symfony_messenger"): 20_000}
+# and for the newest failures: Laravel's failed_jobs on MySQL/MariaDB keeps `exception` and
+# `payload` off-page (LONGTEXT), two blob pages per row read: 20,000 rows cost 95-120 ms cold
+KIND_FAILED_WINDOW = {("mysql", "laravel_failed"): 10_000}
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
 NEWEST_STEP = 1_000  # rows per index read of the walk down a key (queue_newest_keys)
@@ -240,9 +243,17 @@ def window_for(engine: str, kind: str) -> int:
     return KIND_WINDOW.get(("postgresql" if engine == "postgresql" else "mysql", kind), WINDOW)
 
 
-def _bounds(conn: Connection, t: Discovered, window: int = WINDOW) -> dict[str, object]:
+def failed_window_for(engine: str, kind: str) -> int:
+    """Rows of the newest-failures window (FAILED_WINDOW unless KIND_FAILED_WINDOW)."""
+    key = ("postgresql" if engine == "postgresql" else "mysql", kind)
+    return KIND_FAILED_WINDOW.get(key, FAILED_WINDOW)
+
+
+def _bounds(
+    conn: Connection, t: Discovered, window: int = WINDOW, failed_window: int = FAILED_WINDOW
+) -> dict[str, object]:
     """Id windows as constants, so every query is a primary-key range of at most `window`
-    (oldest) or FAILED_WINDOW (newest) ids; gaps only make a window hold fewer."""
+    (oldest) or `failed_window` (newest) ids; gaps only make a window hold fewer."""
     text = _render(sql(conn.engine, "queue_bounds", conn.version), conn.engine, t)
     row = as_row(conn.rows(text, {"window": window})[0])
     lo, hi = opt_int(row.get("lo")) or 0, opt_int(row.get("hi")) or 0
@@ -250,7 +261,7 @@ def _bounds(conn: Connection, t: Discovered, window: int = WINDOW) -> dict[str, 
         "lo": lo,
         "hi": hi,
         "max_id": lo + window - 1,
-        "min_id": max(hi - FAILED_WINDOW + 1, 0),
+        "min_id": max(hi - failed_window + 1, 0),
         "beyond_window": hi > lo + window - 1,
     }
 
@@ -287,7 +298,7 @@ def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
 
 def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, object]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
-    window = window_for(engine, t.kind)
+    window, failed_window = window_for(engine, t.kind), failed_window_for(engine, t.kind)
     params: dict[str, object] = {
         "window": window,
         "groups": GROUPS,
@@ -297,7 +308,7 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
     out = dict(
         t.as_dict(),
         window=window,
-        failed_window=FAILED_WINDOW,
+        failed_window=failed_window,
         groups=GROUPS,
         horizon=HORIZON,
         error=None,
@@ -315,7 +326,7 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
             out["window_capped_ids"] = params.pop("beyond_window")
         if engine != "postgresql":
             if t.kind in ID_RANGE_KINDS:
-                params |= _bounds(conn, t, window)
+                params |= _bounds(conn, t, window, failed_window)
                 out["window_capped_ids"] = params.pop("beyond_window")
             est = conn.rows(
                 sql("mysql", "queue_estimate", conn.version),
@@ -332,7 +343,7 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         if not _has_sql(engine, name) or (swept and aspect in queue_pg_boss.SWEPT):
             continue
         text = _render(sql(engine, name, conn.version), engine, t)
-        params["window"] = FAILED_WINDOW if aspect == "failed" else window
+        params["window"] = failed_window if aspect == "failed" else window
         try:
             out[aspect] = [jsonable(r) for r in conn.rows(text, params)]
         except ProbeError as exc:

@@ -838,3 +838,35 @@ def test_symfony_mariadb_window_is_its_own(
     t = messages()
     assert t["window"] == 25 and t["window_capped_ids"] is False
     assert sum(r["total"] for r in t["summary"]) == 20
+
+
+def test_laravel_failed_jobs_mariadb_failed_window_is_its_own(
+    my_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Laravel's failed_jobs on MariaDB is read over its own newest-failures window
+    (KIND_FAILED_WINDOW: two off-page texts per row), not FAILED_WINDOW: the failures counted
+    and the table's `failed_window` (QU004's "window full") follow it; PostgreSQL keeps
+    FAILED_WINDOW."""
+    import dbwatch.probes.queue as queue_probe
+
+    assert queue_probe.failed_window_for("mariadb", "laravel_failed") < queue_probe.FAILED_WINDOW
+    assert queue_probe.failed_window_for("postgresql", "laravel_failed") == queue_probe.FAILED_WINDOW
+    url, conn = my_db
+    run = my_run(conn)
+    for stmt in MY_DDL:
+        run(stmt.format(p=""))
+    run("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception)"
+        " SELECT UUID(), 'database', 'mail', %s, 'RuntimeException: boom' FROM seq_1_to_40",
+        (payload("App\\Jobs\\SendMail"),))
+    monkeypatch.setitem(queue_probe.KIND_FAILED_WINDOW, ("mysql", "laravel_failed"), 25)
+    monkeypatch.setattr(queue_probe, "FAILED_WINDOW", 1000)  # would count all 40 if it applied
+
+    def failed() -> dict[str, Any]:
+        (t,) = [t for t in collect_tables(url) if t["kind"] == "laravel_failed"]
+        return t
+
+    t = failed()
+    assert t["failed_window"] == 25 and sum(r["n"] for r in t["failed"]) == 25
+    run("DELETE FROM failed_jobs WHERE id > 20")
+    t = failed()
+    assert t["failed_window"] == 25 and sum(r["n"] for r in t["failed"]) == 20
