@@ -432,3 +432,35 @@ def test_daemon_kill_compares_raw_identity_not_the_states_scrubbed_copy(tmp_path
     assert daemon_decision(e, live, Policy(), cfg, db).action == "would_terminate"
     old = eligible([(tr.firing[0].finding, 0.0)], cfg, "t")[0]   # what the daemon used before
     assert daemon_decision(old, live, Policy(), cfg, db).action == "skipped_protected"
+
+
+def test_mysql_a_dumps_transaction_stays_protected_between_its_marked_statements() -> None:
+    """Seen once running a dump's statement, the same transaction (target, thread, trx id) is
+    protected while it runs an unmarked one (mysqldump's short `select @@…` between its
+    SHOW CREATE / SQL_NO_CACHE reads), even when its statement is visible; another transaction
+    of the thread, or the same ids on another target, is not."""
+    import dbwatch.actions.guards as guards
+
+    p = Policy()
+    t0 = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    marked = my(tid=77, trx_id="421", programs_known=False, rows_modified=0, command="Query",
+                query="SELECT /*!40001 SQL_NO_CACHE */ * FROM `t0`", trx_started=t0)
+    between = my(tid=77, trx_id="421", programs_known=False, rows_modified=0, command="Query",
+                 query="select @@collation_database", trx_started=t0)
+    assert protection(between, p) is None            # never seen as a dump's yet
+    assert "backup" in str(protection(marked, p))
+    assert "backup" in str(protection(between, p))
+    assert protection(between, Policy(include_backups=True)) is None
+    later = my(tid=77, trx_id="999", programs_known=False, rows_modified=0, command="Query",
+               query="select @@collation_database", trx_started=t0)
+    assert protection(later, p) is None              # a new transaction of the thread
+    again = dataclasses.replace(between, row=dataclasses.replace(
+        between.row, trx_started=t0 + timedelta(seconds=5)))
+    assert protection(again, p) is None              # its read-only id reused by the next one
+    other = dataclasses.replace(between, target="elsewhere")
+    assert protection(other, p) is None              # the same ids on another server
+    for n in range(guards.DUMP_TRX_MAX + 5):         # bounded: the oldest are forgotten
+        protection(my(tid=1000 + n, trx_id=str(n), query="SHOW CREATE TABLE `t`",
+                      trx_started=t0), p)
+    assert len(guards._DUMP_TRX) == guards.DUMP_TRX_MAX
+    assert protection(between, p) is None

@@ -8,6 +8,8 @@ Criteria are ANDed; guards (protections) always win over criteria.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -454,7 +456,8 @@ def protection(s: Session, p: Policy) -> str | None:
             return "root (superuser status not readable: grant SELECT on mysql.user)"
     if not p.include_backups:
         if _is_backup(s):
-            return f"backup ({s.application or 'dump statement'}; use --include-backups)"
+            what = s.application or "a dump's statement, now or earlier in its transaction"
+            return f"backup ({what}; use --include-backups)"
         maybe = _possible_backup(s)
         if maybe:
             return maybe
@@ -501,10 +504,35 @@ def _system_reason(s: Session) -> str | None:
     return f"system process ({btype})"
 
 
+# MySQL/MariaDB transactions seen running a dump's statement: (target, thread id, InnoDB trx
+# id, its start). Between its marked statements a dump runs short unmarked ones (a hammer of kills every
+# 50 ms caught one once); the transaction stays the dump's for its life, so once seen it is
+# protected whatever it runs. Per process (the daemon; one terminate run's listing and its
+# re-check at the kill), the newest DUMP_TRX_MAX kept.
+_DUMP_TRX: OrderedDict[tuple[str, int, str, datetime], None] = OrderedDict()
+_DUMP_TRX_LOCK = threading.Lock()
+DUMP_TRX_MAX = 1024
+
+
 def _is_backup(s: Session) -> bool:
     app = (s.application or "").lower()
     if s.is_mysql:
-        return app in MY_BACKUP_APPS or is_dump_statement(s.query)
+        if app in MY_BACKUP_APPS:
+            return True
+        # a read-only transaction's id can come back for the connection's next one: its
+        # start time tells them apart
+        tid, trx = s.thread_id, s.trx_id
+        started = s.row.trx_started if isinstance(s.row, MyThread) else None
+        key = (s.target, tid, trx, started) if tid is not None and trx and started else None
+        if is_dump_statement(s.query):
+            if key is not None:
+                with _DUMP_TRX_LOCK:
+                    _DUMP_TRX[key] = None
+                    _DUMP_TRX.move_to_end(key)
+                    while len(_DUMP_TRX) > DUMP_TRX_MAX:
+                        _DUMP_TRX.popitem(last=False)
+            return True
+        return key is not None and key in _DUMP_TRX
     return app in PG_BACKUP_APPS or _is_pg_dump_statement(s.query)
 
 

@@ -252,6 +252,50 @@ def test_mysqldump_single_transaction_by_a_normal_user_survives(
             cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
 
 
+@needs_my
+def test_a_dumps_transaction_stays_protected_on_its_unmarked_statements(
+        my_admin: Any, uniq: str) -> None:
+    """A transaction seen running a dump's marked read (SQL_NO_CACHE) is still protected when
+    the listing next finds it running an unmarked, visible statement — as mysqldump's short
+    ones between its reads — with program names unreadable; another session of the same
+    user running the same unmarked statement is not."""
+    user = f"dbw_dtrx_{uniq}"
+    with my_admin.cursor() as cur:
+        cur.execute("SELECT @@performance_schema")
+        if cur.fetchone()[0]:
+            pytest.skip("performance_schema is ON here: program names decide, not statements")
+        cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")
+    conns = [pymysql.connect(host="127.0.0.1", port=3306, user=user, password="pw",
+                             autocommit=True) for _ in range(2)]
+    req = Request(Criteria(match_user=re.compile(f"^{user}$")), Policy(), execute=False)
+
+    def decisions_while(sql: str, *who: int) -> dict[int, str]:
+        ts = [threading.Thread(target=lambda c=conns[i]: c.cursor().execute(sql)) for i in who]
+        for t in ts:
+            t.start()
+        time.sleep(0.6)
+        got = {d.session.thread_id: f"{d.action}: {d.reason}" for d in run_target(spec_for(MY), req)[0]}
+        for t in ts:
+            t.join(10)
+        return got
+
+    try:
+        dump, app = conns
+        ids = [c.thread_id() for c in conns]
+        for c in conns:
+            c.cursor().execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        seen = decisions_while("SELECT /*!40001 SQL_NO_CACHE */ SLEEP(1.5)", 0)
+        assert seen[ids[0]].startswith("skipped_protected"), seen
+        seen = decisions_while("SELECT SLEEP(1.5)", 0, 1)
+        assert seen[ids[0]].startswith("skipped_protected") and "backup" in seen[ids[0]], seen
+        assert not seen[ids[1]].startswith("skipped_protected"), seen   # never seen as a dump
+    finally:
+        for c in conns:
+            c.close()
+        with my_admin.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
 @needs_pg
 @pytest.mark.skipif(shutil.which("pg_dump") is None, reason="no pg_dump")
 def test_pg_dump_survives(two_dbs: tuple[str, str], pg_admin: Any) -> None:

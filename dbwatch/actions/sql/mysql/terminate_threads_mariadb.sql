@@ -2,7 +2,7 @@
 -- read live (INNODB_TRX is served from a cache up to 0.1 s old).
 SELECT p.ID AS thread_id, p.USER AS user, p.HOST AS host, p.DB AS db, p.COMMAND AS command,
        p.TIME AS command_seconds, p.STATE AS state, LEFT(p.INFO, 2048) AS info,
-       t.trx_id, t.trx_state, t.trx_rows_modified,
+       t.trx_id, t.trx_state, t.trx_rows_modified, t.trx_started,
        TIMESTAMPDIFF(SECOND, t.trx_started, NOW()) AS trx_seconds,
        LEFT(t.trx_query, 2048) AS trx_query,
        p.ID = CONNECTION_ID() AS is_self, p.QUERY_ID AS query_id
