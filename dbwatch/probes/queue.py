@@ -238,15 +238,19 @@ def _render(text: str, engine: str, t: Discovered) -> str:
     return compose(engine, text, idents, frags)
 
 
+def _family(engine: str, kind: str) -> tuple[str, str]:
+    """The KIND_WINDOW / KIND_FAILED_WINDOW key: MySQL and MariaDB read alike."""
+    return ("postgresql" if engine == "postgresql" else "mysql", kind)
+
+
 def window_for(engine: str, kind: str) -> int:
     """Rows of the oldest-rows window for this engine and kind (WINDOW unless KIND_WINDOW)."""
-    return KIND_WINDOW.get(("postgresql" if engine == "postgresql" else "mysql", kind), WINDOW)
+    return KIND_WINDOW.get(_family(engine, kind), WINDOW)
 
 
 def failed_window_for(engine: str, kind: str) -> int:
     """Rows of the newest-failures window (FAILED_WINDOW unless KIND_FAILED_WINDOW)."""
-    key = ("postgresql" if engine == "postgresql" else "mysql", kind)
-    return KIND_FAILED_WINDOW.get(key, FAILED_WINDOW)
+    return KIND_FAILED_WINDOW.get(_family(engine, kind), FAILED_WINDOW)
 
 
 def _bounds(

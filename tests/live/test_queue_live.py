@@ -755,6 +755,12 @@ def collect_tables(url: str) -> list[dict[str, Any]]:
     return tables
 
 
+def table_of(url: str, kind: str) -> dict[str, Any]:
+    """The one table of this kind the queue probe read."""
+    (t,) = [t for t in collect_tables(url) if t["kind"] == kind]
+    return t
+
+
 def test_laravel_batches_postgresql_newest_window(
     pg_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -827,15 +833,11 @@ def test_symfony_mariadb_window_is_its_own(
     monkeypatch.setitem(queue_probe.KIND_WINDOW, ("mysql", "symfony_messenger"), 25)
     monkeypatch.setattr(queue_probe, "WINDOW", 1000)  # would read all 40 if it applied
 
-    def messages() -> dict[str, Any]:
-        (t,) = [t for t in collect_tables(url) if t["kind"] == "symfony_messenger"]
-        return t
-
-    t = messages()
+    t = table_of(url, "symfony_messenger")
     assert t["window"] == 25 and t["window_capped_ids"] is True
     assert sum(r["total"] for r in t["summary"]) == 25
     run("DELETE FROM messenger_messages WHERE id > 20")
-    t = messages()
+    t = table_of(url, "symfony_messenger")
     assert t["window"] == 25 and t["window_capped_ids"] is False
     assert sum(r["total"] for r in t["summary"]) == 20
 
@@ -861,12 +863,8 @@ def test_laravel_failed_jobs_mariadb_failed_window_is_its_own(
     monkeypatch.setitem(queue_probe.KIND_FAILED_WINDOW, ("mysql", "laravel_failed"), 25)
     monkeypatch.setattr(queue_probe, "FAILED_WINDOW", 1000)  # would count all 40 if it applied
 
-    def failed() -> dict[str, Any]:
-        (t,) = [t for t in collect_tables(url) if t["kind"] == "laravel_failed"]
-        return t
-
-    t = failed()
+    t = table_of(url, "laravel_failed")
     assert t["failed_window"] == 25 and sum(r["n"] for r in t["failed"]) == 25
     run("DELETE FROM failed_jobs WHERE id > 20")
-    t = failed()
+    t = table_of(url, "laravel_failed")
     assert t["failed_window"] == 25 and sum(r["n"] for r in t["failed"]) == 20
