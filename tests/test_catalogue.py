@@ -129,3 +129,58 @@ def test_a_doc_that_is_not_the_last_table_is_parsed_whole() -> None:
     assert tomllib.loads(head) == {"id": "X"} and dict(_Doc(doc, "X.toml")) == {"what": "w"}
     with pytest.raises(Exception, match="X.toml: doc"):
         dict(_Doc('[doc]\nwhat = "unterminated\n', "X.toml"))
+
+
+def test_the_precomputed_rule_heads_are_current_and_equal_tomllibs_parse() -> None:
+    """dbwatch/rule_heads.py (startup: no TOML parse of the shipped heads) holds what
+    tomllib makes of each shipped file's head, for its text as it is now; regenerate with
+    `python -c 'import dbwatch.catalogue as c; c.write_heads()'`."""
+    import zlib
+
+    from dbwatch.catalogue import _split_doc, heads_source
+    from dbwatch.rule_heads import heads
+
+    assert (ROOT / "dbwatch" / "rule_heads.py").read_text() == heads_source()
+    got = heads()
+    for path in sorted(rules_dir().glob("*.toml")):
+        parts = _split_doc(path.read_text())
+        assert parts is not None, path.name
+        crc, data = got.pop(path.name)
+        assert crc == zlib.crc32(parts[0].encode()) and data == tomllib.loads(parts[0]), path.name
+    assert got == {}  # no entry for a file that is gone
+    assert heads() is not heads() and heads()["PG001.toml"][1]["params"] is not (
+        heads()["PG001.toml"][1]["params"]
+    )  # fresh objects at every call: a caller's change never reaches the next load
+
+
+def test_a_changed_rule_file_is_parsed_not_served_from_the_precomputed_heads() -> None:
+    """A precomputed head is used only for the exact text it was computed from."""
+    from dbwatch.catalogue import _head, _split_doc
+    from dbwatch.rule_heads import heads
+
+    cached = heads()
+    head = (_split_doc((rules_dir() / "PG001.toml").read_text()) or ("", ""))[0]
+    assert _head(cached, "PG001.toml", head) == tomllib.loads(head)
+    changed = head.replace('warning = "5m"', 'warning = "7m"')
+    assert changed != head
+    assert _head(cached, "PG001.toml", changed)["thresholds"]["warning"] == "7m"  # type: ignore[index]
+    assert _head({}, "PG001.toml", changed) == tomllib.loads(changed)
+
+
+def test_loading_the_shipped_catalogue_imports_no_toml_parser() -> None:
+    """Startup: the shipped rules load from the precomputed heads; tomllib is imported only
+    when a rule's doc is read (a finding's fix) or a config file is given."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom dbwatch.commands.common import load_all\n"
+        "cat, cfg = load_all(None)\nassert len(cat) > 20\n"
+        "print('tomllib' in sys.modules)\ncat['PG001'].fix\nprint('tomllib' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "DBWATCH_CONFIG"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]

@@ -151,6 +151,7 @@ def test_postgresql_audit_imports_no_mysql_and_nothing_unneeded(own_pg_url: str)
     assert "psycopg" in mods and "dbwatch.targets.postgres" in mods  # it did audit
     assert "pymysql" not in mods
     assert not _never(mods), _never(mods)
+    assert "importlib.metadata" not in mods  # psycopg's versions: targets/pgversions.py
     mysql_only = {
         "dbwatch.targets.mysql",
         "dbwatch.probes.mysql",
@@ -169,6 +170,7 @@ def test_mysql_audit_imports_no_psycopg(own_my_url: str) -> None:
     assert "pymysql" in mods and "dbwatch.targets.mysql" in mods
     assert not {m for m in mods if m.split(".")[0] in ("psycopg", "psycopg_binary")}
     assert not _never(mods), _never(mods)
+    assert "cryptography" not in {m.split(".")[0] for m in mods}  # targets/mycrypto.py
     pg_only = {
         "dbwatch.targets.postgres",
         "dbwatch.probes.pg_mvcc",
@@ -449,3 +451,90 @@ def test_mysql_connection_tls_context_loads_no_ca_store_and_verifies_as_pymysql(
         assert (c.protocol, c.options, c.verify_flags, c.minimum_version) == (
             theirs.protocol, theirs.options, theirs.verify_flags, theirs.minimum_version
         )
+
+
+PSYCOPG_VERSIONS = r"""
+import json, sys
+import dbwatch.targets.postgres
+import psycopg, psycopg_binary
+got = [psycopg.__version__, psycopg_binary.__version__, "importlib.metadata" in sys.modules,
+       psycopg.version.__version__, psycopg_binary.version.__version__]
+from importlib import metadata
+print(json.dumps(got + [metadata.version("psycopg"), metadata.version("psycopg-binary")]))
+"""
+
+
+def test_psycopg_versions_are_importlib_metadatas_without_importing_it() -> None:
+    """targets/pgversions.py: psycopg imported through dbwatch has the versions
+    importlib.metadata gives, and importlib.metadata is not imported for them."""
+    out = subprocess.run([sys.executable, "-c", PSYCOPG_VERSIONS], capture_output=True,
+                         text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    pg, binary, imported, pg_mod, binary_mod, pg_meta, binary_meta = json.loads(out.stdout)
+    assert imported is False
+    assert pg == pg_mod == pg_meta and binary == binary_mod == binary_meta
+
+
+def test_pgversions_reads_what_importlib_metadata_finds_or_nothing(tmp_path: Path) -> None:
+    """The first sys.path entry holding the project's dist-info answers, as for
+    importlib.metadata; anything ambiguous (two candidates, an egg-info) answers None, and
+    psycopg then imports its version module as it always did."""
+    from importlib import metadata
+
+    from dbwatch.targets.pgversions import _metadata_version
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for d, version in ((first, "9.8.7"), (second, "1.2.3")):
+        (d / f"psycopg_binary-{version}.dist-info").mkdir(parents=True)
+        (d / f"psycopg_binary-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: psycopg-binary\nVersion: {version}\n\nbody\n"
+        )
+    saved = sys.path[:]
+    try:
+        sys.path[:0] = [str(first), str(second)]
+        assert _metadata_version("psycopg-binary") == "9.8.7"
+        assert metadata.version("psycopg-binary") == "9.8.7"
+        (first / "Psycopg.Binary-0.1.egg-info").mkdir()  # a second candidate in that entry
+        assert _metadata_version("psycopg-binary") is None
+        sys.path[:] = [str(second), *saved]
+        assert _metadata_version("psycopg_binary") == metadata.version("psycopg-binary") == "1.2.3"
+    finally:
+        sys.path[:] = saved
+
+
+def test_pymysql_loads_cryptography_only_for_an_rsa_password_exchange() -> None:
+    """targets/mycrypto.py: importing the MySQL target imports no cryptography; PyMySQL's
+    RSA password encryption (sha256_password / caching_sha2_password without TLS) still
+    encrypts what the server's private key decrypts to the scrambled password."""
+    code = (
+        "import sys\nimport dbwatch.targets.mysql\nimport pymysql._auth as auth\n"
+        "print('cryptography' in sys.modules)\n"
+        "from cryptography.hazmat.primitives import hashes, serialization\n"
+        "from cryptography.hazmat.primitives.asymmetric import padding, rsa\n"
+        "key = rsa.generate_private_key(public_exponent=65537, key_size=2048)\n"
+        "pem = key.public_key().public_bytes(serialization.Encoding.PEM,\n"
+        "    serialization.PublicFormat.SubjectPublicKeyInfo)\n"
+        "salt = b'0123456789abcdefghij'\n"
+        "sent = auth.sha2_rsa_encrypt(b'secret', salt, pem)\n"
+        "pad = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA1()),\n"
+        "    algorithm=hashes.SHA1(), label=None)\n"
+        "print(key.decrypt(sent, pad) == auth._xor_password(b'secret\\0', salt))\n"
+        "print(auth._have_cryptography)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True"]
+
+
+def test_pymysql_without_cryptography_fails_the_rsa_exchange_as_it_always_did() -> None:
+    code = (
+        "import sys\nimport dbwatch.targets.mysql\nimport pymysql._auth as auth\n"
+        "sys.modules['cryptography'] = None  # not installed\n"
+        "try:\n    auth.sha2_rsa_encrypt(b'secret', b'0' * 20, b'')\n"
+        "except RuntimeError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "'cryptography' package is required for sha256_password" in out.stdout

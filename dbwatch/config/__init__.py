@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
@@ -363,6 +362,8 @@ def find_config_path(explicit: str | None) -> Path | None:
 def load_config(path: Path | None, catalogue: dict[str, Rule] | None = None) -> Config:
     if path is None:
         return Config()
+    import tomllib  # only with a config file (startup: ~15 M instructions)
+
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)

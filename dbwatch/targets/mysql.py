@@ -7,6 +7,10 @@ import ssl
 import sys
 from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
+from .mycrypto import import_pymysql
+
+import_pymysql()  # `cryptography` only for an RSA password exchange (mycrypto.py)
+
 import pymysql
 import pymysql.connections
 import pymysql.cursors

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import pgversions
+
+pgversions.preset()  # before psycopg: its version modules without importlib.metadata
+
 import psycopg
 from psycopg.rows import dict_row
+
+pgversions.attach()
 
 from ..errors import ProbeError, TargetError
 from .base import (
