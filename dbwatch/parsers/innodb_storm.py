@@ -30,8 +30,10 @@ Each layer falls back to the full scan of the buffer when unsure:
    value of the same length), and the parser's output must be the same function of the numbers
    at all three points (a masked number reaches the output only as itself: text, or an int >=
    100), else the shape is parsed every time. A report of a learnt shape is checked against it
-   (its digits against the learnt ones with its numbers spliced in: one join and a compare) and
-   built from the template with its own numbers. The twins' numbers never start with 0: a
+   (its bytes where the learnt piece's numbers were, digits only, spliced into the learnt piece:
+   one join and a compare; equal, its digits zeroed are the shape's key, so the last family
+   read is tried before that key is computed) and built from the template with its own
+   numbers. The twins' numbers never start with 0: a
    report with a leading zero in a number the deadlock reads (int("0413") is 413 where a
    template would splice "0413") is parsed; one in a number nothing reads (a timestamp's
    fraction) is still built. Numbers under 100 elsewhere (transaction numbers, counts, months,
