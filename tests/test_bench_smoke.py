@@ -95,6 +95,9 @@ def test_tail() -> None:
         assert res["built_from_shapes"] > 20  # the storm path was taken, not only learnt
         assert res["slimmed_by_skeleton"] > 20  # and the record dumps dropped by skeleton
         assert len(res["poll_cpu_ms"]) == 2
+        # the share from the third poll on: none in a 2 s run
+        assert res["after_learning_share_pct"] is None
+        assert res["after_learning_ms_per_deadlock"] is None
 
 
 def test_tail_parts() -> None:

@@ -21,7 +21,7 @@ from dbwatch.daemon.journal import _as_json
 from dbwatch.deadlocks import live, tailer
 from dbwatch.parsers import innodb_storm
 from dbwatch.parsers.deadlock_model import Deadlock
-from dbwatch.parsers.errorlog import slim
+from dbwatch.parsers.errorlog import slim, slim_bytes
 from dbwatch.parsers.innodb_storm import (
     Derive,
     LazyDerive,
@@ -411,3 +411,44 @@ def test_splice_is_the_format() -> None:
         build = _splice(segments, _picker(order))
         fmt = "%s".join(s.replace("%", "%%") for s in segments)
         assert build(numbers) == fmt % tuple(numbers[i] for i in order)
+
+
+def test_a_shape_reads_only_digits_where_its_numbers_were() -> None:
+    """A learnt shape reads a piece by splicing the piece's bytes where its numbers were into
+    the learnt piece and comparing: a piece with other bytes there (letters, a sign, a
+    number one digit shorter and a letter more), of the same length, is no piece of that
+    shape (no learnt shape reads it) and reads as the full scan reads it, in the middle of a
+    learnt storm."""
+    report = _mariadb_report()
+    rng = random.Random(31)
+    clean = [_vary(report, rng, 1.0, wild=False) for _ in range(8)]
+    cache = ShapeCache()
+    same("".join(clean).encode(), cache)  # learnt
+    shapes = [sh for family in cache.learnt.values() for sh in family]
+    assert shapes
+    assert any(sh.read(slim_bytes(clean[3].encode())) is not None for sh in shapes)
+    trx = re.search(r"TRANSACTION (\d+)", clean[0])
+    thread = re.search(r"thread id (\d+)", clean[0])
+    assert trx is not None and thread is not None
+    t, h = trx.group(1), thread.group(1)
+    for old, new in (  # every run of a number's class, or one of them
+        (t, "x" * len(t)),
+        (t, "-" + t[1:]),
+        (t, "a" + t[1:]),
+        (h, h[:-1] + "q"),
+        (f"thread id {h}", f"thread id {h[:-1]}q"),
+        (trx.group(), "TRANSACTION " + "x" * len(t)),
+    ):
+        odd = clean[0].replace(old, new)
+        assert len(odd) == len(clean[0]) and odd != clean[0]
+        assert all(sh.read(slim_bytes(odd.encode())) is None for sh in shapes), new
+        for at in (0, 3, 8):
+            got = same("".join(clean[:at] + [odd] + clean[at:]).encode(), cache)
+            assert len(got) >= len(clean)  # the clean ones; the odd one as the parser reads it
+    # a non-ASCII digit (U+0663) where an ASCII one was: never read as a number
+    trx1 = re.search(r"TRANSACTION (\d+)", clean[1])
+    assert trx1 is not None
+    odd = clean[1].replace(trx1.group(1), trx1.group(1)[:-1] + "\u0663", 1)
+    assert odd != clean[1]
+    assert all(sh.read(slim_bytes(odd.encode())) is None for sh in shapes)
+    same("".join([clean[0], odd, clean[2]]).encode(), cache)

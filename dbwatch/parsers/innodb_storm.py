@@ -30,8 +30,10 @@ Each layer falls back to the full scan of the buffer when unsure:
    value of the same length), and the parser's output must be the same function of the numbers
    at all three points (a masked number reaches the output only as itself: text, or an int >=
    100), else the shape is parsed every time. A report of a learnt shape is checked against it
-   (its digits against the learnt ones with its numbers spliced in: one join and a compare) and
-   built from the template with its own numbers. The twins' numbers never start with 0: a
+   (its bytes where the learnt piece's numbers were, digits only, spliced into the learnt piece:
+   one join and a compare; equal, its digits zeroed are the shape's key, so the last family
+   read is tried before that key is computed) and built from the template with its own
+   numbers. The twins' numbers never start with 0: a
    report with a leading zero in a number the deadlock reads (int("0413") is 413 where a
    template would splice "0413") is parsed; one in a number nothing reads (a timestamp's
    fraction) is still built. Numbers under 100 elsewhere (transaction numbers, counts, months,
@@ -51,6 +53,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
+from itertools import accumulate
 from operator import itemgetter
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -322,7 +325,6 @@ Build = Callable[[Sequence[str]], object]
 # dict or list: then built afresh every time, never remembered or shared)
 Compiled = tuple[Build, frozenset[int], bool]
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-_NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
 
 
 def _tuple_getter(items: Sequence[Any]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
@@ -497,8 +499,8 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "big", "build", "derived", "digits", "dl", "heads", "nclasses", "pick", "piece", "points",
-        "read_heads", "wrapped_in", "wrapped_out",
+        "big", "build", "derived", "dl", "heads", "nclasses", "pick", "piece", "points",
+        "read_heads", "size", "spliced", "split", "wrapped_in", "wrapped_out",
     )  # fmt: skip
 
     def __init__(
@@ -507,37 +509,41 @@ class _Shape:
     ) -> None:  # fmt: skip
         reps = _class_reps(firsts)
 
-        # A piece is read only when its digits zeroed equal the learnt piece's (the cache's
-        # key): all else is the same text, its digits in the same places. What is left to
-        # compare is its digits alone: the learnt piece's, each masked run (a digit run) one
-        # of its class's number -- a format of the classes' numbers, in digits' coordinates.
-        def at(i: int) -> int:  # a byte offset as an offset in the digits
-            return len(piece[:i].translate(None, _NOT_DIGITS))
-
-        digits = piece.translate(None, _NOT_DIGITS).decode("ascii")
-        segments: list[str] = []
+        # A piece of this shape is the learnt piece with each masked run (a digit run) given
+        # its class's number, of the same length: the learnt piece's bytes between the runs
+        # (segments), the classes' numbers read where the learnt piece has its classes' first
+        # runs, spliced back in at every run and the result compared with the piece (C copies
+        # and one compare). Equal, the piece's digits zeroed equal the learnt piece's
+        # (ShapeCache's key): no translate needed to find or check it.
+        segments: list[bytes] = []
         last = 0
         for a, b in spans:
-            segments.append(digits[last : at(a)])
-            last = at(b)
-        segments.append(digits[last:])
+            segments.append(piece[last:a])
+            last = b
+        segments.append(piece[last:])
         self.piece = piece
+        self.size = len(piece)
         self.nclasses = len(reps)
         self.big = [k for k, i in enumerate(reps) if spans[i][1] - spans[i][0] > 2]
-        self.pick = _tuple_getter([slice(at(spans[i][0]), at(spans[i][1])) for i in reps])
+        self.pick = _tuple_getter([slice(*spans[i]) for i in reps])
+        # the classes' numbers as one text (ASCII digits), then each class's
+        ends = list(accumulate(spans[i][1] - spans[i][0] for i in reps))
+        self.split = _tuple_getter([slice(e - (spans[i][1] - spans[i][0]), e)
+                                    for e, i in zip(ends, reps, strict=True)])  # fmt: skip
         # the first digit of each class of 3+ digits (a clock's two digits are never one: the
-        # other classes are a timestamp's minutes and seconds, two digits each)
-        big_heads = [at(spans[reps[k]][0]) for k in self.big]
-        self.heads = _heads(big_heads)
+        # other classes are a timestamp's minutes and seconds, two digits each), as a byte
+        self.heads = _heads([spans[reps[k]][0] for k in self.big])
         # ... and of those the deadlock reads (build's classes): a template splices a
         # number's text where the parser may have read its value (a thread id: int("0413")
         # prints 413 in the record and the stored JSON); learnt from numbers without leading
         # zeros (the twins' first digit is never 0), it is not used for one with
-        self.read_heads = _heads([at(spans[reps[k]][0]) for k in self.big if k in deps])
+        self.read_heads = _heads([spans[reps[k]][0] for k in self.big if k in deps])
         cls = {f: k for k, f in enumerate(reps)}
         expand = _tuple_getter([cls[f] for f in firsts])  # every run: its class's number
-        # the learnt digits with every run given its class's number
-        self.digits = _splice(segments, expand) if spans else _const(digits)
+        # the learnt piece with every run given its class's number
+        self.spliced: Callable[[Sequence[bytes]], bytes] = (
+            _splice_bytes(segments, expand) if spans else (lambda t: piece)
+        )
         self.build = build
         self.dl = dl  # the deadlock when no number reaches it (build is None)
         self.wrapped_out = out
@@ -549,23 +555,26 @@ class _Shape:
     def read(self, piece: bytes) -> _Got | None:
         """What a piece of this shape reads as, its deadlock not built yet (None); None if it
         is not this shape (other small numbers, or numbers equal where the learnt ones were
-        not). The piece's digits zeroed equal the learnt piece's (ShapeCache.read's key)."""
+        not). Read, its digits zeroed equal the learnt piece's (ShapeCache.read's key)."""
         if not self.nclasses:
             if piece != self.piece:
                 return None
             return None, self.wrapped_out, self, []
-        digits = piece.translate(None, _NOT_DIGITS).decode("ascii")
-        reps: tuple[str, ...] = self.pick(digits)
-        if self.digits(reps) != digits:
+        if len(piece) != self.size:
             return None
-        if "0" not in self.heads(digits):
+        numbers: tuple[bytes, ...] = self.pick(piece)
+        joined = b"".join(numbers)
+        if not joined.isdigit() or self.spliced(numbers) != piece:
+            return None
+        reps: tuple[str, ...] = self.split(joined.decode("ascii"))
+        if _ZERO not in self.heads(piece):
             # No number of 3+ digits has a leading zero: each is >= 100 (masked as learnt) and
             # equal to another only as the same text; a clock's two digits are < 100 and two
             # clocks' are equal only as the same text: the texts unequal say the numbers are.
             if len(set(reps)) != self.nclasses:  # numbers unequal
                 return None
             return None, self.wrapped_out, self, list(reps)
-        if "0" in self.read_heads(digits):  # a leading zero the deadlock reads: parsed
+        if _ZERO in self.read_heads(piece):  # a leading zero the deadlock reads: parsed
             return None
         ints = list(map(int, reps))
         if len(set(ints)) != self.nclasses:  # numbers unequal (so their texts too)
@@ -583,9 +592,27 @@ class _Shape:
         return dl
 
 
-def _heads(offsets: list[int]) -> Callable[[str], tuple[str, ...]]:
-    """The digits at these offsets of a piece's digits (a tuple; () for none)."""
+_ZERO = ord("0")
+
+
+def _heads(offsets: list[int]) -> Callable[[bytes], tuple[int, ...]]:
+    """The bytes at these offsets of a piece (a tuple; () for none)."""
     return _tuple_getter(offsets) if offsets else lambda d: ()
+
+
+def _splice_bytes(
+    segments: list[bytes], pick: Callable[[Sequence[bytes]], tuple[bytes, ...]]
+) -> Callable[[Sequence[bytes]], bytes]:
+    """_splice's bytes: segments[0] + pick(t)[0] + segments[1] + ... + segments[-1]."""
+    template: list[bytes] = [b""] * (2 * len(segments) - 1)
+    template[0::2] = segments
+
+    def build(t: Sequence[bytes]) -> bytes:
+        buf = template[:]
+        buf[1::2] = pick(t)
+        return b"".join(buf)
+
+    return build
 
 
 # what a piece reads as: its deadlock, the wrapper flag after it, the learnt shape it was
@@ -743,20 +770,27 @@ class ShapeCache:
         """What a piece reads as; None if it is not clean."""
         if len(piece) > MAX_PIECE:
             return _alone(piece, wrapped)
+        last_key, last_family = self.last  # a storm: the family of the piece before
+        # tried first as it is: a shape reads only a piece whose digits zeroed are its key, so
+        # its shapes read a piece (in their order) exactly when they would after the translate
+        for i, shape in enumerate(last_family):
+            if shape.wrapped_in == wrapped:
+                got = shape.read(piece)
+                if got is not None:
+                    self.built += 1
+                    if i:
+                        self._first(last_key, last_family, i)
+                    return got
         zeroed = piece.translate(_DIGITS)
-        last_key, last_family = self.last  # a storm: the family of the piece before (no hash)
         family = last_family if zeroed == last_key else self.learnt.get(zeroed, ())
-        for i, shape in enumerate(family):
+        for i, shape in enumerate(() if family is last_family else family):  # read above
             if shape.wrapped_in == wrapped:
                 got = shape.read(piece)
                 if got is not None:
                     self.built += 1
                     self.last = (zeroed, family)
-                    if i:  # the last one found is tried first (a family's shapes, by use)
-                        with self.lock:
-                            if self.learnt.get(zeroed) is family:
-                                self.learnt[zeroed] = [shape, *family[:i], *family[i + 1 :]]
-                            self.last = (b"", ())
+                    if i:
+                        self._first(zeroed, family, i)
                     return got
         runs = _VAR.findall(piece)
         key = (_VAR.sub(b"\0", piece), tuple(map(len, runs)), wrapped)
@@ -782,6 +816,13 @@ class ShapeCache:
         read = _alone(piece, wrapped)
         self._see(key, _PARSE if read is not None else _NOT_CLEAN)
         return read
+
+    def _first(self, key: bytes, family: Sequence[_Shape], i: int) -> None:
+        """The last shape found is tried first (a family's shapes, by use)."""
+        with self.lock:
+            if self.learnt.get(key) is family:
+                self.learnt[key] = [family[i], *family[:i], *family[i + 1 :]]
+            self.last = (b"", ())
 
     def _see(self, key: tuple[bytes, tuple[int, ...], bool], value: str | int) -> None:
         with self.lock:
