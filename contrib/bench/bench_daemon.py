@@ -48,6 +48,8 @@ from dbwatch.daemon.scheduler import WARMUPS, Scheduler, pool_size
 from dbwatch.daemon.state import State
 from dbwatch.targets import spec_for
 
+from threadcpu import thread_cpu  # noqa: E402  (this directory: the script's own)
+
 PREFIX = "dbw_bench_"
 POSTMASTER: int | None = None  # the throwaway cluster's postmaster: server CPU from /proc
 
@@ -292,8 +294,10 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # the daemon's runner (a worker per pool permit) and scheduler: first looks at the
         # start-up's rate, then each target on its interval (dbwatch.daemon.scheduler)
         runner = Runner(job, threads or pool_size(n), 30.0, lambda name, why: None)
+        # the daemon's way (loop.Daemon._new_scheduler); older checkouts: a submit per target
+        batch = {"jobs": runner.submit_all} if hasattr(runner, "submit_all") else {}
         sched = Scheduler(runner.submit, 2,
-                          warmups=int(os.environ.get("DBWATCH_BENCH_WARMUPS", WARMUPS)))
+                          warmups=int(os.environ.get("DBWATCH_BENCH_WARMUPS", WARMUPS)), **batch)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
         steady_from = float("inf")  # profile steady cycles only
@@ -310,6 +314,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         steady_from = time.time()
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        threads0 = thread_cpu()
         gc0, gcruns0 = GC.seconds, list(GC.runs)
         with phases.lock:
             phase0 = dict(phases.cpu)
@@ -317,6 +322,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         steady_stmts0 = statements(base)
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         t_end = time.time()
+        threads1 = thread_cpu()
         steady_stmts1 = statements(base)
         steady_n_end = len(records)
         sampler.stop()
@@ -376,6 +382,11 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # of steady_cpu: kernel time, and context switches per cycle (threads handing off)
         "steady_sys_ms_per_cycle": round(1000 * (ru1.ru_stime - ru0.ru_stime) / max(steady_n, 1), 2),
         "steady_gc_ms_per_cycle": round(1000 * (gc1 - gc0) / max(steady_n, 1), 3),
+        # by thread (names without their number): CPU ms and context switches per steady cycle
+        "steady_by_thread": {
+            k: (round(1000 * (v[0] - threads0.get(k, (0.0, 0))[0]) / max(steady_n, 1), 3),
+                round((v[1] - threads0.get(k, (0.0, 0))[1]) / max(steady_n, 1), 2))
+            for k, v in sorted(threads1.items())},
         "steady_gc_runs": [b - a for a, b in zip(gcruns0, gcruns1)],
         "steady_switches_per_cycle": round(
             (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),

@@ -431,7 +431,7 @@ class Daemon:
 
     def _new_scheduler(self, runner: Runner) -> Scheduler:
         self._runner = runner
-        sched = Scheduler(runner.submit, 2)
+        sched = Scheduler(runner.submit, runner.pool, jobs=runner.submit_all)
         self._sched = sched
         self.collector.awaiting_source = sched.awaiting_first_look
         sched.set_targets((n, tc.interval) for n, (_, tc) in self.setup.targets.items())

@@ -119,28 +119,35 @@ class Runner:
     def submit(self, name: str, scheduled: float) -> bool:
         """Start a cycle of `name` unless one is still running (then the tick is dropped; it
         is a missed cycle if that one hangs on the target)."""
+        return self.submit_all([name], scheduled) == 1
+
+    def submit_all(self, names: list[str], scheduled: float) -> int:
+        """submit() for every target of a slot of the grid, under one hold of the lock and
+        with one notify for the pool's share (the scheduler's thread and the woken workers
+        no longer take turns at the lock per target); how many started."""
+        busy: list[tuple[str, Slot]] = []
+        own: list[Slot] = []
         with self._lock:
             if self._stopping:
-                return False
-            busy = self._running.get(name)
-            if busy is None:
+                return 0
+            pooled = 0
+            for name in names:
+                running = self._running.get(name)
+                if running is not None:
+                    self.skipped += 1
+                    self._skipped_names.add(name)
+                    busy.append((name, running))
+                    continue
                 slot = Slot(name, scheduled, pooled=name in self._answering)
                 self._running[name] = slot
                 if slot.pooled:
                     self._queue.append(slot)
-                    self._work.notify()
-            else:
-                self.skipped += 1
-                self._skipped_names.add(name)
-        if busy is not None:
-            self._say_skipped()
-            if busy.abandoned:
-                self._miss(name, "the previous cycle still hangs past its deadline")
-            elif busy.connecting_for(time.time()) >= self.connect_grace:
-                self._miss(name, "the previous cycle is still waiting for the server to answer")
-            return False
-        if not slot.pooled:
-            with self._lock:
+                    pooled += 1
+                else:
+                    own.append(slot)
+            if pooled:
+                self._work.notify(pooled)
+            for slot in own:
                 self._own_queue.append(slot)
                 if len(self._own_queue) > self._own_idle:  # nobody free: one more thread
                     self._seq += 1
@@ -149,7 +156,15 @@ class Runner:
                     ).start()
                     self._own_idle += 1  # counted at once, so a burst spawns one per slot
                 self._own_work.notify()
-        return True
+        if busy:
+            self._say_skipped()
+            now = time.time()
+            for name, running in busy:
+                if running.abandoned:
+                    self._miss(name, "the previous cycle still hangs past its deadline")
+                elif running.connecting_for(now) >= self.connect_grace:
+                    self._miss(name, "the previous cycle is still waiting for the server to answer")
+        return len(names) - len(busy)
 
     def _say_skipped(self) -> None:
         """Skipped ticks, said at most once a minute for all targets together."""
