@@ -150,6 +150,8 @@ class GcTime:
     def __init__(self) -> None:
         self.seconds = 0.0
         self.runs = [0, 0, 0]
+        self.by_gen = [0.0, 0.0, 0.0]  # seconds per generation
+        self.longest = 0.0  # the longest collection (a pause of every thread: lateness)
         self._t0 = 0.0
         gc.callbacks.append(self._cb)
 
@@ -157,8 +159,11 @@ class GcTime:
         if phase == "start":
             self._t0 = time.perf_counter()
         else:
-            self.seconds += time.perf_counter() - self._t0
+            took = time.perf_counter() - self._t0
+            self.seconds += took
             self.runs[info["generation"]] += 1
+            self.by_gen[info["generation"]] += took
+            self.longest = max(self.longest, took)
 
 
 GC = GcTime()
@@ -298,6 +303,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         batch = {"jobs": runner.submit_all} if hasattr(runner, "submit_all") else {}
         sched = Scheduler(runner.submit, 2,
                           warmups=int(os.environ.get("DBWATCH_BENCH_WARMUPS", WARMUPS)), **batch)
+        if hasattr(sched, "on_looked"):  # the daemon's settling of the heap after the start-up
+            sched.on_looked = d.memory.settle  # (the daemon: in its memory keeper's thread)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
         steady_from = float("inf")  # profile steady cycles only
@@ -315,7 +322,8 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         threads0 = thread_cpu()
-        gc0, gcruns0 = GC.seconds, list(GC.runs)
+        gc0, gcruns0, gcgen0 = GC.seconds, list(GC.runs), list(GC.by_gen)
+        GC.longest = 0.0
         with phases.lock:
             phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
@@ -333,7 +341,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        gc1, gcruns1 = GC.seconds, list(GC.runs)
+        gc1, gcruns1, gcgen1 = GC.seconds, list(GC.runs), list(GC.by_gen)
         with phases.lock:
             phase1 = dict(phases.cpu)
         steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
@@ -388,6 +396,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
                 round((v[1] - threads0.get(k, (0.0, 0))[1]) / max(steady_n, 1), 2))
             for k, v in sorted(threads1.items())},
         "steady_gc_runs": [b - a for a, b in zip(gcruns0, gcruns1)],
+        "steady_gc_ms_by_generation": [round(1000 * (b - a), 1) for a, b in zip(gcgen0, gcgen1)],
+        "steady_gc_longest_ms": round(1000 * GC.longest, 1),
+        "gc_frozen_at_end": gc.get_freeze_count(),
         "steady_switches_per_cycle": round(
             (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),
         "steady_server_cpu_ms_per_cycle": (

@@ -182,6 +182,8 @@ class Scheduler:
         self._start_began = 0.0
         self._late_at = 0.0  # when a cycle last started YIELD_LATE late (see late())
         self.first_looks_took: float | None = None  # the last start-up's length, once done
+        # called (in the thread that ended it) when the last first look pending has ended
+        self.on_looked: Callable[[], object] | None = None
 
     def _on_missed(self, event: _JobEvent) -> None:
         """Counted per target, and said at most once a minute for all targets together."""
@@ -351,6 +353,8 @@ class Scheduler:
         self._apply([], added)
         if done:
             log.info("first look at every target done in %.1fs", self.first_looks_took or 0.0)
+            if self.on_looked is not None:
+                self.on_looked()
 
     def late(self, lateness: float, now: float) -> None:
         """A cycle started `lateness` s after it was due (the daemon says so of every cycle):
