@@ -208,9 +208,11 @@ class Scheduler:
 
     def _run(self, job_no: int) -> None:
         """A group's run (APScheduler's thread): every member due now goes to the runner."""
-        now = time.time()
+        self._hand_over(f"slot-{job_no}", time.time())
+
+    def _hand_over(self, job_id: str, now: float) -> None:
         with self._cv:
-            group = self._by_job.get(f"slot-{job_no}")
+            group = self._by_job.get(job_id)
             if group is None:  # emptied meanwhile
                 return
             due_at = group.due_at(now)
