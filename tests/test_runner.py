@@ -168,3 +168,29 @@ def test_a_slots_targets_submitted_at_once_keep_one_slot_each() -> None:
     finally:
         jobs.release.set()
         r.stop(2.0)
+
+
+def test_a_finished_cycles_slot_is_not_kept_by_its_deadline() -> None:
+    """The deadlines keep (deadline, seq, name), not the Slot: a cycle that ended in time
+    leaves nothing behind for the garbage collector to age (its deadline is 30 s away)."""
+    import weakref
+
+    refs: list[weakref.ref[Slot]] = []
+    done = threading.Event()
+
+    def job(slot: Slot) -> None:
+        refs.append(weakref.ref(slot))
+        done.set()
+
+    r = Runner(job, pool=1, timeout=30.0, missed=lambda name, why: None)
+    r.answered("a", True)
+    try:
+        assert r.submit("a", time.time())
+        assert done.wait(5)
+        assert until(lambda: r.running() == [])
+        assert until(lambda: refs[0]() is None)  # freed by its reference count, at once
+        assert r._deadlines and r._deadlines[0][2] == "a"  # the entry is still there
+        done.clear()
+        assert r.submit("a", time.time()) and done.wait(5)  # and the next cycle runs
+    finally:
+        r.stop(2.0)

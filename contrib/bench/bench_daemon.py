@@ -151,18 +151,20 @@ class GcTime:
         self.seconds = 0.0
         self.runs = [0, 0, 0]
         self.by_gen = [0.0, 0.0, 0.0]  # seconds per generation
+        self.cpu_by_gen = [0.0, 0.0, 0.0]  # the collecting thread's CPU seconds (thread_time)
         self.longest = 0.0  # the longest collection (a pause of every thread: lateness)
-        self._t0 = 0.0
+        self._t0 = self._c0 = 0.0
         gc.callbacks.append(self._cb)
 
     def _cb(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._t0 = time.perf_counter()
+            self._t0, self._c0 = time.perf_counter(), time.thread_time()
         else:
             took = time.perf_counter() - self._t0
             self.seconds += took
             self.runs[info["generation"]] += 1
             self.by_gen[info["generation"]] += took
+            self.cpu_by_gen[info["generation"]] += time.thread_time() - self._c0
             self.longest = max(self.longest, took)
 
 
@@ -322,7 +324,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
         threads0 = thread_cpu()
-        gc0, gcruns0, gcgen0 = GC.seconds, list(GC.runs), list(GC.by_gen)
+        gc0, gcruns0, gcgen0, gccpu0 = GC.seconds, list(GC.runs), list(GC.by_gen), list(GC.cpu_by_gen)
         GC.longest = 0.0
         with phases.lock:
             phase0 = dict(phases.cpu)
@@ -341,7 +343,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        gc1, gcruns1, gcgen1 = GC.seconds, list(GC.runs), list(GC.by_gen)
+        gc1, gcruns1, gcgen1, gccpu1 = GC.seconds, list(GC.runs), list(GC.by_gen), list(GC.cpu_by_gen)
         with phases.lock:
             phase1 = dict(phases.cpu)
         steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
@@ -398,6 +400,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "steady_gc_runs": [b - a for a, b in zip(gcruns0, gcruns1)],
         "steady_gc_ms_by_generation": [round(1000 * (b - a), 1) for a, b in zip(gcgen0, gcgen1)],
         "steady_gc_longest_ms": round(1000 * GC.longest, 1),
+        # the collections' CPU (their thread's), per steady cycle: the figures above are wall
+        "steady_gc_cpu_ms_per_cycle": round(1000 * (sum(gccpu1) - sum(gccpu0)) / max(steady_n, 1), 3),
+        "steady_gc_cpu_ms_by_generation": [round(1000 * (b - a), 1) for a, b in zip(gccpu0, gccpu1)],
         "gc_frozen_at_end": gc.get_freeze_count(),
         "steady_switches_per_cycle": round(
             (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),

@@ -40,6 +40,7 @@ class Slot:
     pooled: bool = False
     abandoned: bool = False
     reported: bool = False  # the abandonment was reported (missed)
+    seq: int = 0  # its entry in the runner's deadlines
     connected: bool = False  # the target answered a connection (or a kept one was reused)
     conns: list[Connection] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -101,7 +102,9 @@ class Runner:
         self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
         self._running: dict[str, Slot] = {}
         self._answering: set[str] = set()  # targets whose last cycle got an answer
-        self._deadlines: list[tuple[float, int, Slot]] = []
+        # (deadline, seq, name): no Slot in it, so a finished cycle's slot is freed at once
+        # (not kept by a stale entry for `timeout` s, through the garbage collector's ages)
+        self._deadlines: list[tuple[float, int, str]] = []
         self._seq = 0
         self._stopping = False
         self._settling = 0  # threads in wait_settled()
@@ -225,6 +228,7 @@ class Runner:
             with self._lock:
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
                     return
+            del slot  # an idle worker keeps no finished cycle (nor its result's objects)
 
     def _own_worker(self) -> None:
         """Runs cycles of targets outside the pool, one at a time; idles for the next one
@@ -243,16 +247,18 @@ class Runner:
                 if slot.abandoned:  # stuck threads do not come back
                     return
                 self._own_idle += 1
+            del slot
 
     def _execute(self, slot: Slot) -> None:
         with self._lock:
             slot.started = time.time()
             slot.deadline = slot.started + self.timeout
             self._seq += 1
-            heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot))
+            slot.seq = self._seq
+            heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot.name))
             # the watchdog sleeps until the earliest deadline: woken only if this one is
             # earlier (the deadlines and reporter threads woke twice a cycle for nothing)
-            if self._deadlines[0][2] is slot:
+            if self._deadlines[0][1] == slot.seq:
                 self._lock.notify_all()
         try:
             self.job(slot)
@@ -274,12 +280,10 @@ class Runner:
                     if self._stopping and not self._running:
                         return
                     now = time.time()
-                    while self._deadlines and (
-                        self._running.get(self._deadlines[0][2].name) is not self._deadlines[0][2]
-                    ):
+                    while self._deadlines and not self._live(self._deadlines[0]):
                         heapq.heappop(self._deadlines)  # finished in time
                     if self._deadlines and self._deadlines[0][0] <= now:
-                        slot = heapq.heappop(self._deadlines)[2]
+                        slot = self._running[heapq.heappop(self._deadlines)[2]]
                         break
                     wait = self._deadlines[0][0] - now if self._deadlines else None
                     self._lock.wait(wait)
@@ -297,6 +301,11 @@ class Runner:
             for conn in conns:
                 abort(conn)
             self._miss(slot.name, f"no answer within {self.timeout:g}s", slot)
+
+    def _live(self, entry: tuple[float, int, str]) -> bool:
+        """With the lock held: the deadline entry is the running cycle's (not a finished one's)."""
+        slot = self._running.get(entry[2])
+        return slot is not None and slot.seq == entry[1]
 
     def _miss(self, name: str, why: str, slot: Slot | None = None) -> None:
         with self._lock:
