@@ -320,6 +320,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         time.sleep(interval)
         while sched.awaiting_first_look() and time.time() - wall0 < 20 * interval:
             time.sleep(0.1)
+        # the heap settled after the start-up (its one full collection) is the start-up's
+        while getattr(d.memory, "settles", 1) < 1 and time.time() - wall0 < 20 * interval:
+            time.sleep(0.05)
         steady_from = time.time()
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
