@@ -28,8 +28,10 @@ def cycle() -> tuple[Node, weakref.ref[Node]]:
 
 @pytest.fixture(autouse=True)
 def unfrozen() -> Iterator[None]:
+    threshold = gc.get_threshold()
     yield
     gc.unfreeze()  # the rest of this test process collects as before
+    gc.set_threshold(*threshold)
 
 
 def test_settle_collects_what_is_garbage_and_freezes_what_lives() -> None:
@@ -41,6 +43,7 @@ def test_settle_collects_what_is_garbage_and_freezes_what_lives() -> None:
     assert alive_ref() is not None
     assert gc.get_freeze_count() > 0
     assert not any(o is alive for o in gc.get_objects())  # out of the generations
+    assert gc.get_threshold()[0] == max(memory.YOUNG, 700)  # the young generation widened
 
 
 def test_a_frozen_cycle_dropped_later_is_collected_by_the_next_settle() -> None:

@@ -66,8 +66,10 @@ def wait(cond: Any, timeout: float, what: str) -> None:
 
 @pytest.fixture
 def unfrozen() -> Iterator[None]:
+    threshold = gc.get_threshold()
     yield
     gc.unfreeze()  # the rest of this test process collects as before
+    gc.set_threshold(*threshold)
 
 
 def test_slots_share_a_job_cycles_keep_their_instants_reload_and_settle(
