@@ -231,13 +231,6 @@ class Scheduler:
             except Exception:  # one target's hand-off never stops the others of its slot
                 log.exception("cycle of %s could not be handed to the runner", name)
 
-    def scheduled(self, name: str, now: float) -> float:
-        """When the run starting now was due (its lateness is now - this)."""
-        first, interval = self.anchor.get(name, (now, 1.0))
-        if now < first:
-            return now
-        return first + ((now - first) // interval) * interval
-
     def set_targets(self, targets: Iterable[tuple[str, float]]) -> None:
         """Add, re-time or remove targets to match. A new target waits for its first look (see
         the module's doc); its phase is staggered over its interval. A re-timed one keeps
