@@ -25,7 +25,7 @@ from conftest import PG_URL
 
 from dbwatch.daemon import scheduler as sched_mod
 from dbwatch.daemon.loop import Daemon, load_setup
-from dbwatch.daemon.runner import Runner, Slot
+from dbwatch.daemon.runner import Slot
 from dbwatch.daemon.state import State
 from dbwatch.pipeline import TargetResult
 
