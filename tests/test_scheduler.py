@@ -217,7 +217,7 @@ def test_a_slots_targets_share_one_job_each_on_its_own_instants(
         firsts = len(rec.names())
         jobs = s._sched.get_jobs()
         assert 2 <= len(jobs) <= 5, [j.id for j in jobs]  # 8 targets, a job per slot
-        assert len({a for a, _ in s.anchor.values()}) == len(jobs)
+        assert len({sched_mod._group_key(a, i) for a, i in s.anchor.values()}) == len(jobs)
         rec.wait_for(firsts + 3 * 8, timeout=10.0)
     finally:
         s.shutdown(wait=False)
