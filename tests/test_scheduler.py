@@ -292,3 +292,19 @@ def test_the_end_of_the_start_up_is_said_once() -> None:
         assert said == [0]
     finally:
         s.shutdown(wait=False)
+
+
+def test_a_slot_emptied_before_its_job_was_added_leaves_no_job() -> None:
+    """A first look's end (join: a new group) racing a reload that removes the target
+    (leave: the group emptied): whichever order APScheduler hears them in, no job is left."""
+    s = Scheduler(Recorder(), 2)
+    with s._cv:
+        added = s._join("a", 100.0, 10.0, now=95.0)
+        gone = s._leave("a")
+    s._apply(gone, [])  # the removal first: nothing to remove yet
+    s._apply([], added)  # then the addition, of a group that no longer exists
+    assert s._sched.get_jobs() == []
+    with s._cv:
+        added = s._join("b", 100.0, 10.0, now=95.0)
+    s._apply([], added)
+    assert [j.id for j in s._sched.get_jobs()] == [added[0].job_id]  # a live one stays

@@ -319,6 +319,13 @@ class Scheduler:
                 misfire_grace_time=max(1, int(group.interval)),
                 next_run_time=_dt(group.first),
             )
+            with self._cv:  # emptied meanwhile (its remove_job came first): no job left over
+                emptied = self._by_job.get(group.job_id) is not group
+            if emptied:
+                try:
+                    self._sched.remove_job(group.job_id)
+                except JobLookupError:
+                    pass
 
     # -- first looks -------------------------------------------------------------------------
 
