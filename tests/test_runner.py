@@ -180,6 +180,7 @@ def test_a_finished_cycles_slot_is_not_kept_by_its_deadline() -> None:
 
     def job(slot: Slot) -> None:
         refs.append(weakref.ref(slot))
+        time.sleep(0.3)  # the watchdog, woken by its deadline, sees it running and sleeps on
         done.set()
 
     r = Runner(job, pool=1, timeout=30.0, missed=lambda name, why: None)
@@ -189,7 +190,6 @@ def test_a_finished_cycles_slot_is_not_kept_by_its_deadline() -> None:
         assert done.wait(5)
         assert until(lambda: r.running() == [])
         assert until(lambda: refs[0]() is None)  # freed by its reference count, at once
-        assert r._deadlines and r._deadlines[0][2] == "a"  # the entry is still there
         done.clear()
         assert r.submit("a", time.time()) and done.wait(5)  # and the next cycle runs
     finally:
