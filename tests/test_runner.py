@@ -142,3 +142,55 @@ def test_wait_settled_waits_for_queued_and_reported_cycles() -> None:
     assert [n for n, _ in jobs.missed] == ["h"]
     jobs.release.set()
     r.stop(1.0)
+
+
+def test_a_slots_targets_submitted_at_once_keep_one_slot_each() -> None:
+    """submit_all (a slot of the grid at once): a target whose cycle still runs is skipped
+    (counted, and missed if it hangs), the others start, pooled and own-lane alike, and a
+    name given twice starts once."""
+    jobs = Jobs(hang={"stuck"})
+    r = Runner(jobs.job, pool=2, timeout=0.4, missed=jobs.on_missed)
+    for name in ("stuck", "a", "b"):
+        r.answered(name, True)
+    try:
+        assert r.submit_all(["stuck"], time.time()) == 1
+        assert until(lambda: jobs.count("stuck") == 1)
+        # "new" has not answered yet: its own lane, beside the pool
+        assert r.submit_all(["stuck", "a", "b", "new", "a"], time.time()) == 3
+        assert r.skipped == 2
+        assert until(lambda: all(jobs.count(n) == 1 for n in ("a", "b", "new")))
+        assert until(lambda: "stuck" in {n for n, _ in jobs.missed})  # its deadline passed
+        # the stuck cycle hangs past its deadline: the next submit says so, the others run
+        assert r.submit_all(["a", "stuck"], time.time()) == 1
+        assert until(lambda: jobs.count("a") == 2)
+        assert until(lambda: sum(1 for n, _ in jobs.missed if n == "stuck") == 2)
+        assert jobs.count("stuck") == 1 and not jobs.overlap
+    finally:
+        jobs.release.set()
+        r.stop(2.0)
+
+
+def test_a_finished_cycles_slot_is_not_kept_by_its_deadline() -> None:
+    """The deadlines keep (deadline, seq, name), not the Slot: a cycle that ended in time
+    leaves nothing behind for the garbage collector to age (its deadline is 30 s away)."""
+    import weakref
+
+    refs: list[weakref.ref[Slot]] = []
+    done = threading.Event()
+
+    def job(slot: Slot) -> None:
+        refs.append(weakref.ref(slot))
+        time.sleep(0.3)  # the watchdog, woken by its deadline, sees it running and sleeps on
+        done.set()
+
+    r = Runner(job, pool=1, timeout=30.0, missed=lambda name, why: None)
+    r.answered("a", True)
+    try:
+        assert r.submit("a", time.time())
+        assert done.wait(5)
+        assert until(lambda: r.running() == [])
+        assert until(lambda: refs[0]() is None)  # freed by its reference count, at once
+        done.clear()
+        assert r.submit("a", time.time()) and done.wait(5)  # and the next cycle runs
+    finally:
+        r.stop(2.0)

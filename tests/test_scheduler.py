@@ -173,3 +173,138 @@ def test_a_late_schedule_holds_the_start_up_to_one_look_at_a_time(
         assert s.permits(time.time()) == 4
     finally:
         s.shutdown(wait=False)
+
+
+class Threads(Recorder):
+    """A Recorder that also remembers which thread handed each cycle over."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def __call__(self, name: str, scheduled: float) -> bool:
+        with self.cv:
+            self.threads.append(threading.current_thread().name)
+        return super().__call__(name, scheduled)
+
+
+def _look_at_all(s: Scheduler, rec: Recorder, n: int) -> None:
+    """Every first look handed out and ended (the targets join their slots' groups)."""
+    for _ in range(200):
+        for name in rec.names():
+            s.ended(name, time.time() - 60.0)  # began long ago: the next phase, not 1/2 later
+        if s.awaiting_first_look() == 0:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{s.awaiting_first_look()} first looks left of {n}")
+
+
+def test_a_slots_targets_share_one_job_each_on_its_own_instants(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Targets due on the same slot of the grid are one APScheduler job, run in the
+    scheduler's own thread; each target is still handed over once per run of its slot, at
+    its own anchor's instants (no burst, nothing twice)."""
+    monkeypatch.setattr(sched_mod, "GRID", 0.5)
+    rec = Threads()
+    s = Scheduler(rec, 2, warmups=8)
+    names = [f"t{i}" for i in range(8)]
+    s.set_targets((n, 1.0) for n in names)  # phases 0.125 s apart: two targets per slot
+    s.start()
+    try:
+        rec.wait_for(8)
+        _look_at_all(s, rec, 8)
+        firsts = len(rec.names())
+        jobs = s._sched.get_jobs()
+        assert 2 <= len(jobs) <= 5, [j.id for j in jobs]  # 8 targets, a job per slot
+        assert len({sched_mod._group_key(a, i) for a, i in s.anchor.values()}) == len(jobs)
+        rec.wait_for(firsts + 3 * 8, timeout=10.0)
+    finally:
+        s.shutdown(wait=False)
+    with rec.cv:
+        runs = rec.calls[firsts:]
+        threads = rec.threads[firsts:]
+    assert set(threads) == {"APScheduler"}, set(threads)  # no executor thread in between
+    for name in names:
+        first, interval = s.anchor[name]
+        mine = [at for n, at in runs if n == name]
+        assert mine, name
+        assert len(set(mine)) == len(mine), (name, mine)  # never twice for one instant
+        for at in mine:
+            k = (at - first) / interval
+            assert at >= first - 1e-6 and abs(k - round(k)) < 1e-6, (name, at, first)
+
+
+def test_a_target_joining_a_slot_waits_for_its_own_first_run() -> None:
+    """Groups by hand (no clock): a member that joined with a later first run is not handed
+    over before it; one whose first run the group has passed starts at the group's next."""
+    s = Scheduler(Recorder(), 2)
+    (g,) = s._join("a", 100.0, 10.0, now=95.0)
+    assert s._join("b", 110.0, 10.0, now=95.0) == []  # same slot: the same group
+    assert s._join("c", 90.0, 10.0, now=95.0) == []
+    assert s.anchor["c"] == (100.0, 10.0)  # not in the past: the group's next run
+    assert s._join("d", 105.0, 10.0, now=95.0) != []  # another phase: another group
+    assert g.due_at(100.02) == 100.0 and g.due_at(111.0) == 110.0
+    got: list[tuple[list[str], float]] = []
+    s.jobs = lambda names, at: got.append((names, at))
+    s._hand_over(g.job_id, 100.01)
+    s._hand_over(g.job_id, 110.01)
+    assert got == [(["a", "c"], 100.0), (["a", "b", "c"], 110.0)]
+
+
+def test_an_emptied_slot_loses_its_job_and_a_new_one_gets_a_new_job() -> None:
+    rec = Recorder()
+    s = Scheduler(rec, 2, warmups=4)
+    s.set_targets([("a", 30.0), ("b", 30.0)])
+    s.start()
+    try:
+        rec.wait_for(2)
+        _look_at_all(s, rec, 2)
+        before = {j.id for j in s._sched.get_jobs()}
+        assert len(before) == 2  # 15 s apart: two slots
+        s.set_targets([("a", 30.0)])
+        after = {j.id for j in s._sched.get_jobs()}
+        assert len(after) == 1 and after < before and "b" not in s.anchor
+        s.set_targets([("a", 45.0)])  # re-timed: out of its old group, into a new one
+        (job,) = s._sched.get_jobs()
+        assert job.id not in before and s.anchor["a"][1] == 45.0
+        s.set_targets([])
+        assert s._sched.get_jobs() == [] and not s.anchor
+    finally:
+        s.shutdown(wait=False)
+
+
+def test_the_end_of_the_start_up_is_said_once() -> None:
+    """on_looked (the daemon settles its heap then): when the last first look pending ended."""
+    rec = Recorder()
+    s = Scheduler(rec, 2, warmups=4)
+    said: list[int] = []
+    s.on_looked = lambda: said.append(s.awaiting_first_look())
+    s.set_targets((f"t{i}", 30.0) for i in range(3))
+    s.start()
+    try:
+        rec.wait_for(3)
+        s.ended("t0", time.time())
+        s.ended("t1", time.time())
+        assert said == []
+        s.ended("t2", time.time())
+        s.ended("t2", time.time())  # a later cycle's end: nothing more
+        assert said == [0]
+    finally:
+        s.shutdown(wait=False)
+
+
+def test_a_slot_emptied_before_its_job_was_added_leaves_no_job() -> None:
+    """A first look's end (join: a new group) racing a reload that removes the target
+    (leave: the group emptied): whichever order APScheduler hears them in, no job is left."""
+    s = Scheduler(Recorder(), 2)
+    with s._cv:
+        added = s._join("a", 100.0, 10.0, now=95.0)
+        gone = s._leave("a")
+    s._apply(gone, [])  # the removal first: nothing to remove yet
+    s._apply([], added)  # then the addition, of a group that no longer exists
+    assert s._sched.get_jobs() == []
+    with s._cv:
+        added = s._join("b", 100.0, 10.0, now=95.0)
+    s._apply([], added)
+    assert [j.id for j in s._sched.get_jobs()] == [added[0].job_id]  # a live one stays

@@ -48,6 +48,8 @@ from dbwatch.daemon.scheduler import WARMUPS, Scheduler, pool_size
 from dbwatch.daemon.state import State
 from dbwatch.targets import spec_for
 
+from threadcpu import thread_cpu  # noqa: E402  (this directory: the script's own)
+
 PREFIX = "dbw_bench_"
 POSTMASTER: int | None = None  # the throwaway cluster's postmaster: server CPU from /proc
 
@@ -148,15 +150,22 @@ class GcTime:
     def __init__(self) -> None:
         self.seconds = 0.0
         self.runs = [0, 0, 0]
-        self._t0 = 0.0
+        self.by_gen = [0.0, 0.0, 0.0]  # seconds per generation
+        self.cpu_by_gen = [0.0, 0.0, 0.0]  # the collecting thread's CPU seconds (thread_time)
+        self.longest = 0.0  # the longest collection (a pause of every thread: lateness)
+        self._t0 = self._c0 = 0.0
         gc.callbacks.append(self._cb)
 
     def _cb(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._t0 = time.perf_counter()
+            self._t0, self._c0 = time.perf_counter(), time.thread_time()
         else:
-            self.seconds += time.perf_counter() - self._t0
+            took = time.perf_counter() - self._t0
+            self.seconds += took
             self.runs[info["generation"]] += 1
+            self.by_gen[info["generation"]] += took
+            self.cpu_by_gen[info["generation"]] += time.thread_time() - self._c0
+            self.longest = max(self.longest, took)
 
 
 GC = GcTime()
@@ -292,8 +301,12 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # the daemon's runner (a worker per pool permit) and scheduler: first looks at the
         # start-up's rate, then each target on its interval (dbwatch.daemon.scheduler)
         runner = Runner(job, threads or pool_size(n), 30.0, lambda name, why: None)
+        # the daemon's way (loop.Daemon._new_scheduler); older checkouts: a submit per target
+        batch = {"jobs": runner.submit_all} if hasattr(runner, "submit_all") else {}
         sched = Scheduler(runner.submit, 2,
-                          warmups=int(os.environ.get("DBWATCH_BENCH_WARMUPS", WARMUPS)))
+                          warmups=int(os.environ.get("DBWATCH_BENCH_WARMUPS", WARMUPS)), **batch)
+        if hasattr(sched, "on_looked"):  # the daemon's settling of the heap after the start-up
+            sched.on_looked = d.memory.settle  # (the daemon: in its memory keeper's thread)
         phases.cpu.clear()
         sched.set_targets((t.name, interval) for t in targets)
         steady_from = float("inf")  # profile steady cycles only
@@ -307,16 +320,22 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         time.sleep(interval)
         while sched.awaiting_first_look() and time.time() - wall0 < 20 * interval:
             time.sleep(0.1)
+        # the heap settled after the start-up (its one full collection) is the start-up's
+        while getattr(d.memory, "settles", 1) < 1 and time.time() - wall0 < 20 * interval:
+            time.sleep(0.05)
         steady_from = time.time()
         steady_cpu0, steady_n0, steady_t0 = time.process_time(), len(records), time.time()
         ru0 = resource.getrusage(resource.RUSAGE_SELF)
-        gc0, gcruns0 = GC.seconds, list(GC.runs)
+        threads0 = thread_cpu()
+        gc0, gcruns0, gcgen0, gccpu0 = GC.seconds, list(GC.runs), list(GC.by_gen), list(GC.cpu_by_gen)
+        GC.longest = 0.0
         with phases.lock:
             phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
         steady_stmts0 = statements(base)
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         t_end = time.time()
+        threads1 = thread_cpu()
         steady_stmts1 = statements(base)
         steady_n_end = len(records)
         sampler.stop()
@@ -327,7 +346,7 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         runner.stop(30.0)
         steady_cpu, steady_n = time.process_time() - steady_cpu0, len(records) - steady_n0
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
-        gc1, gcruns1 = GC.seconds, list(GC.runs)
+        gc1, gcruns1, gcgen1, gccpu1 = GC.seconds, list(GC.runs), list(GC.by_gen), list(GC.cpu_by_gen)
         with phases.lock:
             phase1 = dict(phases.cpu)
         steady_cycle_cpu = sum(r[4] for r in records[steady_n0:])
@@ -376,7 +395,18 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         # of steady_cpu: kernel time, and context switches per cycle (threads handing off)
         "steady_sys_ms_per_cycle": round(1000 * (ru1.ru_stime - ru0.ru_stime) / max(steady_n, 1), 2),
         "steady_gc_ms_per_cycle": round(1000 * (gc1 - gc0) / max(steady_n, 1), 3),
+        # by thread (names without their number): CPU ms and context switches per steady cycle
+        "steady_by_thread": {
+            k: (round(1000 * (v[0] - threads0.get(k, (0.0, 0))[0]) / max(steady_n, 1), 3),
+                round((v[1] - threads0.get(k, (0.0, 0))[1]) / max(steady_n, 1), 2))
+            for k, v in sorted(threads1.items())},
         "steady_gc_runs": [b - a for a, b in zip(gcruns0, gcruns1)],
+        "steady_gc_ms_by_generation": [round(1000 * (b - a), 1) for a, b in zip(gcgen0, gcgen1)],
+        "steady_gc_longest_ms": round(1000 * GC.longest, 1),
+        # the collections' CPU (their thread's), per steady cycle: the figures above are wall
+        "steady_gc_cpu_ms_per_cycle": round(1000 * (sum(gccpu1) - sum(gccpu0)) / max(steady_n, 1), 3),
+        "steady_gc_cpu_ms_by_generation": [round(1000 * (b - a), 1) for a, b in zip(gccpu0, gccpu1)],
+        "gc_frozen_at_end": gc.get_freeze_count(),
         "steady_switches_per_cycle": round(
             (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),
         "steady_server_cpu_ms_per_cycle": (

@@ -431,8 +431,10 @@ class Daemon:
 
     def _new_scheduler(self, runner: Runner) -> Scheduler:
         self._runner = runner
-        sched = Scheduler(runner.submit, 2)
+        sched = Scheduler(runner.submit, runner.pool, jobs=runner.submit_all)
         self._sched = sched
+        # the start-up done, what is alive stays: out of the garbage collector's way (memory.py)
+        sched.on_looked = self.memory.settle_soon
         self.collector.awaiting_source = sched.awaiting_first_look
         sched.set_targets((n, tc.interval) for n, (_, tc) in self.setup.targets.items())
         sched.start()
@@ -467,4 +469,5 @@ class Daemon:
         ):
             runner.resize(pool_size(len(new.targets)), new.config.daemon.cycle_timeout)
         sched.set_targets((n, tc.interval) for n, (_, tc) in new.targets.items())
+        self.memory.settle_soon()  # the old config's objects collected, even in cycles
         return sched, runner

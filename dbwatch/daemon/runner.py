@@ -40,6 +40,7 @@ class Slot:
     pooled: bool = False
     abandoned: bool = False
     reported: bool = False  # the abandonment was reported (missed)
+    seq: int = 0  # its entry in the runner's deadlines
     connected: bool = False  # the target answered a connection (or a kept one was reused)
     conns: list[Connection] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -101,7 +102,9 @@ class Runner:
         self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
         self._running: dict[str, Slot] = {}
         self._answering: set[str] = set()  # targets whose last cycle got an answer
-        self._deadlines: list[tuple[float, int, Slot]] = []
+        # (deadline, seq, name): no Slot in it, so a finished cycle's slot is freed at once
+        # (not kept by a stale entry for `timeout` s, through the garbage collector's ages)
+        self._deadlines: list[tuple[float, int, str]] = []
         self._seq = 0
         self._stopping = False
         self._settling = 0  # threads in wait_settled()
@@ -119,28 +122,35 @@ class Runner:
     def submit(self, name: str, scheduled: float) -> bool:
         """Start a cycle of `name` unless one is still running (then the tick is dropped; it
         is a missed cycle if that one hangs on the target)."""
+        return self.submit_all([name], scheduled) == 1
+
+    def submit_all(self, names: list[str], scheduled: float) -> int:
+        """submit() for every target of a slot of the grid, under one hold of the lock and
+        with one notify for the pool's share (the scheduler's thread and the woken workers
+        no longer take turns at the lock per target); how many started."""
+        busy: list[tuple[str, Slot]] = []
+        own: list[Slot] = []
         with self._lock:
             if self._stopping:
-                return False
-            busy = self._running.get(name)
-            if busy is None:
+                return 0
+            pooled = 0
+            for name in names:
+                running = self._running.get(name)
+                if running is not None:
+                    self.skipped += 1
+                    self._skipped_names.add(name)
+                    busy.append((name, running))
+                    continue
                 slot = Slot(name, scheduled, pooled=name in self._answering)
                 self._running[name] = slot
                 if slot.pooled:
                     self._queue.append(slot)
-                    self._work.notify()
-            else:
-                self.skipped += 1
-                self._skipped_names.add(name)
-        if busy is not None:
-            self._say_skipped()
-            if busy.abandoned:
-                self._miss(name, "the previous cycle still hangs past its deadline")
-            elif busy.connecting_for(time.time()) >= self.connect_grace:
-                self._miss(name, "the previous cycle is still waiting for the server to answer")
-            return False
-        if not slot.pooled:
-            with self._lock:
+                    pooled += 1
+                else:
+                    own.append(slot)
+            if pooled:
+                self._work.notify(pooled)
+            for slot in own:
                 self._own_queue.append(slot)
                 if len(self._own_queue) > self._own_idle:  # nobody free: one more thread
                     self._seq += 1
@@ -149,7 +159,15 @@ class Runner:
                     ).start()
                     self._own_idle += 1  # counted at once, so a burst spawns one per slot
                 self._own_work.notify()
-        return True
+        if busy:
+            self._say_skipped()
+            now = time.time()
+            for name, running in busy:
+                if running.abandoned:
+                    self._miss(name, "the previous cycle still hangs past its deadline")
+                elif running.connecting_for(now) >= self.connect_grace:
+                    self._miss(name, "the previous cycle is still waiting for the server to answer")
+        return len(names) - len(busy)
 
     def _say_skipped(self) -> None:
         """Skipped ticks, said at most once a minute for all targets together."""
@@ -210,6 +228,7 @@ class Runner:
             with self._lock:
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
                     return
+            del slot  # an idle worker keeps no finished cycle (nor its result's objects)
 
     def _own_worker(self) -> None:
         """Runs cycles of targets outside the pool, one at a time; idles for the next one
@@ -228,16 +247,18 @@ class Runner:
                 if slot.abandoned:  # stuck threads do not come back
                     return
                 self._own_idle += 1
+            del slot
 
     def _execute(self, slot: Slot) -> None:
         with self._lock:
             slot.started = time.time()
             slot.deadline = slot.started + self.timeout
             self._seq += 1
-            heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot))
+            slot.seq = self._seq
+            heapq.heappush(self._deadlines, (slot.deadline, self._seq, slot.name))
             # the watchdog sleeps until the earliest deadline: woken only if this one is
             # earlier (the deadlines and reporter threads woke twice a cycle for nothing)
-            if self._deadlines[0][2] is slot:
+            if self._deadlines[0][1] == slot.seq:
                 self._lock.notify_all()
         try:
             self.job(slot)
@@ -259,12 +280,10 @@ class Runner:
                     if self._stopping and not self._running:
                         return
                     now = time.time()
-                    while self._deadlines and (
-                        self._running.get(self._deadlines[0][2].name) is not self._deadlines[0][2]
-                    ):
+                    while self._deadlines and not self._live(self._deadlines[0]):
                         heapq.heappop(self._deadlines)  # finished in time
                     if self._deadlines and self._deadlines[0][0] <= now:
-                        slot = heapq.heappop(self._deadlines)[2]
+                        slot = self._running[heapq.heappop(self._deadlines)[2]]
                         break
                     wait = self._deadlines[0][0] - now if self._deadlines else None
                     self._lock.wait(wait)
@@ -282,6 +301,11 @@ class Runner:
             for conn in conns:
                 abort(conn)
             self._miss(slot.name, f"no answer within {self.timeout:g}s", slot)
+
+    def _live(self, entry: tuple[float, int, str]) -> bool:
+        """With the lock held: the deadline entry is the running cycle's (not a finished one's)."""
+        slot = self._running.get(entry[2])
+        return slot is not None and slot.seq == entry[1]
 
     def _miss(self, name: str, why: str, slot: Slot | None = None) -> None:
         with self._lock:
