@@ -297,3 +297,71 @@ def timeline(keys: dict[tuple[str, str, str], int]) -> str:
                     f"startsAt={alert['startsAt']}"
                 )
     return "\n".join(sorted(lines))
+
+
+def test_a_slow_first_lease_check_does_not_bring_the_next_probe_closer(
+    tmp_path: Path, own_pg_db: str
+) -> None:
+    """After a target's first look its interval job starts at least half an interval after
+    the probe began. A fleet's lease check comes before the probe: when the state database
+    answers it late (a loaded machine), the next probe is still half an interval away from
+    the first one's start — counted from the slot, it was not (the big test saw 1.7 s at a
+    4 s interval)."""
+    from dbwatch.daemon.loop import Daemon, load_setup
+    from dbwatch.daemon.runner import Runner, Slot
+    from dbwatch.daemon.state import State
+    from dbwatch.pipeline import TargetResult
+
+    class SlowFirstClaim(Daemon):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.began: dict[str, list[float]] = defaultdict(list)
+            self.claimed: set[str] = set()
+            self.rec = threading.Lock()
+
+        def _holds(self, name: str, total: int) -> bool:
+            got = super()._holds(name, total)
+            with self.rec:
+                first = name not in self.claimed
+                self.claimed.add(name)
+            if first:
+                time.sleep(1.0)  # the state database answers the first look's check late
+            return got
+
+        def _cycle(self, name: str, scheduled: float, slot: Slot | None) -> TargetResult | None:
+            with self.rec:
+                self.began[name].append(time.time())
+            return super()._cycle(name, scheduled, slot)
+
+    names = [f"t{i}" for i in range(4)]  # phases 1 s apart: one lands in the gap
+    cfg = tmp_path / "dbwatch.toml"
+    cfg.write_text(
+        "".join(
+            f'[[targets]]\nname = "{n}"\nurl = "{BASE}/{own_pg_db}"\ninterval = "{INTERVAL}s"\n\n'
+            for n in names
+        )
+    )
+    setup = load_setup(cfg)
+    state = State(tmp_path / "state.db")
+    d = SlowFirstClaim(cfg, state, setup)
+    d.join_fleet(TTL)
+    runner = Runner(d._slot_job, 8, setup.config.daemon.cycle_timeout, d._missed)
+    sched = d._new_scheduler(runner)
+    try:
+        end = time.time() + 30
+        while time.time() < end:
+            with d.rec:
+                if all(len(d.began[n]) >= 2 for n in names):
+                    break
+            time.sleep(0.1)
+    finally:
+        sched.shutdown(wait=False)
+        runner.stop(4.0)
+        assert d.fleet is not None
+        d.fleet.stop()
+        state.close()
+    with d.rec:
+        began = {n: d.began[n][:2] for n in names}
+    assert all(len(b) == 2 for b in began.values()), began
+    gaps = {n: round(b[1] - b[0], 3) for n, b in began.items()}
+    assert min(gaps.values()) >= INTERVAL / 2, gaps
