@@ -91,7 +91,7 @@ def _post_all(
     notification log before it notifies itself. Sent in turn, a peer that is slow to answer
     (up to `timeout`) delayed every peer after it by as much, and a daemon killed between two
     POSTs left the later peers to the next holder of the receiver's lease, seconds later:
-    both a skew that made two peers notify."""
+    either skew could make two peers notify (docs/fleet.md: at least once)."""
     out: list[Outcome] = [Outcome(False, False, "not sent")] * len(urls)
 
     def one(i: int) -> None:
