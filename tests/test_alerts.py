@@ -232,3 +232,49 @@ def test_send_connection_refused_is_retryable() -> None:
          "severity": "warning", "target": "db", "subject": "s", "summary": "", "fix": "",
          "starts_at": 0.0, "ends_at": None}))
     assert not out.ok and not out.permanent and "refused" in out.error.lower()
+
+
+def test_alertmanager_peers_get_an_alert_at_once_not_in_turn() -> None:
+    """Every peer of an Alertmanager cluster is sent the alert at the same time. In turn, a
+    peer slow to answer delayed the next one by as much: the second peer in the cluster's
+    order then notified too (it waits --cluster.peer-timeout for the first one's notification
+    log, not longer). The first peer here answers only once the second has the alert, or
+    after 10 s: sent in turn, the second gets it only after that."""
+    second_got = threading.Event()
+    first_answered_after_second = []
+
+    class First(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            first_answered_after_second.append(second_got.wait(10.0))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    class Second(First):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            second_got.set()
+            self.send_response(200)
+            self.end_headers()
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), h) for h in (First, Second)]
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    try:
+        urls = [f"http://127.0.0.1:{s.server_address[1]}" for s in servers]
+        cfg = AlertConfig(kind="alertmanager", url=urls[0], urls=tuple(urls), name="am",
+                          timeout=15.0)
+        assert cfg.peers == tuple(urls)
+        out = send(cfg, AlertMessage.from_json(
+            {"kind": "finding", "status": "firing", "fingerprint": "f", "rule": "PG501",
+             "severity": "warning", "target": "db", "subject": "s", "summary": "", "fix": "",
+             "starts_at": 0.0, "ends_at": None}))
+        assert out.ok, out
+        assert first_answered_after_second == [True], "the second peer waited for the first"
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()

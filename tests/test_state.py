@@ -205,3 +205,34 @@ def test_metrics_read_deadlocks_recorded_at_scrape_time(state_at: str) -> None:
     st.record_deadlock("other", "k3", "2024-01-01T00:00:02", {"x": 3})  # not observed here
     assert seen() == {"my": 2.0, "pg": 0.0}
     assert st.deadlock_counts() == {"my": 2, "other": 1}
+
+
+def test_daemons_starting_at_once_on_a_new_postgresql_state(state_pg_db: str) -> None:
+    """A fleet's daemons start together on a state no one created yet: each one opens it (the
+    schema, then the tables) and none dies of the others doing the same at the same moment
+    (CREATE SCHEMA IF NOT EXISTS alone raced: a unique violation on the catalog)."""
+    import threading
+    import uuid
+
+    for _ in range(3):
+        schema = f"s_{uuid.uuid4().hex[:8]}"
+        start = threading.Barrier(6)
+        errors: list[BaseException] = []
+        opened: list[State] = []
+
+        def open_state() -> None:
+            start.wait()
+            try:
+                opened.append(State(state_pg_db, schema=schema))  # noqa: B023
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_state) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for st in opened:
+            st.close()
+        assert not errors, errors
+        assert len(opened) == 6

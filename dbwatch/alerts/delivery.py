@@ -54,15 +54,24 @@ def idempotency_key(msg: OutboxMessage) -> str:
 
 
 def send(cfg: AlertConfig, payload: AlertMessage, now: float | None = None) -> Outcome:
-    """POST one message. Alertmanager peers each get it (the cluster deduplicates): delivered
-    when at least one peer accepted it."""
+    """POST one message. Alertmanager peers each get it, all at once (`_post_all`); the
+    cluster deduplicates the notification: delivered when at least one peer accepted it."""
     now = time.time() if now is None else now
     body, headers = build(cfg.kind, cfg.name, payload, now, cfg.secret, cfg.routing_key)
     if cfg.kind != "alertmanager" or len(cfg.peers) == 1:
         return _post(endpoint(cfg), body, headers, cfg.timeout)
-    outcomes = [
-        _post(endpoint(replace(cfg, url=u, urls=())), body, headers, cfg.timeout) for u in cfg.peers
-    ]
+    urls = [endpoint(replace(cfg, url=u, urls=())) for u in cfg.peers]
+    outcomes = _post_all(urls, body, headers, cfg.timeout)
+    for u, o in zip(cfg.peers, outcomes, strict=True):
+        log.debug(
+            "alertmanager peer %s: %s %s on %s (%s): %s",
+            urlsplit(u).netloc,
+            payload.idempotency_key,
+            payload.rule,
+            payload.target,
+            payload.subject,
+            "accepted" if o.ok else o.error,
+        )
     if any(o.ok for o in outcomes):
         for u, o in zip(cfg.peers, outcomes, strict=True):
             if not o.ok:
@@ -71,6 +80,35 @@ def send(cfg: AlertConfig, payload: AlertMessage, now: float | None = None) -> O
     return Outcome(
         False, all(o.permanent for o in outcomes), "; ".join(o.error for o in outcomes)[:300]
     )
+
+
+def _post_all(
+    urls: list[str], body: bytes, headers: dict[str, str], timeout: float
+) -> list[Outcome]:
+    """POST to every peer at the same time, not one after the other. An Alertmanager cluster
+    notifies once only when its peers get an alert at about the same time: the peer that is
+    second in the cluster's order waits --cluster.peer-timeout for the first one's
+    notification log before it notifies itself. Sent in turn, a peer that is slow to answer
+    (up to `timeout`) delayed every peer after it by as much, and a daemon killed between two
+    POSTs left the later peers to the next holder of the receiver's lease, seconds later:
+    either skew could make two peers notify (docs/fleet.md: at least once)."""
+    out: list[Outcome] = [Outcome(False, False, "not sent")] * len(urls)
+
+    def one(i: int) -> None:
+        out[i] = _post(urls[i], body, headers, timeout)
+
+    others = [
+        threading.Thread(target=one, args=(i,), name="dbwatch-alerts-peer", daemon=True)
+        for i in range(1, len(urls))
+    ]
+    for t in others:
+        t.start()
+    one(0)
+    for i, t in enumerate(others, 1):
+        t.join(2 * timeout + 1.0)  # urlopen's timeout bounds each socket wait, not the total
+        if t.is_alive():
+            out[i] = Outcome(False, False, "no answer in time")
+    return out
 
 
 def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Outcome:

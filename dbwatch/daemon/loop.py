@@ -101,6 +101,8 @@ class Daemon:
         if not self._holds(name, len(self.setup.targets)):
             return None
         began = time.time()
+        if slot is not None:  # a slow lease check is not the probe: see _slot_job
+            slot.probing = began
         result = self._cycle(name, scheduled, slot)
         log.debug(
             "fleet-cycle target=%s daemon=%s start=%.3f end=%.3f",
@@ -427,7 +429,10 @@ class Daemon:
         if not slot.abandoned and self._runner is not None:
             self._runner.answered(slot.name, result is not None and not result.error)
         if self._sched is not None:
-            self._sched.ended(slot.name, slot.started)
+            # after a first look the interval job starts at least half an interval after the
+            # probe began, not the slot: a lease check that took long (a loaded state
+            # database) brought the next probe of the target closer than that
+            self._sched.ended(slot.name, slot.probing or slot.started)
 
     def _new_scheduler(self, runner: Runner) -> Scheduler:
         self._runner = runner

@@ -37,6 +37,7 @@ class Slot:
     scheduled: float
     deadline: float = 0.0
     started: float = 0.0
+    probing: float = 0.0  # when the probe began (a fleet's: after the lease check), else 0
     pooled: bool = False
     abandoned: bool = False
     reported: bool = False  # the abandonment was reported (missed)

@@ -199,7 +199,14 @@ class PgConn:
         except psycopg.Error as exc:
             msg = _scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "", url)
             raise UsageError(f"state database {_redacted(url)}: {msg}") from None
-        self._conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+        # under the migration's lock: two daemons starting at once both found the schema
+        # missing and the second one's CREATE SCHEMA IF NOT EXISTS failed on the catalog's
+        # unique index (IF NOT EXISTS does not wait for the other's commit): it died at start
+        with self._conn.transaction():
+            self._conn.execute(f"SELECT pg_advisory_xact_lock(hashtext('{MIGRATE_LOCK}'))")
+            self._conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
+            )
         self._conn.execute(
             sql.SQL("SET search_path = {}, pg_catalog").format(sql.Identifier(schema))
         )
@@ -266,6 +273,10 @@ def open_conn(location: str, schema: str = "dbwatch") -> tuple[StateConn, str]:
     return db, "sqlite"
 
 
+# the advisory lock concurrent daemons on one PostgreSQL state take to create and migrate it
+MIGRATE_LOCK = "dbwatch.state.migrate"
+
+
 def migrate(db: StateConn, dialect: str) -> int:
     """Bring the schema to SCHEMA_VERSION; returns the version found before. Concurrent
     daemons on one PostgreSQL state serialise on an advisory lock."""
@@ -273,7 +284,7 @@ def migrate(db: StateConn, dialect: str) -> int:
     db.execute(begin)
     try:
         if dialect == "postgresql":
-            db.execute("SELECT pg_advisory_xact_lock(hashtext('dbwatch.state.migrate'))")
+            db.execute(f"SELECT pg_advisory_xact_lock(hashtext('{MIGRATE_LOCK}'))")
         db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
         row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         found = to_int(row["value"]) if row is not None else 0
