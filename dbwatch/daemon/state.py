@@ -129,7 +129,7 @@ class State(AlertStore, JournalStore):
                     firing.append(written)
             for i in range(0, len(seen), _SEEN_CHUNK):
                 part = seen[i : i + _SEEN_CHUNK]
-                db.execute(
+                self._write(  # deferred with the group when nothing else changed (statebase)
                     "UPDATE findings SET last_seen = ? WHERE fingerprint IN "
                     f"({', '.join('?' * len(part))})",  # only placeholders
                     (now, *part),
