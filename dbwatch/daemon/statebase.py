@@ -125,16 +125,21 @@ class StateBase:
         self._txq = []
         self._inflight = []
         self._lazy = relaxed and self.group_tick > 0
-        if self._lazy:
-            self._started = False
-            return relaxed
         self._started = False
-        self._start()
+        if self._lazy:
+            return relaxed
+        try:
+            self._start()
+        except BaseException:
+            self._depth, self._started = 0, True
+            raise
         return relaxed
 
     def _start(self) -> None:
         """Under the lock, inside a transaction: its BEGIN (at the synchronous level its commit
-        will need, if known by now), then the group's deferred writes and its own."""
+        will need, if known by now), then the group's deferred writes and its own. If one of
+        those fails they are dropped with the in-memory copies (as a failed commit lost its
+        cycle's writes) and the error raised; a BEGIN that fails leaves the group waiting."""
         if self._started:
             return
         full = self._sync or self.dialect != "sqlite"
@@ -143,8 +148,15 @@ class StateBase:
         self._started, self._full = True, full
         self._inflight, self._pending = self._pending, []
         items, self._txq = self._txq, []
-        _send(self._db, self._inflight)
-        _send(self._db, items)
+        try:
+            _send(self._db, self._inflight)
+            _send(self._db, items)
+        except BaseException:
+            self._forget()
+            self._inflight = []
+            self._started = False
+            self._rollback_quietly()
+            raise
 
     def _write(self, sql: str, params: Sequence[Param]) -> None:
         """A write inside a transaction whose result nobody reads: deferred while the
@@ -179,6 +191,7 @@ class StateBase:
         if not self._started:
             items, self._txq = self._txq, []
             if not self._sync:
+                self._started = True
                 if items:
                     if not self._pending:
                         self._pending_since = time.monotonic()
@@ -186,17 +199,13 @@ class StateBase:
                     self._pending.extend(items)
                 if self._pending and time.monotonic() - self._pending_since >= self.group_tick:
                     self._flush_group()
-                self._started = True
                 return
-            self._depth = 1  # durable after all: BEGIN at FULL, the group with it
-            self._txq = items
+            self._txq = items  # durable after all: BEGIN at FULL, the group with it
             try:
                 self._start()
             except BaseException:
-                self._depth = 0
-                self._fail_group()
+                self._txq, self._started = [], True
                 raise
-            self._depth = 0
         self._inflight = []
         try:
             if not self._sync and self.dialect != "sqlite":
@@ -225,13 +234,6 @@ class StateBase:
             self._rollback_quietly()
             raise
 
-    def _fail_group(self) -> None:
-        """A BEGIN or a deferred write failed: the writes are dropped with the copies."""
-        self._forget()
-        self._pending, self._txq, self._inflight = [], [], []
-        self._started = True
-        self._rollback_quietly()
-
     def _rollback_quietly(self) -> None:
         """ROLLBACK after a failure (SQLite: none may be open when the BEGIN failed)."""
         try:
@@ -240,8 +242,9 @@ class StateBase:
             log.debug("state: rollback after a failed group commit", exc_info=True)
 
     def _arm(self) -> None:
-        """Under the lock: the flusher commits the group `group_tick` after its first write
-        when no cycle's transaction did it before."""
+        """Under the lock, when the group gets its first write: the flusher commits it
+        `group_tick` later unless a cycle's transaction did it before (a thread that ends
+        when nothing waits: a State not closed keeps none)."""
         if self._flusher is None:
             self._flusher = threading.Thread(
                 target=self._flush_loop, name="dbwatch-state-group", daemon=True
@@ -252,18 +255,18 @@ class StateBase:
 
     def _flush_loop(self) -> None:
         with self._lock:
-            while not self._closed:
-                if not self._pending:
-                    self._cond.wait()
-                    continue
-                left = self._pending_since + self.group_tick - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                try:
-                    self._flush_group()
-                except Exception:
-                    log.exception("state: committing the deferred writes failed")
+            try:
+                while self._pending and not self._closed:
+                    left = self._pending_since + self.group_tick - time.monotonic()
+                    if left > 0:
+                        self._cond.wait(left)
+                        continue
+                    try:
+                        self._flush_group()
+                    except Exception:
+                        log.exception("state: committing the deferred writes failed")
+            finally:
+                self._flusher = None
 
     def _level(self, level: str) -> None:
         """SQLite's synchronous level for the next commit, set only when it changes (SQLite
