@@ -9,6 +9,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 GROUP_TICK = 0.25
 # the tables deferred writes go to: a read of one of them sees them first (_rows)
 _DEFERRED_TABLES = ("findings", "series", "cycles")
+# the flusher with nothing to commit looks again after this long (whether its State is gone)
+_IDLE_WAIT = 60.0
 # a deferred write: (sql, params or rows, executemany)
 _Item = tuple[str, Any, bool]
 
@@ -243,30 +246,19 @@ class StateBase:
 
     def _arm(self) -> None:
         """Under the lock, when the group gets its first write: the flusher commits it
-        `group_tick` later unless a cycle's transaction did it before (a thread that ends
-        when nothing waits: a State not closed keeps none)."""
+        `group_tick` later unless a cycle's transaction did it before. One thread per State,
+        started on the first deferred write; it holds the State weakly (one never closed
+        goes with its thread)."""
         if self._flusher is None:
             self._flusher = threading.Thread(
-                target=self._flush_loop, name="dbwatch-state-group", daemon=True
+                target=_flush_loop,
+                args=(weakref.ref(self), self._cond),
+                name="dbwatch-state-group",
+                daemon=True,
             )
             self._flusher.start()
         else:
             self._cond.notify()
-
-    def _flush_loop(self) -> None:
-        with self._lock:
-            try:
-                while self._pending and not self._closed:
-                    left = self._pending_since + self.group_tick - time.monotonic()
-                    if left > 0:
-                        self._cond.wait(left)
-                        continue
-                    try:
-                        self._flush_group()
-                    except Exception:
-                        log.exception("state: committing the deferred writes failed")
-            finally:
-                self._flusher = None
 
     def _level(self, level: str) -> None:
         """SQLite's synchronous level for the next commit, set only when it changes (SQLite
@@ -337,6 +329,26 @@ class StateBase:
             elif self._pending and any(t in sql for t in _DEFERRED_TABLES):
                 self._flush_group()
             return list(self._db.execute(sql, tuple(params)).fetchall())
+
+
+def _flush_loop(ref: weakref.ReferenceType[StateBase], cond: threading.Condition) -> None:
+    """The flusher: commits the group `group_tick` after its first write (StateBase._arm)."""
+    with cond:
+        while True:
+            st = ref()
+            if st is None or st._closed:
+                return
+            wait = _IDLE_WAIT
+            if st._pending:
+                wait = st._pending_since + st.group_tick - time.monotonic()
+                if wait <= 0:
+                    try:
+                        st._flush_group()
+                    except Exception:
+                        log.exception("state: committing the deferred writes failed")
+                    continue
+            del st
+            cond.wait(wait)
 
 
 def _send(db: StateConn, items: list[_Item]) -> None:
