@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 GROUP_TICK = 0.25
 # the tables deferred writes go to: a read of one of them sees them first (_rows)
 _DEFERRED_TABLES = ("findings", "series", "cycles")
-# the flusher with nothing to commit looks again after this long (whether its State is gone)
+# the flusher with nothing to commit for this long sleeps until woken (or this long again:
+# whether its State is gone)
 _IDLE_WAIT = 60.0
 # a deferred write: (sql, params or rows, executemany)
 _Item = tuple[str, Any, bool]
@@ -68,6 +69,7 @@ class StateBase:
         self._closed = False
         self._cond = threading.Condition(self._lock)
         self._flusher: threading.Thread | None = None
+        self._deep = False  # the flusher sleeps until woken (nothing came for a while)
         self._view: StateConn = _Started(self) if self.dialect == "sqlite" else db
         with self._lock:
             migrate(self._db, self.dialect)
@@ -169,6 +171,11 @@ class StateBase:
         else:
             self._txq.append((sql, params, False))
 
+    @property
+    def _deferring(self) -> bool:
+        """Inside a lazy transaction that sent nothing yet: `_write`s wait for the group."""
+        return not self._started
+
     def _write_many(self, sql: str, rows: Sequence[Sequence[Param]]) -> None:
         if self._started:
             self._db.executemany(sql, rows)
@@ -257,7 +264,7 @@ class StateBase:
                 daemon=True,
             )
             self._flusher.start()
-        else:
+        elif self._deep:
             self._cond.notify()
 
     def _level(self, level: str) -> None:
@@ -332,44 +339,60 @@ class StateBase:
 
 
 def _flush_loop(ref: weakref.ReferenceType[StateBase], cond: threading.Condition) -> None:
-    """The flusher: commits the group `group_tick` after its first write (StateBase._arm)."""
+    """The flusher: commits the group `group_tick` after its first write (StateBase._arm).
+    While cycles come it looks every half tick, so a cycle never has to wake it; after
+    `_IDLE_WAIT` with nothing to commit it sleeps until woken (`_deep`)."""
+    idle_since = time.monotonic()
     with cond:
         while True:
             st = ref()
             if st is None or st._closed:
                 return
-            wait = _IDLE_WAIT
+            now = time.monotonic()
             if st._pending:
-                wait = st._pending_since + st.group_tick - time.monotonic()
+                idle_since = now
+                wait = st._pending_since + st.group_tick - now
                 if wait <= 0:
                     try:
                         st._flush_group()
                     except Exception:
                         log.exception("state: committing the deferred writes failed")
                     continue
+            elif now - idle_since < _IDLE_WAIT:
+                wait = st.group_tick / 2
+            else:
+                st._deep, wait = True, _IDLE_WAIT
             del st
             cond.wait(wait)
+            st = ref()
+            if st is not None:
+                st._deep = False
+            del st
 
 
 def _send(db: StateConn, items: list[_Item]) -> None:
-    """Deferred writes in order; runs of one statement go as one executemany."""
-    i, n = 0, len(items)
-    while i < n:
-        sql, params, many = items[i]
-        j = i + 1
-        while j < n and items[j][0] == sql:
-            j += 1
-        if j - i == 1 and not many:
-            db.execute(sql, params)
+    """Deferred writes, one executemany per statement (in the order each first came; the
+    rows of one statement in their order). Safe because every deferred statement commutes
+    with the others: they are `_write`'s — points appended, a target's cycle row, a
+    finding's last_seen by fingerprint — each on its own table."""
+    if len(items) == 1:
+        sql, params, many = items[0]
+        if many:
+            db.executemany(sql, params)
         else:
-            rows: list[Sequence[Param]] = []
-            for _, p, m in items[i:j]:
-                if m:
-                    rows.extend(p)
-                else:
-                    rows.append(p)
-            db.executemany(sql, rows)
-        i = j
+            db.execute(sql, params)
+        return
+    runs: dict[str, list[Sequence[Param]]] = {}
+    for sql, params, many in items:
+        rows = runs.get(sql)
+        if rows is None:
+            rows = runs[sql] = []
+        if many:
+            rows.extend(params)
+        else:
+            rows.append(params)
+    for sql, rows in runs.items():
+        db.executemany(sql, rows)
 
 
 class _Started:
