@@ -258,3 +258,28 @@ def test_postgresql_state_has_no_group() -> None:
         st.close()
         with psycopg.connect(url, autocommit=True) as c:
             c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_another_commit_after_the_memo_look_fails_the_lazy_transaction(
+    st: State, path: Path
+) -> None:
+    """A lazy transaction looked at the in-memory copies (one PRAGMA data_version, no BEGIN)
+    and decided on them; another connection commits; then the transaction needs its BEGIN:
+    nothing it decided is written (the cycle fails), and the next one reads afresh."""
+    from dbwatch.daemon.statebase import StateChanged
+
+    f = finding()
+    idle_cycle(st, f, T0, 1.0)
+    with pytest.raises(StateChanged), st.transaction(durable=False):
+        st.update("db", [f], T0 + 15)  # seen again, from the copies: deferred
+        db = sqlite3.connect(path)
+        db.execute("UPDATE findings SET status = 'resolved', resolved_at = ?", (T0 + 10,))
+        db.commit()
+        db.close()
+        st.record_metrics("db", {"oldest_xact_seconds": 2.0}, T0 + 15)
+        st.query("SELECT count(*) FROM cycles")  # a read: the BEGIN
+    st.flush()
+    assert committed(path, SEEN) == [(T0,)]
+    assert [v for _, v in committed(path, POINTS)] == [1.0]
+    tr = st.update("db", [f], T0 + 30)  # the resolved row is read back: fired anew
+    assert [r.first_seen for r in tr.fired] == [T0 + 30]

@@ -34,6 +34,11 @@ _IDLE_WAIT = 60.0
 _Item = tuple[str, Any, bool]
 
 
+class StateChanged(RuntimeError):
+    """Another connection committed between a lazy transaction's look at the in-memory
+    copies and its BEGIN (StateBase._start): the transaction is dropped, not written."""
+
+
 class StateBase:
     """One connection behind a re-entrant lock; writes are short transactions."""
 
@@ -150,6 +155,14 @@ class StateBase:
         full = self._sync or self.dialect != "sqlite"
         self._level("FULL" if full else "NORMAL")
         self._db.execute(self._begin)
+        if self._version_checked and self._moved():
+            # a lazy transaction decided on the in-memory copies before its BEGIN, and
+            # another connection committed since: what it decided may be wrong, so nothing
+            # of it is written (the cycle fails; the next one reads everything afresh)
+            self._forget()
+            self._txq = []
+            self._rollback_quietly()
+            raise StateChanged("the state changed under a cycle's transaction; not written")
         self._started, self._full = True, full
         self._inflight, self._pending = self._pending, []
         items, self._txq = self._txq, []
@@ -290,6 +303,11 @@ class StateBase:
             self._data_version = version
         self._version_checked = self._depth > 0
         return version is not None
+
+    def _moved(self) -> bool:
+        """Whether another connection committed since `_memo_ok` last looked."""
+        row = self._db.execute("PRAGMA data_version").fetchone()
+        return row is None or row.get("data_version") != self._data_version
 
     def _memo_dict(self) -> dict[Any, Any]:
         """A new in-memory copy, dropped with the others (_forget)."""
