@@ -283,3 +283,35 @@ def test_another_commit_after_the_memo_look_fails_the_lazy_transaction(
     assert [v for _, v in committed(path, POINTS)] == [1.0]
     tr = st.update("db", [f], T0 + 30)  # the resolved row is read back: fired anew
     assert [r.first_seen for r in tr.fired] == [T0 + 30]
+
+
+def test_opening_a_current_state_commits_nothing(st: State, path: Path) -> None:
+    """A reader (`dbwatch status`) opening the file writes nothing: the daemon's copies stay
+    valid and a lazy transaction that needs its BEGIN afterwards is not failed."""
+    f, g = finding("pid 7"), finding("pid 8")
+    idle_cycle(st, f, T0, 1.0)
+    with st.transaction(durable=False):
+        st.update("db", [f], T0 + 15)  # from the copies, deferred
+        State(path).close()  # a reader opens the file
+        st.update("db", [f, g], T0 + 15)  # a transition: the BEGIN
+    assert committed(path, "SELECT subject FROM findings ORDER BY subject") == [
+        ("pid 7",), ("pid 8",)]
+
+
+def test_opening_a_current_state_takes_no_write_lock(st: State, path: Path) -> None:
+    """`dbwatch status` opens the file while another connection holds the write lock (the
+    group's commit, another process): it reads at once instead of waiting for the lock."""
+    idle_cycle(st, finding(), T0, 1.0)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        began = time.monotonic()
+        reader = State(path)
+        try:
+            assert [c["started"] for c in reader.cycles()] == [T0]
+        finally:
+            reader.close()
+        assert time.monotonic() - began < 5
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
