@@ -11,6 +11,7 @@ off), the process's CPU, and with --instructions user-space instructions (callgr
 (I(B) - I(A)) / (B - A) over two children, so the set-up cancels out).
 
     python contrib/bench/bench_state_phase.py [--rate 67] [--cycles 2000] [--instructions]
+    python contrib/bench/bench_state_phase.py --smoke    # CI: 200 cycles, no valgrind
     DBWATCH_BENCH_ROOT=/work/wt/base python contrib/bench/bench_state_phase.py   # another tree
 """
 
@@ -113,8 +114,11 @@ def main() -> int:
     ap.add_argument("--cycles", type=int, default=2000)
     ap.add_argument("--rate", type=float, default=67.0, help="cycles ending per second")
     ap.add_argument("--instructions", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="CI: 200 cycles, uncounted")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.smoke:
+        args.cycles, args.instructions = 200, False
     if args.child:
         child(args.child[0], int(args.child[1]), args.rate, args.child[2] == "report")
         return 0
