@@ -119,6 +119,11 @@ class StateBase:
         A write inside that must last (a finding's transition, an alert queued or marked
         sent) calls want_sync(): the commit then waits for the disk as before.
 
+        On SQLite with `group_tick` > 0 a relaxed transaction is lazy (group commit, see
+        `_open`): the writes made through `_write`/`_write_many` wait in memory up to
+        `group_tick` and are committed with the other cycles' of that tick; any other
+        statement sends its BEGIN and everything deferred before it (docs/cycle-cost.md).
+
         A class, not a generator: a cycle enters a dozen of them, nearly all nested, and a
         nested one is now a counter under the lock (3.8 µs each as @contextmanager)."""
         return Transaction(self, durable)
