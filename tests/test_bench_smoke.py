@@ -108,6 +108,15 @@ def test_tail_parts() -> None:
         assert {"scan_ms_per_deadlock", "record_ms_per_deadlock", "insert_ms_per_deadlock"} <= set(r)
 
 
+def test_state_phase() -> None:
+    """An idle cycle's state phase replayed at 67 cycles a second: its writes go in groups
+    (one BEGIN per 0.25 s: a few per 200 cycles), one series point per gauge."""
+    res = json.loads(run("bench_state_phase.py"))
+    assert res["cycles"] == 200
+    assert 0 < res["begins_per_cycle"] < 0.2
+    assert res["statements_per_cycle"] >= 6 and res["wal_bytes_per_cycle"] > 0
+
+
 def test_journal_pages() -> None:
     res = json.loads(run("bench_journal_pages.py"))
     assert res["row_bytes"] > 2000  # a storm's stored deadlock: most of a 4 KB page

@@ -36,8 +36,11 @@ def st(path: Path) -> Iterator[State]:
     s.close()
 
 
-def stored(path: Path) -> list[dict[str, Any]]:
-    """The findings table as another connection reads it."""
+def stored(path: Path, *writers: State) -> list[dict[str, Any]]:
+    """The findings table as another connection reads it, once `writers` committed what
+    they deferred (group commit: a cycle's relaxed writes wait up to a tick)."""
+    for w in writers:
+        w.flush()
     other = State(path)
     try:
         return [dict(r) for r in other.query("SELECT * FROM findings ORDER BY fingerprint")]
@@ -48,9 +51,9 @@ def stored(path: Path) -> list[dict[str, Any]]:
 def test_seen_again_writes_last_seen_and_the_same_row(st: State, path: Path) -> None:
     f = finding()
     st.update("db", [f], T0)
-    first = stored(path)
+    first = stored(path, st)
     tr = st.update("db", [f], T0 + 15)
-    rows = stored(path)
+    rows = stored(path, st)
     assert rows[0]["last_seen"] == T0 + 15
     assert {k: v for k, v in rows[0].items() if k != "last_seen"} == {
         k: v for k, v in first[0].items() if k != "last_seen"}
@@ -59,10 +62,10 @@ def test_seen_again_writes_last_seen_and_the_same_row(st: State, path: Path) -> 
     # a new Finding of the same fingerprint with other evidence: its data is written
     g = finding(evidence={"age": 2})
     st.update("db", [g], T0 + 30)
-    assert '"age": 2' in stored(path)[0]["data"]
+    assert '"age": 2' in stored(path, st)[0]["data"]
     # and the same object again after that: still that data, last_seen moved
     st.update("db", [g], T0 + 45)
-    assert '"age": 2' in stored(path)[0]["data"] and stored(path)[0]["last_seen"] == T0 + 45
+    assert '"age": 2' in stored(path, st)[0]["data"] and stored(path, st)[0]["last_seen"] == T0 + 45
 
 
 def test_rows_are_those_of_a_state_that_reads_everything_back(path: Path, tmp_path: Path) -> None:
@@ -81,7 +84,7 @@ def test_rows_are_those_of_a_state_that_reads_everything_back(path: Path, tmp_pa
             fresh = State(other)
             fresh.update("db", found, now, lambda rule: 20.0)
             fresh.close()
-            assert stored(path) == stored(other), now
+            assert stored(path, kept) == stored(other), now
     finally:
         kept.close()
 
@@ -122,7 +125,7 @@ def test_a_rolled_back_update_is_forgotten(st: State, path: Path) -> None:
         raise RuntimeError("the bookkeeping failed")
     tr = st.update("db", [f], T0 + 30)
     assert tr.fired == [] and [r.first_seen for r in tr.firing] == [T0]
-    assert [(r["status"], r["last_seen"]) for r in stored(path)] == [("firing", T0 + 30)]
+    assert [(r["status"], r["last_seen"]) for r in stored(path, st)] == [("firing", T0 + 30)]
 
 
 def test_kept_and_resolved_rows_carry_their_data(st: State) -> None:
@@ -143,10 +146,10 @@ def test_a_secret_registered_later_is_scrubbed_from_a_finding_seen_again(
 ) -> None:
     f = finding(evidence={"query": "SELECT 'Sw0rdf1shSecret'"})
     st.update("db", [f], T0)
-    assert "Sw0rdf1shSecret" in stored(path)[0]["data"]
+    assert "Sw0rdf1shSecret" in stored(path, st)[0]["data"]
     register_secret("Sw0rdf1shSecret")
     st.update("db", [f], T0 + 15)
-    assert "Sw0rdf1shSecret" not in stored(path)[0]["data"]
+    assert "Sw0rdf1shSecret" not in stored(path, st)[0]["data"]
 
 
 @pytest.fixture

@@ -30,6 +30,16 @@ _RECORD_DEADLOCK = (
 )
 
 
+_INSERT_POINT = "INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)"
+_RECORD_CYCLE = (
+    "INSERT INTO cycles(target, started, duration, status, error, "
+    "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(target) DO UPDATE"
+    " SET started = excluded.started, duration = excluded.duration,"
+    " status = excluded.status, error = excluded.error,"
+    " findings = excluded.findings, lateness = excluded.lateness"
+)
+
+
 class JournalStore(StateBase):
     def __init__(
         self, path: str | Path, retention: float = 7 * 86400.0, schema: str | None = None
@@ -46,7 +56,7 @@ class JournalStore(StateBase):
         row = (target, key, _at(at), _as_json(data_json), time.time())
         with self._lock:
             if self._depth:  # inside this thread's transaction (the log tail's 100 a read)
-                return self._db.execute(_RECORD_DEADLOCK, row).rowcount == 1
+                return self._view.execute(_RECORD_DEADLOCK, row).rowcount == 1
         with self.transaction() as db:
             return db.execute(_RECORD_DEADLOCK, row).rowcount == 1
 
@@ -116,10 +126,10 @@ class JournalStore(StateBase):
     ) -> None:
         ts = time.time() if ts is None else ts
         points = [(target, k, ts, float(v)) for k, v in values.items()]
-        with self.transaction() as db:
+        with self.transaction():
             newest = self._newest
             known = [(k, newest.pop((target, k))) for k in values if (target, k) in newest]
-            db.executemany("INSERT INTO series(target, key, ts, value) VALUES (?, ?, ?, ?)", points)
+            self._write_many(_INSERT_POINT, points)
             for k, (t, v) in known:  # written: the newest point is this one, or still the one known
                 if v is None:
                     newest[(target, k)] = (ts, float(values[k])) if ts >= t else (t, None)
@@ -216,13 +226,9 @@ class JournalStore(StateBase):
         findings: int = 0,
         lateness: float = 0.0,
     ) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO cycles(target, started, duration, status, error, "
-                "findings, lateness) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(target) DO UPDATE"
-                " SET started = excluded.started, duration = excluded.duration,"
-                " status = excluded.status, error = excluded.error,"
-                " findings = excluded.findings, lateness = excluded.lateness",
+        with self.transaction():
+            self._write(
+                _RECORD_CYCLE,
                 (target, started, duration, status, scrub_opt(error), findings, lateness),
             )
 

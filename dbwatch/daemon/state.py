@@ -127,13 +127,16 @@ class State(AlertStore, JournalStore):
                 now_live[fp] = _Live(written, True, f, generation)
                 if written.status == "firing":
                     firing.append(written)
-            for i in range(0, len(seen), _SEEN_CHUNK):
-                part = seen[i : i + _SEEN_CHUNK]
-                db.execute(
-                    "UPDATE findings SET last_seen = ? WHERE fingerprint IN "
-                    f"({', '.join('?' * len(part))})",  # only placeholders
-                    (now, *part),
-                )
+            if seen and self._deferring:  # waits for the group (statebase): one statement
+                self._write_many(_SEEN_ONE, [(now, fp) for fp in seen])
+            else:
+                for i in range(0, len(seen), _SEEN_CHUNK):
+                    part = seen[i : i + _SEEN_CHUNK]
+                    db.execute(
+                        "UPDATE findings SET last_seen = ? WHERE fingerprint IN "
+                        f"({', '.join('?' * len(part))})",  # only placeholders
+                        (now, *part),
+                    )
             for fp, had in live.items():
                 if fp in current:
                     continue
@@ -257,6 +260,9 @@ class State(AlertStore, JournalStore):
 
 # fingerprints per UPDATE of last_seen (SQLite's default limit is 32,766 parameters)
 _SEEN_CHUNK = 500
+# a finding's last_seen deferred with the group: one statement text whatever the count, so
+# the group's rows of it go in one executemany in order (statebase._send)
+_SEEN_ONE = "UPDATE findings SET last_seen = ? WHERE fingerprint = ?"
 
 
 class _Live:

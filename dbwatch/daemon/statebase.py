@@ -4,17 +4,39 @@ outbox, the journal) are built on it."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ..snapshot.values import Row
-from .statedb import Param, StateConn, is_pg_url, migrate, open_conn
+from .statedb import Cursor, Param, StateConn, is_pg_url, migrate, open_conn
+
+log = logging.getLogger(__name__)
+
+# SQLite: a cycle's relaxed writes (State.update's last_seen, the series points, the cycle
+# record) wait in memory at most this long and go in one transaction with the others of the
+# same tick (StateBase.transaction, "group commit"); 0 turns it off
+GROUP_TICK = 0.25
+# the tables deferred writes go to: a read of one of them sees them first (_rows)
+_DEFERRED_TABLES = ("findings", "series", "cycles")
+# the flusher with nothing to commit for this long sleeps until woken (or this long again:
+# whether its State is gone)
+_IDLE_WAIT = 60.0
+# a deferred write: (sql, params or rows, executemany)
+_Item = tuple[str, Any, bool]
+
+
+class StateChanged(RuntimeError):
+    """Another connection committed between a lazy transaction's look at the in-memory
+    copies and its BEGIN (StateBase._start): the transaction is dropped, not written."""
 
 
 class StateBase:
@@ -40,6 +62,20 @@ class StateBase:
         db, self.dialect = open_conn(location, schema)
         self._db: StateConn = db
         self._begin = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
+        # group commit (SQLite): relaxed writes of several cycles in one transaction a tick
+        self.group_tick = GROUP_TICK if self.dialect == "sqlite" else 0.0
+        self._pending: list[_Item] = []  # committed by nothing yet: the group
+        self._pending_since = 0.0  # monotonic time the group's oldest write was made
+        self._txq: list[_Item] = []  # the open transaction's writes not sent yet
+        self._started = True  # the open transaction sent its BEGIN (a lazy one: not yet)
+        self._lazy = False  # the open transaction defers its writes while it can
+        self._inflight: list[_Item] = []  # the group's writes sent in the open transaction
+        self._full = True  # the open transaction began under synchronous=FULL
+        self._closed = False
+        self._cond = threading.Condition(self._lock)
+        self._flusher: threading.Thread | None = None
+        self._deep = False  # the flusher sleeps until woken (nothing came for a while)
+        self._view: StateConn = _Started(self) if self.dialect == "sqlite" else db
         with self._lock:
             migrate(self._db, self.dialect)
         self._last_prune = 0.0
@@ -56,7 +92,20 @@ class StateBase:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            try:
+                self.flush()
+            finally:
+                self._closed = True
+                self._cond.notify_all()
+                self._db.close()
+
+    def flush(self) -> None:
+        """Commit the group's deferred writes now (close, tests, another reader's turn)."""
+        with self._lock:
+            if self._depth:
+                self._start()
+            else:
+                self._flush_group()
 
     def transaction(self, durable: bool = True) -> Transaction:
         """BEGIN (IMMEDIATE on SQLite) … COMMIT; nested uses join the outer transaction.
@@ -70,27 +119,122 @@ class StateBase:
         A write inside that must last (a finding's transition, an alert queued or marked
         sent) calls want_sync(): the commit then waits for the disk as before.
 
+        On SQLite with `group_tick` > 0 a relaxed transaction is lazy (group commit, see
+        `_open`): the writes made through `_write`/`_write_many` wait in memory up to
+        `group_tick` and are committed with the other cycles' of that tick; any other
+        statement sends its BEGIN and everything deferred before it (docs/cycle-cost.md).
+
         A class, not a generator: a cycle enters a dozen of them, nearly all nested, and a
         nested one is now a counter under the lock (3.8 µs each as @contextmanager)."""
         return Transaction(self, durable)
 
     def _open(self, durable: bool) -> bool:
-        """The outermost transaction's BEGIN, under the lock; whether its commit is relaxed."""
+        """The outermost transaction, under the lock; whether its commit is relaxed. A relaxed
+        one on SQLite with group commit on is lazy: no BEGIN yet — its writes made through
+        `_write` wait in memory (`_txq`) and its first other statement sends the BEGIN
+        (`_start`)."""
         self._sync = durable
         relaxed = not durable and self.dialect == "sqlite"
-        self._level("NORMAL" if relaxed else "FULL")
-        self._db.execute(self._begin)
         self._depth = 1
         self._version_checked = False
+        self._txq = []
+        self._inflight = []
+        self._lazy = relaxed and self.group_tick > 0
+        self._started = False
+        if self._lazy:
+            return relaxed
+        try:
+            self._start()
+        except BaseException:
+            self._depth, self._started = 0, True
+            raise
         return relaxed
 
+    def _start(self) -> None:
+        """Under the lock, inside a transaction: its BEGIN (at the synchronous level its commit
+        will need, if known by now), then the group's deferred writes and its own. If one of
+        those fails they are dropped with the in-memory copies (as a failed commit lost its
+        cycle's writes) and the error raised; a BEGIN that fails leaves the group waiting."""
+        if self._started:
+            return
+        full = self._sync or self.dialect != "sqlite"
+        self._level("FULL" if full else "NORMAL")
+        self._db.execute(self._begin)
+        if self._version_checked and self._moved():
+            # a lazy transaction decided on the in-memory copies before its BEGIN, and
+            # another connection committed since: what it decided may be wrong, so nothing
+            # of it is written (the cycle fails; the next one reads everything afresh)
+            self._forget()
+            self._txq = []
+            self._rollback_quietly()
+            raise StateChanged("the state changed under a cycle's transaction; not written")
+        self._started, self._full = True, full
+        self._inflight, self._pending = self._pending, []
+        items, self._txq = self._txq, []
+        try:
+            _send(self._db, self._inflight)
+            _send(self._db, items)
+        except BaseException:
+            self._forget()
+            self._inflight = []
+            self._started = False
+            self._rollback_quietly()
+            raise
+
+    def _write(self, sql: str, params: Sequence[Param]) -> None:
+        """A write inside a transaction whose result nobody reads: deferred while the
+        transaction is lazy (it goes with the group: see transaction()), else sent."""
+        if self._started:
+            self._db.execute(sql, params)
+        else:
+            self._txq.append((sql, params, False))
+
+    @property
+    def _deferring(self) -> bool:
+        """Inside a lazy transaction that sent nothing yet: `_write`s wait for the group."""
+        return not self._started
+
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Param]]) -> None:
+        if self._started:
+            self._db.executemany(sql, rows)
+        else:
+            self._txq.append((sql, rows, True))
+
     def _close(self, relaxed: bool, failed: bool) -> None:
-        """The outermost transaction's ROLLBACK (`failed`) or COMMIT, under the lock."""
+        """The outermost transaction's ROLLBACK (`failed`) or COMMIT, under the lock. A lazy
+        one that sent nothing hands its writes to the group (committed within `group_tick`),
+        or, when it turned durable (want_sync), commits them with the group now."""
         self._depth = 0
+        self._lazy = False
         if failed:
             self._forget()  # the copies may hold what is rolled back now
-            self._db.execute("ROLLBACK")
+            self._txq = []
+            if self._started:
+                self._db.execute("ROLLBACK")
+                # the group's writes sent in this transaction are not this one's to lose
+                self._pending = self._inflight + self._pending
+            self._inflight = []
+            self._started = True
             return
+        if not self._started:
+            items, self._txq = self._txq, []
+            if not self._sync:
+                self._started = True
+                if items:
+                    if not self._pending:
+                        self._pending_since = time.monotonic()
+                        self._arm()
+                    self._pending.extend(items)
+                if self._pending and time.monotonic() - self._pending_since >= self.group_tick:
+                    self._flush_group()
+                return
+            self._txq = items  # durable after all: BEGIN at FULL, the group with it
+            try:
+                self._start()
+            except BaseException:
+                self._txq, self._started = [], True
+                raise
+        self._inflight = []
         try:
             if not self._sync and self.dialect != "sqlite":
                 self._db.execute("SET LOCAL synchronous_commit = off")
@@ -98,8 +242,48 @@ class StateBase:
         except BaseException:
             self._forget()
             raise
-        if relaxed and self._sync:
+        if not self._full and self._sync:
             self._flush()
+
+    def _flush_group(self) -> None:
+        """Under the lock, outside a transaction: the group's deferred writes in one relaxed
+        transaction (a failure drops them with the in-memory copies, as a failed cycle's
+        commit lost its own writes)."""
+        if not self._pending:
+            return
+        items, self._pending = self._pending, []
+        self._level("NORMAL")
+        self._db.execute(self._begin)
+        try:
+            _send(self._db, items)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._forget()
+            self._rollback_quietly()
+            raise
+
+    def _rollback_quietly(self) -> None:
+        """ROLLBACK after a failure (SQLite: none may be open when the BEGIN failed)."""
+        try:
+            self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            log.debug("state: rollback after a failed group commit", exc_info=True)
+
+    def _arm(self) -> None:
+        """Under the lock, when the group gets its first write: the flusher commits it
+        `group_tick` later unless a cycle's transaction did it before. One thread per State,
+        started on the first deferred write; it holds the State weakly (one never closed
+        goes with its thread)."""
+        if self._flusher is None:
+            self._flusher = threading.Thread(
+                target=_flush_loop,
+                args=(weakref.ref(self), self._cond),
+                name="dbwatch-state-group",
+                daemon=True,
+            )
+            self._flusher.start()
+        elif self._deep:
+            self._cond.notify()
 
     def _level(self, level: str) -> None:
         """SQLite's synchronous level for the next commit, set only when it changes (SQLite
@@ -124,6 +308,11 @@ class StateBase:
             self._data_version = version
         self._version_checked = self._depth > 0
         return version is not None
+
+    def _moved(self) -> bool:
+        """Whether another connection committed since `_memo_ok` last looked."""
+        row = self._db.execute("PRAGMA data_version").fetchone()
+        return row is None or row.get("data_version") != self._data_version
 
     def _memo_dict(self) -> dict[Any, Any]:
         """A new in-memory copy, dropped with the others (_forget)."""
@@ -162,8 +351,96 @@ class StateBase:
         return self._rows(sql, params)
 
     def _rows(self, sql: str, params: Iterable[Param] = ()) -> list[Row]:
+        """Inside a lazy transaction a read sends its BEGIN and the deferred writes first;
+        outside, a read of a table writes wait for commits them first."""
         with self._lock:
+            if not self._started:
+                self._start()
+            elif self._pending and any(t in sql for t in _DEFERRED_TABLES):
+                self._flush_group()
             return list(self._db.execute(sql, tuple(params)).fetchall())
+
+
+def _flush_loop(ref: weakref.ReferenceType[StateBase], cond: threading.Condition) -> None:
+    """The flusher: commits the group `group_tick` after its first write (StateBase._arm).
+    While cycles come it looks every half tick, so a cycle never has to wake it; after
+    `_IDLE_WAIT` with nothing to commit it sleeps until woken (`_deep`)."""
+    idle_since = time.monotonic()
+    with cond:
+        while True:
+            st = ref()
+            if st is None or st._closed:
+                return
+            now = time.monotonic()
+            if st._pending:
+                idle_since = now
+                wait = st._pending_since + st.group_tick - now
+                if wait <= 0:
+                    try:
+                        st._flush_group()
+                    except Exception:
+                        log.exception("state: committing the deferred writes failed")
+                    continue
+            elif now - idle_since < _IDLE_WAIT:
+                wait = st.group_tick / 2
+            else:
+                st._deep, wait = True, _IDLE_WAIT
+            del st
+            cond.wait(wait)
+            st = ref()
+            if st is not None:
+                st._deep = False
+            del st
+
+
+def _send(db: StateConn, items: list[_Item]) -> None:
+    """Deferred writes, one executemany per statement (in the order each first came; the
+    rows of one statement in their order). Safe because every deferred statement commutes
+    with the others: they are `_write`'s — points appended, a target's cycle row, a
+    finding's last_seen by fingerprint — each on its own table."""
+    if len(items) == 1:
+        sql, params, many = items[0]
+        if many:
+            db.executemany(sql, params)
+        else:
+            db.execute(sql, params)
+        return
+    runs: dict[str, list[Sequence[Param]]] = {}
+    for sql, params, many in items:
+        rows = runs.get(sql)
+        if rows is None:
+            rows = runs[sql] = []
+        if many:
+            rows.extend(params)
+        else:
+            rows.append(params)
+    for sql, rows in runs.items():
+        db.executemany(sql, rows)
+
+
+class _Started:
+    """What a SQLite transaction hands out: a statement sent through it first sends the lazy
+    transaction's BEGIN and the writes deferred before it (in order)."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: StateBase) -> None:
+        self.state = state
+
+    def execute(self, sql: str, params: Sequence[Param] = (), /) -> Cursor:
+        st = self.state
+        if not st._started:
+            st._start()
+        return st._db.execute(sql, params)
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Param]], /) -> object:
+        st = self.state
+        if not st._started:
+            st._start()
+        return st._db.executemany(sql, seq)
+
+    def close(self) -> None:
+        self.state.close()
 
 
 class Transaction(AbstractContextManager[StateConn]):
@@ -181,14 +458,14 @@ class Transaction(AbstractContextManager[StateConn]):
         st._lock.acquire()
         if st._depth:
             st._depth += 1
-            return st._db
+            return st._view
         try:
             self.relaxed = st._open(self.durable)
         except BaseException:
             st._lock.release()
             raise
         self.outer = True
-        return st._db
+        return st._view
 
     def __exit__(
         self,

@@ -281,6 +281,10 @@ def migrate(db: StateConn, dialect: str) -> int:
     """Bring the schema to SCHEMA_VERSION; returns the version found before. Concurrent
     daemons on one PostgreSQL state serialise on an advisory lock."""
     begin = "BEGIN IMMEDIATE" if dialect == "sqlite" else "BEGIN"
+    if dialect == "sqlite" and _sqlite_version(db) == SCHEMA_VERSION:
+        # current: nothing to write, so no write lock and no commit (a reader such as
+        # `dbwatch status` would otherwise move the daemon's PRAGMA data_version: statebase)
+        return SCHEMA_VERSION
     db.execute(begin)
     try:
         if dialect == "postgresql":
@@ -308,6 +312,17 @@ def migrate(db: StateConn, dialect: str) -> int:
         db.execute("ROLLBACK")
         raise
     return found
+
+
+def _sqlite_version(db: StateConn) -> int | None:
+    """The schema version a SQLite state file holds (None: no meta table yet)."""
+    found = db.execute(
+        "SELECT 1 AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if found is None:
+        return None
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    return to_int(row["value"]) if row is not None else None
 
 
 def _statements(script: str) -> list[str]:

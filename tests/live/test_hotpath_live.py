@@ -127,37 +127,44 @@ def test_a_change_after_idle_cycles_is_seen_by_the_next_cycle(pg_db: str, tmp_pa
 
 def test_one_state_transaction_per_idle_cycle_same_records(pg_db: str, tmp_path: Path) -> None:
     """Without the terminate action a cycle's findings and bookkeeping commit together: one
-    BEGIN per cycle (two before); the rows `status` and the dashboard read are the same as
-    with terminate on (the two commits, as before)."""
+    BEGIN per cycle (two before) with group commit off; with it on (a tick longer than the
+    test), none — the idle cycles' writes wait for the group. The rows `status` and the
+    dashboard read are the same in every case, and as with terminate on (the two commits)."""
     url = f"{BASE}/{pg_db}"
-    rows: dict[bool, tuple[object, ...]] = {}
+    rows: dict[tuple[bool, float], tuple[object, ...]] = {}
     for terminate in (False, True):
-        state = State(tmp_path / f"state-{terminate}.db")
-        d = _daemon(url, state, terminate=terminate)
-        sent: list[str] = []
-        try:
-            for _ in range(3):
-                _cycle(d)
-            db = state._db
-            assert isinstance(db, sqlite3.Connection)
-            db.set_trace_callback(sent.append)
-            for _ in range(5):
-                _cycle(d)
-            db.set_trace_callback(None)
-            begins = sum(1 for s in sent if s.startswith("BEGIN"))
-            assert begins == (10 if terminate else 5), sent
-            cyc = state.cycles()[0]
-            series = state.query("SELECT key, count(*) AS n FROM series GROUP BY key ORDER BY key")
-            rows[terminate] = (
-                sorted((r.rule, r.subject, r.status) for r in state.firing("t")),
-                (cyc["status"], cyc["findings"], cyc["error"]),
-                [(r["key"], r["n"]) for r in series],
-            )
-        finally:
-            if d.pool is not None:
-                d.pool.discard()
-            state.close()
-    assert rows[False] == rows[True]
+        for tick in (0.0, 3600.0):
+            state = State(tmp_path / f"state-{terminate}-{tick}.db")
+            state.group_tick = tick
+            d = _daemon(url, state, terminate=terminate)
+            sent: list[str] = []
+            try:
+                for _ in range(3):
+                    _cycle(d)
+                state.flush()
+                db = state._db
+                assert isinstance(db, sqlite3.Connection)
+                db.set_trace_callback(sent.append)
+                for _ in range(5):
+                    _cycle(d)
+                db.set_trace_callback(None)
+                begins = sum(1 for s in sent if s.startswith("BEGIN"))
+                assert begins == ((10 if terminate else 5) if tick == 0 else 0), sent
+                state.flush()
+                cyc = state.cycles()[0]
+                series = state.query(
+                    "SELECT key, count(*) AS n FROM series GROUP BY key ORDER BY key"
+                )
+                rows[(terminate, tick)] = (
+                    sorted((r.rule, r.subject, r.status) for r in state.firing("t")),
+                    (cyc["status"], cyc["findings"], cyc["error"]),
+                    [(r["key"], r["n"]) for r in series],
+                )
+            finally:
+                if d.pool is not None:
+                    d.pool.discard()
+                state.close()
+    assert all(r == rows[(False, 0.0)] for r in rows.values()), rows
 
 
 def test_section_reused_only_for_the_same_data_and_types() -> None:
