@@ -19,6 +19,7 @@ from ..errors import ProbeError, TargetError
 from ..frozen import frozen
 from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
+from ..snapshot.memo import per_read
 from ..snapshot.pg import (
     PgHorizon,
     PgInstance,
@@ -188,22 +189,37 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
     local = per_server("pg.horizon:local", partial(_local, conn))
     if not isinstance(local, _Local):  # per_server returns what _local returned
         raise TypeError("pg.horizon: shared read of another type")
-    inst = dataclasses.replace(local.instance, database=opt_str(getattr(conn, "database", None)))
-    primary, standbys = None, []
+    database = opt_str(getattr(conn, "database", None))
     me = _target_config(config, conn.spec.name)
-    if inst.in_recovery:
-        if me is not None and me.primary:
-            primary = _peer(config, me.primary, _primary_view)
-    else:
-        for peer in _index(config).standbys.get(conn.spec.name, ()):
-            standbys.append(_peer(config, peer.name, _standby_view))
+    in_recovery = local.instance.in_recovery
+    primary_name = me.primary if in_recovery and me is not None else None
+    peers = () if in_recovery else _index(config).standbys.get(conn.spec.name, ())
+    if not primary_name and not peers:
+        # no peer of its own: a function of the shared read and the database alone, the
+        # same object for every cycle of that read (PG201's memo compares it by identity)
+        return per_read(local, ("pg.horizon", database), partial(_horizon_of, local, database))
+    primary, standbys = None, []
+    if primary_name:
+        primary = _peer(config, primary_name, _primary_view)
+    for peer in peers:
+        standbys.append(_peer(config, peer.name, _standby_view))
+    return _horizon_of(local, database, primary, tuple(standbys))
+
+
+def _horizon_of(
+    local: _Local,
+    database: str | None,
+    primary: PgPeer | None = None,
+    standbys: tuple[PgPeer, ...] = (),
+) -> PgHorizon:
+    inst = dataclasses.replace(local.instance, database=database)
     return PgHorizon(
         instance=inst,
         prepared=local.prepared,
         slots=local.slots,
         replication=local.replication,
         primary=primary,
-        standbys=tuple(standbys),
+        standbys=standbys,
     )
 
 
