@@ -33,6 +33,7 @@ from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from ..targets.quoting import pg_text_array
+from ..targets.version import ServerVersion
 from .grants import MONITOR_GRANT
 from .postgresql import session_rows
 from .registry import probe
@@ -267,6 +268,47 @@ def _with_marker(dead: str, marker: str) -> str:
     )
 
 
+def _inlined(text: str, params: dict[str, object]) -> str:
+    """`text` with its %(name)s parameters written in as literals: the joined statement's
+    parameters are dbwatch's own constants, and a statement sent without parameters skips
+    the driver's adaptation of them at every execution. Strings are dollar-quoted (no
+    escaping, whatever standard_conforming_strings says); ints as digits."""
+    for name, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise TypeError(f"{name}: not a constant to write in: {value!r}")
+        if isinstance(value, str):
+            if "$dbw$" in value:
+                raise ValueError(f"{name}: holds the quote")
+            literal = f"$dbw${value}$dbw$"
+        else:
+            literal = str(value)
+        text = text.replace(f"%({name})s", literal)
+    if "%(" in text:
+        raise ValueError("a parameter left in the statement")
+    return text
+
+
+# the joined statement per server version object (the connection's, held): built once
+_JOINED: dict[int, tuple[object, str]] = {}
+
+
+def _joined(version: ServerVersion) -> str:
+    hit = _JOINED.get(id(version))
+    if hit is not None and hit[0] is version:
+        return hit[1]
+    text = _inlined(
+        _with_marker(
+            sql("postgresql", "dead_tuples", version),
+            sql("postgresql", "catalog_marker", version),
+        ),
+        _DEAD_PARAMS,
+    )
+    if len(_JOINED) > 1024:  # sessions come and go
+        _JOINED.clear()
+    _JOINED[id(version)] = (version, text)
+    return text
+
+
 def _code(text: str) -> str:
     """The statement without its comment lines (the files explain it): psycopg parses a
     statement longer than 4,096 bytes again at every execution, not once."""
@@ -281,12 +323,8 @@ def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
     own, as before)."""
     if not marker_pending(conn):
         return dead_tuple_rows(conn)
-    text = _with_marker(
-        sql("postgresql", "dead_tuples", conn.version),
-        sql("postgresql", "catalog_marker", conn.version),
-    )
     try:
-        rows = conn.rows(text, _DEAD_PARAMS)
+        rows = conn.rows(_joined(conn.version))
     except ProbeError as exc:
         log.debug("dead tuples with the catalog marker: %s; read apart", exc.detail)
         return dead_tuple_rows(conn)
