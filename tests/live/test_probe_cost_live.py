@@ -169,3 +169,33 @@ def test_inlined_takes_constants_only() -> None:
         _inlined("a = %(x)s", {"x": "$dbw$; DROP TABLE t"})
     with pytest.raises(ValueError):
         _inlined("a = %(x)s AND %(z)s", {"x": 1})
+
+
+def test_pool_checkin_wakes_a_waiting_checkout(pg_db: str) -> None:
+    """The pool notifies only when a checkout waits: one that waits for the server's only
+    session is woken by the checkin (long before its 60 s wait would end), never left to
+    time out."""
+    import threading
+
+    from dbwatch.targets.pool import ConnectionPool
+
+    a = spec_for(f"{BASE}/{pg_db}", "a")
+    b = spec_for(f"{BASE}/{pg_db}?application_name=x", "b")  # another URL: not a's session
+    pool = ConnectionPool(per_server=1, wait=60.0)
+    conn, _ = pool.checkout(a)
+    got: list[object] = []
+    waiter = threading.Thread(target=lambda: got.append(pool.checkout(b)), daemon=True)
+    try:
+        waiter.start()
+        deadline = time.time() + 10
+        while not pool._waiting and time.time() < deadline:
+            time.sleep(0.01)
+        assert pool._waiting == 1  # b waits: the cap is reached and nothing is idle
+        pool.checkin(a, conn)  # idle now: b takes its place (evicts it) once woken
+        waiter.join(20)
+        assert not waiter.is_alive() and len(got) == 1
+        assert pool._waiting == 0
+    finally:
+        for c in got:
+            pool.checkin(b, c[0])  # type: ignore[index]
+        pool.discard()
