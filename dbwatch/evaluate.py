@@ -5,11 +5,13 @@ Rules whose sections are missing are reported as unknown through DW001, never as
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from operator import is_
+from types import ModuleType
 
 from .catalogue import Rule
 from .checks import Check, CheckContext, culprit_rules, load_checks, sections_read
@@ -30,7 +32,7 @@ class Selection:
     ignore: tuple[str, ...] = ()
 
     def ignores(self, rule_id: str) -> bool:
-        return any(rule_id.startswith(p) for p in self.ignore)
+        return bool(self.ignore) and any(rule_id.startswith(p) for p in self.ignore)
 
     def wants(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(p) for p in self.select):
@@ -102,6 +104,16 @@ def _own_check(name: str) -> Check | None:
 
 
 _OWN: dict[str, Mapping[str, Check]] = {}
+_OWN_MODULES: dict[str, ModuleType] = {}
+
+
+def _own_module(name: str) -> ModuleType:
+    """dbwatch.checks.<name>, imported once (an import statement per call walked importlib's
+    fromlist handling twice a cycle)."""
+    mod = _OWN_MODULES.get(name)
+    if mod is None:
+        mod = _OWN_MODULES[name] = importlib.import_module(f"{__package__}.checks.{name}")
+    return mod
 
 
 def _rules_for(
@@ -172,8 +184,13 @@ def evaluate(
     engine = snap.engine
     rules, steps = _plan(engine, catalogue, config, selection)
     checks = _checks(rules)
-    section = snap.sections.get  # Snapshot.has: a section not None
+    sections = snap.sections
+    section = sections.get  # Snapshot.has: a section not None
+    # the sections read (not None), once: each rule's needs are then one subset test
+    present = {name for name, data in sections.items() if data is not None}
+    memo = _memo(snap)
     result = Evaluation()
+    ran, findings = result.ran, result.findings
     for step in steps:
         rule = step.rule
         chk = checks.get(rule.check)
@@ -182,21 +199,37 @@ def evaluate(
             continue
         if chk is not step.chk:  # registered (or replaced) since the plan was made
             step = _Step(rule, step.override, chk, engine)
-        missing = [s for s in step.needs if section(s) is None]
-        if missing:
+        if not step.need_set <= present:
+            missing = [s for s in step.needs if section(s) is None]
             skipped = {g.name for g in snap.gaps if g.kind == "time_budget"}
             why = "not run (time budget)" if set(missing) <= skipped else "failed"
             result.unknown[rule.id] = f"probe {', '.join(missing)} {why}"
             continue
+        inputs = step.inputs
+        if type(inputs) is tuple:  # pure on its sections: the memo checked here, no call
+            last = memo.get(rule.id)
+            if last is not None:
+                kept = last[0]
+                if (
+                    len(kept) == len(inputs) + 3
+                    and kept[0] is chk
+                    and kept[1] is rule
+                    and kept[2] is step.override
+                    and all(map(is_, kept[3:], map(section, inputs)))
+                ):
+                    ran.append(rule.id)
+                    if last[1]:
+                        findings.extend(_unignored(_enrich(list(last[1]), snap), step.override))
+                    continue
         try:
-            found = _run(step, snap, state)
+            found = _run(step, snap, state, memo)
         except Exception as exc:  # a check bug must not hide the other rules
             log.exception("check %s failed on %s", rule.check, snap.target)
             result.unknown[rule.id] = f"check {rule.check} raised {type(exc).__name__}: {exc}"
             continue
-        result.ran.append(rule.id)
+        ran.append(rule.id)
         if found:
-            result.findings.extend(_unignored(_enrich(found, snap), step.override))
+            findings.extend(_unignored(_enrich(found, snap), step.override))
     # what dbwatch could not read or examine is said whatever --select chose; only --ignore
     # (or `enabled = false`) silences it
     if not selection.ignores("DW001"):
@@ -212,7 +245,7 @@ class _Step:
     check's findings depend on (`Check.inputs`: a function, or the names of its sections).
     Shared by the threads evaluating targets; never changed."""
 
-    __slots__ = ("chk", "inputs", "needs", "override", "params", "rule", "thresholds")
+    __slots__ = ("chk", "inputs", "need_set", "needs", "override", "params", "rule", "thresholds")
 
     def __init__(
         self, rule: Rule, override: RuleOverride | None, chk: Check | None, engine: str
@@ -225,6 +258,7 @@ class _Step:
             thresholds = override.thresholds or thresholds
         self.params, self.thresholds = params, thresholds
         self.needs: tuple[str, ...] = chk.sections_for(engine) if chk is not None else ()
+        self.need_set = frozenset(self.needs)
         self.inputs: Callable[[Snapshot], tuple[object, ...] | None] | tuple[str, ...] | None
         self.inputs = None
         if chk is not None and chk.inputs is not None:
@@ -238,7 +272,54 @@ _PLANS: dict[
 ] = {}
 
 
+# the same by the selection's identity too (the daemon passes one Selection object every
+# cycle: no dataclass __hash__/__eq__ per lookup); the objects are held and compared
+_PLANS_BY_ID: dict[
+    tuple[str, int, int, int],
+    tuple[object, object, Selection, tuple[Rule, ...], tuple[_Step, ...]],
+] = {}
+
+
 def _plan(
+    engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
+) -> tuple[tuple[Rule, ...], tuple[_Step, ...]]:
+    fast = (engine, id(catalogue), id(config), id(selection))
+    got = _PLANS_BY_ID.get(fast)
+    if got is not None and got[0] is catalogue and got[1] is config and got[2] is selection:
+        return got[3], got[4]
+    rules, steps = _plan_by_value(engine, catalogue, config, selection)
+    if len(_PLANS_BY_ID) > 64:
+        _PLANS_BY_ID.clear()
+    _PLANS_BY_ID[fast] = (catalogue, config, selection, rules, steps)
+    return rules, steps
+
+
+def plan_rules(
+    engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
+) -> tuple[Rule, ...]:
+    """rules_for as the kept tuple (the same object every cycle until a reload)."""
+    return _plan(engine, catalogue, config, selection)[0]
+
+
+# the sections a kept rules tuple reads, by the tuple's identity (held)
+_SECTIONS: dict[tuple[str, int], tuple[tuple[Rule, ...], frozenset[str]]] = {}
+
+
+def rules_sections(engine: str, rules: tuple[Rule, ...]) -> frozenset[str]:
+    """sections_needed of a rules tuple from plan_rules, kept with it (no set rebuilt and no
+    tuple of the rules' ids hashed per cycle)."""
+    hit = _SECTIONS.get((engine, id(rules)))
+    if hit is not None and hit[0] is rules:
+        return hit[1]
+    out = frozenset(sections_needed(engine, rules))
+    if all(r.check in _checks(rules) for r in rules):  # as sections_needed: all implemented
+        if len(_SECTIONS) > 64:
+            _SECTIONS.clear()
+        _SECTIONS[(engine, id(rules))] = (rules, out)
+    return out
+
+
+def _plan_by_value(
     engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
 ) -> tuple[tuple[Rule, ...], tuple[_Step, ...]]:
     key = (engine, id(catalogue), id(config), selection)
@@ -254,33 +335,50 @@ def _plan(
     return rules, steps
 
 
-def _run(step: _Step, snap: Snapshot, state: History | None) -> list[Finding]:
+def _memo(snap: Snapshot) -> dict[str, tuple[tuple[object, ...], tuple[Finding, ...]]]:
+    """The target's pure-rule memo (rule id -> what its last run read, by identity, and what
+    it found), valid for the snapshot's engine, scope, version and features: compared once
+    per evaluation, and the memo starts empty when any of them changed."""
+    values = (snap.engine, snap.scope, snap.version_num, snap.server_version, snap.features)
+    last = _LAST.get(snap.target)
+    if last is not None and last[0] == values:
+        return last[1]
+    if len(_LAST) > 100_000:  # targets come and go with reloads
+        _LAST.clear()
+    memo: dict[str, tuple[tuple[object, ...], tuple[Finding, ...]]] = {}
+    _LAST[snap.target] = (values, memo)
+    return memo
+
+
+def _run(
+    step: _Step,
+    snap: Snapshot,
+    state: History | None,
+    memo: dict[str, tuple[tuple[object, ...], tuple[Finding, ...]]] | None = None,
+) -> list[Finding]:
     """The check's findings; a pure check's (Check.inputs) are its last run's on this target
     while everything they depend on is the same: the check, the rule and its override (the
-    same objects until a reload), the snapshot's engine, scope, version and features, and its
-    inputs (by identity, held here so no new object can take an old one's id)."""
+    same objects until a reload), the snapshot's engine, scope, version and features (`_memo`),
+    and its inputs (by identity, held here so no new object can take an old one's id)."""
     chk = step.chk
     assert chk is not None
     inputs = step.inputs
     if inputs is None:
         return list(chk.fn(_ctx(step, snap, state)))
-    if isinstance(inputs, tuple):
-        section = snap.sections.get
-        reads = (chk, step.rule, step.override, *[section(n) for n in inputs])
+    if type(inputs) is tuple:
+        reads = (chk, step.rule, step.override, *map(snap.sections.get, inputs))
     else:
-        got = inputs(snap)
+        got = inputs(snap)  # type: ignore[operator]
         if got is None:  # not pure on this snapshot
             return list(chk.fn(_ctx(step, snap, state)))
         reads = (chk, step.rule, step.override, *got)
-    values = (snap.engine, snap.scope, snap.version_num, snap.server_version, snap.features)
-    key = (snap.target, step.rule.id)
-    last = _LAST.get(key)
-    if last is not None and last[1] == values and _same(last[0], reads):
-        return list(last[2])
+    if memo is None:
+        memo = _memo(snap)
+    last = memo.get(step.rule.id)
+    if last is not None and _same(last[0], reads):
+        return list(last[1])
     found = list(chk.fn(_ctx(step, snap, state)))
-    if len(_LAST) > 100_000:  # targets come and go with reloads
-        _LAST.clear()
-    _LAST[key] = (reads, values, tuple(found))
+    memo[step.rule.id] = (reads, tuple(found))
     return found
 
 
@@ -292,16 +390,18 @@ def _ctx(step: _Step, snap: Snapshot, state: History | None) -> CheckContext:
     return CheckContext(step.rule, snap, step.thresholds, step.params, state)
 
 
-# (target, rule) -> (what the last run read, by identity; the snapshot's values it compared;
-# what it found)
+# target -> (the snapshot's values the memo holds for; rule id -> (what the rule's last run
+# read, by identity; what it found))
 _LAST: dict[
-    tuple[str, str], tuple[tuple[object, ...], tuple[object, ...], tuple[Finding, ...]]
+    str,
+    tuple[tuple[object, ...], dict[str, tuple[tuple[object, ...], tuple[Finding, ...]]]],
 ] = {}
 
 
 def _enrich(found: list[Finding], snap: Snapshot) -> list[Finding]:
     """Session findings name their culprit (`checks.culprit`, imported only when needed)."""
-    if not any(culprit_rules.enriched(f.rule) for f in found):
+    enriched = culprit_rules.enriched
+    if not any(enriched(f.rule) for f in found):
         return found
     from .checks import culprit
 
@@ -314,10 +414,10 @@ def probe_failures(
     """DW001 through its registered check (config overrides do not apply: what dbwatch could
     not read is always said); a catalogue without DW001 still gets the findings."""
     rule, chk = catalogue.get("DW001"), _own_check("probe_failed")
-    from .checks import dw001_probe_failed
-
+    dw001_probe_failed = _own_module("dw001_probe_failed")
     if rule is None or chk is None:
-        return dw001_probe_failed.findings(snap, None, unknown)
+        got: list[Finding] = dw001_probe_failed.findings(snap, None, unknown)
+        return got
     if not snap.failures and chk.fn is dw001_probe_failed.probe_failed:
         return []  # its findings are the snapshot's failures': none (every idle cycle)
     ctx = CheckContext(
@@ -338,8 +438,7 @@ def coverage(
     override = config.rules.get("DW002")
     if rule is None or chk is None or (override is not None and not override.enabled):
         return []
-    from .checks import dw002_coverage
-
+    dw002_coverage = _own_module("dw002_coverage")
     if not snap.gaps and chk.fn is dw002_coverage.incomplete_coverage:
         return []  # its one finding is the snapshot's gaps': none (every idle cycle)
     return _unignored(list(chk.fn(_context(rule, snap, override, state))), override)

@@ -6,6 +6,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import field
 
 from .catalogue import Rule
@@ -13,7 +14,14 @@ from .checks import load_checks
 from .checks.history import History
 from .config import Config
 from .errors import TargetError
-from .evaluate import Evaluation, Selection, evaluate, rules_for, sections_known, sections_needed
+from .evaluate import (
+    Evaluation,
+    Selection,
+    evaluate,
+    plan_rules,
+    rules_sections,
+    sections_known,
+)
 from .findings import Finding, nagios_status, severity_rank
 from .frozen import mutable
 from .probes import ProbeCache, ProbeStats, SharedProbes, run_probes, unreachable_snapshot
@@ -135,9 +143,9 @@ def probe_target(
     broken = False
     held: Connection | None = conn
     try:
-        rules = rules_for(conn.flavour, catalogue, config, selection)
+        rules = plan_rules(conn.flavour, catalogue, config, selection)
         early = sections_known(conn.flavour, rules) if overlap and pool is None else None
-        needed = early if early is not None else sections_needed(conn.flavour, rules)
+        needed = early if early is not None else rules_sections(conn.flavour, rules)
         share = (shared, share_key(spec)) if shared is not None else None
         try:
             if early is not None and cache is None and share is None:
@@ -170,8 +178,8 @@ def probe_target(
 def _probe_while_checks_import(
     conn: Connection,
     target: str,
-    needed: set[str],
-    rules: list[Rule],
+    needed: Iterable[str],
+    rules: Iterable[Rule],
     stats: ProbeStats,
     config: Config,
 ) -> Snapshot:

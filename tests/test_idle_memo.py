@@ -260,3 +260,75 @@ def test_statement_rules_with_no_source_then_one() -> None:
     found = evaluate(my(off, dig), CAT, Config(), sel).findings
     assert sorted(f.rule for f in found) == ["QU401", "QU402"]
     assert evaluate(my(off, off), CAT, Config(), sel).findings == []
+
+
+class CountingState(State):
+    """The real State (SQLite), counting the history reads a check makes."""
+
+    reads = 0
+
+    def last_point(self, target: str, key: str, since_seconds: float) -> list[tuple[float, float]]:
+        self.reads += 1
+        return super().last_point(target, key, since_seconds)
+
+
+def test_pg102_reads_no_history_for_a_counter_at_zero(tmp_path: Path) -> None:
+    """A database that never counted a deadlock (the counter 0, or reset to 0 since the last
+    look) has nothing PG102 could report: its history is not read; a counter above zero
+    reads it and is compared with the last look (a reset restarts the count)."""
+    st = CountingState(tmp_path / "s.db")
+    try:
+        sel = Selection(select=("PG102",))
+        st.record_metric("memo-pg102z", "pg.deadlocks:shop", 5.0, NOW - 10)
+        zero = snap("memo-pg102z", {"pg.deadlocks": [
+            {"database": "shop", "deadlocks": 0, "stats_reset": None}]})
+        assert evaluate(zero, CAT, Config(), sel, state=st).findings == []
+        assert st.reads == 0
+        three = snap("memo-pg102z", {"pg.deadlocks": [
+            {"database": "shop", "deadlocks": 3, "stats_reset": None}]})
+        found = evaluate(three, CAT, Config(), sel, state=st).findings
+        assert st.reads >= 1 and [f.evidence["count"] for f in found] == [3]  # reset: 3 new
+    finally:
+        st.close()
+
+
+def test_my102_reads_no_history_for_a_deadlock_outside_its_scope(tmp_path: Path) -> None:
+    """MY102 on a schema the server's latest deadlock does not touch says nothing whatever
+    the counter's history: not read; the schema it touches reads it."""
+    from dbwatch.snapshot.my import InnodbStatusSection
+
+    fix = Path(__file__).parent / "fixtures" / "innodb"
+    status = InnodbStatusSection.from_text((fix / "mariadb-laravel-queue-index.txt").read_text())
+    st = CountingState(tmp_path / "s.db")
+    try:
+        sel = Selection(select=("MY102",))
+
+        def my(scope: str) -> Snapshot:
+            return Snapshot(target=f"memo-my102-{scope}", engine="mariadb",
+                            server_version="10.11.6-MariaDB", version_num=101106, taken_at=NOW,
+                            scope=scope, sections={"my.innodb_status": status,
+                                                   "my.innodb_counters": {"innodb_deadlocks": 4}})
+
+        assert evaluate(my("shop"), CAT, Config(), sel, state=st).findings == []
+        assert st.reads == 0
+        evaluate(my("test"), CAT, Config(), sel, state=st)  # the deadlock's schema
+        assert st.reads >= 1
+    finally:
+        st.close()
+
+
+def test_the_memo_starts_over_when_the_server_changes() -> None:
+    """A target's memo holds for one engine, scope, version and feature set: an upgraded
+    server (another version_num) runs every rule again, on the very same sections."""
+    sel = Selection(select=("PG501",))
+    settings = [{"name": "statement_timeout", "setting": "0", "scope": "server", "role": None,
+                 "database": None}]
+    s = snap("memo-upgrade", {"pg.settings": settings})
+    first = evaluate(s, CAT, Config(), sel).findings
+    assert len(first) == 1
+    same = evaluate(again(s), CAT, Config(), sel).findings
+    assert [id(f) for f in same] == [id(f) for f in first]  # reused
+    upgraded = evaluate(again(s, version_num=160000), CAT, Config(), sel).findings
+    assert upgraded == first and not {id(f) for f in upgraded} & {id(f) for f in first}
+    moved = evaluate(again(s, features=frozenset({"x"})), CAT, Config(), sel).findings
+    assert moved == first and not {id(f) for f in moved} & {id(f) for f in upgraded}

@@ -79,9 +79,9 @@ def innodb_deadlock(ctx: CheckContext) -> Iterator[Finding]:
         yield from from_table
         return
     dl = latest_deadlock(ctx.snapshot)  # shared with the daemon's journal: diagnosed once
-    since = _recent_deadlocks(ctx, counter)
     if dl and not dl.in_scope(scope):
-        return  # none of its tables is in the target's scope
+        return  # none of its tables is in the target's scope (the history is not read)
+    since = _recent_deadlocks(ctx, counter)
     age = _age(status, dl) if dl else None
     max_age = ctx.duration("max_age")
     if not dl or (age is not None and age > max_age):

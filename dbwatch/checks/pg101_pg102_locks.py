@@ -152,6 +152,10 @@ def pg_deadlocks(ctx: CheckContext) -> Iterator[Finding]:
             else "the statistics were created (never reset)"
         )
         if daemon:
+            if now <= 0:
+                # no deadlock counted: a count since the last look is 0 whatever that look
+                # was (0, or a higher counter reset since): nothing to say, no history read
+                continue
             points = latest(ctx, f"pg.deadlocks:{d.database}", 7 * 86400.0)
             if not points:
                 continue  # first look: the counter is the baseline

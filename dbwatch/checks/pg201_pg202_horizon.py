@@ -98,11 +98,28 @@ def holder_session(target: str, h: Holder) -> SessionIdentity | None:
     return h.session.identity(target)
 
 
+# PG201's inputs when no holder pins the target's scope: it finds nothing then, whatever the
+# sections (every finding is a holder's), so one constant stands for all such snapshots
+_NO_HOLDER = ("no horizon holder in scope",)
+
+
 def _horizon_inputs(snap: Snapshot) -> tuple[object, ...]:
     """PG201: the holders (pg.horizon, every pg.sessions row) and the dead tuples they keep
-    (pg.dead_tuples, read for the harm without being among the sections it needs)."""
+    (pg.dead_tuples, read for the harm without being among the sections it needs). With no
+    holder in the target's scope (an idle database whose server's sessions hold no
+    snapshot), the constant _NO_HOLDER: a new shared sessions read (every share interval)
+    then does not run the check again."""
+    if snap.sections.get("pg.horizon") is not None and not _in_scope(
+        horizon_holders(snap) or [], snap.scope
+    ):
+        return _NO_HOLDER
     get = snap.sections.get
     return (get("pg.horizon"), get("pg.sessions"), get("pg.dead_tuples"))
+
+
+def _in_scope(hs: list[Holder], scope: str | None) -> list[Holder]:
+    """A backend or prepared transaction of another database does not pin this one."""
+    return [h for h in hs if scope is None or h.database is None or h.database == scope]
 
 
 @pure(_horizon_inputs)
@@ -110,9 +127,7 @@ def _horizon_inputs(snap: Snapshot) -> tuple[object, ...]:
 @check("xmin_horizon", postgresql=["pg.horizon"])
 def xmin_horizon(ctx: CheckContext) -> Iterator[Finding]:
     scope = ctx.snapshot.scope
-    hs = horizon_holders(ctx.snapshot) or []
-    # scoped: a backend or prepared transaction of another database does not pin this one
-    hs = [h for h in hs if scope is None or h.database is None or h.database == scope]
+    hs = _in_scope(horizon_holders(ctx.snapshot) or [], scope)
     harm = _causes(ctx, hs)
     for rank, h in enumerate(hs, 1):
         hurt = harm.get(id(h), [])

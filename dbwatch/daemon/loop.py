@@ -17,7 +17,7 @@ from pathlib import Path
 from ..alerts.delivery import Delivery
 from ..config import TargetConfig
 from ..errors import ConfigError, UsageError
-from ..evaluate import Selection
+from ..evaluate import EVERY_RULE
 from ..findings import Finding
 from ..pipeline import AuditResult, TargetResult, probe_target
 from ..probes import ProbeCache, SharedProbes
@@ -130,7 +130,7 @@ class Daemon:
                     spec,
                     setup.catalogue,
                     setup.config,
-                    Selection(),
+                    EVERY_RULE,  # one object: the rules' plan is found by identity
                     self.state,
                     self._probe_caches.setdefault(name, ProbeCache()),
                     self.pool,

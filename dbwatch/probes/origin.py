@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import cast
+from types import ModuleType
 
 from ..errors import ProbeError
 from ..snapshot import CoverageGap
@@ -117,15 +117,31 @@ def _none_open(conn: Connection) -> bool:
     share interval ago, younger than any session rule sees in these rows), and the round trip
     is not made: an idle database's cycle sends 2 statements, not 3, an idle database's audit
     one fewer. Without that read the query runs."""
-    from ..snapshot.pg import PgSession, scoped  # here: a MySQL audit imports no PG rows
-
     rows = read_this_pass("pg.sessions")
+    if not isinstance(rows, tuple):
+        return False
+    if not rows:
+        return True  # no session at all (a read that leaves dbwatch's own out)
+    pg = _PG[0] if _PG else _load_pg()  # here, once: a MySQL audit imports no PG rows
     # the section's own tuple (typed rows, one class): scoped() keeps its grouping by database
     # per tuple, so a copy here would regroup the server's sessions for every target
-    if not isinstance(rows, tuple) or (rows and not isinstance(rows[0], PgSession)):
+    if not isinstance(rows[0], pg.PgSession):
         return False
-    mine = scoped(cast("tuple[PgSession, ...]", rows), conn.spec.scoped_database)
-    return not any(r.client and r.xact_start is not None for r in mine)
+    mine = pg.scoped(rows, conn.spec.scoped_database)
+    for r in mine:
+        if r.client and r.xact_start is not None:
+            return False
+    return True
+
+
+_PG: list[ModuleType] = []
+
+
+def _load_pg() -> ModuleType:
+    from ..snapshot import pg
+
+    _PG.append(pg)
+    return pg
 
 
 def _remember(cache: ProbeCache | None, seen: dict[Key, str], now: str) -> Memory:

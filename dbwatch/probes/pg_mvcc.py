@@ -19,6 +19,7 @@ from ..errors import ProbeError, TargetError
 from ..frozen import frozen
 from ..queues import QUEUE_NAME_PATTERN, QUEUE_TABLE_NAMES
 from ..snapshot import CoverageGap
+from ..snapshot.memo import per_read
 from ..snapshot.pg import (
     PgHorizon,
     PgInstance,
@@ -32,6 +33,7 @@ from ..snapshot.sections import FromRow
 from ..snapshot.values import as_row, opt_str, to_str
 from ..targets import Connection, TargetSpec, open_target, spec_from_config
 from ..targets.quoting import pg_text_array
+from ..targets.version import ServerVersion
 from .grants import MONITOR_GRANT
 from .postgresql import session_rows
 from .registry import probe
@@ -188,22 +190,37 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
     local = per_server("pg.horizon:local", partial(_local, conn))
     if not isinstance(local, _Local):  # per_server returns what _local returned
         raise TypeError("pg.horizon: shared read of another type")
-    inst = dataclasses.replace(local.instance, database=opt_str(getattr(conn, "database", None)))
-    primary, standbys = None, []
+    database = opt_str(getattr(conn, "database", None))
     me = _target_config(config, conn.spec.name)
-    if inst.in_recovery:
-        if me is not None and me.primary:
-            primary = _peer(config, me.primary, _primary_view)
-    else:
-        for peer in _index(config).standbys.get(conn.spec.name, ()):
-            standbys.append(_peer(config, peer.name, _standby_view))
+    in_recovery = local.instance.in_recovery
+    primary_name = me.primary if in_recovery and me is not None else None
+    peers = () if in_recovery else _index(config).standbys.get(conn.spec.name, ())
+    if not primary_name and not peers:
+        # no peer of its own: a function of the shared read and the database alone, the
+        # same object for every cycle of that read (PG201's memo compares it by identity)
+        return per_read(local, ("pg.horizon", database), partial(_horizon_of, local, database))
+    primary, standbys = None, []
+    if primary_name:
+        primary = _peer(config, primary_name, _primary_view)
+    for peer in peers:
+        standbys.append(_peer(config, peer.name, _standby_view))
+    return _horizon_of(local, database, primary, tuple(standbys))
+
+
+def _horizon_of(
+    local: _Local,
+    database: str | None,
+    primary: PgPeer | None = None,
+    standbys: tuple[PgPeer, ...] = (),
+) -> PgHorizon:
+    inst = dataclasses.replace(local.instance, database=database)
     return PgHorizon(
         instance=inst,
         prepared=local.prepared,
         slots=local.slots,
         replication=local.replication,
         primary=primary,
-        standbys=tuple(standbys),
+        standbys=standbys,
     )
 
 
@@ -251,6 +268,47 @@ def _with_marker(dead: str, marker: str) -> str:
     )
 
 
+def _inlined(text: str, params: dict[str, object]) -> str:
+    """`text` with its %(name)s parameters written in as literals: the joined statement's
+    parameters are dbwatch's own constants, and a statement sent without parameters skips
+    the driver's adaptation of them at every execution. Strings are dollar-quoted (no
+    escaping, whatever standard_conforming_strings says); ints as digits."""
+    for name, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise TypeError(f"{name}: not a constant to write in: {value!r}")
+        if isinstance(value, str):
+            if "$dbw$" in value:
+                raise ValueError(f"{name}: holds the quote")
+            literal = f"$dbw${value}$dbw$"
+        else:
+            literal = str(value)
+        text = text.replace(f"%({name})s", literal)
+    if "%(" in text:
+        raise ValueError("a parameter left in the statement")
+    return text
+
+
+# the joined statement per server version object (the connection's, held): built once
+_JOINED: dict[int, tuple[object, str]] = {}
+
+
+def _joined(version: ServerVersion) -> str:
+    hit = _JOINED.get(id(version))
+    if hit is not None and hit[0] is version:
+        return hit[1]
+    text = _inlined(
+        _with_marker(
+            sql("postgresql", "dead_tuples", version),
+            sql("postgresql", "catalog_marker", version),
+        ),
+        _DEAD_PARAMS,
+    )
+    if len(_JOINED) > 1024:  # sessions come and go
+        _JOINED.clear()
+    _JOINED[id(version)] = (version, text)
+    return text
+
+
 def _code(text: str) -> str:
     """The statement without its comment lines (the files explain it): psycopg parses a
     statement longer than 4,096 bytes again at every execution, not once."""
@@ -265,12 +323,8 @@ def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
     own, as before)."""
     if not marker_pending(conn):
         return dead_tuple_rows(conn)
-    text = _with_marker(
-        sql("postgresql", "dead_tuples", conn.version),
-        sql("postgresql", "catalog_marker", conn.version),
-    )
     try:
-        rows = conn.rows(text, _DEAD_PARAMS)
+        rows = conn.rows(_joined(conn.version))
     except ProbeError as exc:
         log.debug("dead tuples with the catalog marker: %s; read apart", exc.detail)
         return dead_tuple_rows(conn)

@@ -78,7 +78,6 @@ def _run_probes(
     if cyc is not None:
         cyc.sections = sections  # what later probes of this pass may look at (shared_section)
     failures: list[ProbeFailure] = []
-    features: set[str] = set()
     gaps: list[CoverageGap] = []
     probes = engine_probes(conn.engine)
     engine = conn.engine
@@ -140,7 +139,7 @@ def _run_probes(
         if cache is not None and p.ttl and complete:
             cache.put(name, data)
         sections[name] = data
-    features |= _features(conn)
+    features = _features(conn)
     if failures:
         from .grants import exact_grant
 
@@ -153,7 +152,7 @@ def _run_probes(
         taken_at=started,
         sections=sections,
         failures=tuple(failures),
-        features=frozenset(features),
+        features=features,
         gaps=tuple(gaps),
         scope=conn.spec.scoped_database,
         built=True,  # each section went through build_section above (or the shared flight)
@@ -177,6 +176,10 @@ def _order(needs: Iterable[str]) -> tuple[str, ...]:
     return hit
 
 
+# what a probe returns as driver rows (marshalled to compare with the last cycle's)
+_RAW = frozenset((dict, list, tuple))
+
+
 def _build(name: str, data: object, cache: ProbeCache | None) -> object:
     """build_section; in the daemon (a cache), the section built last cycle again when the
     probe returned the same data (an idle database: the same rows every cycle). A builder is
@@ -184,7 +187,9 @@ def _build(name: str, data: object, cache: ProbeCache | None) -> object:
     sections are never changed by their readers (the ttl cache shares them across cycles
     already). "The same" is the data's marshal form: exact types (1, 1.0 and True differ
     there, not under ==) and order; data marshal cannot write (dates, decimals) is built."""
-    if cache is None:
+    if cache is None or type(data) not in _RAW:
+        # a probe that returned its section typed already (pg.horizon, pg.txn_detail): the
+        # builder passes it through; marshal would only raise (an exception each cycle)
         return build_section(name, data)
     try:
         # version 2: no back-references, which depend on refcounts, not on the data
@@ -226,11 +231,20 @@ def _typed(name: str, data: object) -> object:
     return build_section(name, data)
 
 
-def _features(conn: Connection) -> set[str]:
-    out = set()
-    if conn.version.supports_skip_locked():
-        out.add("skip_locked")
+def _features(conn: Connection) -> frozenset[str]:
+    """What the server's version supports, kept per version object (a connection's)."""
+    version = conn.version
+    hit = _FEATURES.get(id(version))
+    if hit is not None and hit[0] is version:
+        return hit[1]
+    out = frozenset(("skip_locked",)) if version.supports_skip_locked() else frozenset()
+    if len(_FEATURES) > 1024:  # sessions come and go
+        _FEATURES.clear()
+    _FEATURES[id(version)] = (version, out)
     return out
+
+
+_FEATURES: dict[int, tuple[object, frozenset[str]]] = {}
 
 
 def unreachable_snapshot(target: str, engine: str, error: TargetError) -> Snapshot:

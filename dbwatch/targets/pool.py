@@ -73,7 +73,11 @@ class ConnectionPool:
         self.per_server = per_server
         self.max_idle = max_idle
         self.wait = wait
-        self._cond = threading.Condition()
+        # the condition's own lock, taken directly (C) where nothing waits on the condition;
+        # `_waiting` counts the checkouts waiting, so a checkin notifies only when one does
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
         self._servers: dict[str, _Server] = {}
         self.opened = 0
         self.reused = 0
@@ -83,7 +87,7 @@ class ConnectionPool:
         key = server_key(spec)
         evicted: list[Connection] = []
         deadline = time.monotonic() + self.wait
-        with self._cond:
+        with self._lock:
             srv = self._servers.setdefault(key, _Server())
             while True:
                 for ident in list(srv.by_url.get(spec.url, ())):
@@ -110,15 +114,20 @@ class ConnectionPool:
                         f"all {self.per_server} sessions to {key} are busy "
                         "(daemon.max_connections_per_server)",
                     )
-                self._cond.wait(left)
+                self._waiting += 1
+                try:
+                    self._cond.wait(left)
+                finally:
+                    self._waiting -= 1
             srv.open += 1
         self._close_all(evicted)
         try:
             conn = open_target(spec)
         except BaseException:
-            with self._cond:
+            with self._lock:
                 srv.open -= 1
-                self._cond.notify()
+                if self._waiting:
+                    self._cond.notify()
             raise
         self.opened += 1
         return conn, False
@@ -126,20 +135,21 @@ class ConnectionPool:
     def checkin(self, spec: TargetSpec, conn: Connection, broken: bool = False) -> None:
         """Give a session back; a broken one is closed and its place freed."""
         key = server_key(spec)
-        with self._cond:
+        with self._lock:
             srv = self._servers.setdefault(key, _Server())
             if broken:
                 srv.open -= 1
             else:
                 srv.put(spec.url, conn)
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
         if broken:
             self._close_all([conn])
 
     def discard(self, url_prefix: str = "") -> None:
         """Close idle sessions (all, or of targets whose URL starts with url_prefix)."""
         closing: list[Connection] = []
-        with self._cond:
+        with self._lock:
             for srv in self._servers.values():
                 for ident, (url, _, _) in list(srv.idle.items()):
                     if url.startswith(url_prefix):
@@ -149,7 +159,7 @@ class ConnectionPool:
         self._close_all(closing)
 
     def sessions(self) -> dict[str, int]:
-        with self._cond:
+        with self._lock:
             return {k: s.open for k, s in self._servers.items()}
 
     @staticmethod

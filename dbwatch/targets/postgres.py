@@ -9,7 +9,7 @@ from . import pgversions
 pgversions.preset()  # before psycopg: its version modules without importlib.metadata
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 pgversions.attach()
 
@@ -42,6 +42,25 @@ _SESSION_SETS = (
     f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}; SET lock_timeout = {LOCK_TIMEOUT_MS}; "
     "SET idle_in_transaction_session_timeout = 10000"
 )
+
+
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
+# (client encoding, the result's raw column names) -> the names decoded: the same statement
+# gives the same columns every cycle; bounded, as statements and encodings are few
+_NAMES: dict[tuple[str, tuple[bytes | None, ...]], tuple[str, ...]] = {}
+
+
+def _names(res: psycopg.pq.abc.PGresult, cur: psycopg.Cursor[Any]) -> tuple[str, ...]:
+    """The result's column names (as psycopg's dict_row names them)."""
+    enc = cur._encoding  # what psycopg's own row factories decode them with
+    key = (enc, tuple(map(res.fname, range(res.nfields))))
+    hit = _NAMES.get(key)
+    if hit is None:
+        hit = tuple(b.decode(enc) if b is not None else "" for b in key[1])
+        if len(_NAMES) > 4096:
+            _NAMES.clear()
+        _NAMES[key] = hit
+    return hit
 
 
 def _grant_hint(exc: Exception) -> str | None:
@@ -111,7 +130,9 @@ class PgConnection:
         try:
             cur = self._cursor
             if cur is None or cur.closed:
-                cur = self._cursor = self.conn.cursor()
+                # plain tuples from the driver (its C fast path, no row maker made per
+                # statement); the dicts are made here, with the column names kept per shape
+                cur = self._cursor = self.conn.cursor(row_factory=tuple_row)
             if self._jit_on:
                 # once per session, not per cycle: with cold statistics a 1 M-row queue
                 # table's estimates pass jit_above_cost and JIT compilation alone took
@@ -123,9 +144,13 @@ class PgConnection:
                 self._jit_on = False
             cur.execute(sql, params)
             res = cur.pgresult  # not cur.description: that builds every column's object
-            if res is None or res.status != psycopg.pq.ExecStatus.TUPLES_OK:
+            if res is None or res.status != _TUPLES_OK:
                 return []
-            return list(cur.fetchmany(limit) if limit else cur.fetchall())
+            got = cur.fetchmany(limit) if limit else cur.fetchall()
+            if not got:
+                return []
+            names = _names(res, cur)
+            return [dict(zip(names, r, strict=True)) for r in got]
         except psycopg.OperationalError as exc:
             if self.conn.closed:
                 raise TargetError(

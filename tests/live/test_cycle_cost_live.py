@@ -286,7 +286,7 @@ def test_mysql_catalog_reads_wait_for_ddl(my_db: str) -> None:
 def test_dead_tuples_with_marker_is_parsed_once() -> None:
     """psycopg keeps the parse of a statement up to 4,096 bytes (psycopg._queries
     MAX_CACHED_STATEMENT_LENGTH); a longer one is parsed again at every execution."""
-    from dbwatch.probes.pg_mvcc import _with_marker
+    from dbwatch.probes.pg_mvcc import _joined, _with_marker
     from dbwatch.probes.sqlfiles import sql
     from dbwatch.targets.version import ServerVersion
 
@@ -294,3 +294,5 @@ def test_dead_tuples_with_marker_is_parsed_once() -> None:
         v = ServerVersion.from_pg_num(num)
         text = _with_marker(sql("postgresql", "dead_tuples", v), sql("postgresql", "catalog_marker", v))
         assert len(text.encode()) <= 4096, num
+        # the daemon sends it with its constants written in: no parameter, nothing to parse
+        assert "%(" not in _joined(v) and _joined(v) is _joined(v), num
