@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import threading
 import time
 import weakref
@@ -17,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from ..snapshot.values import Row
-from .statedb import Cursor, Param, StateConn, is_pg_url, migrate, open_conn
+from .statedb import Cursor, Param, SqliteError, StateConn, is_pg_url, migrate, open_conn
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +265,7 @@ class StateBase:
         """ROLLBACK after a failure (SQLite: none may be open when the BEGIN failed)."""
         try:
             self._db.execute("ROLLBACK")
-        except sqlite3.Error:
+        except SqliteError:
             log.debug("state: rollback after a failed group commit", exc_info=True)
 
     def _arm(self) -> None:

@@ -166,6 +166,11 @@ class _PgCursor:
         return list(self._cur.fetchall()) if self._cur.description else []
 
 
+# the SQLite driver's error, for the modules above this one (tests/test_layers.py: only the
+# state database's modules import a driver)
+SqliteError = sqlite3.Error
+
+
 def dict_row(cur: sqlite3.Cursor, values: tuple[object, ...]) -> dict[str, object]:
     """SQLite rows as plain mappings, like psycopg's dict_row."""
     return {str(d[0]): v for d, v in zip(cur.description, values, strict=True)}
