@@ -22,15 +22,10 @@ import pytest
 
 from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
+from statehelpers import finding
 
 T0 = 1_800_000_000.0
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def finding(subject: str = "pid 7") -> Finding:
-    return Finding(rule="PG001", severity="warning", target="db", subject=subject,
-                   summary=f"{subject} is old", fix="end it", evidence={"age": 1},
-                   identity=[subject])
 
 
 @pytest.fixture

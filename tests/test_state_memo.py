@@ -12,16 +12,10 @@ import pytest
 
 from dbwatch.daemon.state import State
 from dbwatch.findings import Finding
+from statehelpers import finding
 from dbwatch.targets.secrets import register_secret
 
 T0 = 1_800_000_000.0
-
-
-def finding(subject: str = "pid 7", evidence: Any = None, severity: str = "warning") -> Finding:
-    return Finding(rule="PG001", severity=severity, target="db", subject=subject,
-                   summary=f"{subject} is old", fix="end it",
-                   evidence=evidence if evidence is not None else {"age": 1},
-                   identity=[subject])
 
 
 @pytest.fixture
