@@ -62,6 +62,10 @@ KIND_WINDOW = {("mysql", "symfony_messenger"): 20_000}
 KIND_FAILED_WINDOW = {("mysql", "laravel_failed"): 10_000}
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
+# Que: partial indexes (que_poll_idx) larger than this hold far more unfinished jobs than the
+# window (~150,000 entries): its queries walk the primary key without counting them first (the
+# count is a bitmap of the whole index before ANALYZE: queue_que_summary.sql)
+POLL_BYTES = 8 << 20
 NEWEST_STEP = 1_000  # rows per index read of the walk down a key (queue_newest_keys)
 # Solid Queue's repeated attempts: executions read per kind (ready, scheduled), each one a job
 # lookup for its serialized "executions": a smaller window than WINDOW (QU003 says so)
@@ -308,6 +312,7 @@ def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, objec
         "groups": GROUPS,
         "horizon": HORIZON,
         "lookups": LOOKUPS,
+        "poll_bytes": POLL_BYTES,
     }
     out = dict(
         t.as_dict(),

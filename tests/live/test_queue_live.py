@@ -868,3 +868,65 @@ def test_laravel_failed_jobs_mariadb_failed_window_is_its_own(
     run("DELETE FROM failed_jobs WHERE id > 20")
     t = table_of(url, "laravel_failed")
     assert t["failed_window"] == 25 and sum(r["n"] for r in t["failed"]) == 20
+
+
+def test_que_big_poll_index_walks_the_key_without_counting(
+    pg_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Que's summary and repeated queries count the unfinished jobs (through que_poll_idx) only
+    while the table's partial indexes are at most POLL_BYTES; larger, they walk the primary
+    key at once. Both ways give the same rows, over and under the window, and with finished
+    and expired jobs among them; the plan says which way was taken."""
+    import dbwatch.probes.queue as queue_probe
+
+    url, conn = pg_db
+    run = pg_run(conn)
+    run(QUE_DDL)
+    run("CREATE INDEX que_poll_idx ON que_jobs (queue, priority, run_at, id)"
+        " WHERE finished_at IS NULL AND expired_at IS NULL")
+    run("INSERT INTO que_jobs (run_at, job_class, queue, error_count)"
+        " SELECT now() - interval '1 hour', 'SendMail', 'q' || (g % 3), g % 4"
+        " FROM generate_series(1, 60) g")
+    run("UPDATE que_jobs SET finished_at = now() WHERE id % 5 = 0")
+    run("UPDATE que_jobs SET expired_at = now() WHERE id % 7 = 0 AND finished_at IS NULL")
+
+    def read() -> tuple[list[Any], list[Any]]:
+        t = table_of(url, "que")
+        assert t["error"] is None
+        return t["summary"], t["repeated"]
+
+    monkeypatch.setattr(queue_probe, "WINDOW", 1000)  # every unfinished job fits the window
+    counted = read()
+    assert sum(r["total"] for r in counted[0]) == 60 - 12 - 7  # finished and expired left out
+    monkeypatch.setattr(queue_probe, "POLL_BYTES", 0)  # the index is "large": the walk at once
+    assert read() == counted
+    monkeypatch.setattr(queue_probe, "WINDOW", 20)  # over the window: the oldest 20 by id
+    walked = read()
+    assert sum(r["total"] for r in walked[0]) == 20
+    monkeypatch.setattr(queue_probe, "POLL_BYTES", 8 << 20)
+    assert read() == walked
+
+    # the plan: with a large index the count (before ANALYZE a bitmap of que_poll_idx) never runs
+    text = (Path(queue_probe.__file__).parent / "sql" / "postgresql" / "queue_que_summary.sql")
+    sql_text = text.read_text().replace("{table}", "que_jobs")
+
+    def poll_index_loops(poll_bytes: int) -> int:
+        args = {"window": 20, "groups": 500, "poll_bytes": poll_bytes}
+        plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql_text, args).fetchone()[0]
+        found: list[int] = []
+
+        def walk(node: dict[str, Any]) -> None:
+            # a read of the unfinished jobs by their own predicate (the count, or the counted
+            # branch): through que_poll_idx, or filtered on finished_at outside the walk's CASE
+            cond = " ".join(str(node.get(k, "")) for k in ("Filter", "Recheck Cond", "Index Cond"))
+            by_predicate = "finished_at IS NULL" in cond and "CASE" not in cond
+            if node.get("Index Name") == "que_poll_idx" or by_predicate:
+                found.append(int(node.get("Actual Loops", 0)))
+            for child in node.get("Plans", []):
+                walk(child)
+
+        walk(plan[0]["Plan"])
+        return sum(found)
+
+    assert poll_index_loops(8 << 20) >= 1
+    assert poll_index_loops(0) == 0
