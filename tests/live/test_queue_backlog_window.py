@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from queue_libs import pg_database
 
+from dbwatch.probes.queue import POLL_BYTES
 from dbwatch.probes.queue_sql import compose
 from dbwatch.probes.sqlfiles import sql
 from dbwatch.queues.pg_boss import fragments
@@ -98,7 +99,8 @@ def _load(c: Any, lib: str) -> int:
 
 def _rows(c: Any, text: str, window: int) -> list[tuple[Any, ...]]:
     """The rows, sorted: `repeated` orders by count only, ties in any order."""
-    got = c.execute(text, {"window": window, "groups": 500, "horizon": 86400}).fetchall()
+    args = {"window": window, "groups": 500, "horizon": 86400, "poll_bytes": POLL_BYTES}
+    got = c.execute(text, args).fetchall()
     return sorted(got, key=repr)
 
 
