@@ -297,8 +297,12 @@ def _plan(
 def plan_rules(
     engine: str, catalogue: dict[str, Rule], config: Config, selection: Selection
 ) -> tuple[Rule, ...]:
-    """rules_for as the kept tuple (the same object every cycle until a reload)."""
-    return _plan(engine, catalogue, config, selection)[0]
+    """rules_for as the kept tuple (the same object every cycle until a reload). Imports no
+    check module (the plan's steps do): a one-target audit probes while they import."""
+    got = _PLANS_BY_ID.get((engine, id(catalogue), id(config), id(selection)))
+    if got is not None and got[0] is catalogue and got[1] is config and got[2] is selection:
+        return got[3]
+    return _rules(engine, catalogue, config, selection)
 
 
 # the sections a kept rules tuple reads, by the tuple's identity (held)

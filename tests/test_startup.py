@@ -353,28 +353,43 @@ def test_the_cyclic_collector_stays_off_only_for_a_one_target_audit() -> None:
 
 OVERLAP = r"""
 import importlib.abc, json, sys, threading
+import dbwatch.pipeline
 from dbwatch.catalogue import load_catalogue
+from dbwatch.checks import CHECK_MODULES
 from dbwatch.config import Config
 from dbwatch.evaluate import Selection
 from dbwatch.pipeline import probe_target
 from dbwatch.targets import spec_for
-by_worker = []
+by_worker, events = [], []
+checks = {f"dbwatch.checks.{m}" for m in CHECK_MODULES.values()}
 
 
 class Seen(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if threading.current_thread() is not threading.main_thread():
             by_worker.append(name)
+        elif name in checks:
+            events.append("check")
         return None
 
 
+run_probes = dbwatch.pipeline.run_probes
+
+
+def probing(*args, **kwargs):
+    events.append("probes")
+    return run_probes(*args, **kwargs)
+
+
+dbwatch.pipeline.run_probes = probing
 sys.meta_path.insert(0, Seen())
 cat, spec = load_catalogue(), spec_for(sys.argv[1], "t")
 overlapped = probe_target(spec, cat, Config(), Selection(), overlap=True)
+order = list(events)
 switch = sys.getswitchinterval()
 plain = probe_target(spec, cat, Config(), Selection())
 print(json.dumps({
-    "by_worker": by_worker, "switch": switch,
+    "by_worker": by_worker, "switch": switch, "order": order,
     "sections": [sorted(r.snapshot.sections) for r in (overlapped, plain)],
     "ran": [sorted(r.evaluation.ran) for r in (overlapped, plain)],
     "unknown": [r.evaluation.unknown for r in (overlapped, plain)],
@@ -389,7 +404,8 @@ def test_a_one_target_audit_probes_while_its_checks_import(
     """The probes run on a worker thread while the check modules import (probe_target with
     overlap): the same sections read and rules run as one after the other, the worker
     imports no module (everything it needs is imported before it starts), and the switch
-    interval is put back."""
+    interval is put back. The check modules import after the probes started, not before
+    (planning the rules imports none)."""
     for url in (own_pg_url, own_my_url):
         out = subprocess.run(
             [sys.executable, "-c", OVERLAP, url], capture_output=True, text=True, cwd=ROOT,
@@ -402,6 +418,7 @@ def test_a_one_target_audit_probes_while_its_checks_import(
         assert got["sections"][0] == got["sections"][1] and got["sections"][0]
         assert got["ran"][0] == got["ran"][1] and got["unknown"][0] == got["unknown"][1]
         assert got["switch"] == 0.005
+        assert got["order"][0] == "probes" and "check" in got["order"], got["order"]
 
 
 def test_sql_files_listed_once_match_the_glob(tmp_path: Path) -> None:
