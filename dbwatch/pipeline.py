@@ -6,7 +6,6 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import field
 
 from .catalogue import Rule
@@ -135,6 +134,8 @@ def probe_target(
     """One target: connect (or take its kept session from `pool`), probe, evaluate. With
     `overlap` (a one-target audit), the probes run while the check modules import."""
     started = time.perf_counter()
+    if overlap and pool is None and cache is None and shared is None:
+        return _overlapped_target(spec, catalogue, config, selection, state, started)
     stats = ProbeStats()
     try:
         conn, reused = pool.checkout(spec) if pool is not None else (open_target(spec), False)
@@ -144,14 +145,10 @@ def probe_target(
     held: Connection | None = conn
     try:
         rules = plan_rules(conn.flavour, catalogue, config, selection)
-        early = sections_known(conn.flavour, rules) if overlap and pool is None else None
-        needed = early if early is not None else rules_sections(conn.flavour, rules)
+        needed = rules_sections(conn.flavour, rules)
         share = (shared, share_key(spec)) if shared is not None else None
         try:
-            if early is not None and cache is None and share is None:
-                snap = _probe_while_checks_import(conn, spec.name, early, rules, stats, config)
-            else:
-                snap = run_probes(conn, spec.name, needed, stats, config, cache, shared=share)
+            snap = run_probes(conn, spec.name, needed, stats, config, cache, shared=share)
         except TargetError:
             if not reused or pool is None:
                 raise
@@ -175,47 +172,104 @@ def probe_target(
     return TargetResult(spec, snap, ev, stats=stats, seconds=time.perf_counter() - started)
 
 
-def _probe_while_checks_import(
-    conn: Connection,
-    target: str,
-    needed: Iterable[str],
-    rules: Iterable[Rule],
-    stats: ProbeStats,
+# the flavours a target of an engine may turn out to be once connected
+_FLAVOURS = {"postgresql": ("postgresql",), "mysql": ("mysql", "mariadb")}
+
+
+class _Worker:
+    """A one-target audit's other thread: opens the session, waits for `go`, probes (what
+    it needs is imported by the main thread before `go`; it imports nothing)."""
+
+    def __init__(self, spec: TargetSpec, config: Config) -> None:
+        self.spec, self.config = spec, config
+        self.opened, self.go = threading.Event(), threading.Event()
+        self.conn: Connection | None = None
+        self.needed: frozenset[str] | None = None  # None at `go`: nothing to probe
+        self.stats = ProbeStats()
+        self.snap: Snapshot | None = None
+        self.failed: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.conn = open_target(self.spec)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
+            self.failed = exc
+        finally:
+            self.opened.set()
+        if self.conn is None:
+            return
+        self.go.wait()
+        if self.needed is None:
+            return
+        try:
+            self.snap = run_probes(self.conn, self.spec.name, self.needed, self.stats, self.config)
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
+            self.failed = exc
+
+
+def _overlapped_target(
+    spec: TargetSpec,
+    catalogue: dict[str, Rule],
     config: Config,
-) -> Snapshot:
-    """run_probes on a worker thread while this one imports the rules' check modules: the
-    server's time for the statements (~20 ms on a fresh backend) passes during those imports
-    instead of after them. Everything the probes import is imported here first (their
-    modules, the sections' families), so the two threads never import the same modules. A
-    short switch interval meanwhile: the worker takes each reply at once, not after up to
-    5 ms of imports."""
+    selection: Selection,
+    state: History | None,
+    started: float,
+) -> TargetResult:
+    """probe_target for a one-target audit: the waits on the server overlap the imports. A
+    worker thread opens the session while this one imports the probe modules and the
+    section families the rules read (from checks.CHECK_READS, for every flavour the engine
+    may turn out to be), then probes while this one imports the rules' check modules. The
+    two threads never import at once the same modules: the driver is imported here first,
+    and the worker imports nothing. A short switch interval meanwhile: the worker takes
+    each reply at once, not after up to 5 ms of imports. Same sections, rules and errors as
+    probe_target without overlap."""
     from .probes.registry import engine_probes
     from .snapshot.sections import section_key
+    from .targets import load_driver
 
-    engine_probes(conn.engine)
-    for name in needed:
-        section_key(name)
-    got: list[Snapshot] = []
-    failed: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            got.append(run_probes(conn, target, needed, stats, config))
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller, as it was
-            failed.append(exc)
-
-    worker = threading.Thread(target=work, name=f"dbwatch-probe-{target}", daemon=True)
+    load_driver(spec.engine)
+    work = _Worker(spec, config)
+    worker = threading.Thread(target=work.run, name=f"dbwatch-probe-{spec.name}", daemon=True)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
+    rules: tuple[Rule, ...] = ()
     try:
         worker.start()
+        try:
+            engine_probes(spec.engine)
+            for flavour in _FLAVOURS.get(spec.engine, ()):
+                for name in (
+                    sections_known(flavour, plan_rules(flavour, catalogue, config, selection)) or ()
+                ):
+                    section_key(name)
+            work.opened.wait()
+            if work.conn is not None:
+                flavour = work.conn.flavour
+                rules = plan_rules(flavour, catalogue, config, selection)
+                needed = sections_known(flavour, rules)
+                if needed is None:  # a check not in CHECK_READS: its module says (imported here)
+                    needed = set(rules_sections(flavour, rules))
+                for name in needed:
+                    section_key(name)
+                work.needed = frozenset(needed)
+        finally:
+            work.go.set()  # the worker never waits for ever (no `needed`: it just returns)
         load_checks(r.check for r in rules)
     finally:
         worker.join()
         sys.setswitchinterval(interval)
-    if failed:
-        raise failed[0]
-    return got[0]
+        if work.conn is not None:
+            work.conn.close()
+    if isinstance(work.failed, TargetError):
+        return _unreachable(spec, catalogue, config, state, work.failed, started)
+    if work.failed is not None:
+        raise work.failed
+    if work.snap is None:  # not reached: a session always gets `needed`, or this raised
+        raise RuntimeError("the probe worker returned no snapshot")
+    ev = evaluate(work.snap, catalogue, config, selection, state)
+    return TargetResult(
+        spec, work.snap, ev, stats=work.stats, seconds=time.perf_counter() - started
+    )
 
 
 def contained_probe_target(

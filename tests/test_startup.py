@@ -360,8 +360,9 @@ from dbwatch.config import Config
 from dbwatch.evaluate import Selection
 from dbwatch.pipeline import probe_target
 from dbwatch.targets import spec_for
-by_worker, events = [], []
+by_worker, before_probes = [], []
 checks = {f"dbwatch.checks.{m}" for m in CHECK_MODULES.values()}
+a_check_imported = threading.Event()
 
 
 class Seen(importlib.abc.MetaPathFinder):
@@ -369,7 +370,7 @@ class Seen(importlib.abc.MetaPathFinder):
         if threading.current_thread() is not threading.main_thread():
             by_worker.append(name)
         elif name in checks:
-            events.append("check")
+            a_check_imported.set()
         return None
 
 
@@ -377,19 +378,22 @@ run_probes = dbwatch.pipeline.run_probes
 
 
 def probing(*args, **kwargs):
-    events.append("probes")
-    return run_probes(*args, **kwargs)
+    # the checks imported so far; then probe once the main thread imports one (it does while
+    # the worker probes: with no such import the wait times out, and the test fails)
+    before_probes.extend(sorted(checks & set(sys.modules)))
+    waited = a_check_imported.wait(30)
+    return run_probes(*args, **kwargs) if waited else None
 
 
 dbwatch.pipeline.run_probes = probing
 sys.meta_path.insert(0, Seen())
 cat, spec = load_catalogue(), spec_for(sys.argv[1], "t")
 overlapped = probe_target(spec, cat, Config(), Selection(), overlap=True)
-order = list(events)
+order = list(before_probes)
 switch = sys.getswitchinterval()
 plain = probe_target(spec, cat, Config(), Selection())
 print(json.dumps({
-    "by_worker": by_worker, "switch": switch, "order": order,
+    "by_worker": by_worker, "switch": switch, "before_probes": order,
     "sections": [sorted(r.snapshot.sections) for r in (overlapped, plain)],
     "ran": [sorted(r.evaluation.ran) for r in (overlapped, plain)],
     "unknown": [r.evaluation.unknown for r in (overlapped, plain)],
@@ -402,9 +406,10 @@ def test_a_one_target_audit_probes_while_its_checks_import(
     own_pg_url: str, own_my_url: str
 ) -> None:
     """The probes run on a worker thread while the check modules import (probe_target with
-    overlap): the same sections read and rules run as one after the other, the worker
-    imports no module (everything it needs is imported before it starts), and the switch
-    interval is put back. The check modules import after the probes started, not before
+    overlap; it opens the session while the main thread imports the probe modules): the
+    same sections read and rules run as one after the other, the worker imports no module
+    (everything it needs is imported before it connects or probes), and the switch
+    interval is put back. The check modules import once the worker probes, not before
     (planning the rules imports none)."""
     for url in (own_pg_url, own_my_url):
         out = subprocess.run(
@@ -418,7 +423,39 @@ def test_a_one_target_audit_probes_while_its_checks_import(
         assert got["sections"][0] == got["sections"][1] and got["sections"][0]
         assert got["ran"][0] == got["ran"][1] and got["unknown"][0] == got["unknown"][1]
         assert got["switch"] == 0.005
-        assert got["order"][0] == "probes" and "check" in got["order"], got["order"]
+        assert got["before_probes"] == [], got["before_probes"]
+
+
+UNREACHABLE = r"""
+import json, sys
+from dbwatch.catalogue import load_catalogue
+from dbwatch.config import Config
+from dbwatch.evaluate import Selection
+from dbwatch.pipeline import probe_target
+from dbwatch.targets import spec_for
+cat, spec = load_catalogue(), spec_for(sys.argv[1], "t")
+got = [probe_target(spec, cat, Config(), Selection(), overlap=o) for o in (True, False)]
+print(json.dumps({
+    "errors": [r.error for r in got],
+    "ran": [sorted(r.evaluation.ran) for r in got],
+    "findings": [sorted((f.rule, f.subject) for f in r.evaluation.findings) for r in got],
+    "switch": sys.getswitchinterval(),
+}))
+"""
+
+
+def test_a_one_target_audit_of_an_unreachable_target_is_the_same_overlapped() -> None:
+    """A session the worker cannot open: the same error and findings as without overlap."""
+    for url in ("postgresql://postgres@127.0.0.1:1/x", "mysql://root@127.0.0.1:1/x"):
+        out = subprocess.run(
+            [sys.executable, "-c", UNREACHABLE, url], capture_output=True, text=True,
+            cwd=ROOT, timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["errors"][0] and got["errors"][0] == got["errors"][1], got["errors"]
+        assert got["ran"][0] == got["ran"][1] and got["findings"][0] == got["findings"][1]
+        assert got["switch"] == 0.005
 
 
 def test_sql_files_listed_once_match_the_glob(tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "default_targets",
     "engine_of",
     "in_use",
+    "load_driver",
     "open_target",
     "parse_url",
     "password_of",
@@ -66,6 +67,21 @@ __all__ = [
     "url_parts",
     "with_password_file",
 ]
+
+
+def load_driver(engine: str) -> None:
+    """Import the module (and driver) open_target uses for `engine`, so that a session can be
+    opened on another thread without importing anything there."""
+    if engine == "postgresql":
+        from . import postgres  # noqa: F401
+    else:
+        import codecs
+
+        from . import mysql  # noqa: F401
+
+        # PyMySQL connects through socket.create_connection, whose getaddrinfo encodes the
+        # host name with the idna codec: its module is imported on the codec's first use
+        codecs.lookup("idna")
 
 
 def open_target(spec: TargetSpec, database: str | None = None) -> Connection:
