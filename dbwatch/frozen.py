@@ -3,33 +3,42 @@
 
 The standard decorator compiles six functions per class from generated source (__init__,
 __repr__, __eq__, __hash__, __setattr__, __delattr__): ~1 ms a class on the slow machine, and
-a one-target audit creates ~90 classes (notes: contrib/bench/bench_startup.py). Here the
-standard `dataclass` processes the fields (no method generated: no compiler), and:
+a one-target audit creates ~90 classes (notes: contrib/bench/bench_startup.py). Here:
 
+- the fields are made as the standard decorator makes them (the same Field objects, class
+  defaults, __dataclass_fields__ and __match_args__) without its class processing, which
+  was most of what is left of a class's cost (`_fields_of`; a ClassVar or an annotation
+  that is no string goes through dataclasses' own per-field function);
 - __init__, __eq__, __hash__ are the standard code, compiled on the class's first call of
   each (a class never instantiated, compared or hashed in a run compiles none): the per-row
   cost of a hot path is the standard one's;
 - __repr__ (`Class(a=1, b='x')`, "..." on recursion), __setattr__/__delattr__
   (FrozenInstanceError for a field, or any name on this class) are closures over the field
   names, built without the compiler, behaving as the standard ones;
-- a class without a docstring gets the standard one (`Class(a: 'int', b: 'str' = 'x')`).
+- a class without a docstring gets the standard one (`Class(a: 'int', b: 'str' = 'x')`);
+- __dataclass_params__ is the standard decorator's object, made on first read.
 
 `dataclasses.fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__`, pickling and
-inspect.signature work unchanged (the class is a standard dataclass; its
-`__dataclass_params__` says what the standard decorator's would). A class the shortcut does
-not cover (a dataclass base, an InitVar, kw_only fields, a dunder of its own) gets the
-standard decorator. mypy sees `dataclass(frozen=True)` / `dataclass()` (PEP 681
-dataclass_transform). tests/test_frozen.py checks each behaviour beside the standard one.
+inspect.signature work unchanged (the class is a standard dataclass). A class the shortcut
+does not cover (a dataclass base, an InitVar, KW_ONLY or kw_only fields, a dunder of its own,
+a mutable default, a Python without the dataclasses internals used) gets the standard
+decorator. mypy sees `dataclass(frozen=True)` / `dataclass()` (PEP 681 dataclass_transform).
+tests/test_frozen.py checks each behaviour, and the fields of a set of class bodies, beside
+the standard decorator's.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import inspect
 import reprlib
+import sys
+import types
+import typing
 from collections.abc import Callable
 from types import MethodType
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
@@ -54,21 +63,109 @@ def _params(frozen: bool) -> object:
     return _PARAMS[frozen]
 
 
-def _covered(cls: type) -> bool:
-    """What the shortcut makes as the standard decorator would: no dataclass base (its
-    frozen-ness and fields), none of the generated dunders of the class's own, no InitVar,
-    KW_ONLY or kw_only field, no field named self."""
-    if any(name in cls.__dict__ for name in _OWN):
-        return False
-    if any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:]):
-        return False
-    notes = inspect.get_annotations(cls)  # the class's own
-    if "self" in notes or any("InitVar" in str(t) or "KW_ONLY" in str(t) for t in notes.values()):
-        return False
-    return not any(
-        isinstance(v, dataclasses.Field) and v.kw_only is True
-        for v in (cls.__dict__.get(n) for n in notes)
-    )
+class _ParamsOf:
+    """A class's __dataclass_params__: the standard decorator's object, made on first read
+    (dataclasses reads it from a dataclass base; making it compiles a probe class's methods,
+    which a start that never reads it does not need)."""
+
+    __slots__ = ("frozen",)
+
+    def __init__(self, frozen: bool) -> None:
+        self.frozen = frozen
+
+    def __get__(self, obj: object, owner: type | None = None) -> object:
+        return _params(self.frozen)
+
+
+_PARAMS_OF = {True: _ParamsOf(True), False: _ParamsOf(False)}
+
+
+# dataclasses' own pieces the field processing below uses (private names: without any of
+# them, every class gets the standard decorator)
+_FIELD = getattr(dataclasses, "_FIELD", None)
+_CLASSVAR = getattr(dataclasses, "_FIELD_CLASSVAR", None)
+_GET_FIELD = getattr(dataclasses, "_get_field", None)
+_IDENT = getattr(getattr(dataclasses, "_MODULE_IDENTIFIER_RE", None), "match", None)
+_FIELD_TYPE = "_field_type"
+
+
+def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
+    """What `dataclass(init=False, repr=False, eq=False)` makes of the class's fields, made
+    without it: the same Field objects (one per annotation, in order, ClassVars kept apart),
+    class defaults and __dataclass_fields__. None, before changing anything, for what the
+    shortcut does not cover: a dataclass base, one of the generated dunders of the class's
+    own, an InitVar, KW_ONLY or kw_only field, a field named self, a Field without an
+    annotation, a mutable or slot default (the standard decorator then decides and errs as
+    it does). A string annotation is a ClassVar, InitVar or KW_ONLY as dataclasses judges
+    it (the module's name for it); any other annotation goes through dataclasses' own
+    per-field function."""
+    if _FIELD is None or _CLASSVAR is None or _GET_FIELD is None or _IDENT is None:
+        return None
+    own = cls.__dict__
+    if hasattr(cls, "__dataclass_fields__") or any(name in own for name in _OWN):
+        return None
+    notes: dict[str, object] = own.get("__annotations__", {})
+    module = sys.modules.get(cls.__module__)
+    ns: dict[str, object] = module.__dict__ if module is not None else {}
+    made: list[dataclasses.Field[Any]] = []
+    for name, tp in notes.items():
+        if name == "self":
+            return None
+        special = not isinstance(tp, str)
+        if not special:
+            m = _IDENT(tp)
+            if m is not None:
+                obj, via = ns.get(m.group(2)), m.group(1)
+                if obj is not None:
+                    if (
+                        obj is dataclasses.InitVar
+                        or type(obj) is dataclasses.InitVar
+                        or obj is dataclasses.KW_ONLY
+                    ):
+                        if not via or ns.get(via) is dataclasses:
+                            return None
+                    elif obj is ClassVar or getattr(obj, "__origin__", None) is ClassVar:
+                        special = not via or ns.get(via) is typing
+        if special:  # a ClassVar, or an annotation that is no string: dataclasses' own way
+            if tp is dataclasses.KW_ONLY:
+                return None
+            got = _GET_FIELD(cls, name, tp, False)
+            if got.kw_only is True or getattr(got, _FIELD_TYPE) not in (_FIELD, _CLASSVAR):
+                return None  # kw_only, or an InitVar
+            made.append(got)
+            continue
+        default: Any = getattr(cls, name, dataclasses.MISSING)
+        if isinstance(default, dataclasses.Field):
+            if default.kw_only is True:
+                return None
+            f = default
+        elif isinstance(default, types.MemberDescriptorType):
+            return None
+        else:
+            f = dataclasses.field(default=default)
+        if f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
+            return None  # a mutable default: the standard decorator's ValueError
+        f.name, f.type = name, tp
+        setattr(f, _FIELD_TYPE, _FIELD)
+        if f.kw_only is dataclasses.MISSING:
+            f.kw_only = False
+        made.append(f)
+    if any(isinstance(v, dataclasses.Field) and n not in notes for n, v in own.items()):
+        return None  # a field without a type annotation: the standard decorator's TypeError
+    table = {}
+    for f in made:
+        table[f.name] = f
+        if isinstance(getattr(cls, f.name, None), dataclasses.Field):
+            if f.default is dataclasses.MISSING:
+                delattr(cls, f.name)
+            else:
+                setattr(cls, f.name, f.default)
+    cls.__dataclass_fields__ = table  # type: ignore[attr-defined]
+    fields = tuple(f for f in made if getattr(f, _FIELD_TYPE) is _FIELD)
+    if "__match_args__" not in own:
+        setattr(cls, "__match_args__", tuple(f.name for f in fields if f.init))  # noqa: B010 - mypy
+    abc.update_abstractmethods(cls)
+    return fields
 
 
 def _init(
@@ -236,13 +333,9 @@ def _methods(
 
 
 def _make(cls: type[T], frozen: bool) -> type[T]:
-    if not _covered(cls):
+    fields = _fields_of(cls)
+    if fields is None:
         return dataclasses.dataclass(frozen=frozen)(cls)
-    documented = bool(cls.__dict__.get("__doc__"))
-    if not documented:  # the standard decorator would read object.__init__'s signature (slow)
-        cls.__doc__ = "-"
-    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # fields only: no code
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]  # a dataclass from here on
     _check_order(fields)
     for name, fn in _methods(cls, fields, frozen).items():
         if not isinstance(fn, _Lazy):
@@ -250,8 +343,8 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
         setattr(cls, name, fn)
     if not frozen:
         cls.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable
-    cls.__dataclass_params__ = _params(frozen)  # type: ignore[attr-defined]
-    if not documented:
+    cls.__dataclass_params__ = _PARAMS_OF[frozen]  # type: ignore[attr-defined]
+    if not cls.__dict__.get("__doc__"):  # the standard one, written from the fields
         cls.__doc__ = cls.__name__ + _text_signature(fields)
     return cls
 

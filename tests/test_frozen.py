@@ -247,3 +247,104 @@ def test_init_is_compiled_on_first_use_with_its_signature_before() -> None:
     assert Lazier(2).a == 2
     with pytest.raises(TypeError):
         Lazier(1, 2)
+
+
+# Class bodies whose fields the shortcut makes without dataclasses' class processing (or hands
+# to the standard decorator): each is made in a module of its own, with and without
+# `from __future__ import annotations`, once by each decorator, and compared field by field.
+BODIES = {
+    "plain": "a: int\n    b: str = 'x'\n    c: tuple[int, ...] = field(default_factory=tuple)",
+    "field_opts": (
+        "a: int = field(default=1, repr=False, compare=False)\n"
+        "    b: list[int] = field(default_factory=list, init=False, hash=True)\n"
+        "    c: str = field(default='z', metadata={'k': 1})"
+    ),
+    "classvar": "k: ClassVar[int] = 3\n    a: int = 0",
+    "typing_classvar": "k: typing.ClassVar[int] = 3\n    a: int = 0",
+    "aliased_classvar": "k: CV[int] = 3\n    a: int = 0",
+    "classvar_word_not_typing": "a: NotClassVar = 1",
+    "initvar": "a: int\n    b: InitVar[int] = 0\n    def __post_init__(self, b): pass",
+    "kw_only_marker": "a: int\n    _: KW_ONLY\n    b: int = 0",
+    "kw_only_field": "a: int = field(default=0, kw_only=True)",
+    "no_fields": "pass",
+    "inherited_default": "inherited: int",
+}
+PRELUDE = """
+import dataclasses, typing
+from dataclasses import InitVar, KW_ONLY, field
+from typing import ClassVar
+from typing import ClassVar as CV
+NotClassVar = int
+
+
+class Base:
+    inherited = 5
+
+
+@DECO
+class C(Base):
+    BODY
+"""
+
+
+def _made(body: str, deco: Any, future: bool) -> Any:
+    import sys
+    import types
+
+    name = f"frozen_case_{len(sys.modules)}"
+    mod = types.ModuleType(name)
+    sys.modules[name] = mod  # dataclasses finds ClassVar/InitVar through the class's module
+    src = PRELUDE.replace("BODY", body).replace("@DECO", "@deco")
+    if future:
+        src = "from __future__ import annotations\n" + src
+    mod.__dict__["deco"] = deco
+    exec(compile(src, name, "exec", dont_inherit=True), mod.__dict__)  # noqa: S102 - test bodies
+    return mod.C
+
+
+def _shape(cls: Any) -> dict[str, Any]:
+    every = cls.__dict__["__dataclass_fields__"]
+    return {
+        "all": {
+            n: (
+                f.name, repr(f.type), f.default, f.default_factory, f.init, f.repr, f.hash,
+                f.compare, dict(f.metadata), f.kw_only, f._field_type,
+            )
+            for n, f in every.items()
+        },
+        "fields": [f.name for f in dataclasses.fields(cls)],
+        "attrs": {n: cls.__dict__.get(n, "-") for n in every},
+        "match": cls.__dict__.get("__match_args__"),
+        "doc": cls.__doc__,
+        "sig": str(inspect.signature(cls)),
+        "params": repr(cls.__dataclass_params__),
+    }
+
+
+@pytest.mark.parametrize("future", [True, False])
+@pytest.mark.parametrize("case", sorted(BODIES))
+@pytest.mark.parametrize("frozen_", [True, False])
+def test_fields_as_the_standard_decorator_makes_them(case: str, future: bool, frozen_: bool) -> None:
+    std = dataclasses.dataclass(frozen=frozen_)
+    ours = frozen if frozen_ else mutable
+    a, b = _made(BODIES[case], std, future), _made(BODIES[case], ours, future)
+    standard = case in ("initvar", "kw_only_marker", "kw_only_field")
+    assert (type(b.__dict__["__init__"]).__name__ == "_Lazy") is not standard  # the shortcut
+    assert _shape(a) == _shape(b)
+
+
+@pytest.mark.parametrize(
+    "body, error",
+    [
+        ("a: list[int] = []", ValueError),  # a mutable default
+        ("a: int = 0\n    b = field(default=1)", TypeError),  # a Field without annotation
+        ("k: ClassVar[list[int]] = field(default_factory=list)", TypeError),
+    ],
+)
+def test_errors_as_the_standard_decorator_raises_them(body: str, error: type) -> None:
+    for deco in (dataclasses.dataclass(frozen=True), frozen, mutable):
+        with pytest.raises(error) as got:
+            _made(body, deco, True)
+        with pytest.raises(error) as want:
+            _made(body, dataclasses.dataclass, True)
+        assert str(got.value) == str(want.value)
