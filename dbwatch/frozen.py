@@ -168,11 +168,18 @@ def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
     return fields
 
 
+_Source = tuple[str, list[str], dict[str, object]]  # head, body lines, the names bound
+
+
 def _init(
     cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
 ) -> Callable[..., None]:
     """The standard __init__ (same parameters, defaults, factories, annotations and
     __post_init__ call), compiled once."""
+    return _compiled(*_init_source(cls, fields, frozen))
+
+
+def _init_source(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> _Source:
     local: dict[str, object] = {
         "__dataclass_setattr__": object.__setattr__,
         "__dataclass_HAS_DEFAULT_FACTORY__": _FACTORY,
@@ -216,14 +223,40 @@ def _init(
     if hasattr(cls, "__post_init__"):
         lines.append("  self.__post_init__()")
     head = f"def __init__(self, {', '.join(params)}) -> __dataclass_return_type__:"
-    return _compiled(head, lines or ["  pass"], local)
+    return head, lines or ["  pass"], local
+
+
+def _source(head: str, body: list[str], local: dict[str, object]) -> str:
+    """The text of a function making the method: the names in `local` are its parameters
+    (bound as the standard decorator binds them: arguments of an enclosing function)."""
+    src = f"def __create_fn__({', '.join(local)}):\n {head}\n" + "\n".join(body)
+    return src + f"\n return {head[4 : head.index('(')]}"
+
+
+_AHEAD: dict[str, Callable[..., Any]] | None = None  # frozen_code.CODE, loaded on first use
+
+
+def _ahead() -> dict[str, Callable[..., Any]]:
+    global _AHEAD
+    if _AHEAD is None:
+        try:
+            from . import frozen_code
+        except ImportError:  # not generated (a partial checkout): everything is compiled
+            _AHEAD = {}
+        else:
+            _AHEAD = typing.cast(dict[str, Callable[..., Any]], frozen_code.CODE)
+    return _AHEAD
 
 
 def _compiled(head: str, body: list[str], local: dict[str, object]) -> Callable[..., Any]:
     """One function from its source, the names in `local` bound as the standard decorator
-    binds them (arguments of an enclosing function)."""
-    src = f"def __create_fn__({', '.join(local)}):\n {head}\n" + "\n".join(body)
-    src += f"\n return {head[4 : head.index('(')]}"
+    binds them. The source's function comes compiled ahead from dbwatch/frozen_code.py when
+    that holds this exact text (its .pyc: no compiler at run time), else it is compiled."""
+    src = _source(head, body, local)
+    ahead = _ahead().get(src)
+    if ahead is not None:
+        made_ahead: Callable[..., Any] = ahead(**local)
+        return made_ahead
     ns: dict[str, Any] = {}
     # dont_inherit: this module's `from __future__ import annotations` would make the
     # parameters' annotations the local names instead of the field types
@@ -234,9 +267,13 @@ def _compiled(head: str, body: list[str], local: dict[str, object]) -> Callable[
 
 def _eq(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., Any]:
     """The standard __eq__: the same class, the compare=True fields equal as a tuple."""
+    return _compiled(*_eq_source(fields))
+
+
+def _eq_source(fields: tuple[dataclasses.Field[Any], ...]) -> _Source:
     names = [f.name for f in fields if f.compare]
     mine, theirs = "".join(f"self.{n}," for n in names), "".join(f"other.{n}," for n in names)
-    return _compiled(
+    return (
         "def __eq__(self, other):",
         [
             "  if other.__class__ is self.__class__:",
@@ -249,9 +286,13 @@ def _eq(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., Any]:
 
 def _hash(fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., Any]:
     """The standard __hash__ of a frozen dataclass: the hash of the hashed fields' tuple."""
+    return _compiled(*_hash_source(fields))
+
+
+def _hash_source(fields: tuple[dataclasses.Field[Any], ...]) -> _Source:
     names = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]
     mine = "".join(f"self.{n}," for n in names)
-    return _compiled("def __hash__(self):", [f"  return hash(({mine}))"], {})
+    return "def __hash__(self):", [f"  return hash(({mine}))"], {}
 
 
 def _check_order(fields: tuple[dataclasses.Field[Any], ...]) -> None:
@@ -375,3 +416,70 @@ def frozen(cls: type[T]) -> type[T]:
 def mutable(cls: type[T]) -> type[T]:
     """`@dataclass`, the same class, made without compiling its __repr__ and __eq__."""
     return _make(cls, frozen=False)
+
+
+def code_source() -> str:
+    """dbwatch/frozen_code.py: the __init__, __eq__ and __hash__ sources of every class of
+    dbwatch's modules made by @frozen/@mutable (every module imported; a class made inside
+    a function is not reached and compiles at run time), each as a function of its own
+    keyed by its text."""
+    import importlib
+    import pkgutil
+
+    import dbwatch
+
+    for info in pkgutil.walk_packages(dbwatch.__path__, "dbwatch."):
+        if info.name.rsplit(".", 1)[-1] in ("__main__", "frozen_code"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:  # an optional dependency missing here: its classes compile
+            continue
+    texts: set[str] = set()
+    for name, module in sorted(sys.modules.items()):
+        if name != "dbwatch" and not name.startswith("dbwatch."):
+            continue
+        for cls in _classes(vars(module), name):
+            fields = dataclasses.fields(cls)
+            frozen = cls.__dict__["__dataclass_params__"].frozen
+            texts.add(_source(*_init_source(cls, fields, frozen)))
+            texts.add(_source(*_eq_source(fields)))
+            if frozen:
+                texts.add(_source(*_hash_source(fields)))
+    out = [
+        '"""The methods @frozen/@mutable make (dbwatch/frozen.py), compiled ahead: generated by',
+        "dbwatch.frozen.code_source (`python -c 'import dbwatch.frozen as f; f.write_code()'`)",
+        "after a change of a class's fields (tests/test_frozen.py fails until then; a text",
+        "not here is compiled at run time). No `from __future__ import annotations`: the",
+        '__init__ parameters\' annotations are the field types, as the standard decorator\'s."""',
+        "",
+        "# fmt: off",
+        "# mypy: ignore-errors",
+        "# ruff: noqa",
+    ]
+    keys = []
+    for i, text in enumerate(sorted(texts)):
+        out += ["", "", text.replace("def __create_fn__(", f"def _c{i}(", 1)]
+        keys.append(f"    {text!r}: _c{i},")
+    out += ["", "", "CODE = {", *keys, "}", ""]
+    return "\n".join(out)
+
+
+def _classes(names: dict[str, object], module: str, seen: set[type] | None = None) -> list[type]:
+    """The classes made by @frozen/@mutable in a module's namespace (and nested in them)."""
+    seen = set() if seen is None else seen
+    out = []
+    for value in names.values():
+        if not isinstance(value, type) or value.__module__ != module or value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value.__dict__.get("__dataclass_params__"), _ParamsOf):
+            out.append(value)
+        out.extend(_classes(dict(vars(value)), module, seen))
+    return out
+
+
+def write_code() -> None:
+    from pathlib import Path
+
+    (Path(__file__).resolve().parent / "frozen_code.py").write_text(code_source())

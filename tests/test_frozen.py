@@ -348,3 +348,33 @@ def test_errors_as_the_standard_decorator_raises_them(body: str, error: type) ->
         with pytest.raises(error) as want:
             _made(body, dataclasses.dataclass, True)
         assert str(got.value) == str(want.value)
+
+
+def test_the_methods_compiled_ahead_are_current() -> None:
+    """dbwatch/frozen_code.py holds the method sources of every class of dbwatch's modules,
+    as dbwatch.frozen makes them now (regenerate: python -c 'import dbwatch.frozen as f;
+    f.write_code()'); a class of dbwatch's takes its methods from there, not the compiler."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys, dbwatch.frozen as f\n"
+        "sys.stdout.write(f.code_source())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (root / "dbwatch" / "frozen_code.py").read_text(), (
+        "stale: python -c 'import dbwatch.frozen as f; f.write_code()'"
+    )
+    from dbwatch.snapshot import CoverageGap
+
+    gap = CoverageGap("probe", "x", "why")
+    assert gap == CoverageGap("probe", "x", "why") and hash(gap) == hash(("probe", "x", "why"))
+    for name in ("__init__", "__eq__", "__hash__"):
+        fn = CoverageGap.__dict__[name]
+        assert fn.__code__.co_filename.endswith("frozen_code.py"), name
+        assert fn.__qualname__ == f"CoverageGap.{name}"
