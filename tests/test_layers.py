@@ -241,7 +241,8 @@ def imports_of(module: str, source: str, is_package: bool = False) -> list[tuple
 
 
 # Modules of the package's own base, beside dbwatch/__init__.py: imported by any layer.
-BASE = {"dbwatch.frozen"}  # the frozen-dataclass decorator (startup)
+# the frozen-dataclass decorator (startup) and its methods compiled ahead (generated)
+BASE = {"dbwatch.frozen", "dbwatch.frozen_code"}
 
 
 def layer_of(module: str) -> str:

@@ -86,6 +86,24 @@ def test_whole_parser_still_has_every_command() -> None:
     assert any(a.option_strings for a in choices["audit"]._actions if a.dest != "help")
 
 
+def test_a_command_line_builds_its_own_parser_only_unless_the_top_help_lists_all() -> None:
+    """`dbwatch audit …` makes the audit parser and no other command's (not even the stubs
+    the top-level help lists); with -h/--help (or an abbreviation) before the command, every
+    command is listed, as with `dbwatch --help`."""
+
+    def commands(argv: list[str]) -> list[str]:
+        parser = cli.build_parser(argv)
+        sub = next(a for a in parser._actions if a.dest == "command")
+        return sorted(getattr(sub, "choices", {}) or {})
+
+    assert commands(["audit", "postgresql://x/y"]) == ["audit"]
+    assert commands(["audit", "--help"]) == ["audit"]
+    every = sorted(COMMANDS)
+    for argv in (["-h", "audit"], ["--help", "audit"], ["--he", "audit"], ["--version"], []):
+        assert commands(argv) == every, argv
+    assert cli.build_parser(["--hel", "audit"]).format_help() == cli.build_parser([]).format_help()
+
+
 # What a one-target audit must not import: the other engine's driver, libraries only other
 # commands or flags use (--log, --format nagios, the daemon, the web dashboard), the session
 # culprit machinery when no session finding was made. Modules, not timings: a count cannot flake.
