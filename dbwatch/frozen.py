@@ -84,6 +84,7 @@ _PARAMS_OF = {True: _ParamsOf(True), False: _ParamsOf(False)}
 # them, every class gets the standard decorator)
 _FIELD = getattr(dataclasses, "_FIELD", None)
 _CLASSVAR = getattr(dataclasses, "_FIELD_CLASSVAR", None)
+_INITVAR = getattr(dataclasses, "_FIELD_INITVAR", None)
 _GET_FIELD = getattr(dataclasses, "_get_field", None)
 _IDENT = getattr(getattr(dataclasses, "_MODULE_IDENTIFIER_RE", None), "match", None)
 _FIELD_TYPE = "_field_type"
@@ -91,15 +92,16 @@ _FIELD_TYPE = "_field_type"
 
 def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
     """What `dataclass(init=False, repr=False, eq=False)` makes of the class's fields, made
-    without it: the same Field objects (one per annotation, in order, ClassVars kept apart),
-    class defaults and __dataclass_fields__. None, before changing anything, for what the
-    shortcut does not cover: a dataclass base, one of the generated dunders of the class's
-    own, an InitVar, KW_ONLY or kw_only field, a field named self, a Field without an
-    annotation, a mutable or slot default (the standard decorator then decides and errs as
-    it does). A string annotation is a ClassVar, InitVar or KW_ONLY as dataclasses judges
-    it (the module's name for it); any other annotation goes through dataclasses' own
-    per-field function."""
-    if _FIELD is None or _CLASSVAR is None or _GET_FIELD is None or _IDENT is None:
+    without it: the same Field objects (one per annotation, in order, ClassVars and
+    InitVars kept apart), class defaults, __dataclass_fields__ and __match_args__; returned:
+    the fields and InitVars, in __init__'s order. None, before changing anything, for what
+    the shortcut does not cover: a dataclass base, one of the generated dunders of the
+    class's own, a KW_ONLY or kw_only field, a field named self, a Field without an
+    annotation, a mutable or slot default, an InitVar with a factory (the standard
+    decorator then decides and errs as it does). A string annotation is a ClassVar, InitVar
+    or KW_ONLY as dataclasses judges it (the module's name for it); any other annotation
+    goes through dataclasses' own per-field function."""
+    if _GET_FIELD is None or _IDENT is None or None in (_FIELD, _CLASSVAR, _INITVAR):
         return None
     own = cls.__dict__
     if hasattr(cls, "__dataclass_fields__") or any(name in own for name in _OWN):
@@ -111,27 +113,26 @@ def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
     for name, tp in notes.items():
         if name == "self":
             return None
-        special = not isinstance(tp, str)
+        special, kind = not isinstance(tp, str), _FIELD
         if not special:
             m = _IDENT(tp)
             if m is not None:
                 obj, via = ns.get(m.group(2)), m.group(1)
                 if obj is not None:
-                    if (
-                        obj is dataclasses.InitVar
-                        or type(obj) is dataclasses.InitVar
-                        or obj is dataclasses.KW_ONLY
-                    ):
+                    if obj is dataclasses.KW_ONLY:
                         if not via or ns.get(via) is dataclasses:
                             return None
+                    elif obj is dataclasses.InitVar or type(obj) is dataclasses.InitVar:
+                        if not via or ns.get(via) is dataclasses:
+                            kind = _INITVAR
                     elif obj is ClassVar or getattr(obj, "__origin__", None) is ClassVar:
                         special = not via or ns.get(via) is typing
         if special:  # a ClassVar, or an annotation that is no string: dataclasses' own way
             if tp is dataclasses.KW_ONLY:
                 return None
             got = _GET_FIELD(cls, name, tp, False)
-            if got.kw_only is True or getattr(got, _FIELD_TYPE) not in (_FIELD, _CLASSVAR):
-                return None  # kw_only, or an InitVar
+            if got.kw_only is True:
+                return None
             made.append(got)
             continue
         default: Any = getattr(cls, name, dataclasses.MISSING)
@@ -143,10 +144,13 @@ def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
             return None
         else:
             f = dataclasses.field(default=default)
-        if f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
+        if kind is _INITVAR:
+            if f.default_factory is not dataclasses.MISSING:
+                return None  # the standard decorator's TypeError
+        elif f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
             return None  # a mutable default: the standard decorator's ValueError
         f.name, f.type = name, tp
-        setattr(f, _FIELD_TYPE, _FIELD)
+        setattr(f, _FIELD_TYPE, kind)
         if f.kw_only is dataclasses.MISSING:
             f.kw_only = False
         made.append(f)
@@ -161,11 +165,17 @@ def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
             else:
                 setattr(cls, f.name, f.default)
     cls.__dataclass_fields__ = table  # type: ignore[attr-defined]
-    fields = tuple(f for f in made if getattr(f, _FIELD_TYPE) is _FIELD)
+    fields = tuple(f for f in made if getattr(f, _FIELD_TYPE) in (_FIELD, _INITVAR))
     if "__match_args__" not in own:
         setattr(cls, "__match_args__", tuple(f.name for f in fields if f.init))  # noqa: B010 - mypy
     abc.update_abstractmethods(cls)
     return fields
+
+
+def _init_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    """A class's fields and InitVars, in __init__'s order (as _fields_of returned them)."""
+    every: dict[str, dataclasses.Field[Any]] = cls.__dict__["__dataclass_fields__"]
+    return tuple(f for f in every.values() if getattr(f, _FIELD_TYPE) in (_FIELD, _INITVAR))
 
 
 _Source = tuple[str, list[str], dict[str, object]]  # head, body lines, the names bound
@@ -216,12 +226,15 @@ def _init_source(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: 
             value = f"{dflt}()"
         else:
             continue  # init=False with a plain default: the class attribute holds it
+        if getattr(f, _FIELD_TYPE) is _INITVAR:
+            continue  # a parameter only: passed to __post_init__
         if frozen:
             lines.append(f"  __dataclass_setattr__(self,{f.name!r},{value})")
         else:
             lines.append(f"  self.{f.name}={value}")
     if hasattr(cls, "__post_init__"):
-        lines.append("  self.__post_init__()")
+        initvars = ",".join(f.name for f in fields if getattr(f, _FIELD_TYPE) is _INITVAR)
+        lines.append(f"  self.__post_init__({initvars})")
     head = f"def __init__(self, {', '.join(params)}) -> __dataclass_return_type__:"
     return head, lines or ["  pass"], local
 
@@ -341,6 +354,8 @@ class _Lazy:
 def _methods(
     cls: type[Any], fields: tuple[dataclasses.Field[Any], ...], frozen: bool
 ) -> dict[str, object]:
+    every = fields  # with the InitVars: __init__'s parameters
+    fields = tuple(f for f in every if getattr(f, _FIELD_TYPE) is _FIELD)
     names = frozenset(f.name for f in fields)
     shown = tuple(f.name for f in fields if f.repr)
 
@@ -360,7 +375,7 @@ def _methods(
         super(cls, self).__delattr__(name)
 
     made: dict[str, object] = {
-        "__init__": _Lazy(cls, "__init__", lambda: _init(cls, fields, frozen)),
+        "__init__": _Lazy(cls, "__init__", lambda: _init(cls, every, frozen)),
         "__repr__": __repr__,
         "__eq__": _Lazy(cls, "__eq__", lambda: _eq(fields)),
     }
@@ -439,7 +454,7 @@ def code_source(modules: Iterable[str]) -> str:
         for cls in _classes(vars(module), name):
             fields = dataclasses.fields(cls)
             frozen = cls.__dict__["__dataclass_params__"].frozen
-            texts.add(_source(*_init_source(cls, fields, frozen)))
+            texts.add(_source(*_init_source(cls, _init_fields(cls), frozen)))
             texts.add(_source(*_eq_source(fields)))
             if frozen:
                 texts.add(_source(*_hash_source(fields)))

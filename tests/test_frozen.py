@@ -263,7 +263,11 @@ BODIES = {
     "typing_classvar": "k: typing.ClassVar[int] = 3\n    a: int = 0",
     "aliased_classvar": "k: CV[int] = 3\n    a: int = 0",
     "classvar_word_not_typing": "a: NotClassVar = 1",
-    "initvar": "a: int\n    b: InitVar[int] = 0\n    def __post_init__(self, b): pass",
+    "initvar": (
+        "a: int\n    b: InitVar[int] = 0\n    c: str = 'x'\n"
+        "    def __post_init__(self, b): object.__setattr__(self, 'seen', b)"
+    ),
+    "typing_initvar": "a: int\n    b: dataclasses.InitVar[int] = 0",
     "kw_only_marker": "a: int\n    _: KW_ONLY\n    b: int = 0",
     "kw_only_field": "a: int = field(default=0, kw_only=True)",
     "no_fields": "pass",
@@ -328,9 +332,13 @@ def test_fields_as_the_standard_decorator_makes_them(case: str, future: bool, fr
     std = dataclasses.dataclass(frozen=frozen_)
     ours = frozen if frozen_ else mutable
     a, b = _made(BODIES[case], std, future), _made(BODIES[case], ours, future)
-    standard = case in ("initvar", "kw_only_marker", "kw_only_field")
+    standard = case in ("kw_only_marker", "kw_only_field")
     assert (type(b.__dict__["__init__"]).__name__ == "_Lazy") is not standard  # the shortcut
     assert _shape(a) == _shape(b)
+    if case == "initvar":  # passed to __post_init__, not a field
+        for cls in (a, b):
+            assert cls(1, 5, "y").seen == 5 and cls(1).seen == 0
+            assert repr(cls(1, 5)).endswith("C(a=1, c='x')") and cls(1, 5) == cls(1, 6)
 
 
 @pytest.mark.parametrize(
