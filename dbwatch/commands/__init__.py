@@ -5,28 +5,38 @@ imports only the module of the one the line runs (startup: `--version` imports n
 
 from __future__ import annotations
 
-import argparse
 import importlib
-from typing import NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from ..registry import Registry
 
+if TYPE_CHECKING:  # a Protocol class costs ~0.5 ms to make: `--version` needs none
+    import argparse
+    from typing import Protocol
 
-class CommandModule(Protocol):
-    """What every dbwatch/commands/<name>.py provides (imported when its parser is built)."""
+    class CommandModule(Protocol):
+        """What every dbwatch/commands/<name>.py provides (imported when its parser is built)."""
 
-    def add_arguments(self, p: argparse.ArgumentParser) -> None: ...
+        def add_arguments(self, p: argparse.ArgumentParser) -> None: ...
 
-    def run(self, args: argparse.Namespace) -> int: ...
+        def run(self, args: argparse.Namespace) -> int: ...
 
 
-class Command(NamedTuple):
-    name: str  # also its module: dbwatch/commands/<name>.py
-    help: str  # the line `dbwatch --help` lists
-    whole_parser: bool = False  # its parser needs every command's arguments (completion)
+class Command:
+    """A registered command (a plain class: a NamedTuple costs an eval to make)."""
+
+    __slots__ = ("help", "name", "whole_parser")
+
+    def __init__(self, name: str, help: str, whole_parser: bool = False) -> None:
+        self.name = name  # also its module: dbwatch/commands/<name>.py
+        self.help = help  # the line `dbwatch --help` lists
+        self.whole_parser = whole_parser  # its parser needs every command's arguments
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r}, {self.help!r}, {self.whole_parser!r})"
 
     def load(self) -> CommandModule:
-        return cast(CommandModule, importlib.import_module(f"{__name__}.{self.name}"))
+        return cast("CommandModule", importlib.import_module(f"{__name__}.{self.name}"))
 
 
 # Declared here, not by their modules, so the list costs no import; in `dbwatch --help` order.
