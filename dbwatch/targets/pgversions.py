@@ -34,8 +34,9 @@ def preset() -> None:
         searches = getattr(finder, "find_distributions", None) is not None
         if searches and getattr(finder, "__name__", "") != "PathFinder":
             return
+    listed: dict[str, list[str] | OSError] = {}  # each sys.path entry listed once
     for module, dist in _DISTRIBUTIONS:
-        version = _metadata_version(dist)
+        version = _metadata_version(dist, listed)
         if version is None or module in sys.modules:
             continue
         stub = ModuleType(module, f"{dist} distribution version (read by dbwatch, pgversions.py)")
@@ -68,21 +69,36 @@ def _normal(name: str) -> str:
     return "".join(out)
 
 
-def _metadata_version(dist: str) -> str | None:
-    """The `Version:` of the first `<dist>-*.dist-info` on sys.path, or None when unsure."""
+def _metadata_version(
+    dist: str, listed: dict[str, list[str] | OSError] | None = None
+) -> str | None:
+    """The `Version:` of the first `<dist>-*.dist-info` on sys.path, or None when unsure
+    (`listed`: the entries' listings so far, kept for the next call)."""
     want = _normal(dist)
+    listed = {} if listed is None else listed
+    if want[:1] in ("", "_"):
+        return None  # not a name the shortcut below is exact for
     for entry in sys.path:
         path = entry or "."
-        try:
-            children = os.listdir(path)
-        except NotADirectoryError:
+        children = listed.get(path)
+        if children is None:
+            try:
+                children = listed[path] = os.listdir(path)
+            except OSError as exc:
+                children = listed[path] = exc
+        if isinstance(children, NotADirectoryError):
             return None  # a zip file: importlib.metadata would search it
-        except OSError:
+        if isinstance(children, OSError):
             continue
+        # a name normalizes to `want` only if it starts with want's first character (want
+        # starts with none of "-_."): the rest are not normalized (a site-packages holds
+        # hundreds of entries)
+        first = want[:1]
         found = [
             c
             for c in children
-            if c.lower().endswith((".dist-info", ".egg-info", ".egg"))
+            if c[:1].lower() == first
+            and c.lower().endswith((".dist-info", ".egg-info", ".egg"))
             and _normal(c.lower().rpartition(".")[0].partition("-")[0]) == want
         ]
         if not found:
