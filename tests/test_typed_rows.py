@@ -58,3 +58,32 @@ def test_a_read_for_no_field_is_an_error() -> None:
 
     with pytest.raises(TypeError, match="Read for no field"):
         Typo.from_row({})
+
+
+def test_a_plan_from_annotation_texts_is_the_one_from_the_evaluated_types(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """_plan reads the common annotation texts ("int | None") without evaluating them
+    (startup): every row class's plan is the one get_type_hints gives, and a name the class
+    or its module binds otherwise is evaluated."""
+    import dbwatch.snapshot.values as values
+
+    load_sections()
+    classes = [c for c in _subclasses(TypedRow) if c.__module__.startswith("dbwatch.")]
+    fast = {c: values._plan(c) for c in classes}
+    texts = sum(1 for c in classes for f in c.__annotations__ if values._by_text(c, f))
+    assert texts > 50  # the shortcut serves most fields
+    monkeypatch.setattr(values, "_by_text", lambda cls, name: None)
+    for cls in classes:
+        assert values._plan(cls) == fast[cls], cls.__name__
+
+    monkeypatch.undo()
+
+    @dataclass(frozen=True)
+    class Shadow(TypedRow):
+        int = float  # the class binds a builtin's name: its annotations mean something else
+        n: int | None = None
+
+    assert values._by_text(Shadow, "n") is None
+    assert values._plan(Shadow)[0][1] is values.opt_float
+    assert Shadow.from_row({"n": "2.5"}).n == 2.5

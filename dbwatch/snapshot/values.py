@@ -8,6 +8,8 @@ kind becomes None rather than a wrong number.
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from datetime import datetime
@@ -248,11 +250,52 @@ def _init_fields(cls: type) -> list[str]:
     return [f.name for f in fields(cls) if f.init]
 
 
+# BY_ANNOTATION's types as annotations write them: a field so written is read without
+# evaluating its annotation (get_type_hints compiles and evaluates every annotation of the
+# class and its bases, ~0.1 ms each, at the first row of each class). Each text's names:
+# None for a builtin (which neither the declaring class nor its module may bind), else the
+# object the module must bind it to.
+_BY_TEXT: dict[str, tuple[Convert, dict[str, object]]] = {
+    "int": (to_int, {"int": None}),
+    "int | None": (opt_int, {"int": None}),
+    "float": (to_float, {"float": None}),
+    "float | None": (opt_float, {"float": None}),
+    "str": (to_str, {"str": None}),
+    "str | None": (opt_str, {"str": None}),
+    "datetime | None": (opt_datetime, {"datetime": datetime}),
+    "bool": (to_bool, {"bool": None}),
+    "bool | None": (opt_bool, {"bool": None}),
+    "tuple[int, ...]": (int_list, {"tuple": None, "int": None}),
+    "tuple[str, ...]": (str_list, {"tuple": None, "str": None}),
+}
+_UNBOUND = object()
+
+
+def _by_text(cls: type, name: str) -> Convert | None:
+    """The helper for field `name` from its annotation's text, when that is one of _BY_TEXT's
+    and its names mean what they mean there (get_type_hints looks them up in the class
+    declaring the field, then its module, then the builtins), else None."""
+    for base in cls.__mro__:
+        notes = inspect.get_annotations(base)
+        if name in notes:  # the most derived annotation, as get_type_hints takes it
+            text = notes[name]
+            hit = _BY_TEXT.get(text) if isinstance(text, str) else None
+            if hit is None:
+                return None
+            module = sys.modules.get(base.__module__)
+            names = module.__dict__ if module is not None else {}
+            for word, meant in hit[1].items():
+                if word in base.__dict__ or names.get(word, _UNBOUND) is not (meant or _UNBOUND):
+                    return None
+            return hit[0]
+    return None
+
+
 def _plan(cls: type[TypedRow]) -> tuple[_Step, ...]:
     """The class's reading, worked out once: a step per __init__ parameter, in order."""
     names = _init_fields(cls)
     reads = cls._reads
-    hints: Mapping[str, object] = get_type_hints(cls)
+    hints: Mapping[str, object] | None = None  # get_type_hints, only for another annotation
     if unknown := set(reads) - set(names):
         raise TypeError(f"{cls.__name__}: Read for no field: {sorted(unknown)}")
     steps: list[_Step] = []
@@ -261,8 +304,12 @@ def _plan(cls: type[TypedRow]) -> tuple[_Step, ...]:
         if read.compute is not None:
             steps.append(("", _computed_only, read.compute))
             continue
-        convert = read.convert or BY_ANNOTATION.get(hints[name])
+        convert = read.convert or _by_text(cls, name)
         if convert is None:
+            hints = get_type_hints(cls) if hints is None else hints
+            convert = BY_ANNOTATION.get(hints[name])
+        if convert is None:
+            assert hints is not None
             raise TypeError(
                 f"{cls.__name__}.{name}: no helper for {hints[name]!r}; say how it is read (Read)"
             )
