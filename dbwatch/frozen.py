@@ -106,7 +106,9 @@ def _fields_of(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
     own = cls.__dict__
     if hasattr(cls, "__dataclass_fields__") or any(name in own for name in _OWN):
         return None
-    notes: dict[str, object] = own.get("__annotations__", {})
+    notes: dict[str, object] | None = own.get("__annotations__")
+    if notes is None:  # none, or a Python that makes them on first read (PEP 649)
+        notes = inspect.get_annotations(cls)
     module = sys.modules.get(cls.__module__)
     ns: dict[str, object] = module.__dict__ if module is not None else {}
     made: list[dataclasses.Field[Any]] = []
