@@ -190,3 +190,46 @@ def test_last_point_follows_every_writer(st: State, path: Path) -> None:
     st.record_metrics("db", {"other": 6.0}, now)
     assert ("db", "other") not in st._newest
     assert st.last_point("db", "other", 3600) == [(now, 6.0)]
+
+
+def test_sent_follows_every_writer(st: State, path: Path) -> None:
+    """What each receiver was sent (routing reads it every cycle) is the state's copy: it is
+    what a fresh read gives after this State's writes, another connection's, a rollback and a
+    prune."""
+    def fresh() -> dict[str, Any]:
+        st.flush()
+        other = State(path)
+        try:
+            return other.sent("db", "hook")
+        finally:
+            other.close()
+
+    assert st.sent("db", "hook") == {} == fresh()
+    st.mark_sent("hook", "fp1", "db", "firing", "warning", T0)  # a row the copy did not hold
+    assert st.sent("db", "hook") == fresh() and st.sent("db", "hook")["fp1"].last_sent == T0
+    kept = st.sent("db", "hook")
+    st.mark_sent("hook", "fp1", "db", "firing", "critical", T0 + 15)  # a row it holds
+    assert kept["fp1"].severity == "warning"  # a mapping handed out is never changed
+    got = st.sent("db", "hook")
+    assert got == fresh() and (got["fp1"].severity, got["fp1"].first_sent, got["fp1"].last_sent) == (
+        "critical", T0, T0 + 15)
+    other = State(path)  # another writer
+    other.mark_sent("hook", "fp1", "db", "resolved", "critical", T0 + 30)
+    other.close()
+    assert st.sent("db", "hook")["fp1"].status == "resolved"
+    with pytest.raises(RuntimeError):  # a rolled back write is forgotten
+        with st.transaction():
+            st.mark_sent("hook", "fp1", "db", "firing", "warning", T0 + 45)
+            assert st.sent("db", "hook")["fp1"].status == "firing"
+            raise RuntimeError
+    assert st.sent("db", "hook") == fresh() and st.sent("db", "hook")["fp1"].status == "resolved"
+    st.retention = 10.0  # prune deletes the resolved row
+    st.prune(T0 + 100)
+    assert st.sent("db", "hook") == {} == fresh()
+    st.mark_sent("hook", "fp3", "other", "firing", "warning", T0 + 150)
+    st.mark_sent("hook", "fp3", "db", "firing", "warning", T0 + 160)  # the row stays other's
+    assert st.sent("db", "hook") == {} == fresh()
+    st.mark_sent("hook", "fp2", "db", "firing", "warning", T0 + 200)
+    assert list(st.sent("db", "hook")) == ["fp2"] and st.sent("db", "hook") == fresh()
+    st.drop_receivers(["other"], T0 + 201)  # the receiver left the config
+    assert st.sent("db", "hook") == {} == fresh()
