@@ -233,3 +233,60 @@ def test_sent_follows_every_writer(st: State, path: Path) -> None:
     assert list(st.sent("db", "hook")) == ["fp2"] and st.sent("db", "hook") == fresh()
     st.drop_receivers(["other"], T0 + 201)  # the receiver left the config
     assert st.sent("db", "hook") == {} == fresh()
+
+
+def test_an_idle_update_says_and_stores_what_the_full_one_does(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_secrets: None
+) -> None:
+    """The same Finding objects as the target's last update, every row firing: the update
+    only moves last_seen (`_quiet_update`, no full pass); its transitions and the tables are
+    those of a fresh State (which reads every row back) for every kind of cycle around it."""
+    a, b = finding("pid 1"), finding("pid 2", severity="critical")
+    a2 = finding("pid 1", severity="critical")  # a's fingerprint, a higher severity
+    c = finding("pid 3", evidence={"query": "SELECT 'Sw0rdf1shSecret'"})
+    no_wait, wait20 = (lambda rule: 0.0), (lambda rule: 20.0)
+    cycles: list[tuple[list[Finding], Any, set[str], bool]] = [
+        ([a, b], no_wait, set(), False),  # new
+        ([a, b], no_wait, set(), True),  # idle
+        ([a, b], wait20, {"PG001"}, True),  # idle whatever for_seconds and keep say
+        ([b, a], no_wait, set(), False),  # another order: in full
+        ([b, a], no_wait, set(), True),
+        ([a, a2, b], no_wait, set(), False),  # a severity change by a duplicate
+        ([a, a2, b], no_wait, set(), True),
+        ([b], no_wait, {"PG001"}, False),  # a and a2's row kept: not idle after it
+        ([b], no_wait, {"PG001"}, False),
+        ([b], no_wait, set(), False),  # the kept row resolves
+        ([b], no_wait, set(), True),
+        ([b, c], wait20, set(), False),  # c pending: the next one is in full
+        ([b, c], wait20, set(), False),
+        ([b, c], wait20, set(), False),  # c fires (20 s)
+        ([b, c], wait20, set(), True),
+        ([b, c], wait20, set(), "secret"),  # a secret registered since: in full
+        ([b, c], wait20, set(), True),
+        ([], no_wait, set(), False),
+    ]
+    full = State._update
+    calls: list[str] = []
+
+    def counted(self: State, *args: Any) -> Any:
+        calls.append(args[1])
+        return full(self, *args)
+
+    monkeypatch.setattr(State, "_update", counted)
+    kept = State(path)
+    try:
+        for i, (found, wait, keep, idle) in enumerate(cycles):
+            now = T0 + 15 * i
+            if idle == "secret":
+                register_secret("Sw0rdf1shSecret")
+            calls.clear()
+            got = kept.update("db", found, now, wait, keep_rules=keep)
+            assert (calls == []) is (idle is True), i
+            fresh = State(tmp_path / "fresh.db")
+            want = fresh.update("db", found, now, wait, keep_rules=keep)
+            fresh.close()
+            assert (got.fired, got.resolved, got.pending, got.firing) == (
+                want.fired, want.resolved, want.pending, want.firing), i
+            assert stored(path, kept) == stored(tmp_path / "fresh.db"), i
+    finally:
+        kept.close()
