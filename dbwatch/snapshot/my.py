@@ -201,11 +201,20 @@ class MyLockWaits:
             return data
         row = as_row(data)
         waits = row.get("waits")
+        source = opt_str(row.get("source"))
+        if not waits and cls is MyLockWaits:
+            # no waits (an idle server): one object per source, read after read (NO_ROWS)
+            hit = _NO_WAITS.get(source)
+            if hit is None:
+                hit = _NO_WAITS.setdefault(source, cls(source, ()))
+            return hit
         if isinstance(waits, tuple) and all(isinstance(w, MyLockWait) for w in waits):
-            return cls(opt_str(row.get("source")), waits)
-        return cls(
-            opt_str(row.get("source")), tuple(MyLockWait.from_row(w) for w in as_rows(waits))
-        )
+            return cls(source, waits)
+        return cls(source, tuple(MyLockWait.from_row(w) for w in as_rows(waits)))
+
+
+# MyLockWaits without waits, per source (a few SQL file names)
+_NO_WAITS: dict[str | None, MyLockWaits] = {}
 
 
 @frozen
