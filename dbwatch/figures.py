@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .findings import Finding
 from .snapshot import Snapshot
 from .snapshot.my import MY_INNODB_COUNTERS, MY_TRX
-from .snapshot.pg import PG_SESSIONS, scoped
+from .snapshot.pg import scoped_sessions
 from .snapshot.queues import MY_QUEUES, PG_QUEUES
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
     out: dict[str, float] = {}
     read = snap.sections.get
     if read("pg.sessions") is not None or read("my.trx") is not None:
-        pg = scoped(snap.get(PG_SESSIONS) or (), snap.scope)
+        pg = scoped_sessions(snap)
         ages = [s.xact_seconds for s in pg if s.client]
         ages += [_num(t.trx_seconds) for t in snap.get(MY_TRX) or ()]
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)

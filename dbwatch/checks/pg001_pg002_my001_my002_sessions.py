@@ -79,9 +79,7 @@ def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
     """The scoped database's sessions (the section is cluster-wide)."""
-    from ..snapshot.pg import PG_SESSIONS, scoped
-
-    return scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
+    return _pg_scoped(ctx.snapshot)
 
 
 def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[str, str | None]:
@@ -131,16 +129,16 @@ def _session_inputs(snap: Snapshot) -> tuple[object, ...]:
     return (snap.sections.get("my.trx"), snap.sections.get("my.lock_waits"))
 
 
-# the PostgreSQL rows' scoped() on a snapshot, imported on the first PostgreSQL snapshot (an
-# import statement per call cost ~10 k instructions twice an idle cycle: PG001 and PG002)
+# the PostgreSQL rows' scoped_sessions (once per snapshot), imported on the first PostgreSQL
+# snapshot (an import statement per call cost ~10 k instructions twice an idle cycle)
 _PG_SCOPED: list[Callable[[Snapshot], tuple[PgSession, ...]]] = []
 
 
 def _pg_scoped(snap: Snapshot) -> tuple[PgSession, ...]:
     if not _PG_SCOPED:
-        from ..snapshot.pg import PG_SESSIONS, scoped
+        from ..snapshot.pg import scoped_sessions
 
-        _PG_SCOPED.append(lambda s: scoped(s.get(PG_SESSIONS) or (), s.scope))
+        _PG_SCOPED.append(scoped_sessions)
     return _PG_SCOPED[0](snap)
 
 
