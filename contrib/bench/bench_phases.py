@@ -132,7 +132,8 @@ def count(engine: str, phase: str, rounds: int, clock: str, receiver: bool) -> i
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
             "--toggle-collect=_PyEval_CallTracing", sys.executable, str(Path(__file__).resolve()),
             "--child", f"{URLS[engine]}/{DB}", phase, str(rounds), clock, "1" if receiver else ""]
-    out = subprocess.run(argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(argv, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1800,
+                         check=False)
     m = re.search(r"Collected : (\d+)", out.stderr)
     if not m:
         raise SystemExit(f"bench_phases: valgrind gave no count: {out.stderr[-500:]}")
