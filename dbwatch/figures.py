@@ -5,14 +5,18 @@ section that is absent or shaped differently yields nothing."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 from .findings import Finding
 from .snapshot import Snapshot
 from .snapshot.my import MY_INNODB_COUNTERS, MY_TRX
-from .snapshot.pg import PG_SESSIONS, scoped
+from .snapshot.pg import scoped_sessions
 from .snapshot.queues import MY_QUEUES, PG_QUEUES
+
+if TYPE_CHECKING:
+    from .checks.pg_horizon import Holder
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +32,22 @@ def _num(value: object) -> float | None:
     return None
 
 
+# dbwatch.checks.models' history_values and horizon_holders, imported on first use (the
+# PostgreSQL models: not for a MySQL audit), not by an import statement per cycle
+_MODELS: list[tuple[Callable[[Snapshot], dict[str, float]], Callable[[Snapshot], Any]]] = []
+
+
 def _pg_values(snap: Snapshot) -> dict[str, float]:
     """The keys PG202/PG102/PG201 read back (dbwatch.checks.models), plus the horizon age."""
-    try:
-        from .checks.models import history_values, horizon_holders
-    except ImportError:
-        return {}
-    out = dict(history_values(snap))
-    hs = horizon_holders(snap)
+    if not _MODELS:
+        try:
+            from .checks.models import history_values, horizon_holders
+        except ImportError:
+            return {}
+        _MODELS.append((history_values, horizon_holders))
+    values, holders = _MODELS[0]
+    out = dict(values(snap))
+    hs: list[Holder] | None = holders(snap)
     if hs is not None:
         ages = [h.age_seconds for h in hs if h.age_seconds is not None]
         out["pg.horizon_age_seconds"] = max(ages, default=0.0)
@@ -51,15 +63,22 @@ def gauges(snap: Snapshot, findings: Sequence[Finding] = ()) -> dict[str, float]
     pg.horizon_xid_age, pg.horizon_age_seconds.
     """
     out: dict[str, float] = {}
-    pg = scoped(snap.get(PG_SESSIONS) or (), snap.scope)
-    ages = [s.xact_seconds for s in pg if s.client]
-    ages += [_num(t.trx_seconds) for t in snap.get(MY_TRX) or ()]
-    if snap.has("pg.sessions") or snap.has("my.trx"):
+    read = snap.sections.get
+    if read("pg.sessions") is not None or read("my.trx") is not None:
+        pg = scoped_sessions(snap)
+        ages = [s.xact_seconds for s in pg if s.client]
+        ages += [_num(t.trx_seconds) for t in snap.get(MY_TRX) or ()]
         out["oldest_xact_seconds"] = max([a for a in ages if a is not None], default=0.0)
-    try:
-        out.update(_pg_values(snap))
-    except Exception:
-        log.debug("history values of %s failed", snap.target, exc_info=True)
+    # only from the sections they read (a MySQL snapshot has none of them: nothing to add)
+    if (
+        read("pg.dead_tuples") is not None
+        or read("pg.deadlocks") is not None
+        or read("pg.horizon") is not None
+    ):
+        try:
+            out.update(_pg_values(snap))
+        except Exception:
+            log.debug("history values of %s failed", snap.target, exc_info=True)
     counters = snap.get(MY_INNODB_COUNTERS)
     if counters is not None:
         for key, n in (

@@ -200,3 +200,11 @@ def test_scheduler(tmp_path: Path) -> None:
     # every target's job ran about once a second (a no-op: nothing may hold them back)
     assert res["cycles"] >= res["expected"] // 2
     assert res["cpu_ms_per_cycle"] >= 0 and res["switches_per_cycle"] >= 0
+
+
+def test_phases(tmp_path: Path) -> None:
+    """Each phase's counted child (issue 28: the rules, the state with a receiver), both
+    clocks (one target; eight cycled in turn), run once uncounted."""
+    run("bench_phases.py", "--receiver", "--phase", "rules,state", "--json", str(tmp_path / "p.json"))
+    res = json.loads((tmp_path / "p.json").read_text())
+    assert res["hit"] == res["fleet"] == {"rules": "ran_uncounted", "state": "ran_uncounted"}

@@ -332,3 +332,47 @@ def test_the_memo_starts_over_when_the_server_changes() -> None:
     assert upgraded == first and not {id(f) for f in upgraded} & {id(f) for f in first}
     moved = evaluate(again(s, features=frozenset({"x"})), CAT, Config(), sel).findings
     assert moved == first and not {id(f) for f in moved} & {id(f) for f in upgraded}
+
+
+def test_an_idle_mysql_servers_new_empty_reads_reuse_the_rules() -> None:
+    """MY001/MY002/MY101 read the server's transactions and lock waits, shared reads that a
+    fleet's target sees new at each cycle: while the server has none, a new read is the same
+    object (no rows: one `NO_ROWS`; no waits: one per source), so the rules are not run again;
+    a transaction appearing runs them (found at once), and its end too."""
+    from dbwatch.checks import CHECKS
+
+    def my(sections: dict[str, Any]) -> Snapshot:
+        return Snapshot(target="memo-my-idle", engine="mariadb", server_version="10.11.6",
+                        version_num=101106, taken_at=NOW, scope="shop", sections=sections)
+
+    load_checks()
+    ran: list[str] = []
+    saved = {n: CHECKS[n] for n in ("long_transaction", "idle_in_transaction", "my_lock_waits")}
+    for name, chk in saved.items():
+
+        def counted(ctx: Any, fn: Any = chk.fn, name: str = name) -> Any:
+            ran.append(name)
+            return fn(ctx)
+
+        CHECKS.replace(name, dataclasses.replace(chk, fn=counted))
+    try:
+        sel = Selection(select=("MY001", "MY002", "MY101"))
+        waits = {"source": "mariadb_lock_waits.sql", "waits": []}
+        assert evaluate(my({"my.trx": [], "my.lock_waits": waits}), CAT, Config(), sel).findings == []
+        assert sorted(ran) == ["idle_in_transaction", "long_transaction", "my_lock_waits"]
+        ran.clear()
+        for _ in range(3):  # new reads of an idle server (new lists, built anew)
+            assert evaluate(my({"my.trx": [], "my.lock_waits": dict(waits, waits=[])}), CAT,
+                            Config(), sel).findings == []
+        assert ran == []
+        trx = {"thread_id": 7, "trx_id": "99", "trx_state": "RUNNING", "trx_seconds": 7200,
+               "user": "app", "host": "h", "db": "shop", "command": "Sleep", "time": 7200,
+               "state": "", "info": None, "trx_started": "2026-01-01 00:00:00"}
+        found = evaluate(my({"my.trx": [trx], "my.lock_waits": waits}), CAT, Config(), sel).findings
+        assert {f.rule for f in found} >= {"MY001"} and "long_transaction" in ran
+        ran.clear()
+        assert evaluate(my({"my.trx": [], "my.lock_waits": waits}), CAT, Config(), sel).findings == []
+        assert "long_transaction" in ran  # the transaction ended: run again, nothing found
+    finally:
+        for name, chk in saved.items():
+            CHECKS.replace(name, chk)

@@ -310,3 +310,35 @@ def test_opening_a_current_state_takes_no_write_lock(st: State, path: Path) -> N
     finally:
         db.execute("ROLLBACK")
         db.close()
+
+
+def routed_cycle(st: State, f: Finding, now: float, value: float) -> None:
+    """An idle cycle as the daemon makes it with a receiver configured: the findings, the
+    routing of what fires (dispatch.apply_findings), the bookkeeping; one transaction."""
+    from dbwatch.alerts.router import Policy, route
+    from dbwatch.config import AlertConfig
+
+    policy = Policy.of(AlertConfig(kind="webhook", url="http://127.0.0.1:9/x", name="hook"))
+    with st.transaction(durable=False):
+        tr = st.update("db", [f], now)
+        route(st, "db", [policy], now, 15.0, firing=tr.firing)
+        st.record_metrics("db", {"oldest_xact_seconds": value}, now)
+        st.record_cycle("db", now, 0.01, "ok", None, 1, 0.0)
+
+
+def test_an_idle_cycle_with_a_receiver_waits_for_the_group(st: State, path: Path) -> None:
+    """Routing reads what each receiver was sent: from the state's copy, so an idle cycle
+    with receivers sends no BEGIN either (it read alerts_sent every cycle, and that read
+    committed the group at every cycle)."""
+    f = finding()
+    routed_cycle(st, f, T0, 1.0)  # fires: the alert is queued and the cycle committed at once
+    assert committed(path, "SELECT receiver, status FROM alerts_sent") == [("hook", "firing")]
+    assert len(committed(path, "SELECT id FROM outbox")) == 1
+    routed_cycle(st, f, T0 + 15, 2.0)  # nothing to send (repeat_interval): deferred
+    routed_cycle(st, f, T0 + 30, 3.0)
+    assert committed(path, POINTS) == [(T0, 1.0)] and committed(path, CYCLE) == [(T0,)]
+    st.flush()
+    assert committed(path, POINTS) == [(T0, 1.0), (T0 + 15, 2.0), (T0 + 30, 3.0)]
+    assert committed(path, "SELECT receiver, status, last_sent FROM alerts_sent") == [
+        ("hook", "firing", T0)]
+    assert len(committed(path, "SELECT id FROM outbox")) == 1

@@ -190,3 +190,103 @@ def test_last_point_follows_every_writer(st: State, path: Path) -> None:
     st.record_metrics("db", {"other": 6.0}, now)
     assert ("db", "other") not in st._newest
     assert st.last_point("db", "other", 3600) == [(now, 6.0)]
+
+
+def test_sent_follows_every_writer(st: State, path: Path) -> None:
+    """What each receiver was sent (routing reads it every cycle) is the state's copy: it is
+    what a fresh read gives after this State's writes, another connection's, a rollback and a
+    prune."""
+    def fresh() -> dict[str, Any]:
+        st.flush()
+        other = State(path)
+        try:
+            return other.sent("db", "hook")
+        finally:
+            other.close()
+
+    assert st.sent("db", "hook") == {} == fresh()
+    st.mark_sent("hook", "fp1", "db", "firing", "warning", T0)  # a row the copy did not hold
+    assert st.sent("db", "hook") == fresh() and st.sent("db", "hook")["fp1"].last_sent == T0
+    kept = st.sent("db", "hook")
+    st.mark_sent("hook", "fp1", "db", "firing", "critical", T0 + 15)  # a row it holds
+    assert kept["fp1"].severity == "warning"  # a mapping handed out is never changed
+    got = st.sent("db", "hook")
+    assert got == fresh() and (got["fp1"].severity, got["fp1"].first_sent, got["fp1"].last_sent) == (
+        "critical", T0, T0 + 15)
+    other = State(path)  # another writer
+    other.mark_sent("hook", "fp1", "db", "resolved", "critical", T0 + 30)
+    other.close()
+    assert st.sent("db", "hook")["fp1"].status == "resolved"
+    with pytest.raises(RuntimeError):  # a rolled back write is forgotten
+        with st.transaction():
+            st.mark_sent("hook", "fp1", "db", "firing", "warning", T0 + 45)
+            assert st.sent("db", "hook")["fp1"].status == "firing"
+            raise RuntimeError
+    assert st.sent("db", "hook") == fresh() and st.sent("db", "hook")["fp1"].status == "resolved"
+    st.retention = 10.0  # prune deletes the resolved row
+    st.prune(T0 + 100)
+    assert st.sent("db", "hook") == {} == fresh()
+    st.mark_sent("hook", "fp3", "other", "firing", "warning", T0 + 150)
+    st.mark_sent("hook", "fp3", "db", "firing", "warning", T0 + 160)  # the row stays other's
+    assert st.sent("db", "hook") == {} == fresh()
+    st.mark_sent("hook", "fp2", "db", "firing", "warning", T0 + 200)
+    assert list(st.sent("db", "hook")) == ["fp2"] and st.sent("db", "hook") == fresh()
+    st.drop_receivers(["other"], T0 + 201)  # the receiver left the config
+    assert st.sent("db", "hook") == {} == fresh()
+
+
+def test_an_idle_update_says_and_stores_what_the_full_one_does(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_secrets: None
+) -> None:
+    """The same Finding objects as the target's last update, every row firing: the update
+    only moves last_seen (`_quiet_update`, no full pass); its transitions and the tables are
+    those of a fresh State (which reads every row back) for every kind of cycle around it."""
+    a, b = finding("pid 1"), finding("pid 2", severity="critical")
+    a2 = finding("pid 1", severity="critical")  # a's fingerprint, a higher severity
+    c = finding("pid 3", evidence={"query": "SELECT 'Sw0rdf1shSecret'"})
+    no_wait, wait20 = (lambda rule: 0.0), (lambda rule: 20.0)
+    cycles: list[tuple[list[Finding], Any, set[str], bool]] = [
+        ([a, b], no_wait, set(), False),  # new
+        ([a, b], no_wait, set(), True),  # idle
+        ([a, b], wait20, {"PG001"}, True),  # idle whatever for_seconds and keep say
+        ([b, a], no_wait, set(), False),  # another order: in full
+        ([b, a], no_wait, set(), True),
+        ([a, a2, b], no_wait, set(), False),  # a severity change by a duplicate
+        ([a, a2, b], no_wait, set(), True),
+        ([b], no_wait, {"PG001"}, False),  # a and a2's row kept: not idle after it
+        ([b], no_wait, {"PG001"}, False),
+        ([b], no_wait, set(), False),  # the kept row resolves
+        ([b], no_wait, set(), True),
+        ([b, c], wait20, set(), False),  # c pending: the next one is in full
+        ([b, c], wait20, set(), False),
+        ([b, c], wait20, set(), False),  # c fires (20 s)
+        ([b, c], wait20, set(), True),
+        ([b, c], wait20, set(), "secret"),  # a secret registered since: in full
+        ([b, c], wait20, set(), True),
+        ([], no_wait, set(), False),
+    ]
+    full = State._update
+    calls: list[str] = []
+
+    def counted(self: State, *args: Any) -> Any:
+        calls.append(args[1])
+        return full(self, *args)
+
+    monkeypatch.setattr(State, "_update", counted)
+    kept = State(path)
+    try:
+        for i, (found, wait, keep, idle) in enumerate(cycles):
+            now = T0 + 15 * i
+            if idle == "secret":
+                register_secret("Sw0rdf1shSecret")
+            calls.clear()
+            got = kept.update("db", found, now, wait, keep_rules=keep)
+            assert (calls == []) is (idle is True), i
+            fresh = State(tmp_path / "fresh.db")
+            want = fresh.update("db", found, now, wait, keep_rules=keep)
+            fresh.close()
+            assert (got.fired, got.resolved, got.pending, got.firing) == (
+                want.fired, want.resolved, want.pending, want.firing), i
+            assert stored(path, kept) == stored(tmp_path / "fresh.db"), i
+    finally:
+        kept.close()

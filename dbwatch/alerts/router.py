@@ -56,6 +56,8 @@ def route(
     """Queue what this target's current state calls for; returns the number of messages.
     `firing`: what fires for the target now, when the caller has it (`Transitions.firing`
     of the update just made); else it is read from the state."""
+    if not policies:  # no receiver: nothing to queue (an idle cycle of most fleets' targets)
+        return 0
     if firing is None:
         firing = state.firing(target)
     silenced = muted(firing)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..durations import format_duration, plural
@@ -79,9 +79,7 @@ def _my_identity(ctx: CheckContext, t: MyThread) -> SessionIdentity:
 
 def _pg_sessions(ctx: CheckContext) -> tuple[PgSession, ...]:
     """The scoped database's sessions (the section is cluster-wide)."""
-    from ..snapshot.pg import PG_SESSIONS, scoped
-
-    return scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
+    return _pg_scoped(ctx.snapshot)
 
 
 def _pg_advice(ctx: CheckContext, s: PgSession, ev: dict[str, object]) -> tuple[str, str | None]:
@@ -126,11 +124,22 @@ def _session_inputs(snap: Snapshot) -> tuple[object, ...]:
     """What PG001/PG002 (and PG101) read: PostgreSQL, the target's database's sessions alone
     (their lock graph is theirs: `pg_scoped_lock_graph`); MySQL/MariaDB, the sections."""
     if snap.engine == "postgresql":
-        from ..snapshot.pg import PG_SESSIONS, scoped
-
         # an idle database has none: the empty tuple, the same object whatever the read
-        return (scoped(snap.get(PG_SESSIONS) or (), snap.scope),)
+        return (_pg_scoped(snap),)
     return (snap.sections.get("my.trx"), snap.sections.get("my.lock_waits"))
+
+
+# the PostgreSQL rows' scoped_sessions (once per snapshot), imported on the first PostgreSQL
+# snapshot (an import statement per call cost ~10 k instructions twice an idle cycle)
+_PG_SCOPED: list[Callable[[Snapshot], tuple[PgSession, ...]]] = []
+
+
+def _pg_scoped(snap: Snapshot) -> tuple[PgSession, ...]:
+    if not _PG_SCOPED:
+        from ..snapshot.pg import scoped_sessions
+
+        _PG_SCOPED.append(scoped_sessions)
+    return _PG_SCOPED[0](snap)
 
 
 @pure(_session_inputs)

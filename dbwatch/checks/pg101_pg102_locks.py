@@ -10,7 +10,7 @@ from ..deadlocks.unshown import evidence as not_shown_evidence
 from ..durations import format_duration
 from ..findings import Finding
 from ..snapshot import Snapshot
-from ..snapshot.pg import PG_SESSIONS, PgSession, scoped
+from ..snapshot.pg import PgSession, scoped_sessions
 from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope
 from ..snapshot.values import iso
 from . import CheckContext, check, pure
@@ -79,7 +79,7 @@ def _root_evidence(root: PgSession | None) -> dict[str, object]:
 
 def _scoped_sessions(snap: Snapshot) -> tuple[object, ...]:
     """PG101 reads the target's database's sessions and their waits, nothing else."""
-    return (scoped(snap.get(PG_SESSIONS) or (), snap.scope),)
+    return (scoped_sessions(snap),)
 
 
 @pure(_scoped_sessions)
@@ -88,7 +88,7 @@ def pg_blocking(ctx: CheckContext) -> Iterator[Finding]:
     graph = pg_scoped_lock_graph(ctx.snapshot)
     if not graph.edges:
         return  # no session of the target's database waits for a lock
-    sessions = scoped(ctx.snapshot.get(PG_SESSIONS) or (), ctx.snapshot.scope)
+    sessions = scoped_sessions(ctx.snapshot)
     by_pid = {s.pid: s for s in sessions}
     for root_pid, chains in _groups(sessions, graph).items():
         waits = sorted(((_wait(by_pid[c[0]]), c) for c in chains), key=lambda w: -w[0])

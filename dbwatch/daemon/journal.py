@@ -213,6 +213,10 @@ class JournalStore(StateBase):
             db.execute(
                 "DELETE FROM alerts_sent WHERE status = 'resolved' AND last_sent < ?", (cutoff,)
             )
+            self._forget_sent()
+
+    def _forget_sent(self) -> None:
+        """Rows of alerts_sent were deleted: the alert store's copies go (outbox.py)."""
 
     # -- cycles --------------------------------------------------------------------------
 

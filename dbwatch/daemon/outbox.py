@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 from ..records import SentRow, row_json
 from ..snapshot.values import JSONObject, to_int, to_str
@@ -15,11 +16,36 @@ from .statedb import StateConn
 
 
 class AlertStore(StateBase):
+    def __init__(
+        self, path: str | Path, retention: float = 7 * 86400.0, schema: str | None = None
+    ) -> None:
+        super().__init__(path, retention, schema)
+        # (target, receiver) -> what `sent` read or `mark_sent` wrote since (StateBase's
+        # in-memory copies: they hold while nobody else wrote). An idle cycle routes its
+        # firing findings to every receiver: without it each cycle read alerts_sent, and
+        # that read sent the lazy transaction's BEGIN (no group commit with receivers).
+        self._sent: dict[tuple[str, str], dict[str, SentRow]] = self._memo_dict()
+
     def sent(self, target: str, receiver: str) -> dict[str, SentRow]:
-        rows = self._rows(
-            "SELECT * FROM alerts_sent WHERE target = ? AND receiver = ?", (target, receiver)
-        )
-        return {str(r["fingerprint"]): SentRow.from_row(r) for r in rows}
+        """What `receiver` was last sent for each finding of `target`. The caller must not
+        change the mapping (the in-memory copy; `mark_sent` replaces it, never changes it)."""
+        with self._lock:
+            memo = self._memo_ok()
+            if memo:
+                hit = self._sent.get((target, receiver))
+                if hit is not None:
+                    return hit
+            rows = self._rows(
+                "SELECT * FROM alerts_sent WHERE target = ? AND receiver = ?", (target, receiver)
+            )
+            got = {str(r["fingerprint"]): SentRow.from_row(r) for r in rows}
+            if memo:
+                self._sent[(target, receiver)] = got
+            return got
+
+    def _forget_sent(self) -> None:
+        """Rows of alerts_sent deleted (prune): the copies are read afresh."""
+        self._sent.clear()
 
     def mark_sent(
         self, receiver: str, fingerprint: str, target: str, status: str, severity: str, now: float
@@ -33,6 +59,24 @@ class AlertStore(StateBase):
                 " severity = excluded.severity, last_sent = excluded.last_sent",
                 (receiver, fingerprint, target, status, severity, now, now),
             )
+            # the copy follows the row (a new mapping: a caller may be iterating the old one)
+            key = (target, receiver)
+            had = self._sent.get(key)
+            if had is None:
+                return
+            old = had.get(fingerprint)
+            if old is not None:
+                row = SentRow(fingerprint, status, severity, old.first_sent, now)
+                self._sent[key] = {**had, fingerprint: row}
+                return
+            # a row the copy does not hold: new, or another target's (the key is the
+            # receiver's and the fingerprint's, the target stays the row's): as it stands
+            got = db.execute(
+                "SELECT * FROM alerts_sent WHERE receiver = ? AND fingerprint = ?",
+                (receiver, fingerprint),
+            ).fetchone()
+            if got is not None and str(got["target"]) == target:
+                self._sent[key] = {**had, fingerprint: SentRow.from_row(got)}
 
     def enqueue(
         self,
@@ -132,6 +176,7 @@ class AlertStore(StateBase):
             }
             for receiver in sent - names:
                 db.execute("DELETE FROM alerts_sent WHERE receiver = ?", (receiver,))
+                self._forget_sent()
         return out
 
     def dropped(self) -> list[JSONObject]:

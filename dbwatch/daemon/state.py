@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from operator import is_
 from pathlib import Path
 
 from ..findings import Finding, severity_rank
@@ -69,6 +70,10 @@ class State(AlertStore, JournalStore):
         # target -> its pending and firing rows as the last update left them (StateBase's
         # in-memory copies: they hold while nobody else wrote): what update reads back
         self._live: dict[str, dict[str, _Live]] = self._memo_dict()
+        # target -> (the findings its last update was given, the secrets generation, the
+        # fingerprints of its firing rows in order) when that update left every live row
+        # firing and written from those very findings (`_quiet_update`)
+        self._quiet: dict[str, tuple[tuple[Finding, ...], int, tuple[str, ...]]] = self._memo_dict()
 
     def update(
         self,
@@ -87,6 +92,24 @@ class State(AlertStore, JournalStore):
         last_seen together, not each its JSON data again (the data written from that same
         object, under the same secrets, is the text it would be)."""
         now = time.time() if now is None else now
+        if not isinstance(findings, (list, tuple)):
+            findings = list(findings)
+        with self.transaction(durable=False) as db:
+            quiet = self._quiet_update(db, target, findings, now) if self._memo_ok() else None
+            if quiet is not None:
+                return quiet
+            return self._update(db, target, findings, now, for_seconds, keep_rules)
+
+    def _update(
+        self,
+        db: StateConn,
+        target: str,
+        findings: list[Finding] | tuple[Finding, ...],
+        now: float,
+        for_seconds: Callable[[str], float] | None,
+        keep_rules: Iterable[str],
+    ) -> Transitions:
+        """`update` in full, inside its transaction."""
         wait = for_seconds or (lambda rule: 0.0)
         keep = set(keep_rules)
         current: dict[str, Finding] = {}
@@ -98,70 +121,128 @@ class State(AlertStore, JournalStore):
         firing: list[FindingRow] = []
         # a cycle that only sees its findings again (last_seen, evidence) need not wait for
         # the disk; a transition does (want_sync): see StateBase.transaction
-        with self.transaction(durable=False) as db:
-            memo = self._memo_ok()
-            # the rows as the last update left them (gone until this one is done), else read
-            # without their data: a finding seen again is written from this cycle's Finding,
-            # so only the rows kept or resolved below read theirs (_with_data)
-            live = self._live.pop(target, None) if memo else None
-            if live is None:
-                live = {r.fingerprint: _Live(r, False) for r in self._live_heads(target)}
-            now_live: dict[str, _Live] = {}
-            seen: list[str] = []  # rows of which only last_seen changes
-            generation = secrets_generation()
-            for fp, f in current.items():
-                had = live.get(fp)
-                row = had.row if had is not None else None
-                if had is not None and row is not None and had.same(f, generation):
-                    status = _status(row, now, wait(f.rule))
-                    if status == row.status and (row.fired_at is not None or status != "firing"):
-                        written = _seen(row, now)
-                        seen.append(fp)
-                        if status == "pending":
-                            out.pending += 1
-                        now_live[fp] = _Live(written, True, f, generation)
-                        if status == "firing":
-                            firing.append(written)
-                        continue
-                written = self._advance(db, f, row, now, wait(f.rule), out)
-                now_live[fp] = _Live(written, True, f, generation)
-                if written.status == "firing":
-                    firing.append(written)
-            if seen and self._deferring:  # waits for the group (statebase): one statement
-                self._write_many(_SEEN_ONE, [(now, fp) for fp in seen])
-            else:
-                for i in range(0, len(seen), _SEEN_CHUNK):
-                    part = seen[i : i + _SEEN_CHUNK]
-                    db.execute(
-                        "UPDATE findings SET last_seen = ? WHERE fingerprint IN "
-                        f"({', '.join('?' * len(part))})",  # only placeholders
-                        (now, *part),
-                    )
-            for fp, had in live.items():
-                if fp in current:
+        memo = self._memo_ok()
+        # the rows as the last update left them (gone until this one is done), else read
+        # without their data: a finding seen again is written from this cycle's Finding,
+        # so only the rows kept or resolved below read theirs (_with_data)
+        live = self._live.pop(target, None) if memo else None
+        if live is None:
+            live = {r.fingerprint: _Live(r, False) for r in self._live_heads(target)}
+        now_live: dict[str, _Live] = {}
+        seen: list[str] = []  # rows of which only last_seen changes
+        generation = secrets_generation()
+        for fp, f in current.items():
+            had = live.get(fp)
+            row = had.row if had is not None else None
+            if had is not None and row is not None and had.same(f, generation):
+                status = _status(row, now, wait(f.rule))
+                if status == row.status and (row.fired_at is not None or status != "firing"):
+                    written = _seen(row, now)
+                    seen.append(fp)
+                    if status == "pending":
+                        out.pending += 1
+                    now_live[fp] = _Live(written, True, f, generation)
+                    if status == "firing":
+                        firing.append(written)
                     continue
-                row = had.row
-                if row.rule in keep:
-                    if row.status == "firing":
-                        if not had.data:
-                            had = _Live(self._with_data(row), True)
-                        firing.append(had.row)
-                    now_live[fp] = had
-                    continue
-                self.want_sync()
-                if row.status == "pending":
-                    db.execute("DELETE FROM findings WHERE fingerprint = ?", (fp,))
-                    continue
-                db.execute(
-                    "UPDATE findings SET status = 'resolved', resolved_at = ? "
-                    "WHERE fingerprint = ?",
-                    (now, fp),
-                )
-                out.resolved.append(_resolved(row if had.data else self._with_data(row), now))
-            if memo:
-                self._live[target] = now_live
+            written = self._advance(db, f, row, now, wait(f.rule), out)
+            now_live[fp] = _Live(written, True, f, generation)
+            if written.status == "firing":
+                firing.append(written)
+        self._write_seen(db, now, seen)
+        for fp, had in live.items():
+            if fp in current:
+                continue
+            row = had.row
+            if row.rule in keep:
+                if row.status == "firing":
+                    if not had.data:
+                        had = _Live(self._with_data(row), True)
+                    firing.append(had.row)
+                now_live[fp] = had
+                continue
+            self.want_sync()
+            if row.status == "pending":
+                db.execute("DELETE FROM findings WHERE fingerprint = ?", (fp,))
+                continue
+            db.execute(
+                "UPDATE findings SET status = 'resolved', resolved_at = ? WHERE fingerprint = ?",
+                (now, fp),
+            )
+            out.resolved.append(_resolved(row if had.data else self._with_data(row), now))
+        if memo:
+            self._live[target] = now_live
         out.firing = _by_place(firing)
+        if memo:
+            self._note_quiet(target, findings, current, now_live, out.firing, generation)
         return out
+
+    def _quiet_update(
+        self, db: StateConn, target: str, findings: list[Finding] | tuple[Finding, ...], now: float
+    ) -> Transitions | None:
+        """An idle cycle's update, when it can be told apart in O(findings): the very
+        `Finding` objects of the target's last update, in the same order (the rules' memo
+        gives them), every row of the target firing and written from them under the same
+        secrets, no other live row (`_note_quiet` kept that). Then every row is only seen
+        again — exactly what the full update would decide (no transition: a firing row stays
+        firing whatever `for_seconds` and `keep_rules` say; nothing else to resolve or keep)
+        — so only last_seen moves, one write for all. None: the full update."""
+        quiet = self._quiet.get(target)
+        if quiet is None:
+            return None
+        last, generation, order = quiet
+        live = self._live.get(target)
+        if (
+            live is None
+            or len(last) != len(findings)
+            or not all(map(is_, last, findings))
+            or generation != secrets_generation()
+        ):
+            return None
+        firing = [_seen(live[fp].row, now) for fp in order]
+        self._write_seen(db, now, order)
+        for fp, written in zip(order, firing, strict=True):  # written: the copies follow
+            live[fp].row = written
+        out = Transitions()
+        out.firing = firing
+        return out
+
+    def _note_quiet(
+        self,
+        target: str,
+        findings: list[Finding] | tuple[Finding, ...],
+        current: dict[str, Finding],
+        now_live: dict[str, _Live],
+        firing: list[FindingRow],
+        generation: int,
+    ) -> None:
+        """After a full update: whether the target's next update of the same findings may be
+        `_quiet_update` (every live row firing, written from this cycle's own Finding: none
+        kept for a rule that could not run, none pending)."""
+        if len(now_live) == len(current) == len(firing) and all(
+            had.finding is not None and had.finding is current.get(fp)
+            for fp, had in now_live.items()
+        ):
+            self._quiet[target] = (
+                tuple(findings),
+                generation,
+                tuple(r.fingerprint for r in firing),
+            )
+        else:
+            self._quiet.pop(target, None)
+
+    def _write_seen(self, db: StateConn, now: float, seen: Sequence[str]) -> None:
+        """The last_seen of rows seen again with nothing else changed."""
+        if seen and self._deferring:  # waits for the group (statebase): one statement
+            self._write_many(_SEEN_ONE, [(now, fp) for fp in seen])
+            return
+        for i in range(0, len(seen), _SEEN_CHUNK):
+            part = seen[i : i + _SEEN_CHUNK]
+            db.execute(
+                "UPDATE findings SET last_seen = ? WHERE fingerprint IN "
+                f"({', '.join('?' * len(part))})",  # only placeholders
+                (now, *part),
+            )
 
     def _advance(
         self,

@@ -16,7 +16,16 @@ from types import TracebackType
 from typing import Any
 
 from ..snapshot.values import Row
-from .statedb import Cursor, Param, SqliteError, StateConn, is_pg_url, migrate, open_conn
+from .statedb import (
+    Cursor,
+    Param,
+    SqliteError,
+    StateConn,
+    data_version_reader,
+    is_pg_url,
+    migrate,
+    open_conn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +96,7 @@ class StateBase:
         self._memo = self.dialect == "sqlite"
         self._memos: list[dict[Any, Any]] = []
         self._data_version: object = None
+        self._read_version = data_version_reader(db)
         self._version_checked = False  # in the open transaction: no other writer until COMMIT
 
     def close(self) -> None:
@@ -300,8 +310,7 @@ class StateBase:
             return False
         if self._depth and self._version_checked:
             return True
-        row = self._db.execute("PRAGMA data_version").fetchone()
-        version = None if row is None else row.get("data_version")
+        version = self._read_version()
         if version is None or version != self._data_version:
             self._forget()
             self._data_version = version
@@ -310,8 +319,8 @@ class StateBase:
 
     def _moved(self) -> bool:
         """Whether another connection committed since `_memo_ok` last looked."""
-        row = self._db.execute("PRAGMA data_version").fetchone()
-        return row is None or row.get("data_version") != self._data_version
+        version = self._read_version()
+        return version is None or version != self._data_version
 
     def _memo_dict(self) -> dict[Any, Any]:
         """A new in-memory copy, dropped with the others (_forget)."""

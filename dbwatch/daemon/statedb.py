@@ -8,7 +8,7 @@ schema is created and migrated here, with versioned migrations for both backends
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -174,6 +174,28 @@ SqliteError = sqlite3.Error
 def dict_row(cur: sqlite3.Cursor, values: tuple[object, ...]) -> dict[str, object]:
     """SQLite rows as plain mappings, like psycopg's dict_row."""
     return {str(d[0]): v for d, v in zip(cur.description, values, strict=True)}
+
+
+def data_version_reader(db: StateConn) -> Callable[[], object]:
+    """A reader of SQLite's `PRAGMA data_version` on `db` (the state's in-memory copies ask it
+    every transaction): its own kept cursor, rows as tuples — not a new cursor and a mapping
+    built per row each time. Another connection (a PostgreSQL state: never asked) reads it
+    through `execute`."""
+    if not isinstance(db, sqlite3.Connection):
+
+        def read_any() -> object:
+            row = db.execute("PRAGMA data_version").fetchone()
+            return None if row is None else row.get("data_version")
+
+        return read_any
+    cur = db.cursor()
+    cur.row_factory = None
+
+    def read() -> object:
+        row = cur.execute("PRAGMA data_version").fetchone()
+        return None if row is None else row[0]
+
+    return read
 
 
 def pg_sql(sql: str) -> str:

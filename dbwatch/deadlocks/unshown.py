@@ -4,6 +4,7 @@ one-shot audit says the server's total minus what it shows. Pure arithmetic plus
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, TypeGuard, runtime_checkable
 
 from ..frozen import frozen
@@ -56,20 +57,48 @@ def server_counter(snap: Snapshot) -> int | None:
     """Innodb_deadlocks / lock_deadlocks (server-wide), or pg_stat_database.deadlocks of the
     target's database (all databases for an unscoped target)."""
     if snap.has("my.innodb_counters"):  # each engine's rows imported for its snapshot only
-        from ..snapshot.my import MY_INNODB_COUNTERS
-
-        counters = snap.get(MY_INNODB_COUNTERS)
-        if counters is not None and counters.deadlocks is not None:
-            return int(counters.deadlocks)
+        deadlocks = _my_counter(snap)
+        if deadlocks is not None:
+            return deadlocks
     if not snap.has("pg.deadlocks"):
         return None
-    from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope  # PostgreSQL's rows
+    return _pg_counter(snap)
 
-    rows = snap.get(PG_DEADLOCKS)
-    if rows is None:
-        return None
-    # the target's database's row by the shared read's index, not a walk of every database's
-    return sum(int(d.deadlocks or 0) for d in deadlocks_in_scope(rows, snap.scope))
+
+# each engine's reading of its counter, its rows imported on its first snapshot (not by an
+# import statement per cycle)
+_MY: list[Callable[[Snapshot], int | None]] = []
+_PG: list[Callable[[Snapshot], int | None]] = []
+
+
+def _my_counter(snap: Snapshot) -> int | None:
+    if not _MY:
+        from ..snapshot.my import MY_INNODB_COUNTERS
+
+        def counter(s: Snapshot) -> int | None:
+            counters = s.get(MY_INNODB_COUNTERS)
+            if counters is not None and counters.deadlocks is not None:
+                return int(counters.deadlocks)
+            return None
+
+        _MY.append(counter)
+    return _MY[0](snap)
+
+
+def _pg_counter(snap: Snapshot) -> int | None:
+    if not _PG:
+        from ..snapshot.pg_mvcc import PG_DEADLOCKS, deadlocks_in_scope  # PostgreSQL's rows
+
+        def counter(s: Snapshot) -> int | None:
+            rows = s.get(PG_DEADLOCKS)
+            if rows is None:
+                return None
+            # the target's database's row by the shared read's index, not a walk of every
+            # database's
+            return sum(int(d.deadlocks or 0) for d in deadlocks_in_scope(rows, s.scope))
+
+        _PG.append(counter)
+    return _PG[0](snap)
 
 
 @frozen

@@ -198,14 +198,22 @@ class MyLockWaits:
     @classmethod
     def build(cls, data: object) -> MyLockWaits:
         if isinstance(data, MyLockWaits):
-            return data
+            if data.waits or type(data) is not MyLockWaits:
+                return data
+            # no waits (an idle server): one object per source, read after read (NO_ROWS)
+            return _NO_WAITS.get(data.source) or _NO_WAITS.setdefault(data.source, data)
         row = as_row(data)
         waits = row.get("waits")
+        source = opt_str(row.get("source"))
+        if not waits and cls is MyLockWaits:
+            return _NO_WAITS.get(source) or _NO_WAITS.setdefault(source, cls(source, ()))
         if isinstance(waits, tuple) and all(isinstance(w, MyLockWait) for w in waits):
-            return cls(opt_str(row.get("source")), waits)
-        return cls(
-            opt_str(row.get("source")), tuple(MyLockWait.from_row(w) for w in as_rows(waits))
-        )
+            return cls(source, waits)
+        return cls(source, tuple(MyLockWait.from_row(w) for w in as_rows(waits)))
+
+
+# MyLockWaits without waits, per source (a few SQL file names)
+_NO_WAITS: dict[str | None, MyLockWaits] = {}
 
 
 @frozen

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..frozen import frozen
 from .identity import IDLE_STATES, SessionIdentity
@@ -21,6 +21,9 @@ from .values import (
     built,
     opt_str,
 )
+
+if TYPE_CHECKING:
+    from . import Snapshot
 
 
 def _host(row: Row) -> str | None:
@@ -128,6 +131,16 @@ def scoped(rows: tuple[PgSession, ...], scope: str | None) -> tuple[PgSession, .
     if scope is None:
         return tuple(r for r in rows if not r.is_self)
     return _derived(rows, "by_database", None, lambda: _by_database(rows)).get(scope, ())
+
+
+def scoped_sessions(snap: Snapshot) -> tuple[PgSession, ...]:
+    """scoped() of the snapshot's pg.sessions for its scope, once per snapshot: PG001, PG002,
+    PG101 and the daemon's figures each asked for it (four filters of one read a cycle)."""
+    return snap.model("pg.sessions.scoped", _scoped_sessions)
+
+
+def _scoped_sessions(snap: Snapshot) -> tuple[PgSession, ...]:
+    return scoped(snap.get(PG_SESSIONS) or (), snap.scope)
 
 
 def _by_database(rows: tuple[PgSession, ...]) -> dict[str | None, tuple[PgSession, ...]]:

@@ -86,15 +86,23 @@ class Built(tuple[object, ...]):
     __slots__ = ()
 
 
+# No rows, whatever their type: one object. An idle server's shared reads of no transactions
+# (my.trx) are then the same object read after read, as a section reused unchanged is: what
+# compares what it read by identity (the rules' memo, `snapshot.memo.per_read`) holds across
+# reads instead of running again on each new empty one.
+NO_ROWS = Built()
+
+
 def rows_of(cls: type[R]) -> Callable[[object], tuple[R, ...]]:
     """A builder for a section that is a list of rows of one type."""
 
     def build(data: object) -> tuple[R, ...]:
         if type(data) is Built and (not data or type(data[0]) is cls):
-            return cast(tuple[R, ...], data)
+            return cast(tuple[R, ...], data if data else NO_ROWS)
         if isinstance(data, tuple) and all(isinstance(r, cls) for r in data):
-            return cast(tuple[R, ...], Built(data))
-        return cast(tuple[R, ...], Built(cls.from_row(r) for r in as_rows(data)))
+            return cast(tuple[R, ...], Built(data) if data else NO_ROWS)
+        rows = Built(cls.from_row(r) for r in as_rows(data))
+        return cast(tuple[R, ...], rows if rows else NO_ROWS)
 
     return build
 
