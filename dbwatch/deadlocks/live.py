@@ -3,7 +3,6 @@ ones into MY102/PG102 findings with their details (a burst becomes one finding w
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -16,6 +15,7 @@ from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_storm import Later, LazyDerive
 from ..records import in_scope
 from .record import DeadlockRecord, deadlock_record
+from .stored import stored_text
 from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
 
@@ -68,11 +68,11 @@ def _burst(rule: str, target: str, recs: list[Later[DeadlockRecord]], severity: 
 
 
 def _logged(dl: Deadlock) -> tuple[DeadlockRecord, str]:
-    """A deadlock read from the log: its record and the JSON the journal stores of it (what
-    JournalStore.record_deadlock makes of the record). A storm's reports of one shape get both
-    from templates (parsers.innodb_storm.Derive), exactly."""
+    """A deadlock read from the log: its record and the JSON the journal stores of it (the
+    compact form where it reads back the same: deadlocks.stored). A storm's reports of one
+    shape get both from templates (parsers.innodb_storm.Derive), exactly."""
     rec = deadlock_record(dl).tagged(source="log_file")
-    return rec, json.dumps(rec.to_json(), default=str, sort_keys=True)
+    return rec, stored_text(rec)
 
 
 def _databases(rec: DeadlockRecord) -> tuple[str, ...]:
