@@ -32,6 +32,8 @@ from .diagnosis import diagnose
 
 __all__ = ["expand", "full_text", "stored_text"]
 
+SEP = (",", ":")  # the compact row's separators (no spaces)
+
 
 def full_text(rec: DeadlockRecord) -> str:
     """The full form: what the journal stored of every record before (and still does of the
@@ -40,21 +42,24 @@ def full_text(rec: DeadlockRecord) -> str:
 
 
 def stored_text(rec: DeadlockRecord) -> str:
-    """The text the log tail stores of a record: compact when reading it back gives the full
-    text exactly, else the full text."""
-    full = full_text(rec)
-    d = json.loads(full)
+    """The text the log tail stores of a record: compact when reading it back (`expand`)
+    gives the full text exactly, else the full text."""
+    d = rec.to_json()
+    full = json.dumps(d, default=str, sort_keys=True)
     diag = d.get("diagnosis")
     if not isinstance(diag, dict) or "explanation" not in diag or "fix" not in diag:
         return full
-    d["diagnosis"] = {k: v for k, v in diag.items() if k not in ("explanation", "fix")}
-    d["diagnosis"][DERIVED] = True
-    compact = json.dumps(d, default=str, sort_keys=True, separators=(",", ":"))
+    short = {k: v for k, v in diag.items() if k not in ("explanation", "fix")}
+    short[DERIVED] = True
+    compact = json.dumps({**d, "diagnosis": short}, default=str, sort_keys=True, separators=SEP)
+    # expand(json.loads(compact)) is the compact row's JSON (the full row's but for the
+    # diagnosis) with the diagnosis derived again: the text is the full one exactly when that
+    # diagnosis is the record's (a dict of texts and a list of texts: == is exact)
     try:
-        again = expand(json.loads(compact))
+        again = expand(json.loads(compact))["diagnosis"]
     except Exception:  # noqa: BLE001 - a record the reader could not expand: stored in full
         return full
-    return compact if json.dumps(again, default=str, sort_keys=True) == full else full
+    return compact if again == diag and list(again) == sorted(diag) else full
 
 
 def expand(data: JSONObject) -> JSONObject:
