@@ -17,7 +17,8 @@ from dbwatch.deadlocks.live import _logged, tail_findings
 from dbwatch.deadlocks.record import DeadlockRecord, deadlock_record
 from dbwatch.deadlocks.stored import expand, full_text, stored_text
 from dbwatch.parsers.errorlog import slim
-from dbwatch.parsers.innodb_storm import full_scan
+from dbwatch.parsers import innodb_storm
+from dbwatch.parsers.innodb_storm import ShapeCache, full_scan
 from dbwatch.statereader import StateReader
 
 INNODB = Path(__file__).parent / "fixtures" / "innodb"
@@ -64,7 +65,12 @@ def test_a_diagnosis_the_record_cannot_give_again_is_stored_whole() -> None:
 
 
 def _storm(log: Path, n: int, first: int) -> str:
-    text = (INNODB / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    """n reports of one shape (the fixture's report alone, its trx ids changed)."""
+    lines = (INNODB / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    lines_ = lines.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines_) if "deadlock detected" in line)
+    end = next(i for i, line in enumerate(lines_) if "WE ROLL BACK" in line) + 1
+    text = "".join(lines_[start:end])
     return "".join(
         text.replace("41722335", f"5{i:07d}").replace("41722336", f"6{i:07d}")
         for i in range(first, first + n)
@@ -101,9 +107,12 @@ def test_readers_see_the_full_records(state_at: str, tmp_path: Path) -> None:
                     "SELECT key, length(data), json_extract(data, '$.diagnosis.explanation'),"
                     " json_extract(data, '$.diagnosis.pattern') FROM deadlocks"
                 ).fetchall()
+            # the first report of the storm is built the full way (seen once, not learnt
+            # yet): its row is full, as a one-off's; the others come from the shape's template
+            full_rows = {recs[0].key, "old-row"}
             for key, size, explanation, pattern in rows:
                 assert pattern == "queue-claim-vs-delete"
-                assert (explanation is None and size < 2000) == (key != "old-row")
+                assert (explanation is None and size < 2000) == (key not in full_rows)
         reader = StateReader.over(st)  # the dashboard's and the commands' reader
         page = reader.deadlocks(target="t", limit=100)
         assert {str(r["key"]): r["data"] for r in page.rows} == want
@@ -136,3 +145,30 @@ def test_history_prints_the_same_for_compact_and_full_rows(tmp_path: Path) -> No
     assert outs[0] == outs[1]
     assert all(rc == 0 and out for rc, out in outs[0])
     assert "Fix" in outs[0][0][1] or "fix" in outs[0][0][1]
+
+
+def test_a_one_off_is_stored_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report built the full way (not from a learnt shape: a one-off) is stored in full: the
+    compact row's check would cost more than its smaller page saves; a storm's rows after its
+    shape is learnt are compact."""
+    monkeypatch.setattr(innodb_storm, "SHAPES", ShapeCache())  # no shape learnt yet
+    log = tmp_path / "error.log"
+    log.write_text("")
+    st = State(tmp_path / "s.db")
+    try:
+        tail_findings(st, "t", "mysql", str(log))
+        with log.open("a") as fh:
+            fh.write(_storm(log, 1, 0))
+        tail_findings(st, "t", "mysql", str(log))
+        with log.open("a") as fh:
+            fh.write(_storm(log, 5, 1))
+        tail_findings(st, "t", "mysql", str(log))
+    finally:
+        st.close()
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        rows = db.execute(
+            "SELECT key, json_extract(data, '$.diagnosis.derived') FROM deadlocks ORDER BY rowid"
+        ).fetchall()
+    # the first report: seen once, parsed, stored full; seen again, its shape is learnt and
+    # every later row comes from the shape's template: compact
+    assert [derived for _, derived in rows] == [None, 1, 1, 1, 1, 1]

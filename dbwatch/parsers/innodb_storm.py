@@ -995,10 +995,17 @@ class LazyDerive(Generic[R]):
     shapes' templates: pass the same tuple every time."""
 
     def __init__(
-        self, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
+        self,
+        fn: Callable[[Deadlock], tuple[R, str]],
+        attrs: tuple[Callable[[R], object], ...],
+        once: Callable[[Deadlock], tuple[R, str]] | None = None,
     ) -> None:
         self.fn = fn
         self.attrs = attrs
+        # what a deadlock built the full way (no template: a one-off, the first of a shape)
+        # is given: fn's object with a text that may differ from fn's where fn's costs more
+        # than it saves once (the log tail: the journal's full row, not its checked compact one)
+        self.once = fn if once is None else once
         # the shapes' key for these templates: one object per (fn, attrs), hashed at once
         self.key = _LAZY_KEYS.setdefault((fn, attrs), object())
         self.out: list[tuple[Later[R], str]] = []
@@ -1014,7 +1021,7 @@ class LazyDerive(Generic[R]):
         if shape is not None and self.has(shape):
             self.add_built(shape, texts)
             return
-        obj, text = self.fn(dl)
+        obj, text = self.once(dl)
         self.out.append((Later(obj, None, (), tuple([a(obj) for a in self.attrs])), text))
 
     def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
