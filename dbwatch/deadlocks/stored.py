@@ -2,7 +2,8 @@
 record's JSON back.
 
 The journal's row (`deadlocks.data`) holds the record's JSON (`DeadlockRecord.to_json`, keys
-sorted). The log tail writes a *compact* form when it can: the diagnosis' explanation and fix
+sorted). The log tail writes a storm's rows (those built from a learnt shape's template; a
+one-off is stored in full: live._logged_once) in a *compact* form when it can: the diagnosis' explanation and fix
 (about 1.1 KB of a 2.4–3 KB row) are left out and marked `"derived": true`, because they are a
 function of the stored facts — the record read back (`DeadlockRecord.from_json`), its
 transactions and locks given back to `diagnose`, gives them again. That is checked for every
