@@ -16,8 +16,8 @@ from dbwatch.daemon.state import State
 from dbwatch.deadlocks.live import _logged, tail_findings
 from dbwatch.deadlocks.record import DeadlockRecord, deadlock_record
 from dbwatch.deadlocks.stored import expand, full_text, stored_text
-from dbwatch.parsers.errorlog import slim
 from dbwatch.parsers import innodb_storm
+from dbwatch.parsers.errorlog import slim
 from dbwatch.parsers.innodb_storm import ShapeCache, full_scan
 from dbwatch.statereader import StateReader
 
@@ -172,3 +172,30 @@ def test_a_one_off_is_stored_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     # the first report: seen once, parsed, stored full; seen again, its shape is learnt and
     # every later row comes from the shape's template: compact
     assert [derived for _, derived in rows] == [None, 1, 1, 1, 1, 1]
+
+
+def test_a_row_that_cannot_be_expanded_is_read_as_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compact row whose diagnosis this version cannot derive (a fault) does not break the
+    readers: it reads as stored (pattern and rules, no explanation), the others expanded."""
+    recs = _records(QUEUE_LOGS[1])
+    compact = stored_text(recs[0])
+    st = State(tmp_path / "s.db")
+    try:
+        with st.transaction():
+            st.record_deadlocks("t", [("a", recs[0].at, compact)])
+        from dbwatch.deadlocks import stored
+
+        def broken(dl: object) -> object:
+            raise RuntimeError("a fault")
+
+        monkeypatch.setattr(stored, "diagnose", broken)
+        (row,) = st.deadlocks("t")
+        assert row["data"] == json.loads(compact)
+        assert DeadlockRecord.from_json(row["data"]).diagnosis.explanation == ""
+        monkeypatch.undo()
+        (row,) = st.deadlocks("t")
+        assert row["data"] == json.loads(full_text(recs[0]))
+    finally:
+        st.close()

@@ -4,6 +4,7 @@ through `checks.History`) and each target's last cycle; pruned after the retenti
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -13,6 +14,8 @@ from ..records import is_compact, json_object, row_json
 from ..snapshot.values import JSONObject, to_float, to_int, to_str
 from ..targets.secrets import scrub_opt
 from .statebase import StateBase
+
+log = logging.getLogger(__name__)
 
 
 def _as_json(value: object) -> str:
@@ -27,7 +30,10 @@ def expand_rows(rows: list[JSONObject]) -> list[JSONObject]:
         if is_compact(data):
             from ..deadlocks.stored import expand  # the diagnosis: only for compact rows
 
-            r["data"] = expand(json_object(data))
+            try:
+                r["data"] = expand(json_object(data))
+            except Exception:
+                log.exception("deadlock %s: its diagnosis could not be derived", r.get("key"))
     return rows
 
 
