@@ -66,6 +66,19 @@ def json_object(value: JSON) -> JSONObject:
     return value if isinstance(value, dict) else {}
 
 
+# the journal's compact deadlock rows (deadlocks.stored): the diagnosis says its explanation
+# and fix were left out, to be derived again on read
+DERIVED = "derived"
+
+
+def is_compact(data: object) -> bool:
+    """Whether a decoded deadlock row's data is the compact form (deadlocks.stored)."""
+    if not isinstance(data, dict):
+        return False
+    diag = data.get("diagnosis")
+    return isinstance(diag, dict) and diag.get(DERIVED) is True
+
+
 def row_json(row: Row, *decode: str) -> JSONObject:
     """A state row as a JSON object; the columns in `decode` hold JSON text and are decoded."""
     return {k: loads(v) if k in decode else as_json(v) for k, v in row.items()}

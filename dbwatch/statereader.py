@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .daemon.journal import expand_rows
 from .daemon.state import State
 from .daemon.statedb import Param
 from .daemon.statedb import dict_row as _dict_row
@@ -242,7 +243,7 @@ class StateReader:
             (*params, limit, offset),
             "data",
         )
-        return Page(rows, total, offset, limit)
+        return Page(expand_rows(rows), total, offset, limit)
 
     def deadlock_total(
         self, target: str | None, table: str | None, pattern: str | None, since: float = 0.0

@@ -228,13 +228,17 @@ def test_the_module_cache_is_the_tailers() -> None:
 
 
 def test_the_stored_json_is_the_journals() -> None:
-    """live._logged's text is what JournalStore.record_deadlock stores of the record."""
+    """live._logged's text is what the journal stores of the record: its compact form
+    (deadlocks.stored), which reads back as what JournalStore.record_deadlock stores of it."""
+    from dbwatch.deadlocks.stored import expand
+
     data = (FIXTURES / "innodb" / "mariadb-error-log-excerpt.log").read_bytes()
     dls = full_scan(slim(data), True)[0]
     assert dls
     for dl in dls:
         rec, text = live._logged(dl)
-        assert text == _as_json(rec.to_json())
+        assert len(text) < len(_as_json(rec.to_json()))
+        assert _as_json(expand(json.loads(text))) == _as_json(rec.to_json())
 
 
 def test_records_built_from_shapes() -> None:
@@ -452,3 +456,53 @@ def test_a_shape_reads_only_digits_where_its_numbers_were() -> None:
     assert odd != clean[1]
     assert all(sh.read(slim_bytes(odd.encode())) is None for sh in shapes)
     same("".join([clean[0], odd, clean[2]]).encode(), cache)
+
+
+def test_a_merged_shape_is_learnt_from_its_parent(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A learnt shape's piece with two of its numbers equal (a storm's minute equal to its
+    second; here both thread ids) is another shape: learnt from the first one's templates,
+    composed and checked at the piece and one twin (two parses, not three), and read as the
+    full scan reads it. An equality the parser does read (both trx ids one: the transactions'
+    locks are told apart by them) fails that check: learnt from scratch, still the full
+    scan's."""
+    parses = [0]
+    alone = innodb_storm._read_alone
+
+    def counting(piece: bytes, wrapped: bool) -> object:
+        parses[0] += 1
+        return alone(piece, wrapped)
+
+    monkeypatch.setattr(innodb_storm, "_read_alone", counting)
+    log = (FIXTURES / "innodb" / "variants" / "mysql57-laravel-jobs-cut-delete.log").read_text()
+    lines = log.splitlines(keepends=True)  # the report alone: one piece, one shape
+    start = next(i for i, line in enumerate(lines) if "deadlock detected" in line)
+    end = next(i for i, line in enumerate(lines) if "WE ROLL BACK" in line) + 1
+    report = "".join(lines[start:end])
+
+    def storm_of(first: int, threads: tuple[int, int] | None, one_trx: bool = False) -> bytes:
+        out = []
+        for i in range(first, first + 6):
+            a, b = threads if threads is not None else (3000 + i, 4000 + i)
+            text = report.replace("41722335", f"5{i:07d}")
+            text = text.replace("41722336", f"{5 if one_trx else 6}{i:07d}")
+            text = text.replace("thread id 2240,", f"thread id {a},")
+            out.append(text.replace("thread id 2245,", f"thread id {b},"))
+        return "".join(out).encode()
+
+    cache = ShapeCache()
+    same(storm_of(0, None), cache)
+    assert cache.count == 1
+    (first,) = [s for family in cache.learnt.values() for s in family]
+    parses[0] = 0
+    merged = storm_of(10, (7000, 7000))
+    got = scan_buffer(merged, True, cache)
+    assert got == full_scan(slim(merged), True)
+    assert parses[0] == 2  # the piece and one twin
+    shapes = [s for family in cache.learnt.values() for s in family]
+    assert len(shapes) == 2 and shapes[0].parent is not None and shapes[0].parent[0] is first
+    same(merged + storm_of(20, (7100, 7100)), cache)  # records, stored JSON, lazy: the same
+    assert cache.count == 2
+    parses[0] = 0
+    same(storm_of(30, None, one_trx=True), cache)
+    assert cache.count == 3 and parses[0] > 2
+    assert [s.parent is None for family in cache.learnt.values() for s in family].count(True) == 2

@@ -4,19 +4,37 @@ through `checks.History`) and each target's last cycle; pruned after the retenti
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from ..records import row_json
+from ..records import is_compact, json_object, row_json
 from ..snapshot.values import JSONObject, to_float, to_int, to_str
 from ..targets.secrets import scrub_opt
 from .statebase import StateBase
 
+log = logging.getLogger(__name__)
+
 
 def _as_json(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+
+
+def expand_rows(rows: list[JSONObject]) -> list[JSONObject]:
+    """Deadlock rows with their data as the full record JSON: the log tail stores a compact
+    form (deadlocks.stored: the diagnosis' explanation and fix derived again on read)."""
+    for r in rows:
+        data = r.get("data")
+        if is_compact(data):
+            from ..deadlocks.stored import expand  # the diagnosis: only for compact rows
+
+            try:
+                r["data"] = expand(json_object(data))
+            except Exception:
+                log.exception("deadlock %s: its diagnosis could not be derived", r.get("key"))
+    return rows
 
 
 def _at(value: object) -> str | None:
@@ -81,7 +99,7 @@ class JournalStore(StateBase):
             f"SELECT * FROM deadlocks {where} ORDER BY seen_at DESC, key DESC LIMIT ?",
             [*params, limit],
         )
-        return [row_json(r, "data") for r in rows]
+        return expand_rows([row_json(r, "data") for r in rows])
 
     def deadlock_count(self, target: str) -> int:
         rows = self._rows("SELECT count(*) AS n FROM deadlocks WHERE target = ?", (target,))

@@ -3,7 +3,6 @@ ones into MY102/PG102 findings with their details (a burst becomes one finding w
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -16,6 +15,7 @@ from ..parsers.deadlock_model import Deadlock
 from ..parsers.innodb_storm import Later, LazyDerive
 from ..records import in_scope
 from .record import DeadlockRecord, deadlock_record
+from .stored import full_text, stored_text
 from .tailer import StateDb, load_position, poll, save_position
 from .text import deadlock_fields, victim_text
 
@@ -68,11 +68,20 @@ def _burst(rule: str, target: str, recs: list[Later[DeadlockRecord]], severity: 
 
 
 def _logged(dl: Deadlock) -> tuple[DeadlockRecord, str]:
-    """A deadlock read from the log: its record and the JSON the journal stores of it (what
-    JournalStore.record_deadlock makes of the record). A storm's reports of one shape get both
-    from templates (parsers.innodb_storm.Derive), exactly."""
+    """A deadlock read from the log: its record and the JSON the journal stores of it (the
+    compact form where it reads back the same: deadlocks.stored). A storm's reports of one
+    shape get both from templates (parsers.innodb_storm.Derive), exactly."""
     rec = deadlock_record(dl).tagged(source="log_file")
-    return rec, json.dumps(rec.to_json(), default=str, sort_keys=True)
+    return rec, stored_text(rec)
+
+
+def _logged_once(dl: Deadlock) -> tuple[DeadlockRecord, str]:
+    """_logged of a deadlock built the full way (a one-off report, the first of a shape): the
+    full row, as before. The compact row's check (its diagnosis derived again, ~130 µs) costs
+    more than its smaller page saves (~7 µs) when paid for one row; a storm pays it once per
+    shape, at the learning points, and its rows come from the compact text's template."""
+    rec = deadlock_record(dl).tagged(source="log_file")
+    return rec, full_text(rec)
 
 
 def _databases(rec: DeadlockRecord) -> tuple[str, ...]:
@@ -111,7 +120,7 @@ def tail_findings(
     skipped (not recorded, logged or reported), as `dbwatch deadlocks URL` and MY102 do.
     PostgreSQL log entries name schemas, not databases: they are not filtered here."""
     pos = load_position(state, target)
-    derived = LazyDerive(_logged, _ATTRS)
+    derived = LazyDerive(_logged, _ATTRS, once=_logged_once)
     new_pos = poll(Path(log_file), engine, pos, warned, derived)[1]  # records in derived.out
     kept = derived.out
     if engine == "mysql" and scope is not None:

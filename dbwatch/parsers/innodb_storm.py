@@ -499,8 +499,9 @@ class _Shape:
     how to build its deadlock from them."""
 
     __slots__ = (
-        "big", "build", "derived", "dl", "heads", "nclasses", "pick", "piece", "points",
-        "read_heads", "size", "spliced", "split", "wrapped_in", "wrapped_out",
+        "big", "build", "deps", "derived", "dl", "firsts", "heads", "nclasses", "parent",
+        "pick", "piece", "points", "read_heads", "size", "spans", "spliced", "split",
+        "wrapped_in", "wrapped_out",
     )  # fmt: skip
 
     def __init__(
@@ -551,6 +552,12 @@ class _Shape:
         # the learning points (class numbers, deadlock): the piece and its twins
         self.points: tuple[tuple[list[str], Deadlock], ...] = ()
         self.derived: dict[object, Any] = {}  # Derive's key -> its templates (None: none)
+        self.spans = spans
+        self.firsts = firsts
+        self.deps = deps
+        # a shape learnt from another of its family (_merged): that shape and how its classes'
+        # numbers are this one's (its templates are the parent's, composed)
+        self.parent: tuple[_Shape, Callable[[Sequence[str]], tuple[str, ...]]] | None = None
 
     def read(self, piece: bytes) -> _Got | None:
         """What a piece of this shape reads as, its deadlock not built yet (None); None if it
@@ -702,6 +709,65 @@ def _learn(piece: bytes, wrapped: bool) -> _Shape | None:
     return shape
 
 
+def _merged(family: Sequence[_Shape], piece: bytes, wrapped: bool) -> _Shape | None:
+    """A piece of a learnt family whose numbers are equal where a shape of it has them
+    unequal (a storm's minute equal to its second, two ids equal): that shape's template with
+    the merged classes given one number, kept if the piece and a twin of it parse as the
+    template builds them. Learning it from scratch would parse three points and compile the
+    templates again; this parses two and composes: the same two independent checks of a fixed
+    template (a fresh one is compiled from one twin and checked at the piece and the other)."""
+    for parent in family:
+        if parent.wrapped_in != wrapped or parent.size != len(piece) or not parent.spans:
+            continue
+        found = list(_VAR.finditer(piece))
+        spans = [m.span() for m in found]
+        if spans != parent.spans:
+            continue  # masked elsewhere (a leading zero, a value under 100)
+        runs = [m.group() for m in found]
+        firsts = _classes(runs)
+        if firsts is None or firsts == parent.firsts:
+            continue
+        if any(firsts[parent.firsts[j]] != firsts[j] for j in range(len(runs))):
+            continue  # not only merged: a class of the parent split
+        reps = _class_reps(firsts)
+        index = {r: c for c, r in enumerate(reps)}
+        # the parent's class k is this piece's class which[k]
+        which = [index[firsts[r]] for r in _class_reps(parent.firsts)]
+        remap = _tuple_getter(which)
+        read = _read_alone(piece, wrapped)
+        if read is None:
+            return None
+        dl, out = read
+        texts = [runs[i].decode("ascii") for i in reps]
+        twin = _twin(piece, runs, firsts, random.Random(len(piece) * 7919 + len(runs)))
+        if twin is None:
+            return None
+        twin_piece, numbers = twin
+        got = _read_alone(twin_piece, wrapped)
+        if got is None or got[1] != out:
+            return None
+        parent_build = parent.build
+        build: Build | None = None
+        if parent_build is None:
+            if not dl == got[0] == parent.dl:
+                return None
+        else:
+            build = _composed(parent_build, remap)
+            if build(texts) != dl or build(numbers) != got[0]:
+                return None
+        deps = frozenset(which[k] for k in parent.deps)
+        shape = _Shape(piece, spans, firsts, build, dl, out, deps)
+        shape.points = ((texts, dl), (numbers, got[0]))
+        shape.parent = (parent, remap)
+        return shape
+    return None
+
+
+def _composed(build: Build, remap: Callable[[Sequence[str]], tuple[str, ...]]) -> Build:
+    """build of the parent's numbers, given a merged shape's (_merged)."""
+    return lambda t: build(remap(t))
+
+
 def _alone(piece: bytes, wrapped: bool) -> _Got | None:
     read = _read_alone(piece, wrapped)
     return None if read is None else (read[0], read[1], None, [])
@@ -804,7 +870,9 @@ class ShapeCache:
             read = _alone(piece, wrapped)
             self._see(key, seen if read is not None else _NOT_CLEAN)
             return read
-        learnt = _learn(piece, wrapped)
+        learnt = _merged(family, piece, wrapped) if family else None
+        if learnt is None:
+            learnt = _learn(piece, wrapped)
         if learnt is not None:
             learnt.wrapped_in = wrapped
             got = learnt.read(piece)
@@ -927,10 +995,17 @@ class LazyDerive(Generic[R]):
     shapes' templates: pass the same tuple every time."""
 
     def __init__(
-        self, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
+        self,
+        fn: Callable[[Deadlock], tuple[R, str]],
+        attrs: tuple[Callable[[R], object], ...],
+        once: Callable[[Deadlock], tuple[R, str]] | None = None,
     ) -> None:
         self.fn = fn
         self.attrs = attrs
+        # what a deadlock built the full way (no template: a one-off, the first of a shape)
+        # is given: fn's object with a text that may differ from fn's where fn's costs more
+        # than it saves once (the log tail: the journal's full row, not its checked compact one)
+        self.once = fn if once is None else once
         # the shapes' key for these templates: one object per (fn, attrs), hashed at once
         self.key = _LAZY_KEYS.setdefault((fn, attrs), object())
         self.out: list[tuple[Later[R], str]] = []
@@ -946,7 +1021,7 @@ class LazyDerive(Generic[R]):
         if shape is not None and self.has(shape):
             self.add_built(shape, texts)
             return
-        obj, text = self.fn(dl)
+        obj, text = self.once(dl)
         self.out.append((Later(obj, None, (), tuple([a(obj) for a in self.attrs])), text))
 
     def add_built(self, shape: _Shape, texts: Sequence[str]) -> None:
@@ -963,6 +1038,21 @@ _LAZY_KEYS: dict[tuple[object, tuple[object, ...]], object] = {}
 def _learn_lazy(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]], attrs: tuple[Callable[[R], object], ...]
 ) -> tuple[Build, Build, tuple[Build, ...]] | None:
+    if shape.parent is not None:  # the parent's templates, composed, checked at this shape's points
+        parent, remap = shape.parent
+        key = _LAZY_KEYS[(fn, attrs)]
+        got = parent.derived.get(key, _UNSEEN)
+        if got is _UNSEEN:
+            got = parent.derived[key] = _learn_lazy(parent, fn, attrs)
+        if got is None:
+            return None
+        obj, text, parts = got
+        composed = (
+            _composed(obj, remap),
+            _composed(text, remap),
+            tuple(_composed(b, remap) for b in parts),
+        )
+        return composed if _fits(shape, fn, composed[0], composed[1], attrs, composed[2]) else None
     made = _made(shape, fn)
     if made is None:
         return None
@@ -1049,8 +1139,45 @@ def _made(
 def _learn_derived(
     shape: _Shape, fn: Callable[[Deadlock], tuple[R, str]]
 ) -> tuple[Build, Build] | None:
+    if shape.parent is not None:  # the parent's templates, composed, checked at this shape's points
+        parent, remap = shape.parent
+        if fn not in parent.derived:
+            parent.derived[fn] = _learn_derived(parent, fn)
+        got = parent.derived[fn]
+        if got is None:
+            return None
+        obj, text = _composed(got[0], remap), _composed(got[1], remap)
+        return (obj, text) if _fits(shape, fn, obj, text, (), ()) else None
     made = _made(shape, fn)
     return None if made is None else _templates(made)
+
+
+def _fits(
+    shape: _Shape,
+    fn: Callable[[Deadlock], tuple[R, str]],
+    obj: Build,
+    text: Build,
+    attrs: tuple[Callable[[R], object], ...],
+    builds: tuple[Build, ...],
+) -> bool:
+    """Whether these templates give what fn gives at every learnt point of the shape: the
+    object (equal, and of the same types all the way down), the text, each attribute."""
+    made = _made(shape, fn)
+    if made is None:
+        return False
+    for numbers, (want, want_text) in made:
+        got = obj(numbers)
+        if got != want or _types(got) != _types(want) or text(numbers) != want_text:
+            return False
+        for attr, build in zip(attrs, builds, strict=True):
+            try:
+                expect = attr(want)
+            except Exception:  # noqa: BLE001 - an attribute a point does not have: no template
+                return False
+            value = build(numbers)
+            if value != expect or _types(value) != _types(expect):
+                return False
+    return True
 
 
 def _templates(made: list[tuple[list[str], tuple[R, str]]]) -> tuple[Build, Build] | None:
