@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..targets import Connection
 from ..targets.abort import abort
+from .batch import batch_thread
 
 log = logging.getLogger(__name__)
 # An own-lane thread idle this long exits: long enough to be reused by the next cycle of a
@@ -149,8 +150,8 @@ class Runner:
                     pooled += 1
                 else:
                     own.append(slot)
-            if pooled:
-                self._work.notify(pooled)
+            if pooled:  # one worker: each one woken wakes the next (_worker)
+                self._work.notify()
             for slot in own:
                 self._own_queue.append(slot)
                 if len(self._own_queue) > self._own_idle:  # nobody free: one more thread
@@ -216,6 +217,7 @@ class Runner:
             ).start()
 
     def _worker(self) -> None:
+        batch_thread()  # woken by a hand-over, it waits for the waker to block (batch.py)
         while True:
             with self._lock:
                 self._work.wait_for(
@@ -225,6 +227,8 @@ class Runner:
                     self._workers -= 1
                     return
                 slot = self._queue.popleft()
+                if self._queue:  # the next queued cycle's worker, woken once this one has its
+                    self._work.notify()  # slot: not all at once, to queue on this lock
             self._execute(slot)
             with self._lock:
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
@@ -234,6 +238,7 @@ class Runner:
     def _own_worker(self) -> None:
         """Runs cycles of targets outside the pool, one at a time; idles for the next one
         instead of exiting, so threads (and their stacks) are reused, not churned."""
+        batch_thread()
         while True:
             with self._lock:
                 ok = self._own_work.wait_for(
