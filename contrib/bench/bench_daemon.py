@@ -470,6 +470,10 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="CI: 5 targets, 2 short cycles")
     ap.add_argument("--profile", help="cProfile (CPU clock) of the steady cycles, to this file")
     args = ap.parse_args()
+    if os.environ.get("DBWATCH_BENCH_NOBATCH"):  # the cycle threads left ordinary (batch.py)
+        from dbwatch.daemon import batch
+
+        batch.ENABLED = False
     if os.environ.get("DBWATCH_BENCH_SWITCH"):  # the interpreter's GIL switch interval, s
         sys.setswitchinterval(float(os.environ["DBWATCH_BENCH_SWITCH"]))
     if args.smoke:
