@@ -196,51 +196,6 @@ def test_a_finished_cycles_slot_is_not_kept_by_its_deadline() -> None:
         r.stop(2.0)
 
 
-def test_a_slots_pooled_cycles_start_together_woken_one_by_one() -> None:
-    """submit_all wakes one pool worker, which wakes the next once it has its cycle, and so
-    on (not every worker at once, to queue on the runner's lock): every cycle of the slot still
-    runs at once beside the others, even when the first one hangs."""
-    n = 8
-    barrier = threading.Barrier(n - 1, timeout=5)
-    passed: list[str] = []
-    release = threading.Event()
-
-    def job(slot: Slot) -> None:
-        if slot.name == "t0":
-            release.wait(10)  # hangs: the chain of wakes goes on without it
-            return
-        barrier.wait()  # the other seven, all running at the same time
-        passed.append(slot.name)
-
-    r = Runner(job, pool=n, timeout=30.0, missed=lambda name, why: None)
-    notified: list[int] = []
-    work = r._work
-
-    class Spy:
-        """The pool's condition, counting how many workers each notify wakes."""
-
-        def notify(self, k: int = 1) -> None:
-            notified.append(k)
-            work.notify(k)
-
-        def __getattr__(self, attr: str) -> Any:
-            return getattr(work, attr)
-
-    names = [f"t{i}" for i in range(n)]
-    for name in names:
-        r.answered(name, True)
-    try:
-        assert until(lambda: r.threads() == n)
-        r._work = Spy()  # type: ignore[assignment]
-        assert r.submit_all(names, time.time()) == n
-        assert until(lambda: len(passed) == n - 1)
-        assert sorted(passed) == names[1:]
-        assert notified and max(notified) == 1  # never more than one worker per wake
-    finally:
-        release.set()
-        r.stop(2.0)
-
-
 def test_cycle_threads_are_batch_threads() -> None:
     """Pool and own-lane threads are SCHED_BATCH (Linux): woken, they do not preempt the
     thread that woke them (dbwatch/daemon/batch.py)."""

@@ -150,8 +150,8 @@ class Runner:
                     pooled += 1
                 else:
                     own.append(slot)
-            if pooled:  # one worker: each one woken wakes the next (_worker)
-                self._work.notify()
+            if pooled:
+                self._work.notify(pooled)
             for slot in own:
                 self._own_queue.append(slot)
                 if len(self._own_queue) > self._own_idle:  # nobody free: one more thread
@@ -227,8 +227,6 @@ class Runner:
                     self._workers -= 1
                     return
                 slot = self._queue.popleft()
-                if self._queue:  # the next queued cycle's worker, woken once this one has its
-                    self._work.notify()  # slot: not all at once, to queue on this lock
             self._execute(slot)
             with self._lock:
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
