@@ -7,7 +7,8 @@ target that has not answered yet or whose last cycle got no answer (connect time
 deadline) runs on an own-lane thread beside the pool until it answers, so hung targets cannot
 take the healthy ones' turns. Own-lane threads are reused and exit after OWN_IDLE idle. A cycle past its
 deadline is abandoned: its connections are shut down under it, a pool worker stuck in it is
-replaced, and the target is reported.
+replaced, and the target is reported. Cycle threads are SCHED_BATCH where the OS has it
+(batch.py: a woken worker does not preempt the thread that woke it).
 """
 
 from __future__ import annotations
