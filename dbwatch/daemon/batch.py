@@ -13,7 +13,9 @@ Only the cycle threads (the runner's pool and own-lane threads) and the state's 
 flusher: APScheduler's thread, which wakes them on the grid's instants, stays an ordinary
 thread, so its wake still preempts and the cycles' due times keep their precision. Set per
 thread, by the thread itself (its first act); an unprivileged process may always lower itself
-to SCHED_BATCH. A no-op where the call or the policy does not exist (not Linux).
+to SCHED_BATCH. What such a thread starts (the flusher, an alert command's process) inherits
+it: the same fair share, only no wakeup preemption. A no-op where the call or the policy does
+not exist (not Linux).
 """
 
 from __future__ import annotations
