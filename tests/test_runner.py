@@ -194,3 +194,28 @@ def test_a_finished_cycles_slot_is_not_kept_by_its_deadline() -> None:
         assert r.submit("a", time.time()) and done.wait(5)  # and the next cycle runs
     finally:
         r.stop(2.0)
+
+
+def test_cycle_threads_are_batch_threads() -> None:
+    """Pool and own-lane threads are SCHED_BATCH (Linux): woken, they do not preempt the
+    thread that woke them (dbwatch/daemon/batch.py)."""
+    import os
+
+    import pytest
+
+    if not hasattr(os, "sched_getscheduler") or not hasattr(os, "SCHED_BATCH"):
+        pytest.skip("no scheduling policies here")
+    seen: dict[str, int] = {}
+
+    def job(slot: Slot) -> None:
+        seen[slot.name] = os.sched_getscheduler(0)
+
+    r = Runner(job, pool=2, timeout=5.0, missed=lambda name, why: None)
+    r.answered("pooled", True)  # "own" has not answered: its own lane
+    try:
+        assert r.submit_all(["pooled", "own"], time.time()) == 2
+        assert until(lambda: len(seen) == 2)
+        assert seen == {"pooled": os.SCHED_BATCH, "own": os.SCHED_BATCH}
+        assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the caller's thread as it was
+    finally:
+        r.stop(2.0)

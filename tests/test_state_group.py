@@ -98,6 +98,25 @@ def test_the_flusher_commits_a_group_left_alone(path: Path) -> None:
         st.close()
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getscheduler") or not hasattr(os, "SCHED_BATCH"),
+    reason="no scheduling policies here",
+)
+def test_the_flusher_is_a_batch_thread(st: State) -> None:
+    """The group's flusher is SCHED_BATCH (dbwatch/daemon/batch.py): its wake never preempts a
+    cycle's thread."""
+    f = finding()
+    idle_cycle(st, f, T0, 1.0)
+    idle_cycle(st, f, T0 + 15, 2.0)  # deferred: the flusher starts
+    flusher = st._flusher
+    assert flusher is not None and flusher.native_id is not None
+    deadline = time.monotonic() + 5
+    while os.sched_getscheduler(flusher.native_id) != os.SCHED_BATCH:
+        assert time.monotonic() < deadline, "the flusher never became a batch thread"
+        time.sleep(0.01)
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the caller's thread as it was
+
+
 def test_a_cycle_commits_a_group_older_than_the_tick(st: State, path: Path) -> None:
     f = finding()
     idle_cycle(st, f, T0, 1.0)

@@ -25,6 +25,8 @@ import math
 import os
 import pstats
 import resource
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -333,8 +335,17 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
             phase0 = dict(phases.cpu)
         steady_srv0 = server_cpu()
         steady_stmts0 = statements(base)
+        # DBWATCH_BENCH_TRACE: a command run over the steady window, "{pid}" replaced by this
+        # process's id (e.g. "perf trace -s -p {pid} -o out.txt": syscalls per thread and kind),
+        # stopped with SIGINT at the window's end
+        tracer = (subprocess.Popen(os.environ["DBWATCH_BENCH_TRACE"].format(pid=os.getpid()),
+                                   shell=True, start_new_session=True)
+                  if os.environ.get("DBWATCH_BENCH_TRACE") else None)
         time.sleep(max(0.0, min(interval, 15.0) + interval * (cycles - 1) + 0.5 - interval))
         t_end = time.time()
+        if tracer is not None:
+            os.killpg(tracer.pid, signal.SIGINT)
+            tracer.wait(30)
         threads1 = thread_cpu()
         steady_stmts1 = statements(base)
         steady_n_end = len(records)
@@ -409,6 +420,9 @@ def run_size(base: str, n: int, interval: float, cycles: int, threads: int | Non
         "gc_frozen_at_end": gc.get_freeze_count(),
         "steady_switches_per_cycle": round(
             (ru1.ru_nvcsw - ru0.ru_nvcsw + ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 1),
+        # of them involuntary (a thread preempted, not waiting)
+        "steady_involuntary_switches_per_cycle": round(
+            (ru1.ru_nivcsw - ru0.ru_nivcsw) / max(steady_n, 1), 2),
         "steady_server_cpu_ms_per_cycle": (
             round(1000 * (steady_srv1 - steady_srv0) / max(steady_n, 1), 2)
             if steady_srv0 is not None and steady_srv1 is not None else None),
@@ -456,6 +470,12 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="CI: 5 targets, 2 short cycles")
     ap.add_argument("--profile", help="cProfile (CPU clock) of the steady cycles, to this file")
     args = ap.parse_args()
+    if os.environ.get("DBWATCH_BENCH_NOBATCH"):  # the cycle threads left ordinary (batch.py)
+        from dbwatch.daemon import batch
+
+        batch.ENABLED = False
+    if os.environ.get("DBWATCH_BENCH_SWITCH"):  # the interpreter's GIL switch interval, s
+        sys.setswitchinterval(float(os.environ["DBWATCH_BENCH_SWITCH"]))
     if args.smoke:
         global PREFIX
         PREFIX = f"dbw_bench_{os.getpid()}_"  # beside other runs on a shared server

@@ -7,7 +7,8 @@ target that has not answered yet or whose last cycle got no answer (connect time
 deadline) runs on an own-lane thread beside the pool until it answers, so hung targets cannot
 take the healthy ones' turns. Own-lane threads are reused and exit after OWN_IDLE idle. A cycle past its
 deadline is abandoned: its connections are shut down under it, a pool worker stuck in it is
-replaced, and the target is reported.
+replaced, and the target is reported. Cycle threads are SCHED_BATCH where the OS has it
+(batch.py: a woken worker does not preempt the thread that woke it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..targets import Connection
 from ..targets.abort import abort
+from .batch import batch_thread
 
 log = logging.getLogger(__name__)
 # An own-lane thread idle this long exits: long enough to be reused by the next cycle of a
@@ -216,6 +218,7 @@ class Runner:
             ).start()
 
     def _worker(self) -> None:
+        batch_thread()  # woken by a hand-over, it waits for the waker to block (batch.py)
         while True:
             with self._lock:
                 self._work.wait_for(
@@ -234,6 +237,7 @@ class Runner:
     def _own_worker(self) -> None:
         """Runs cycles of targets outside the pool, one at a time; idles for the next one
         instead of exiting, so threads (and their stacks) are reused, not churned."""
+        batch_thread()
         while True:
             with self._lock:
                 ok = self._own_work.wait_for(

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from ..snapshot.values import Row
+from .batch import batch_thread
 from .statedb import (
     Cursor,
     Param,
@@ -373,6 +374,7 @@ def _flush_loop(ref: weakref.ReferenceType[StateBase], cond: threading.Condition
     """The flusher: commits the group `group_tick` after its first write (StateBase._arm).
     While cycles come it looks every half tick, so a cycle never has to wake it; after
     `_IDLE_WAIT` with nothing to commit it sleeps until woken (`_deep`)."""
+    batch_thread()  # its wake never preempts a cycle (batch.py)
     idle_since = time.monotonic()
     with cond:
         while True:
