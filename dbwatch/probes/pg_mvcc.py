@@ -323,8 +323,13 @@ def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
     own, as before)."""
     if not marker_pending(conn):
         return dead_tuple_rows(conn)
+    fixed = getattr(conn, "fixed_rows", None)  # a PostgreSQL session: around the cursor
     try:
-        rows = conn.rows(_joined(conn.version))
+        if fixed is None:
+            rows = conn.rows(_joined(conn.version))
+        else:
+            names, got = fixed(_joined(conn.version))
+            rows = _joined_rows(names, got)
     except ProbeError as exc:
         log.debug("dead tuples with the catalog marker: %s; read apart", exc.detail)
         return dead_tuple_rows(conn)
@@ -339,6 +344,28 @@ def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
             del row[k]
         out.append(row)
     return out
+
+
+def _joined_rows(names: tuple[str, ...], got: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The joined statement's rows as rows() makes them; an idle database's one row (the
+    marker's alone) as just its marker columns."""
+    if len(got) == 1:
+        idle = _IDLE_SHAPE.get(names)
+        if idle is None:
+            idle = _IDLE_SHAPE[names] = (
+                names.index("table"),
+                names.index("catalog_track_counts"),
+                names.index("catalog_marker"),
+            )
+        row = got[0]
+        if row[idle[0]] is None:
+            return [{"catalog_track_counts": row[idle[1]], "catalog_marker": row[idle[2]]}]
+    return [dict(zip(names, r, strict=True)) for r in got]
+
+
+# the joined statement's columns -> where its table and marker columns are (one shape a
+# server version)
+_IDLE_SHAPE: dict[tuple[str, ...], tuple[int, int, int]] = {}
 
 
 @probe("pg.dead_tuples", "postgresql", with_config=True)
