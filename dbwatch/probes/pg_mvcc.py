@@ -81,6 +81,9 @@ class _Index:
     config: object
     by_name: dict[str, TargetConfig]
     standbys: dict[str, tuple[TargetConfig, ...]]
+    # (target, connected database) -> databases_for's answer, for targets not reading "all
+    # databases" (those list them each pass): a function of the config and the session
+    databases: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]]
 
 
 _INDEX: list[_Index] = []
@@ -96,7 +99,7 @@ def _index(config: object) -> _Index:
         by_name.setdefault(t.name, t)
         if t.primary:
             standbys.setdefault(t.primary, []).append(t)
-    made = _Index(config, by_name, {k: tuple(v) for k, v in standbys.items()})
+    made = _Index(config, by_name, {k: tuple(v) for k, v in standbys.items()}, {})
     _INDEX[:] = [made]
     return made
 
@@ -224,19 +227,34 @@ def _horizon_of(
     )
 
 
-def databases_for(conn: Connection, config: Config | None) -> tuple[list[str], list[str]]:
+def databases_for(
+    conn: Connection, config: Config | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The connected database first, then those the target's config names (or all, with
-    all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps)."""
+    all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps). Without
+    all_databases, kept with the config (the same answer every pass)."""
     current = opt_str(getattr(conn, "database", None)) or ""
-    tc = _target_config(config, conn.spec.name)
+    spec = conn.spec
+    index = _index(config)
+    key = (spec.name, current)
+    hit = None if spec.all_databases else index.databases.get(key)
+    if hit is not None:
+        return hit
+    tc = index.by_name.get(spec.name)
     names: list[str] = []
-    if conn.spec.all_databases or (tc is not None and tc.all_databases):
+    listed = spec.all_databases or (tc is not None and tc.all_databases)
+    if listed:
         rows = _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
         names = [to_str(r.get("database")) for r in rows]
     elif tc is not None:
         names = list(tc.databases)
-    others = [n for n in dict.fromkeys(names) if n != current]
-    return [current] + others[:MAX_DATABASES], others[MAX_DATABASES:]
+    others = tuple(n for n in dict.fromkeys(names) if n != current)
+    out = (current, *others[:MAX_DATABASES]), others[MAX_DATABASES:]
+    if not listed:
+        if len(index.databases) > 65536:  # sessions of many databases come and go
+            index.databases.clear()
+        index.databases[key] = out
+    return out
 
 
 _DEAD_PARAMS = {

@@ -11,7 +11,6 @@ import marshal
 import time
 from collections.abc import Iterable
 from dataclasses import field
-from functools import partial
 from typing import Any
 
 from ..config import Config
@@ -101,7 +100,7 @@ def _run_probes(
                 typed = True
                 store, key = shared
                 # built inside the single flight: every target shares the same typed rows
-                data = store.get_or_run(key, name, partial(_built, name, p, conn, config))
+                data = store.get_or_run(key, name, _built, name, p, conn, config)
             elif p.with_cache:
                 data = p.fn(conn, cache=cache)
             else:
@@ -144,18 +143,18 @@ def _run_probes(
         from .grants import exact_grant
 
         failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
-    return Snapshot(
-        target=target,
-        engine=conn.flavour,
-        server_version=conn.server_version,
-        version_num=conn.version_num,
-        taken_at=started,
-        sections=sections,
-        failures=tuple(failures),
-        features=features,
-        gaps=tuple(gaps),
-        scope=conn.spec.scoped_database,
-        built=True,  # each section went through build_section above (or the shared flight)
+    # each section went through build_section above (or the shared flight)
+    return Snapshot.of_built(
+        target,
+        conn.flavour,
+        conn.server_version,
+        conn.version_num,
+        started,
+        sections,
+        tuple(failures),
+        features,
+        tuple(gaps),
+        conn.spec.scoped_database,
     )
 
 

@@ -34,7 +34,9 @@ class SharedProbes:
         self.hits = 0
         self.runs = 0
 
-    def get_or_run(self, key: str, name: str, run: Callable[[], object]) -> object:
+    def get_or_run(self, key: str, name: str, run: Callable[..., object], *args: object) -> object:
+        """The shared result of (key, name), or `run(*args)`'s (the arguments apart: a
+        daemon cycle mostly hits, and makes no partial for a hit)."""
         k = (key, name)
         while True:
             with self._lock:
@@ -48,7 +50,7 @@ class SharedProbes:
                     break
             busy.wait(30.0)
         try:
-            data = run()  # a ProbeError propagates to this caller; the next one retries
+            data = run(*args)  # a ProbeError propagates to this caller; the next one retries
             with self._lock:
                 self._items[k] = (time.monotonic(), data)
                 self.runs += 1

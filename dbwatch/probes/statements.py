@@ -65,7 +65,17 @@ def unavailable(
     if key not in _logged:
         _logged.add(key)
         log.info("%s: %s; to enable: %s", conn.spec.name, reason, fix)
-    return Unavailable(reason, fix, tuple((consumers or {}).items()))
+    if consumers:
+        return Unavailable(reason, fix, tuple(consumers.items()))
+    # one object per reason (frozen, never changed): an idle database's every cycle gives
+    # the same section, which the rules reading it see unchanged (compared by identity)
+    hit = _UNAVAILABLE.get((reason, fix))
+    if hit is None:
+        hit = _UNAVAILABLE[(reason, fix)] = Unavailable(reason, fix, ())
+    return hit
+
+
+_UNAVAILABLE: dict[tuple[str, str], Unavailable] = {}
 
 
 Row = dict[str, object]
