@@ -235,3 +235,75 @@ def test_daemon_replaces_a_killed_session(url: str) -> None:
         pool.checkin(spec, conn)
     finally:
         pool.discard()
+
+
+def test_databases_kept_with_the_config(url: str, own_pg_db: str) -> None:
+    """databases_for's answer is kept with the config object: a reloaded config naming
+    another database is read at once; an all-databases target still lists them each pass
+    (a database created since is in the next one)."""
+    from dbwatch.probes.pg_mvcc import databases_for
+
+    conn = open_target(spec_for(url, "dbs"))
+    extra = f"{own_pg_db}_x"
+    try:
+        one = Config(targets=(TargetConfig(name="dbs", url=url),))
+        assert databases_for(conn, one) == ((own_pg_db,), ())
+        assert databases_for(conn, one) is databases_for(conn, one)
+        two = Config(targets=(TargetConfig(name="dbs", url=url, databases=("other",)),))
+        assert databases_for(conn, two) == ((own_pg_db, "other"), ())
+        every = Config(targets=(TargetConfig(name="dbs", url=url, all_databases=True),))
+        assert extra not in databases_for(conn, every)[0]
+        with psycopg.connect(url, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{extra}"')
+        try:
+            assert extra in databases_for(conn, every)[0]
+        finally:
+            with psycopg.connect(url, autocommit=True) as c:
+                c.execute(f'DROP DATABASE "{extra}" WITH (FORCE)')
+    finally:
+        conn.close()
+
+
+def test_queue_probe_nothing_found_as_the_walk(url: str) -> None:
+    """The queue probe's shortcut for a database without queue tables gives what the walk
+    gives; a rotation still carried from tables since dropped goes through the walk first
+    (which drops it), then the shortcut."""
+    from dbwatch.probes.queue import ROTATION, Rotation, collect
+
+    conn = open_target(spec_for(url, "q"))
+    cache = ProbeCache()
+    try:
+        carried = Rotation(1, (("public.jobs", {"table": "jobs", "error": None}),))
+        cache.put(ROTATION, carried)
+        walked = collect(conn, cache)
+        assert cache.get(ROTATION, 60.0) == Rotation(0, ())  # the walk let it go
+        short = collect(conn, cache)
+        assert short == walked and short == collect(conn, None)
+        assert walked == {
+            "tables": [],
+            "discovered": 0,
+            "probed": 0,
+            "max_tables": walked["max_tables"],
+            "scope": None,
+            "skipped": [],
+            "retry_after": None,
+            "libraries": walked["libraries"],
+        }
+        assert walked["libraries"] and short["libraries"] is not walked["libraries"]
+    finally:
+        conn.close()
+
+
+def test_unavailable_statement_digests_one_object(url: str) -> None:
+    """Without pg_stat_statements, every pass gives the same (frozen) section object: the
+    rules reading it see it unchanged."""
+    conn = open_target(spec_for(url, "u"))
+    cache = ProbeCache()
+    try:
+        a = run_probes(conn, "u", ["pg.statement_digests"], cache=cache)
+        b = run_probes(conn, "u", ["pg.statement_digests"], cache=cache)
+        section = a.sections["pg.statement_digests"]
+        assert type(section).__name__ == "Unavailable"
+        assert b.sections["pg.statement_digests"] is section
+    finally:
+        conn.close()
