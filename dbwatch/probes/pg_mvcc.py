@@ -190,7 +190,7 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
     """Every kind of horizon holder but the backends (the horizon is per instance): the
     backends are the pg.sessions rows, read once per cycle. The instance's own holders are
     read once per server by the daemon (per_server); the peers are this target's own."""
-    local = per_server("pg.horizon:local", partial(_local, conn))
+    local = per_server("pg.horizon:local", _local, conn)
     if not isinstance(local, _Local):  # per_server returns what _local returned
         raise TypeError("pg.horizon: shared read of another type")
     database = opt_str(getattr(conn, "database", None))

@@ -136,7 +136,7 @@ def consumers(conn: Connection) -> Consumers:
     """performance_schema on/off, the enabled statement consumers and the buffer sizes: the
     server's, read once per server and share interval in the daemon (both statement probes
     of every schema of that server ask)."""
-    got = per_server("my.statement_consumers", lambda: _consumers(conn))
+    got = per_server("my.statement_consumers", _consumers, conn)
     return got if isinstance(got, Consumers) else _consumers(conn)
 
 
