@@ -51,10 +51,11 @@ class Meter:
         rows, opener = pgt.PgConnection.rows, pgt.PgConnection.open.__func__  # type: ignore[attr-defined]
         meter = self
 
-        def timed_rows(conn: Any, sql: str, params: Any = None, limit: int | None = None) -> Any:
+        def timed_rows(conn: Any, sql: str, params: Any = None, limit: int | None = None,
+                       _fixed: bool = False) -> Any:
             c0, w0, t0 = backend_ms(conn.backend_pid), time.perf_counter(), time.thread_time()
             try:
-                return rows(conn, sql, params, limit)
+                return run(conn, sql, params, limit, _fixed)
             finally:
                 key = sql.strip().split("\n", 1)[0][:100]
                 s = meter.stats[key]
@@ -74,6 +75,16 @@ class Meter:
             return conn
 
         pgt.PgConnection.rows = timed_rows  # type: ignore[method-assign]
+        fixed = pgt.PgConnection.fixed_rows  # the daemon's joined dead-tuple statement
+
+        def timed_fixed(conn: Any, sql: str) -> Any:
+            return timed_rows(conn, sql, _fixed=True)
+
+        def run(conn: Any, sql: str, params: Any = None, limit: int | None = None,
+                _fixed: bool = False) -> Any:
+            return fixed(conn, sql) if _fixed else rows(conn, sql, params, limit)
+
+        pgt.PgConnection.fixed_rows = timed_fixed  # type: ignore[method-assign]
         pgt.PgConnection.open = classmethod(timed_open)  # type: ignore[method-assign, assignment]
 
     def take(self, n: int) -> list[dict[str, Any]]:

@@ -53,6 +53,15 @@ def _recording(cls: Any) -> None:
         return out
 
     cls.rows = rows
+    fixed = getattr(cls, "fixed_rows", None)  # PostgreSQL: the daemon's idle statement
+    if fixed is not None:
+
+        def fixed_rows(self: Any, sql: str) -> Any:
+            names, got = fixed(self, sql)
+            RECORD.append((sql, None, len(got)))
+            return names, got
+
+        cls.fixed_rows = fixed_rows
 
 
 PHASES: dict[str, float] = {}

@@ -81,6 +81,9 @@ class _Index:
     config: object
     by_name: dict[str, TargetConfig]
     standbys: dict[str, tuple[TargetConfig, ...]]
+    # (target, connected database) -> databases_for's answer, for targets not reading "all
+    # databases" (those list them each pass): a function of the config and the session
+    databases: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]]
 
 
 _INDEX: list[_Index] = []
@@ -96,7 +99,7 @@ def _index(config: object) -> _Index:
         by_name.setdefault(t.name, t)
         if t.primary:
             standbys.setdefault(t.primary, []).append(t)
-    made = _Index(config, by_name, {k: tuple(v) for k, v in standbys.items()})
+    made = _Index(config, by_name, {k: tuple(v) for k, v in standbys.items()}, {})
     _INDEX[:] = [made]
     return made
 
@@ -187,7 +190,7 @@ def horizon(conn: Connection, config: object = None) -> PgHorizon:
     """Every kind of horizon holder but the backends (the horizon is per instance): the
     backends are the pg.sessions rows, read once per cycle. The instance's own holders are
     read once per server by the daemon (per_server); the peers are this target's own."""
-    local = per_server("pg.horizon:local", partial(_local, conn))
+    local = per_server("pg.horizon:local", _local, conn)
     if not isinstance(local, _Local):  # per_server returns what _local returned
         raise TypeError("pg.horizon: shared read of another type")
     database = opt_str(getattr(conn, "database", None))
@@ -224,19 +227,34 @@ def _horizon_of(
     )
 
 
-def databases_for(conn: Connection, config: Config | None) -> tuple[list[str], list[str]]:
+def databases_for(
+    conn: Connection, config: Config | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The connected database first, then those the target's config names (or all, with
-    all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps)."""
+    all_databases / --all-databases); and the ones past MAX_DATABASES (DW002 gaps). Without
+    all_databases, kept with the config (the same answer every pass)."""
     current = opt_str(getattr(conn, "database", None)) or ""
-    tc = _target_config(config, conn.spec.name)
+    spec = conn.spec
+    index = _index(config)
+    key = (spec.name, current)
+    hit = None if spec.all_databases else index.databases.get(key)
+    if hit is not None:
+        return hit
+    tc = index.by_name.get(spec.name)
     names: list[str] = []
-    if conn.spec.all_databases or (tc is not None and tc.all_databases):
+    listed = spec.all_databases or (tc is not None and tc.all_databases)
+    if listed:
         rows = _rows(conn, "connectable_databases", {"limit": MAX_DATABASES + 50})
         names = [to_str(r.get("database")) for r in rows]
     elif tc is not None:
         names = list(tc.databases)
-    others = [n for n in dict.fromkeys(names) if n != current]
-    return [current] + others[:MAX_DATABASES], others[MAX_DATABASES:]
+    others = tuple(n for n in dict.fromkeys(names) if n != current)
+    out = (current, *others[:MAX_DATABASES]), others[MAX_DATABASES:]
+    if not listed:
+        if len(index.databases) > 65536:  # sessions of many databases come and go
+            index.databases.clear()
+        index.databases[key] = out
+    return out
 
 
 _DEAD_PARAMS = {
@@ -323,8 +341,13 @@ def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
     own, as before)."""
     if not marker_pending(conn):
         return dead_tuple_rows(conn)
+    fixed = getattr(conn, "fixed_rows", None)  # a PostgreSQL session: around the cursor
     try:
-        rows = conn.rows(_joined(conn.version))
+        if fixed is None:
+            rows = conn.rows(_joined(conn.version))
+        else:
+            names, got = fixed(_joined(conn.version))
+            rows = _joined_rows(names, got)
     except ProbeError as exc:
         log.debug("dead tuples with the catalog marker: %s; read apart", exc.detail)
         return dead_tuple_rows(conn)
@@ -339,6 +362,28 @@ def own_dead_tuple_rows(conn: Connection) -> list[dict[str, object]]:
             del row[k]
         out.append(row)
     return out
+
+
+def _joined_rows(names: tuple[str, ...], got: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The joined statement's rows as rows() makes them; an idle database's one row (the
+    marker's alone) as just its marker columns."""
+    if len(got) == 1:
+        idle = _IDLE_SHAPE.get(names)
+        if idle is None:
+            idle = _IDLE_SHAPE[names] = (
+                names.index("table"),
+                names.index("catalog_track_counts"),
+                names.index("catalog_marker"),
+            )
+        row = got[0]
+        if row[idle[0]] is None:
+            return [{"catalog_track_counts": row[idle[1]], "catalog_marker": row[idle[2]]}]
+    return [dict(zip(names, r, strict=True)) for r in got]
+
+
+# the joined statement's columns -> where its table and marker columns are (one shape a
+# server version)
+_IDLE_SHAPE: dict[tuple[str, ...], tuple[int, int, int]] = {}
 
 
 @probe("pg.dead_tuples", "postgresql", with_config=True)

@@ -11,7 +11,6 @@ import marshal
 import time
 from collections.abc import Iterable
 from dataclasses import field
-from functools import partial
 from typing import Any
 
 from ..config import Config
@@ -81,31 +80,35 @@ def _run_probes(
     gaps: list[CoverageGap] = []
     probes = engine_probes(conn.engine)
     engine = conn.engine
+    perf = time.perf_counter
     for name in _order(needs):
         p = probes.get(name)
         if p is None or p.engine != engine:
             continue
-        t0 = time.perf_counter()
+        t0 = perf()
         if t0 - clock > budget:
             gaps.append(_budget_gap(name, budget))
             sections[name] = None
             continue
-        cached = cache.get(name, p.ttl) if cache is not None and p.ttl else None
-        if cached is not None:
-            sections[name] = cached
-            continue
+        ttl = p.ttl
+        if ttl and cache is not None:
+            cached = cache.get(name, ttl)
+            if cached is not None:
+                sections[name] = cached
+                continue
         data: object
         typed = False
         try:
             if shared is not None and p.server_wide:
                 typed = True
-                store, key = shared
                 # built inside the single flight: every target shares the same typed rows
-                data = store.get_or_run(key, name, partial(_built, name, p, conn, config))
+                data = shared[0].get_or_run(shared[1], name, _built, name, p, conn, config)
             elif p.with_cache:
                 data = p.fn(conn, cache=cache)
+            elif p.with_config:
+                data = p.fn(conn, config)
             else:
-                data = _call(p, conn, config)
+                data = p.fn(conn)
         except ProbeError as exc:
             grant = exc.grant or (p.grant if exc.privilege else None)
             failures.append(ProbeFailure(name, exc.detail, grant, exc.privilege))
@@ -121,22 +124,23 @@ def _run_probes(
             sections[name] = None
             continue
         if stats is not None:
-            took = time.perf_counter() - t0
+            took = perf() - t0
             stats.seconds += took
             stats.per_probe[name] = round(took, 4)
             stats.queries += 1
             stats.rows += len(data) if isinstance(data, (list, tuple)) else 1
         complete = True  # only complete results are cached: gaps and refusals must repeat
-        if isinstance(data, Covered):
-            gaps += data.gaps
-            data, complete = data.data, False
-        if isinstance(data, PartialResult):
-            grant = data.grant or (p.grant if data.privilege else None)
-            failures.append(ProbeFailure(name, data.message, grant, data.privilege, data.fix))
-            data, complete = data.data, False
+        if isinstance(data, _WRAPPED):
+            if isinstance(data, Covered):
+                gaps += data.gaps
+                data, complete = data.data, False
+            if isinstance(data, PartialResult):
+                grant = data.grant or (p.grant if data.privilege else None)
+                failures.append(ProbeFailure(name, data.message, grant, data.privilege, data.fix))
+                data, complete = data.data, False
         if not typed:  # shared results were typed once, inside the single flight
             data = _build(name, data, cache)  # typed rows, once, at the probe boundary
-        if cache is not None and p.ttl and complete:
+        if ttl and complete and cache is not None:
             cache.put(name, data)
         sections[name] = data
     features = _features(conn)
@@ -144,18 +148,18 @@ def _run_probes(
         from .grants import exact_grant
 
         failures = [dataclasses.replace(f, grant=exact_grant(f.grant, sections)) for f in failures]
-    return Snapshot(
-        target=target,
-        engine=conn.flavour,
-        server_version=conn.server_version,
-        version_num=conn.version_num,
-        taken_at=started,
-        sections=sections,
-        failures=tuple(failures),
-        features=features,
-        gaps=tuple(gaps),
-        scope=conn.spec.scoped_database,
-        built=True,  # each section went through build_section above (or the shared flight)
+    # each section went through build_section above (or the shared flight)
+    return Snapshot.of_built(
+        target,
+        conn.flavour,
+        conn.server_version,
+        conn.version_num,
+        started,
+        sections,
+        tuple(failures),
+        features,
+        tuple(gaps),
+        conn.spec.scoped_database,
     )
 
 
@@ -176,6 +180,8 @@ def _order(needs: Iterable[str]) -> tuple[str, ...]:
     return hit
 
 
+# what a probe may wrap its data in (gaps, a partial read)
+_WRAPPED = (Covered, PartialResult)
 # what a probe returns as driver rows (marshalled to compare with the last cycle's)
 _RAW = frozenset((dict, list, tuple))
 

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import field
-from functools import partial
 from typing import TypeVar, cast
 
 from ..errors import ProbeError
@@ -34,8 +33,16 @@ class SharedProbes:
         self.hits = 0
         self.runs = 0
 
-    def get_or_run(self, key: str, name: str, run: Callable[[], object]) -> object:
+    def get_or_run(self, key: str, name: str, run: Callable[..., object], *args: object) -> object:
+        """The shared result of (key, name), or `run(*args)`'s (the arguments apart: a
+        daemon cycle mostly hits, and makes no partial for a hit)."""
         k = (key, name)
+        # a fresh result read without the lock (an entry is replaced whole, never changed):
+        # most calls of a daemon cycle; `hits` may then miss a count under contention
+        hit = self._items.get(k)
+        if hit is not None and time.monotonic() - hit[0] <= self.ttl:
+            self.hits += 1
+            return hit[1]
         while True:
             with self._lock:
                 hit = self._items.get(k)
@@ -48,7 +55,7 @@ class SharedProbes:
                     break
             busy.wait(30.0)
         try:
-            data = run()  # a ProbeError propagates to this caller; the next one retries
+            data = run(*args)  # a ProbeError propagates to this caller; the next one retries
             with self._lock:
                 self._items[k] = (time.monotonic(), data)
                 self.runs += 1
@@ -132,7 +139,7 @@ def _marker(cyc: _Cycle) -> tuple[object, ...] | None:
             if conn.engine == "postgresql":
                 cyc.marker = _pg_marker(conn)
             else:  # server-wide counters: one read per server serves its targets
-                got = per_server("catalog_marker", partial(_my_marker, conn))
+                got = per_server("catalog_marker", _my_marker, conn)
                 cyc.marker = got if isinstance(got, tuple) else None
         except ProbeError as exc:  # not readable: no caching, the reads run every cycle
             log.debug("catalog marker of %s not read: %s", conn.spec.name, exc.detail)
@@ -189,15 +196,15 @@ def read_this_pass(name: str) -> object:
     return None if cyc is None else cyc.sections.get(name)
 
 
-def per_server(name: str, read: Callable[[], object]) -> object:
+def per_server(name: str, read: Callable[..., object], *args: object) -> object:
     """`read()` once per server and user per share interval in the daemon (single flight;
     the targets of that server get the same result), every time elsewhere (audit). For the
     server-wide part of a probe whose other part is the target's own (pg.horizon's peers)."""
     shared = _SHARED.get()
     if shared is None:
-        return read()
+        return read(*args)
     store, key = shared
-    return store.get_or_run(key, name, read)
+    return store.get_or_run(key, name, read, *args)
 
 
 def shared_section(name: str) -> object:

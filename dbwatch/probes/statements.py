@@ -65,7 +65,17 @@ def unavailable(
     if key not in _logged:
         _logged.add(key)
         log.info("%s: %s; to enable: %s", conn.spec.name, reason, fix)
-    return Unavailable(reason, fix, tuple((consumers or {}).items()))
+    if consumers:
+        return Unavailable(reason, fix, tuple(consumers.items()))
+    # one object per reason (frozen, never changed): an idle database's every cycle gives
+    # the same section, which the rules reading it see unchanged (compared by identity)
+    hit = _UNAVAILABLE.get((reason, fix))
+    if hit is None:
+        hit = _UNAVAILABLE[(reason, fix)] = Unavailable(reason, fix, ())
+    return hit
+
+
+_UNAVAILABLE: dict[tuple[str, str], Unavailable] = {}
 
 
 Row = dict[str, object]
@@ -126,7 +136,7 @@ def consumers(conn: Connection) -> Consumers:
     """performance_schema on/off, the enabled statement consumers and the buffer sizes: the
     server's, read once per server and share interval in the daemon (both statement probes
     of every schema of that server ask)."""
-    got = per_server("my.statement_consumers", lambda: _consumers(conn))
+    got = per_server("my.statement_consumers", _consumers, conn)
     return got if isinstance(got, Consumers) else _consumers(conn)
 
 

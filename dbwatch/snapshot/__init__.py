@@ -72,6 +72,40 @@ class Snapshot:
         typed = {name: build_section(name, data) for name, data in self.sections.items()}
         object.__setattr__(self, "sections", typed)
 
+    @classmethod
+    def of_built(
+        cls,
+        target: str,
+        engine: str,
+        server_version: str,
+        version_num: int,
+        taken_at: float,
+        sections: dict[str, object],
+        failures: tuple[ProbeFailure, ...],
+        features: frozenset[str],
+        gaps: tuple[CoverageGap, ...],
+        scope: str | None,
+    ) -> Snapshot:
+        """`Snapshot(..., built=True)` (run_probes: every section built at the probe
+        boundary) with its fields set in one step, not one object.__setattr__ call each as
+        the generated __init__ of a frozen dataclass does (a third of the time, each daemon
+        cycle). tests/test_pgwire.py checks it against the constructor, field by field."""
+        snap = object.__new__(cls)
+        snap.__dict__.update(
+            target=target,
+            engine=engine,
+            server_version=server_version,
+            version_num=version_num,
+            taken_at=taken_at,
+            sections=sections,
+            failures=failures,
+            features=features,
+            gaps=gaps,
+            scope=scope,
+            _models={},
+        )
+        return snap
+
     def get(self, key: SectionKey[T]) -> T | None:
         """The section's typed data, or None if the probe failed or was not run."""
         data = self.sections.get(key.name)

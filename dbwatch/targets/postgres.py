@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from . import pgversions
 
 pgversions.preset()  # before psycopg: its version modules without importlib.metadata
 
 import psycopg
+from psycopg.adapt import Transformer
 from psycopg.rows import dict_row, tuple_row
 
 pgversions.attach()
@@ -45,14 +46,18 @@ _SESSION_SETS = (
 
 
 _TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
+_FATAL = psycopg.pq.ExecStatus.FATAL_ERROR
+_SQLSTATE = psycopg.pq.DiagnosticField.SQLSTATE
+# the prepared statement is not there (a DEALLOCATE ALL, a pooler in front): prepare again
+_NO_STATEMENT = b"26000"
 # (client encoding, the result's raw column names) -> the names decoded: the same statement
 # gives the same columns every cycle; bounded, as statements and encodings are few
 _NAMES: dict[tuple[str, tuple[bytes | None, ...]], tuple[str, ...]] = {}
 
 
-def _names(res: psycopg.pq.abc.PGresult, cur: psycopg.Cursor[Any]) -> tuple[str, ...]:
-    """The result's column names (as psycopg's dict_row names them)."""
-    enc = cur._encoding  # what psycopg's own row factories decode them with
+def _names(res: psycopg.pq.abc.PGresult, enc: str) -> tuple[str, ...]:
+    """The result's column names (as psycopg's dict_row names them, decoded with `enc`: what
+    psycopg's own row factories decode them with)."""
     key = (enc, tuple(map(res.fname, range(res.nfields))))
     hit = _NAMES.get(key)
     if hit is None:
@@ -85,6 +90,11 @@ class PgConnection:
         # the probes' one cursor, made on first use and kept with the session: a cursor per
         # statement was a fifth of the Python work of an idle cycle's one round trip
         self._cursor: psycopg.Cursor[Any] | None = None
+        # fixed_rows: the session's prepared statements (text -> name) and the loader of their
+        # text results (psycopg's own, with the connection's adapters: rows()' values)
+        self._prepared: dict[str, tuple[bytes, tuple[str, ...] | None]] = {}
+        self._loader: Any = None
+        self._made = 0
         self.server_key = server_key("postgresql", conn.info.host, conn.info.port)
         OWN_SESSIONS.add(self.server_key, self.backend_pid)
 
@@ -126,22 +136,26 @@ class PgConnection:
                 self.spec.name, f"cannot connect: {scrub(str(exc), self.spec)}"
             ) from None
 
+    def _cur(self) -> psycopg.Cursor[Any]:
+        cur = self._cursor
+        if cur is None or cur.closed:
+            # plain tuples from the driver (its C fast path, no row maker made per
+            # statement); the dicts are made here, with the column names kept per shape
+            cur = self._cursor = self.conn.cursor(row_factory=tuple_row)
+        if self._jit_on:
+            # once per session, not per cycle: with cold statistics a 1 M-row queue
+            # table's estimates pass jit_above_cost and JIT compilation alone took
+            # seconds (3.5 s for a query reading no row). Not in _OPTIONS: PostgreSQL 10
+            # has no jit; not in open(): a server that stops answering there would
+            # hang before the cycle's deadline knows of the session. Sent with the
+            # timeouts (set_timeouts); here for a session opened without them
+            cur.execute("SET jit = off")
+            self._jit_on = False
+        return cur
+
     def rows(self, sql: str, params: Params = None, limit: int | None = None) -> list[DriverRow]:
         try:
-            cur = self._cursor
-            if cur is None or cur.closed:
-                # plain tuples from the driver (its C fast path, no row maker made per
-                # statement); the dicts are made here, with the column names kept per shape
-                cur = self._cursor = self.conn.cursor(row_factory=tuple_row)
-            if self._jit_on:
-                # once per session, not per cycle: with cold statistics a 1 M-row queue
-                # table's estimates pass jit_above_cost and JIT compilation alone took
-                # seconds (3.5 s for a query reading no row). Not in _OPTIONS: PostgreSQL 10
-                # has no jit; not in open(): a server that stops answering there would
-                # hang before the cycle's deadline knows of the session. Sent with the
-                # timeouts (set_timeouts); here for a session opened without them
-                cur.execute("SET jit = off")
-                self._jit_on = False
+            cur = self._cur()
             cur.execute(sql, params)
             res = cur.pgresult  # not cur.description: that builds every column's object
             if res is None or res.status != _TUPLES_OK:
@@ -149,21 +163,83 @@ class PgConnection:
             got = cur.fetchmany(limit) if limit else cur.fetchall()
             if not got:
                 return []
-            names = _names(res, cur)
+            names = _names(res, cur._encoding)
             return [dict(zip(names, r, strict=True)) for r in got]
-        except psycopg.OperationalError as exc:
+        except psycopg.Error as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: psycopg.Error) -> NoReturn:
+        """A statement failed: the session is gone (TargetError: the daemon replaces it) or
+        the server refused this statement (ProbeError; a privilege named when it is one)."""
+        if isinstance(exc, psycopg.OperationalError):
             if self.conn.closed:
                 raise TargetError(
                     self.spec.name, f"connection lost: {scrub(str(exc), self.spec)}"
                 ) from None
             raise ProbeError("query", scrub(str(exc), self.spec), _grant_hint(exc)) from None
+        raise ProbeError(
+            "query",
+            scrub(str(exc), self.spec),
+            _grant_hint(exc),
+            privilege=_grant_hint(exc) is not None,
+        ) from None
+
+    def fixed_rows(self, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """(column names, rows as tuples) of one of dbwatch's own constant statements (no
+        parameters) on this session: the daemon's idle-cycle statement. Around psycopg's
+        cursor: prepared once per session under a name of dbwatch's own (the cursor had
+        psycopg prepare it too, from its sixth run) and run through the connection's libpq
+        wrapper (PQexecPrepared, the GIL released while it waits, as in the cursor's wait),
+        the text results typed by psycopg's own loaders for this connection: the values
+        rows() gives. Errors as rows(): a lost session is a TargetError, a refused statement
+        a ProbeError (statement_timeout included); the deadline's socket shutdown ends the
+        wait as before."""
+        conn = self.conn
+        try:
+            if self._jit_on:
+                self._cur()
+            with conn.lock:  # as the cursor takes it
+                pgconn = conn.pgconn
+                name, names = self._prepared.get(sql) or self._prepare(pgconn, sql)
+                res = pgconn.exec_prepared(name, None)
+                if res.status == _FATAL and res.error_field(_SQLSTATE) == _NO_STATEMENT:
+                    # gone from the session (a DEALLOCATE ALL): prepared again, once
+                    name, names = self._prepare(pgconn, sql)
+                    res = pgconn.exec_prepared(name, None)
+                if res.status != _TUPLES_OK:
+                    raise self._error(res)
+                loader = self._loader
+                if loader is None:
+                    loader = self._loader = Transformer(conn)
+                loader.set_pgresult(res)
+                got: list[tuple[Any, ...]] = loader.load_rows(0, res.ntuples, tuple)
+                if names is None:  # a prepared statement's columns are its own
+                    names = _names(res, loader.encoding)
+                    self._prepared[sql] = (name, names)
+                return names, got
         except psycopg.Error as exc:
-            raise ProbeError(
-                "query",
-                scrub(str(exc), self.spec),
-                _grant_hint(exc),
-                privilege=_grant_hint(exc) is not None,
-            ) from None
+            self._failed(exc)
+
+    def _prepare(self, pgconn: Any, sql: str) -> tuple[bytes, None]:
+        name = f"dbwatch_{self._made}".encode()  # psycopg's own are _pg3_N
+        self._made += 1
+        res = pgconn.prepare(name, sql.encode(self._encoding()))
+        if res.status == _FATAL:
+            raise self._error(res)
+        self._prepared[sql] = (name, None)
+        return name, None
+
+    def _encoding(self) -> str:
+        return str(self.conn.info.encoding)
+
+    def _error(self, res: psycopg.pq.abc.PGresult) -> psycopg.Error:
+        """The psycopg error of a failed result, as the cursor would raise it; the session
+        gone under the statement is an OperationalError (rows() calls it lost)."""
+        if self.conn.closed:  # the session's message: the server's FATAL, then libpq's
+            raw = self.conn.pgconn.error_message or res.error_message or b""
+            msg = raw.decode(self._encoding(), "replace").removeprefix("FATAL:  ")
+            return psycopg.OperationalError(msg or "the connection is lost")
+        return psycopg.errors.error_from_result(res, encoding=self._encoding())
 
     def execute(self, sql: str, params: Params = None) -> int:
         """For actions (terminate): the only write path, used outside probes."""

@@ -42,6 +42,14 @@ class Counting:
             return self._rows(sql, params, limit)  # type: ignore[arg-type]
 
         conn.rows = rows  # type: ignore[method-assign]
+        fixed = getattr(conn, "fixed_rows", None)  # PostgreSQL: the daemon's idle statement
+        if fixed is not None:
+
+            def fixed_rows(sql: str) -> object:
+                self.sent.append(sql.strip().split("\n", 1)[0])
+                return fixed(sql)
+
+            conn.fixed_rows = fixed_rows  # type: ignore[attr-defined]
 
     def take(self) -> list[str]:
         out, self.sent = self.sent, []
