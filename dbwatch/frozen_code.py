@@ -116,7 +116,7 @@ def _c12():
 def _c13():
  def __eq__(self, other):
   if other.__class__ is self.__class__:
-   return (self.config,self.by_name,self.standbys,)==(other.config,other.by_name,other.standbys,)
+   return (self.config,self.by_name,self.standbys,self.databases,)==(other.config,other.by_name,other.standbys,other.databases,)
   return NotImplemented
  return __eq__
 
@@ -1351,7 +1351,7 @@ def _c169():
 
 def _c170():
  def __hash__(self):
-  return hash((self.config,self.by_name,self.standbys,))
+  return hash((self.config,self.by_name,self.standbys,self.databases,))
  return __hash__
 
 
@@ -2220,11 +2220,12 @@ def _c300(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_
  return __init__
 
 
-def _c301(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_config__, __dataclass_type_by_name__, __dataclass_type_standbys__):
- def __init__(self, config:__dataclass_type_config__, by_name:__dataclass_type_by_name__, standbys:__dataclass_type_standbys__) -> __dataclass_return_type__:
+def _c301(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_config__, __dataclass_type_by_name__, __dataclass_type_standbys__, __dataclass_type_databases__):
+ def __init__(self, config:__dataclass_type_config__, by_name:__dataclass_type_by_name__, standbys:__dataclass_type_standbys__, databases:__dataclass_type_databases__) -> __dataclass_return_type__:
   __dataclass_setattr__(self,'config',config)
   __dataclass_setattr__(self,'by_name',by_name)
   __dataclass_setattr__(self,'standbys',standbys)
+  __dataclass_setattr__(self,'databases',databases)
  return __init__
 
 
@@ -3940,7 +3941,7 @@ CODE = {
     'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.catalogue,self.config,self.targets,self.policies,)==(other.catalogue,other.config,other.targets,other.policies,)\n  return NotImplemented\n return __eq__': _c10,
     'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.col,self.slot,self.table,self.where,self.values,self.index,self.entry,self.siblings,)==(other.col,other.slot,other.table,other.where,other.values,other.index,other.entry,other.siblings,)\n  return NotImplemented\n return __eq__': _c11,
     'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.column,self.convert,self.compute,)==(other.column,other.convert,other.compute,)\n  return NotImplemented\n return __eq__': _c12,
-    'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.config,self.by_name,self.standbys,)==(other.config,other.by_name,other.standbys,)\n  return NotImplemented\n return __eq__': _c13,
+    'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.config,self.by_name,self.standbys,self.databases,)==(other.config,other.by_name,other.standbys,other.databases,)\n  return NotImplemented\n return __eq__': _c13,
     'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.conn,self.cache,self.marker,self.read,self.sections,)==(other.conn,other.cache,other.marker,other.read,other.sections,)\n  return NotImplemented\n return __eq__': _c14,
     'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.count,self.transactions,self.example,self.fingerprints,)==(other.count,other.transactions,other.example,other.fingerprints,)\n  return NotImplemented\n return __eq__': _c15,
     'def __create_fn__():\n def __eq__(self, other):\n  if other.__class__ is self.__class__:\n   return (self.count,self.why,)==(other.count,other.why,)\n  return NotImplemented\n return __eq__': _c16,
@@ -4097,7 +4098,7 @@ CODE = {
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.available,self.deadlocks,self.error,self.grant,))\n return __hash__': _c167,
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.catalogue,self.config,self.targets,self.policies,))\n return __hash__': _c168,
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.column,self.convert,self.compute,))\n return __hash__': _c169,
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.config,self.by_name,self.standbys,))\n return __hash__': _c170,
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.config,self.by_name,self.standbys,self.databases,))\n return __hash__': _c170,
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.count,self.why,))\n return __hash__': _c171,
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.counter,self.delta,self.recorded,self.not_shown,self.total,))\n return __hash__': _c172,
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.criteria,self.policy,self.limit,self.execute,self.rollback_prepared,self.drop_slots,))\n return __hash__': _c173,
@@ -4228,7 +4229,7 @@ CODE = {
     "def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_catalogue__, __dataclass_type_config__, __dataclass_type_targets__, __dataclass_type_policies__):\n def __init__(self, catalogue:__dataclass_type_catalogue__, config:__dataclass_type_config__, targets:__dataclass_type_targets__, policies:__dataclass_type_policies__) -> __dataclass_return_type__:\n  __dataclass_setattr__(self,'catalogue',catalogue)\n  __dataclass_setattr__(self,'config',config)\n  __dataclass_setattr__(self,'targets',targets)\n  __dataclass_setattr__(self,'policies',policies)\n return __init__": _c298,
     'def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_col__, __dataclass_type_slot__, __dataclass_type_table__, __dataclass_type_where__, __dataclass_type_values__, __dataclass_type_index__, __dataclass_dflt_index__, __dataclass_type_entry__, __dataclass_dflt_entry__, __dataclass_type_siblings__, __dataclass_dflt_siblings__):\n def __init__(self, col:__dataclass_type_col__, slot:__dataclass_type_slot__, table:__dataclass_type_table__, where:__dataclass_type_where__, values:__dataclass_type_values__, index:__dataclass_type_index__=__dataclass_dflt_index__, entry:__dataclass_type_entry__=__dataclass_dflt_entry__, siblings:__dataclass_type_siblings__=__dataclass_dflt_siblings__) -> __dataclass_return_type__:\n  self.col=col\n  self.slot=slot\n  self.table=table\n  self.where=where\n  self.values=values\n  self.index=index\n  self.entry=entry\n  self.siblings=siblings\n return __init__': _c299,
     "def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_column__, __dataclass_dflt_column__, __dataclass_type_convert__, __dataclass_dflt_convert__, __dataclass_type_compute__, __dataclass_dflt_compute__):\n def __init__(self, column:__dataclass_type_column__=__dataclass_dflt_column__, convert:__dataclass_type_convert__=__dataclass_dflt_convert__, compute:__dataclass_type_compute__=__dataclass_dflt_compute__) -> __dataclass_return_type__:\n  __dataclass_setattr__(self,'column',column)\n  __dataclass_setattr__(self,'convert',convert)\n  __dataclass_setattr__(self,'compute',compute)\n  self.__post_init__()\n return __init__": _c300,
-    "def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_config__, __dataclass_type_by_name__, __dataclass_type_standbys__):\n def __init__(self, config:__dataclass_type_config__, by_name:__dataclass_type_by_name__, standbys:__dataclass_type_standbys__) -> __dataclass_return_type__:\n  __dataclass_setattr__(self,'config',config)\n  __dataclass_setattr__(self,'by_name',by_name)\n  __dataclass_setattr__(self,'standbys',standbys)\n return __init__": _c301,
+    "def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_config__, __dataclass_type_by_name__, __dataclass_type_standbys__, __dataclass_type_databases__):\n def __init__(self, config:__dataclass_type_config__, by_name:__dataclass_type_by_name__, standbys:__dataclass_type_standbys__, databases:__dataclass_type_databases__) -> __dataclass_return_type__:\n  __dataclass_setattr__(self,'config',config)\n  __dataclass_setattr__(self,'by_name',by_name)\n  __dataclass_setattr__(self,'standbys',standbys)\n  __dataclass_setattr__(self,'databases',databases)\n return __init__": _c301,
     'def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_conn__, __dataclass_type_cache__, __dataclass_type_marker__, __dataclass_dflt_marker__, __dataclass_type_read__, __dataclass_dflt_read__, __dataclass_type_sections__, __dataclass_dflt_sections__):\n def __init__(self, conn:__dataclass_type_conn__, cache:__dataclass_type_cache__, marker:__dataclass_type_marker__=__dataclass_dflt_marker__, read:__dataclass_type_read__=__dataclass_dflt_read__, sections:__dataclass_type_sections__=__dataclass_HAS_DEFAULT_FACTORY__) -> __dataclass_return_type__:\n  self.conn=conn\n  self.cache=cache\n  self.marker=marker\n  self.read=read\n  self.sections=__dataclass_dflt_sections__() if sections is __dataclass_HAS_DEFAULT_FACTORY__ else sections\n return __init__': _c302,
     'def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_count__, __dataclass_dflt_count__, __dataclass_type_transactions__, __dataclass_dflt_transactions__, __dataclass_type_example__, __dataclass_dflt_example__, __dataclass_type_fingerprints__, __dataclass_dflt_fingerprints__):\n def __init__(self, count:__dataclass_type_count__=__dataclass_dflt_count__, transactions:__dataclass_type_transactions__=__dataclass_dflt_transactions__, example:__dataclass_type_example__=__dataclass_HAS_DEFAULT_FACTORY__, fingerprints:__dataclass_type_fingerprints__=__dataclass_HAS_DEFAULT_FACTORY__) -> __dataclass_return_type__:\n  self.count=count\n  self.transactions=transactions\n  self.example=__dataclass_dflt_example__() if example is __dataclass_HAS_DEFAULT_FACTORY__ else example\n  self.fingerprints=__dataclass_dflt_fingerprints__() if fingerprints is __dataclass_HAS_DEFAULT_FACTORY__ else fingerprints\n return __init__': _c303,
     "def __create_fn__(__dataclass_setattr__, __dataclass_HAS_DEFAULT_FACTORY__, __dataclass_return_type__, __dataclass_type_count__, __dataclass_type_why__):\n def __init__(self, count:__dataclass_type_count__, why:__dataclass_type_why__) -> __dataclass_return_type__:\n  __dataclass_setattr__(self,'count',count)\n  __dataclass_setattr__(self,'why',why)\n return __init__": _c304,
