@@ -183,6 +183,7 @@ class _Worker:
     def __init__(self, spec: TargetSpec, config: Config) -> None:
         self.spec, self.config = spec, config
         self.opened, self.go = threading.Event(), threading.Event()
+        self.probing = threading.Event()  # set once it probes, or has nothing to probe
         self.conn: Connection | None = None
         self.needed: frozenset[str] | None = None  # None at `go`: nothing to probe
         self.stats = ProbeStats()
@@ -190,6 +191,12 @@ class _Worker:
         self.failed: BaseException | None = None
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.probing.set()
+
+    def _run(self) -> None:
         try:
             self.conn = open_target(self.spec)
         except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
@@ -201,6 +208,7 @@ class _Worker:
         self.go.wait()
         if self.needed is None:
             return
+        self.probing.set()  # the main thread imports the checks from here on
         try:
             self.snap = run_probes(self.conn, self.spec.name, self.needed, self.stats, self.config)
         except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
@@ -254,6 +262,9 @@ def _overlapped_target(
                 work.needed = frozenset(needed)
         finally:
             work.go.set()  # the worker never waits for ever (no `needed`: it just returns)
+        # the checks import once the worker probes (its first statement sent, it waits on the
+        # server), not in the moment before it takes the interpreter back
+        work.probing.wait(10.0)
         load_checks(r.check for r in rules)
     finally:
         worker.join()
