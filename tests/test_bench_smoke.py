@@ -209,3 +209,15 @@ def test_phases(tmp_path: Path) -> None:
     run("bench_phases.py", "--receiver", "--phase", "rules,state", "--json", str(tmp_path / "p.json"))
     res = json.loads((tmp_path / "p.json").read_text())
     assert res["hit"] == res["fleet"] == {"rules": "ran_uncounted", "state": "ran_uncounted"}
+
+
+def test_ab_startup() -> None:
+    """Two trees alternating (here the checkout against itself): both measured, each run once."""
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "ab_startup.py"), str(ROOT), str(ROOT), "1", "--", "--version"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert [ln.split(":")[0] for ln in lines[:2]] == ["base", "new"], out.stdout
+    assert all("(n=1)" in ln for ln in lines[:2]) and lines[2].startswith("load ")
