@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,6 +68,7 @@ def main() -> int:
             f"CPU median {statistics.median(c):.1f} min {min(c):.1f} ms (n={runs})"
         )
     print(f"load {os.getloadavg()[0]:.2f}")
+    shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
