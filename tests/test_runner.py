@@ -219,3 +219,83 @@ def test_cycle_threads_are_batch_threads() -> None:
         assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the caller's thread as it was
     finally:
         r.stop(2.0)
+
+
+def _pool_threads(jobs: Jobs, names: list[str]) -> dict[str, str]:
+    return {n: t for n, t in getattr(jobs, "threads", {}).items() if n in names}
+
+
+class ThreadJobs(Jobs):
+    """Jobs that also note which thread ran each cycle, and how long the slow ones hang."""
+
+    def __init__(self, hang: set[str], quick: bool = False) -> None:
+        super().__init__(hang)
+        self.threads: dict[str, str] = {}
+        self.quick = quick  # the others return at once (else after 10 ms)
+
+    def job(self, slot: Slot) -> None:
+        with self.lock:
+            self.threads[slot.name] = threading.current_thread().name
+            if self.quick and slot.name not in self.hang:
+                self.started.append((slot.name, time.time()))
+                return
+        super().job(slot)
+
+
+def test_a_slot_of_quick_cycles_wakes_few_workers() -> None:
+    """A slot's quick cycles run one after another on the workers its size needs (issue 28:
+    a thread hand-off per cycle was most of the kernel's share), not one worker each."""
+    jobs = ThreadJobs(hang=set(), quick=True)
+    r = Runner(jobs.job, pool=16, timeout=5.0, missed=jobs.on_missed)
+    names = [f"q{i}" for i in range(40)]
+    for name in names:
+        r.answered(name, True)
+    try:
+        r._cycle_wall = 0.0005  # a quick pool: 40 cycles x 0.5 ms fit in SPREAD on one worker
+        time.sleep(0.3)  # every worker started and waiting (a starting one takes work unasked)
+        assert r.submit_all(names, time.time()) == 40
+        assert until(lambda: all(jobs.count(n) == 1 for n in names))
+        used = set(_pool_threads(jobs, names).values())
+        assert len(used) <= 2, used  # (one more if a pop found the queue late)
+        # cycles of 10 ms each: 40 on one worker would end 0.4 s after the slot's time; past
+        # SPREAD more workers are woken, so the slot ends far sooner
+        slow = ThreadJobs(hang=set())
+        r.job = slow.job
+        names2 = [f"s{i}" for i in range(40)]
+        for name in names2:
+            r.answered(name, True)
+        at = time.time()
+        assert r.submit_all(names2, at) == 40
+        assert until(lambda: all(slow.count(n) == 1 for n in names2))
+        with slow.lock:
+            last = max(t for _, t in slow.started) - at
+        assert len(set(_pool_threads(slow, names2).values())) > 2
+        assert last < 0.3, last
+    finally:
+        r.stop(2.0)
+
+
+def test_a_slot_held_by_slow_cycles_gets_workers_after_spread() -> None:
+    """The few workers a slot woke are all held by slow targets: SPREAD after the slot's time
+    the deadlines thread wakes a worker for each cycle still queued, so the quick ones start
+    within about SPREAD, not when the slow ones end."""
+    from dbwatch.daemon import runner as runner_mod
+
+    jobs = ThreadJobs(hang={"slow"})
+    r = Runner(jobs.job, pool=8, timeout=5.0, missed=jobs.on_missed)
+    names = ["slow"] + [f"q{i}" for i in range(5)]
+    for name in names:
+        r.answered(name, True)
+    try:
+        r._cycle_wall = 0.0001  # one worker woken for the slot
+        time.sleep(0.3)  # every worker started and waiting (a starting one takes work unasked)
+        at = time.time()
+        assert r.submit_all(names, at) == 6
+        assert until(lambda: all(jobs.count(n) == 1 for n in names), timeout=3.0)
+        with jobs.lock:
+            starts = {n: t - at for n, t in jobs.started}
+        assert max(starts.values()) < runner_mod.SPREAD + 0.5, starts  # slow still hangs
+        assert jobs.active.get("slow") == 1
+    finally:
+        jobs.release.set()
+        r.stop(2.0)

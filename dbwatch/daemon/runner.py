@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -29,6 +30,13 @@ log = logging.getLogger(__name__)
 # An own-lane thread idle this long exits: long enough to be reused by the next cycle of a
 # hung target (intervals are 15-60 s), short enough not to keep the first cycles' threads.
 OWN_IDLE = 90.0
+# A slot of the grid wakes only the pool workers that, taking its cycles one after another, end
+# them within SPREAD s at the pool's recent cycle length. Slow cycles get help: a worker that
+# takes a cycle due more than SPREAD s ago while more wait wakes one more, and SPREAD s after
+# the slot's time the deadlines thread wakes a worker for every cycle still queued (the woken
+# ones may all be held by slow targets). Waking one worker per cycle cost a thread hand-off per
+# cycle and ran each on a cold thread (issue 28; docs/cycle-cost.md "A one-second grid").
+SPREAD = 0.05
 
 
 @dataclass(eq=False)
@@ -103,6 +111,8 @@ class Runner:
         self._own_queue: deque[Slot] = deque()  # cycles of targets outside the pool
         self._own_idle = 0  # own-lane threads waiting for work
         self._workers = 0  # pool workers alive and not stuck in an abandoned cycle
+        self._cycle_wall = 0.01  # a pooled cycle's recent length (s, moving average)
+        self._rescue_at = 0.0  # when the deadlines thread wakes workers for what is queued
         self._running: dict[str, Slot] = {}
         self._answering: set[str] = set()  # targets whose last cycle got an answer
         # (deadline, seq, name): no Slot in it, so a finished cycle's slot is freed at once
@@ -152,7 +162,12 @@ class Runner:
                 else:
                     own.append(slot)
             if pooled:
-                self._work.notify(pooled)
+                # (cycles queued before this slot waited a grid step: each gets a worker)
+                want = math.ceil(pooled * self._cycle_wall / SPREAD) + len(self._queue) - pooled
+                self._work.notify(max(1, min(want, len(self._queue))))
+                if want < len(self._queue) and not self._rescue_at:
+                    self._rescue_at = scheduled + SPREAD
+                    self._lock.notify_all()  # the deadlines thread: one more instant to keep
             for slot in own:
                 self._own_queue.append(slot)
                 if len(self._own_queue) > self._own_idle:  # nobody free: one more thread
@@ -228,8 +243,13 @@ class Runner:
                     self._workers -= 1
                     return
                 slot = self._queue.popleft()
+                if self._queue and time.time() - self._queue[0].scheduled > SPREAD:
+                    self._work.notify()  # the slot's cycles fall behind: one more worker
             self._execute(slot)
             with self._lock:
+                if not slot.abandoned:
+                    wall = time.time() - slot.started
+                    self._cycle_wall += (min(wall, 1.0) - self._cycle_wall) / 16
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
                     return
             del slot  # an idle worker keeps no finished cycle (nor its result's objects)
@@ -287,10 +307,17 @@ class Runner:
                     now = time.time()
                     while self._deadlines and not self._live(self._deadlines[0]):
                         heapq.heappop(self._deadlines)  # finished in time
+                    if self._rescue_at and self._rescue_at <= now:
+                        self._rescue_at = 0.0
+                        if self._queue:  # the slot's woken workers did not get through it
+                            self._work.notify(len(self._queue))
                     if self._deadlines and self._deadlines[0][0] <= now:
                         slot = self._running[heapq.heappop(self._deadlines)[2]]
                         break
                     wait = self._deadlines[0][0] - now if self._deadlines else None
+                    if self._rescue_at:
+                        rescue = self._rescue_at - now
+                        wait = rescue if wait is None else min(wait, rescue)
                     self._lock.wait(wait)
                 conns = slot._abandon()
                 if slot.pooled:

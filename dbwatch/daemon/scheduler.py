@@ -8,8 +8,8 @@ The job runs in APScheduler's own thread (its `debug` executor: no executor thre
 the scheduler's wake and the runner's queue); it only queues cycles. coalesce and
 max_instances=1 keep a late tick from bursting. Per target-cycle this was one APScheduler
 run (job store update, next fire time, events) and one executor thread's wake; at 1,000
-targets on 15 s it is now one run per ~7 targets and no executor thread (issue 28;
-docs/cycle-cost.md "The scheduler's hand-off").
+targets on 15 s it is now one run a second for ~67 targets and no executor thread (issue 28;
+docs/cycle-cost.md "The scheduler's hand-off", "A one-second grid").
 
 A target's first look is not due at a time: it opens the session and reads the catalog, which
 costs 10-20 times a steady cycle (a new server backend, cold catalog caches). First looks run
@@ -48,8 +48,11 @@ MAX_THREADS = 32
 # First runs are staggered over the interval on this grid (absolute time): one wake of
 # APScheduler's thread then serves all targets of a slot. Staggered to the microsecond, every
 # target cost a wake of its own: 0.18-0.29 ms of scheduler and runner CPU per cycle at 1,000
-# targets, 0.05 ms on the grid (issue 28; at 2,000 targets and 15 s, about 13 per slot).
-GRID = 0.1
+# targets, 0.05 ms on a 0.1 s grid. On a 1 s grid a slot's cycles run close together (warm
+# caches, few thread hand-offs: the runner's SPREAD) and APScheduler wakes once a second: on a
+# quiet machine 1.36 -> 0.62-0.80 ms of dbwatch CPU per cycle at 500 targets, lateness p95
+# 0.003 -> 0.04-0.05 s; 0.17 s at 2,000 (issue 28; docs/cycle-cost.md "A one-second grid").
+GRID = 1.0
 # First looks running at once. Each is CPU on both sides (a backend forked, its caches filled):
 # 8 keep two cores busy while leaving the pool's scheduled cycles their turn.
 WARMUPS = 8

@@ -54,9 +54,10 @@ ROTATION = "queues.rotation"  # ProbeCache key: the daemon's cursor and last res
 WINDOW = 50_000  # jobs rows read per table: the oldest by id
 # Kinds whose window is smaller (engine, kind) -> rows: Symfony's messages on MySQL/MariaDB are
 # read through the `queue_name` index with a clustered-key lookup per row (its wide body
-# beside): 50,000 cost 130-190 ms of the server at a 1 M backlog, 20,000 keeps each look under
-# 100 ms; depth_warning (10,000) stays exact, a fuller window is scaled from the estimate (~)
-KIND_WINDOW = {("mysql", "symfony_messenger"): 20_000}
+# beside): 50,000 cost 130-190 ms of the server at a 1 M backlog, 20,000 45-106 ms cold (as the
+# machine's speed went), 10,000 half that; depth_warning (10,000: a count >= it warns) stays
+# exact, a fuller window is scaled from the estimate (~) (contrib/bench/RESULTS-fleet.md §13)
+KIND_WINDOW = {("mysql", "symfony_messenger"): 10_000}
 # and for the newest failures: Laravel's failed_jobs on MySQL/MariaDB keeps `exception` and
 # `payload` off-page (LONGTEXT), two blob pages per row read: 20,000 rows cost 95-120 ms cold
 KIND_FAILED_WINDOW = {("mysql", "laravel_failed"): 10_000}
