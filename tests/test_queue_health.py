@@ -107,6 +107,24 @@ def test_backlog_grades_age_and_depth_and_estimates_when_capped() -> None:
     (f,) = _run("QU001", {"tables": [big]})
     assert f.severity == "critical" and f.evidence["depth"] == 1_000_000
     assert f.evidence["depth_is_estimate"] and "~1000000" in f.summary
+    assert not f.evidence["depth_is_lower_bound"]
+
+
+def test_a_full_window_not_scaled_is_a_lower_bound() -> None:
+    """Symfony keeps its failed messages in the table, so its row estimate is not the queue
+    (scale_depth false): a full window's count is said as a lower bound, never as the depth."""
+    sym = _table(kind="symfony_messenger", library="symfony_messenger", scale_depth=False,
+                 rows_estimate=1_000_000, window=10_000,
+                 summary=[{"queue": "default", "total": 10_000, "available": 10_000,
+                           "oldest_available_seconds": 10, "reserved": 0}])
+    (f,) = _run("QU001", {"tables": [sym]})
+    assert f.severity == "warning" and f.evidence["depth"] == 10_000
+    assert f.evidence["depth_is_lower_bound"] and not f.evidence["depth_is_estimate"]
+    assert "at least 10000 jobs available" in f.summary and f.evidence["window_capped"]
+    part = dict(sym, summary=[{"queue": "default", "total": 9_000, "available": 9_000,
+                               "oldest_available_seconds": 400, "reserved": 0}])
+    (f,) = _run("QU001", {"tables": [part]})  # the window not full: the count is the depth
+    assert not f.evidence["depth_is_lower_bound"] and "queue default: 9000 jobs" in f.summary
 
 
 def test_expired_uses_target_retry_after_then_rule_param() -> None:

@@ -180,7 +180,12 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
                     "locked_seconds": int(lock.locked_seconds),
                     "lock_finding_after_seconds": int(handover),
                 }
-            depth_txt = f"~{shown}" if shown != depth else str(shown)
+            # a full window not scaled (the table's estimate is not the queue): a lower bound
+            lower = note.capped and shown == depth
+            ev["depth_is_lower_bound"] = lower
+            depth_txt = (
+                f"~{shown}" if shown != depth else f"at least {shown}" if lower else str(shown)
+            )
             summary = ctx.summary(**(ev | {"depth": depth_txt}))
             if t.kind == "laravel_batches":
                 summary = (
