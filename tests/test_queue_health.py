@@ -280,6 +280,22 @@ def test_pgboss10_claimed_jobs_come_from_the_reserved_rows() -> None:
     (f,) = _run("QU002", {"tables": [dict(t, summary=[], reserved=stuck)], "retry_after": None},
                 engine="postgresql")
     assert f.evidence["count"] == 100 and f.evidence["count_is_lower_bound"] is True
+    assert ": at least 100 " in f.summary  # said as a lower bound, not as the count
     tried = [{"queue": "mail", "job_class": "mail", "attempts": 2, "n": 5}]
     (f,) = _run("QU003", {"tables": [dict(t, repeated=tried)]}, engine="postgresql")
     assert f.evidence["by_class"][0]["share"] == 0.1  # 5 of the 40 waiting + 10 active
+
+
+def test_a_full_failures_window_is_said_as_a_lower_bound() -> None:
+    """QU004 over the newest-failures window: when every row of the window is a failure in the
+    horizon there may be more, and the summary says "at least" (count_is_lower_bound)."""
+    failed = [{"queue": "q", "head": "RuntimeException: boom", "job_class": "App\\\\Jobs\\\\A",
+               "n": 100, "n_1h": 0, "n_6h": 0, "n_24h": 100, "n_3d": 100, "n_7d": 100,
+               "latest": "2026-11-27 05:00:00", "latest_seconds_ago": 60}]
+    t = _table(failed=failed, kind="laravel_failed", table="failed_jobs")
+    (f,) = _run("QU004", {"tables": [dict(t, failed_window=100)]})
+    assert f.evidence["count_is_lower_bound"] is True
+    assert ": at least 100 App\\Jobs\\A jobs failed" in f.summary, f.summary
+    (f,) = _run("QU004", {"tables": [dict(t, failed_window=1000)]})
+    assert f.evidence["count_is_lower_bound"] is False
+    assert ": 100 App\\Jobs\\A jobs failed" in f.summary, f.summary

@@ -364,14 +364,16 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
             "retry_after_source": source if t.kind == "laravel_jobs" else _expiry_source(t),
             "heartbeat": heartbeat,
         }
-        summary = None
+        # the claimed rows stopped at `groups` or the window was full: more may be expired
+        said = f"at least {count}" if capped else str(count)
+        summary = ctx.summary(**(ev | {"count": said})) if capped else None
         lib = library(t.library)
         if lib is not None and lib.expired_note:
             what, then = lib.expired_note
             if heartbeat:
                 what = "active jobs whose heartbeat is older than their heartbeatSeconds of"
                 then = "pg-boss fails them (job heartbeat timeout): their worker is gone"
-            summary = f"{t.name}: {count} {what} {shown} (oldest {format_duration(oldest)}); {then}"
+            summary = f"{t.name}: {said} {what} {shown} (oldest {format_duration(oldest)}); {then}"
         yield ctx.finding(
             severity=sev,
             subject=f"table {t.name}",
@@ -622,7 +624,7 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding(
                 severity=sev,
                 evidence=ev,
-                summary=_failed_summary(ctx, t, g, window, meaning),
+                summary=_failed_summary(ctx, t, g, window, meaning, full),
                 fix=(
                     generic.fix(t, "failure", ctx.snapshot.engine)
                     if generic.is_generic(t)
@@ -634,20 +636,22 @@ def queue_failed(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _failed_summary(
-    ctx: CheckContext, t: QueueTableStats, g: _Failures, window: int, meaning: str
+    ctx: CheckContext, t: QueueTableStats, g: _Failures, window: int, meaning: str, full: bool
 ) -> str:
+    """`full`: the newest-failures window was full, so each count is a lower bound (said)."""
+    count = f"at least {g.count}" if full else str(g.count)
     ago = format_duration(g.latest_seconds_ago)
     when = f"in the last {format_duration(window)} (latest {g.latest}, {ago} ago)"
     if g.kind == "batch":
         return (
-            f"{t.name}: batches named {g.job_class} have {g.count} failed jobs "
+            f"{t.name}: batches named {g.job_class} have {count} failed jobs "
             f"{when}: {failure_meaning('laravel', 'batch').split(':')[1].strip()}"
         )
     # graphile-worker and others keep only the message: show it instead of a class
     cause = f'"{g.message[:80]}"' if g.exception == "(unknown)" else _short(g.exception)
     text = ctx.summary(
         table=t.name,
-        count=g.count,
+        count=count,
         job=g.job_class,
         exception=cause,
         window=format_duration(window),
