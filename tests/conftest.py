@@ -259,3 +259,22 @@ def _forget_test_passwords() -> Iterator[None]:
         secrets._public.clear()
         secrets._public.update(saved[1])
         secrets._generation[0] += 1  # what scrub() masks changed back
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_log_handlers() -> Iterator[None]:
+    """An in-process `watch` or `main()` installs a root StreamHandler on the sys.stderr of
+    that moment — pytest's capture file for the test, closed after it: a daemon thread still
+    ending, or a later test's log line, then hit it ("--- Logging error ---" in CI's output).
+    The root logger's handlers and level are put back after each test."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for h in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(h)
+    for h in handlers:
+        if h not in root.handlers:
+            root.addHandler(h)
+    root.setLevel(level)
