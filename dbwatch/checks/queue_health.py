@@ -106,6 +106,11 @@ def _window_note(t: QueueTableStats) -> _Window:
     return _Window(total, total >= t.window > 0 or t.window_capped_ids)
 
 
+def _counted(n: int, lower_bound: bool) -> str:
+    """A count as a summary says it: "at least N" when more may lie past what was read."""
+    return f"at least {n}" if lower_bound else str(n)
+
+
 def _worse(a: str | None, b: str | None) -> str | None:
     return a if _RANK[a] >= _RANK[b] else b
 
@@ -183,9 +188,7 @@ def queue_backlog(ctx: CheckContext) -> Iterator[Finding]:
             # a full window not scaled (the table's estimate is not the queue): a lower bound
             lower = note.capped and shown == depth
             ev["depth_is_lower_bound"] = lower
-            depth_txt = (
-                f"~{shown}" if shown != depth else f"at least {shown}" if lower else str(shown)
-            )
+            depth_txt = f"~{shown}" if shown != depth else _counted(shown, lower)
             summary = ctx.summary(**(ev | {"depth": depth_txt}))
             if t.kind == "laravel_batches":
                 summary = (
@@ -365,7 +368,7 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
             "heartbeat": heartbeat,
         }
         # the claimed rows stopped at `groups` or the window was full: more may be expired
-        said = f"at least {count}" if capped else str(count)
+        said = _counted(count, capped)
         summary = ctx.summary(**(ev | {"count": said})) if capped else None
         lib = library(t.library)
         if lib is not None and lib.expired_note:
@@ -639,7 +642,7 @@ def _failed_summary(
     ctx: CheckContext, t: QueueTableStats, g: _Failures, window: int, meaning: str, full: bool
 ) -> str:
     """`full`: the newest-failures window was full, so each count is a lower bound (said)."""
-    count = f"at least {g.count}" if full else str(g.count)
+    count = _counted(g.count, full)
     ago = format_duration(g.latest_seconds_ago)
     when = f"in the last {format_duration(window)} (latest {g.latest}, {ago} ago)"
     if g.kind == "batch":

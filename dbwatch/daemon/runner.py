@@ -247,11 +247,10 @@ class Runner:
                     self._work.notify()  # the slot's cycles fall behind: one more worker
             self._execute(slot)
             with self._lock:
-                if not slot.abandoned:
-                    wall = time.time() - slot.started
-                    self._cycle_wall += (min(wall, 1.0) - self._cycle_wall) / 16
                 if slot.abandoned:  # replaced by the watchdog meanwhile: this thread retires
                     return
+                wall = time.time() - slot.started
+                self._cycle_wall += (min(wall, 1.0) - self._cycle_wall) / 16
             del slot  # an idle worker keeps no finished cycle (nor its result's objects)
 
     def _own_worker(self) -> None:
