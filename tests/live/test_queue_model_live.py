@@ -258,3 +258,24 @@ def test_generic_table_refused_is_a_grant(uniq: str) -> None:
     dw001 = [f for f in by_rule(data, "DW001") if "background_task" in f["summary"]]
     assert dw001 and 'GRANT SELECT ON "public"."background_task"' in dw001[0]["fix"]
     assert queue_findings(data, "public.background_task") == []
+
+
+def test_generic_backlog_past_the_window_is_a_lower_bound(uniq: str) -> None:
+    """A queue known by its columns only (django-background-tasks' table, no module of
+    dbwatch's) holding more waiting jobs than the probe's window: its row estimate is not the
+    queue (finished and failed rows stay), so QU001 says the count read as a lower bound —
+    "at least N" — never as the depth."""
+    db = f"dbw_gmw_{uniq}"
+    with pg_database(db) as dsn:
+        url = f"postgresql://postgres@127.0.0.1:5432/{db}"
+        with psycopg.connect(dsn, autocommit=True) as c:
+            c.execute(PG_TASKS)
+            c.execute("INSERT INTO background_task (task_name, task_params, run_at, queue) SELECT "
+                      "'app.tasks.send_mail', '[[], {}]', now() - interval '2 hours', 'mail' "
+                      "FROM generate_series(1, 120000)")
+        data = audit(url, "--select", "QU")
+    (backlog,) = [f for f in queue_findings(data, "public.background_task") if f["rule"] == "QU001"]
+    ev = backlog["evidence"]
+    assert ev["library"] == "generic" and ev["window_capped"] is True
+    assert ev["depth_is_lower_bound"] is True and ev["depth"] == ev["window_rows"] < 120000
+    assert f"at least {ev['depth']} jobs available" in backlog["summary"]
