@@ -144,6 +144,56 @@ def test_mysql8_general_log_timestamps(tmp_path: Path) -> None:
     assert [f.rule for f in a.findings] == ["QU401"]
 
 
+# What the servers print as a general log's command (`command_name[]`, sql/sql_parse.cc): MySQL
+# 8.0 and MariaDB 10.11, every name a client can cause, a few of two or more capitalised words.
+SERVER_COMMANDS = {
+    "mysql-8.0": ["Sleep", "Quit", "Init DB", "Query", "Field List", "Create DB", "Drop DB",
+                  "Refresh", "Shutdown", "Statistics", "Processlist", "Connect", "Kill", "Debug",
+                  "Ping", "Time", "Delayed insert", "Change user", "Binlog Dump", "Table Dump",
+                  "Connect Out", "Register Replica", "Prepare", "Execute", "Long Data",
+                  "Close stmt", "Reset stmt", "Set option", "Fetch", "Daemon", "Binlog Dump GTID",
+                  "Reset Connection", "clone", "Group Replication Data Stream", "Error"],
+    "mariadb-10.11": ["Register Slave", "Bulk_execute", "Slave_worker", "Slave_IO", "Slave_SQL",
+                      "Reset connection", "Unimpl get tid"],
+}
+
+
+@pytest.mark.parametrize("stamp", ["\t\t", "2024-01-15T10:00:00.123456Z\t"])
+@pytest.mark.parametrize("server", sorted(SERVER_COMMANDS))
+def test_another_sessions_command_never_joins_a_statement(
+        tmp_path: Path, server: str, stamp: str) -> None:
+    """Any command of another session, after any line of a worker's log, is its own entry:
+    `Init DB` (a driver's select_db) read as a continuation once hid a fetch-before-delete."""
+    lines = (FIX / "mariadb-general-pdo-prepared.log").read_text().split("\n")
+    entry = [i for i, ln in enumerate(lines) if ln.startswith(("\t", "2"))]
+    for name in SERVER_COMMANDS[server]:
+        noisy = list(lines)
+        for i in reversed(entry):
+            noisy.insert(i + 1, f"{stamp}  9999 {name}\tinformation_schema")
+        p = tmp_path / "noisy.log"
+        p.write_text("\n".join(noisy))
+        a = analyse_logs([p])
+        assert a.stats.unreadable_lines == 0, name
+        counts = {f.rule: f.evidence["count"] for f in a.findings}
+        assert counts == {"QU401": N_JOBS, "QU402": N_JOBS + 1}, name
+
+
+@pytest.mark.parametrize("reset", ["Reset Connection", "Reset connection"])
+def test_a_reset_connection_ends_the_transaction(tmp_path: Path, reset: str) -> None:
+    """COM_RESET_CONNECTION (a pool handing the session on) rolls back and restores
+    autocommit: a DELETE after it is not the same transaction as the SELECT before it."""
+    head = "\t\t    11 "
+    body = [f"{head}Query\tSET autocommit=0",
+            f"{head}Query\tselect * from `jobs` where `id` = 7 limit 1 for update",
+            f"{head}{reset}\t",
+            f"{head}Query\tdelete from `jobs` where `id` = 7"]
+    p = tmp_path / "reset.log"
+    p.write_text("Time\t\t    Id Command\tArgument\n" + "\n".join(body) + "\n")
+    assert analyse_logs([p]).findings == []
+    p.write_text("Time\t\t    Id Command\tArgument\n" + "\n".join(body[:2] + body[3:]) + "\n")
+    assert [f.rule for f in analyse_logs([p]).findings] == ["QU401"]
+
+
 def test_detect_format_plain_sql() -> None:
     assert detect_format(["select 1;", "select 2;"]) == "sql"
     assert detect_format([]) == "sql"

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,8 +80,35 @@ def _general_log() -> Iterator[Path]:
         admin.close()
 
 
+@contextlib.contextmanager
+def _other_session() -> Iterator[list[int]]:
+    """Another client busy beside the worker, as on any real server: PyMySQL's select_db and
+    ping send COM_INIT_DB and COM_PING, logged as `Init DB` and `Ping` lines between Laravel's
+    (a two-word command read as a continuation line glued itself onto Laravel's DELETE and
+    hid one fetch-before-delete: CI counted 29 of 30)."""
+    stop, sent = threading.Event(), [0]
+    conn = _admin()
+
+    def churn() -> None:
+        while not stop.is_set():
+            conn.select_db("information_schema" if sent[0] % 2 else "mysql")
+            conn.ping(reconnect=False)
+            sent[0] += 1
+            time.sleep(0.0005)
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    try:
+        yield sent
+    finally:
+        stop.set()
+        t.join(5)
+        conn.close()
+
+
 def _laravel_run(uniq: str, *version: str) -> tuple[dict[str, Any], str, str]:
-    """Create Laravel's jobs table, push and work N_JOBS under the general log; audit the log."""
+    """Create Laravel's jobs table, push and work N_JOBS under the general log, another client
+    busy beside it; audit the log."""
     db, table = f"dw_laravel_{uniq}", f"jobs_{uniq}"
     admin = _admin()
     try:
@@ -88,10 +116,11 @@ def _laravel_run(uniq: str, *version: str) -> tuple[dict[str, Any], str, str]:
             cur.execute(f"create database {db}")
         _php(db, table, "create")
         _php(db, table, "push", str(N_JOBS))
-        with _general_log() as log:
+        with _general_log() as log, _other_session() as sent:
             assert _php(*version, db, table, "work", str(N_JOBS + 5)).strip() == \
                 f"worked {N_JOBS}"
             time.sleep(0.2)      # the server flushes the log line of the last statement
+        assert sent[0] > 0
         with admin.cursor() as cur:
             cur.execute(f"select count(*) from {db}.{table}")
             assert cur.fetchone()[0] == 0
@@ -100,8 +129,9 @@ def _laravel_run(uniq: str, *version: str) -> tuple[dict[str, Any], str, str]:
             cur.execute(f"drop database if exists {db}")
         admin.close()
     # the log is server-wide: keep only the lines about our table for the SQL assertions
-    text = "\n".join(ln for ln in log.read_text(errors="replace").splitlines()
-                     if f"`{table}`" in ln)
+    whole = log.read_text(errors="replace").splitlines()
+    text = "\n".join(ln for ln in whole if f"`{table}`" in ln)
+    assert any(" Init DB\t" in ln for ln in whole)  # the other client's lines are there
     proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "--log", str(log),
                            "--format", "json"], capture_output=True, text=True, timeout=60,
                           cwd=ROOT, check=False)

@@ -9,15 +9,28 @@ from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 # `261122  1:52:20\t    11 Query\t…` (MariaDB, MySQL 5.x), `\t\t    11 Query\t…` (same second),
 # `2024-01-15T10:00:00.123456Z\t   11 Query\t…` (MySQL 5.7+/8).
+# The command is the server's own name for the protocol command (`command_name[]`, sql_parse.cc),
+# up to a tab; some are several words ("Init DB": a driver's select_db). Read as a continuation
+# line, such an entry of another session was glued onto the statement before it.
+# (No name holds a regex metacharacter; the one-word fallback takes names yet to come.)
+_COMMANDS = (
+    "Sleep|Quit|Init DB|Query|Field List|Create DB|Drop DB|Refresh|Shutdown|Statistics|"
+    "Processlist|Connect|Kill|Debug|Ping|Time|Delayed insert|Change user|Binlog Dump|"
+    "Table Dump|Connect Out|Register Slave|Register Replica|Prepare|Execute|Long Data|"
+    "Close stmt|Reset stmt|Set option|Fetch|Daemon|Binlog Dump GTID|Reset Connection|"
+    "Reset connection|clone|Group Replication Data Stream|Bulk_execute|Slave_worker|"
+    "Slave_IO|Slave_SQL|Unimpl get tid|Error"
+)
 GENERAL_ENTRY = re.compile(
     r"(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
-    r"\t\s*(\d+) ([A-Z][A-Za-z_]*(?: [a-z]+)?)\t(.*)",
+    rf"\t\s*(\d+) ({_COMMANDS}|[A-Z][A-Za-z_]*)\t(.*)",
     re.DOTALL,
 )
 VERSION_LINE = re.compile(r".*, Version: (\S+(?: \([^)]*\))?)")
 HEADER = re.compile(r"(?:Tcp port: |Time\s+Id\s+Command\s+Argument)")
 _STATEMENT_COMMANDS = frozenset({"Query", "Execute"})
-_NEW_SESSION = frozenset({"Connect", "Change user"})
+# A reset (a pool handing the connection on) rolls back and puts autocommit back, as a new session.
+_NEW_SESSION = frozenset({"Connect", "Change user", "Reset Connection", "Reset connection"})
 
 SLOW_THREAD = re.compile(r"#\s*(?:Thread_id:\s*(\d+)|User@Host:.*?\bId:\s*(\d+))")
 SLOW_META = re.compile(r"(?:SET timestamp=\d+(?:\.\d+)?;|use [`\w$]+;)$", re.IGNORECASE)
