@@ -194,6 +194,22 @@ def test_a_reset_connection_ends_the_transaction(tmp_path: Path, reset: str) -> 
     assert [f.rule for f in analyse_logs([p]).findings] == ["QU401"]
 
 
+def test_a_reset_connection_in_the_slow_log_ends_the_transaction(tmp_path: Path) -> None:
+    def entry(sql: str) -> str:
+        return ("# User@Host: app[app] @  [127.0.0.1]\n# Thread_id: 21  Schema: test\n"
+                "# Query_time: 0.000100  Lock_time: 0.000000  Rows_sent: 0  Rows_examined: 0\n"
+                f"SET timestamp=1795312713;\n{sql}\n")
+    body = [entry("SET autocommit=0;"),
+            entry("select * from jobs where id = 7 limit 1 for update;"),
+            entry("# administrator command: Reset Connection;"),
+            entry("delete from jobs where id = 7;")]
+    p = tmp_path / "slow.log"
+    p.write_text("# Time: 261122  1:58:33\n" + "".join(body))
+    assert analyse_logs([p]).stats.format == "mysql-slow" and analyse_logs([p]).findings == []
+    p.write_text("# Time: 261122  1:58:33\n" + "".join(body[:2] + body[3:]))
+    assert [f.rule for f in analyse_logs([p]).findings] == ["QU401"]
+
+
 def test_detect_format_plain_sql() -> None:
     assert detect_format(["select 1;", "select 2;"]) == "sql"
     assert detect_format([]) == "sql"

@@ -135,9 +135,14 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
                 parts, size = [], 0
             if line.startswith("# Time:"):
                 ts = line[7:].strip()
-            elif line.startswith("# administrator command: Quit"):
-                if conn is not None:
+            elif line.startswith("# administrator command: "):
+                command = line[25:].rstrip().removesuffix(";")
+                if conn is None:
+                    pass
+                elif command == "Quit":
                     sink.disconnect(conn)
+                elif command in _NEW_SESSION:
+                    sink.connect(conn)
             elif "Thread_id:" in line or "User@Host:" in line:  # the regex only where it can match
                 m = SLOW_THREAD.match(line)
                 if m is not None:
