@@ -340,7 +340,7 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
             yield from generic.expired_claims(ctx, t)
             continue
         queues: dict[str, int] = defaultdict(int)
-        oldest, limits, heartbeat = 0.0, set[float](), False
+        oldest, limits, heartbeat, gone = 0.0, set[float](), False, 0
         for row in t.reserved:
             # the library's own expiry (per job for pg-boss), else Laravel's retry_after
             expiry = retry_after if row.expires_after is None else row.expires_after
@@ -348,8 +348,11 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
                 heartbeat = heartbeat or row.heartbeat
                 queues[str(row.queue)] += row.n
                 oldest = max(oldest, row.reserved_seconds)
-                limits.add(expiry)
-        expiry = min(limits, default=retry_after)
+                if expiry > 0:
+                    limits.add(expiry)
+                else:  # an expiry of 0: the claim's owner is gone (procrastinate: pruned)
+                    gone += row.n
+        expiry = min(limits, default=0 if gone else retry_after)
         count = sum(queues.values())
         sev = ctx.grade(count) if count else None
         if sev is None:
@@ -366,6 +369,7 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
             "retry_after_seconds": expiry,
             "retry_after_source": source if t.kind == "laravel_jobs" else _expiry_source(t),
             "heartbeat": heartbeat,
+            "worker_gone": gone,
         }
         # the claimed rows stopped at `groups` or the window was full: more may be expired
         said = _counted(count, capped)
@@ -376,7 +380,14 @@ def _expired_claims(ctx: CheckContext) -> Iterator[Finding]:
             if heartbeat:
                 what = "active jobs whose heartbeat is older than their heartbeatSeconds of"
                 then = "pg-boss fails them (job heartbeat timeout): their worker is gone"
-            summary = f"{t.name}: {said} {what} {shown} (oldest {format_duration(oldest)}); {then}"
+            aged = f"{what} {shown} (oldest {format_duration(oldest)})"
+            if gone == count and lib.gone_note:
+                summary = f"{t.name}: {said} {lib.gone_note}; {then}"  # no age to show
+            elif gone and lib.gone_note:
+                both = f"{_counted(count - gone, capped)} {aged} and {gone} {lib.gone_note}"
+                summary = f"{t.name}: {both}; {then}"
+            else:
+                summary = f"{t.name}: {said} {aged}; {then}"
         yield ctx.finding(
             severity=sev,
             subject=f"table {t.name}",

@@ -72,6 +72,9 @@ class Library:
     # query shape (pg-boss 12's job_i14); unlike a variant, nothing a finding carries
     fragments: Callable[[dict[str, str]], dict[str, str]] | None = None
     variant_words: dict[str, dict[str, str]] = field(default_factory=dict)
+    # QU002: claimed rows whose worker row is gone (its probe's expiry 0: stuck at once), in
+    # the library's words; None: the library has no such rows
+    gone_note: str | None = None
 
 
 # The library modules, each declaring its LIBRARY with `queue_library(...)`. Order matters: it

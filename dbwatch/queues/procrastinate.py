@@ -73,14 +73,15 @@ LIBRARY = Library(
         "(a periodic task doing this is the documented pattern); stop workers gracefully."
     ),
     expired_note=(
-        "'doing' jobs whose worker is gone (pruned, or no heartbeat for over",
-        "procrastinate never runs stalled jobs again unless they are retried)",
+        "'doing' jobs whose worker has sent no heartbeat for over",
+        "procrastinate never runs stalled jobs again unless they are retried",
     ),
     attempts_fix=(
         "Read the task's errors in the worker log; set retry=RetryStrategy(max_attempts=…, "
         "wait=…) on the task to what it needs."
     ),
     expiry_source="procrastinate stalled_worker_timeout (default 30 s)",
+    gone_note="'doing' jobs whose worker row was pruned (worker_id set NULL)",
     failure_fix={
         "other": (
             "procrastinate keeps no error text in the database: read the worker log for the "

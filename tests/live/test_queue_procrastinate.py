@@ -75,6 +75,20 @@ def test_procrastinate_every_failure_mode(uniq: str) -> None:
         with psycopg.connect(dsn, autocommit=True) as c:
             c.execute("UPDATE procrastinate_workers SET last_heartbeat = now() - interval '5 min'")
         data = audit(url)
+        # a worker starting later prunes the dead one (procrastinate's own
+        # prune_stalled_workers: its row deleted, the jobs' worker_id set NULL): stalled
+        # since then, with no heartbeat left to age
+        _py(dsn, "import asyncio\nfrom procrastinate_app import app\nasync def main():\n"
+                 "    async with app.open_async():\n"
+                 "        assert await app.job_manager.prune_stalled_workers(60)\n"
+                 "asyncio.run(main())")
+        assert _count(dsn, "status = 'doing' AND worker_id IS NULL") == 4
+        pruned = audit(url)
+    (gone,) = by_rule(pruned, "QU002")
+    assert gone["evidence"]["count"] == 4 and gone["evidence"]["worker_gone"] == 4
+    assert gone["summary"] == (
+        f"{TABLE}: 4 'doing' jobs whose worker row was pruned (worker_id set NULL); "
+        "procrastinate never runs stalled jobs again unless they are retried"), gone["summary"]
     qu = queue_findings(data, TABLE)
     assert all(f["evidence"]["library"] == "procrastinate" for f in qu) and qu
     (backlog,) = by_rule(data, "QU001")
@@ -82,6 +96,8 @@ def test_procrastinate_every_failure_mode(uniq: str) -> None:
     assert backlog["severity"] == "critical" and "procrastinate" in backlog["fix"]
     (stalled,) = by_rule(data, "QU002")
     assert stalled["evidence"]["count"] == 4 and stalled["evidence"]["queues"] == {"slow": 4}
+    assert stalled["evidence"]["worker_gone"] == 0
+    assert "no heartbeat for over 30s (oldest 5m" in stalled["summary"], stalled["summary"]
     assert "get_stalled_jobs" in stalled["fix"] and "artisan" not in stalled["fix"]
     (failed,) = by_rule(data, "QU004")
     assert failed["evidence"]["count"] == 20 and failed["evidence"]["job_class"] == "boom"
