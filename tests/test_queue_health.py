@@ -232,6 +232,24 @@ def test_expired_uses_each_jobs_own_expiry() -> None:
     assert "pg-boss will fail them as timed out" in f.summary and "expireInSeconds" in f.fix
 
 
+def test_expired_procrastinate_pruned_and_aged_are_said_apart() -> None:
+    """A pruned worker's jobs (the probe's expiry 0: stalled since the row went) have no age
+    to show: never "over 0s (oldest 0s)"; beside heartbeat-aged ones, each is counted."""
+    pruned = {"queue": "slow", "reserved_seconds": 0, "n": 3, "expires_after": 0}
+    aged = {"queue": "slow", "reserved_seconds": 300, "n": 2, "expires_after": 30}
+    fresh = {"queue": "slow", "reserved_seconds": 5, "n": 9, "expires_after": 30}
+    t = _table(kind="procrastinate", table="procrastinate_jobs", library="procrastinate")
+    (f,) = _run("QU002", {"tables": [dict(t, reserved=[pruned, fresh])]}, engine="postgresql")
+    assert f.evidence["count"] == 3 and f.evidence["worker_gone"] == 3
+    assert "3 'doing' jobs whose worker row was pruned" in f.summary and " 0s" not in f.summary
+    (f,) = _run("QU002", {"tables": [dict(t, reserved=[pruned, aged, fresh])]},
+                engine="postgresql")
+    assert f.evidence["count"] == 5 and f.evidence["retry_after_seconds"] == 30
+    assert f.summary.startswith("app.procrastinate_jobs: 2 'doing' jobs whose worker has sent "
+                                "no heartbeat for over 30s (oldest 5m00s) and 3 'doing' jobs "
+                                "whose worker row was pruned"), f.summary
+
+
 def test_batch_backlog_has_its_own_thresholds() -> None:
     def section(age: int) -> dict[str, Any]:
         row = {"queue": "ImportUsers", "total": 1, "available": 40,
