@@ -45,3 +45,42 @@ def test_missing_log_is_one_clean_line(tmp_path: Path) -> None:
     proc = audit("--log", str(tmp_path / "nope.log"))
     assert proc.returncode == 3
     assert "nope.log" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_general_log_pasted_with_its_tabs_made_spaces_reads_the_same(tmp_path: Path) -> None:
+    """Copied from a terminal, a web page or an issue, a general log's tabs are spaces: it is
+    read as the same log (same statements, same findings), with or without its header lines."""
+    src = LOGS / "mariadb-general-pdo-prepared.log"
+    want = load_json(audit("--log", str(src)).stdout, "audit")
+    lines = src.read_text().splitlines()
+    variants = {"tabs8": [ln.expandtabs(8) for ln in lines],
+                "tabs4": [ln.expandtabs(4) for ln in lines],
+                "no header, left-trimmed": [ln.expandtabs(8).lstrip() for ln in lines[3:]]}
+    for name, text in variants.items():
+        p = tmp_path / f"{name}.log"
+        p.write_text("\n".join(text) + "\n")
+        proc = audit("--log", str(p))
+        assert proc.returncode == 1, (name, proc.stderr)
+        doc = load_json(proc.stdout, "audit")
+        assert doc["logs"][0]["statements"] == want["logs"][0]["statements"], name
+        assert doc["logs"][0]["unreadable_lines"] == 0, name
+        got = [(f["rule"], f["evidence"]["count"]) for f in doc["findings"]]
+        assert got == [(f["rule"], f["evidence"]["count"]) for f in want["findings"]], name
+
+
+def test_a_log_with_no_statement_in_it_is_unknown_not_ok(tmp_path: Path) -> None:
+    """Nothing read is nothing checked: exit 3 with the file named, never "no findings — OK"."""
+    pg = tmp_path / "pg.log"      # a PostgreSQL log without log_statement: errors only
+    pg.write_text("2026-11-27 07:00:00.123 UTC [4711] LOG:  checkpoint starting: time\n"
+                  "2026-11-27 07:00:01.456 UTC [4711] LOG:  checkpoint complete: wrote 3 "
+                  "buffers (0.0%)\n")
+    proc = audit("--log", str(pg))
+    assert proc.returncode == 3, proc.stderr
+    assert f"{pg}: not one statement read from its 2 lines as a postgresql-stderr log" \
+        in proc.stderr and "log_statement = 'all'" in proc.stderr
+    assert load_json(proc.stdout, "audit")["findings"] == []
+    junk = tmp_path / "general.log"  # a general log's header, then what no server writes
+    junk.write_text("Time                 Id Command    Argument\nsome prose\nmore prose\n")
+    proc = audit("--log", str(junk))
+    assert proc.returncode == 3 and "2 of them not understood" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -126,9 +126,12 @@ def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
         analyse_logs([tmp_path / "nope.log"])
 
 
-def test_mysql8_general_log_timestamps(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tabs", [None, 8, 2])  # as written; pasted with its tabs made spaces
+def test_mysql8_general_log_timestamps(tmp_path: Path, tabs: int | None) -> None:
     p = tmp_path / "mysql8.log"
-    p.write_text(
+    write = p.write_text if tabs is None else (
+        lambda text: p.write_text(text.expandtabs(tabs)))  # type: ignore[misc]
+    write(
         "/usr/sbin/mysqld, Version: 8.0.36 (MySQL Community Server - GPL). started with:\n"
         "Tcp port: 3306  Unix socket: /var/run/mysqld/mysqld.sock\n"
         "Time                 Id Command    Argument\n"

@@ -106,7 +106,8 @@ def audit_logs(
     print(
         f"dbwatch: {mb:.1f} MB, {_n(st.lines, 'line')}, {_n(st.statements, 'statement')}, "
         f"{_n(st.transactions, 'transaction')}, {st.unparsable:,} unparsable, "
-        f"format {st.format}, server {st.server_version or 'unknown'}, "
+        + (f"{_n(st.unreadable_lines, 'line')} not understood, " if st.unreadable_lines else "")
+        + f"format {st.format}, server {st.server_version or 'unknown'}, "
         f"{mb / seconds if seconds else 0:.1f} MB/s",
         file=sys.stderr,
     )

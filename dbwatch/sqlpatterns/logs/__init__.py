@@ -22,7 +22,7 @@ from dbwatch.sqlpatterns.detect import (
 )
 from dbwatch.sqlpatterns.fingerprint import Classifier
 from dbwatch.sqlpatterns.logs.lines import LineStats, iter_lines, open_log
-from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, read_general, read_slow
+from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, SPACED_ENTRY, read_general, read_slow
 from dbwatch.sqlpatterns.logs.postgres import read_csvlog, read_jsonlog, read_stderr
 from dbwatch.sqlpatterns.logs.transcript import Split, has_several, read_transcript
 from dbwatch.sqlpatterns.transactions import TransactionGrouper
@@ -49,10 +49,13 @@ def detect_format(head: Sequence[str]) -> str:
     """The log format, from its first lines."""
     if any(line.startswith(_SLOW_MARKERS) for line in head):
         return "mysql-slow"
-    if any(
-        GENERAL_ENTRY.match(line) or re.match(r"Time\s+Id\s+Command\s+Argument", line)
-        for line in head
-    ):
+    if (
+        any(
+            GENERAL_ENTRY.match(line) or re.match(r"Time\s+Id\s+Command\s+Argument", line)
+            for line in head
+        )
+        or sum(1 for line in head if SPACED_ENTRY.match(line)) >= 2
+    ):  # its tabs made spaces
         return "mysql-general"
     for line in head:
         if line.startswith("{"):
@@ -207,6 +210,8 @@ def _analyse_one(
         except (OSError, EOFError) as exc:  # truncated gzip, I/O error: keep what was read
             stats.errors.append(f"{path}: log unreadable after {lstats.bytes} bytes ({exc})")
         sink.grouper.flush()
+    if sink.grouper.stats.statements == 0 and lstats.lines:
+        stats.errors.append(_nothing_read(path, file_fmt, lstats))
     detector.transactions += sink.grouper.stats.dropped
     cstats = detector.classifier.stats
     stats.lines += lstats.lines
@@ -218,3 +223,21 @@ def _analyse_one(
     stats.unparsable += cstats.unparsable
     stats.sqlparse_runs += cstats.parsed
     return file_fmt, sink.server_version, dialect
+
+
+_NO_STATEMENT_HINT = {
+    "mysql-slow": " (long_query_time = 0 puts every statement in a slow log)",
+    "postgresql-stderr": " (log_statement = 'all' puts every statement in the log)",
+    "postgresql-csvlog": " (log_statement = 'all' puts every statement in the log)",
+    "postgresql-jsonlog": " (log_statement = 'all' puts every statement in the log)",
+}
+
+
+def _nothing_read(path: Path, fmt: str, lstats: LineStats) -> str:
+    """A log of which not one statement was read: said, so that no finding is not 'OK'."""
+    lines = f"{lstats.lines:,} line{'s' if lstats.lines != 1 else ''}"
+    why = f", {lstats.unreadable:,} of them not understood" if lstats.unreadable else ""
+    return (
+        f"{path}: not one statement read from its {lines} as a {fmt} log{why}: nothing in it "
+        f"was checked{_NO_STATEMENT_HINT.get(fmt, '')}"
+    )

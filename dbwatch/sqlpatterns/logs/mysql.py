@@ -21,9 +21,19 @@ _COMMANDS = (
     "Reset connection|clone|Group Replication Data Stream|Bulk_execute|Slave_worker|"
     "Slave_IO|Slave_SQL|Unimpl get tid|Error"
 )
+_STAMP = (
+    r"(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+)
 GENERAL_ENTRY = re.compile(
-    r"(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)?"
-    rf"\t\s*(\d+) ({_COMMANDS}|[A-Z][A-Za-z_]*)\t(.*)",
+    rf"{_STAMP}?\t\s*(\d+) ({_COMMANDS}|[A-Z][A-Za-z_]*)\t(.*)",
+    re.DOTALL,
+)
+# The same log pasted with its tabs turned to spaces (a terminal, a web page, `expand`): only
+# the servers' own names, the longest first (a space no longer ends "Binlog Dump" of "… GTID").
+# Read so only while no line of the file has the tabs.
+SPACED_ENTRY = re.compile(
+    rf"(?:{_STAMP} +| *)(\d+) "
+    f"({'|'.join(sorted(_COMMANDS.split('|'), key=len, reverse=True))})(?: +(.*)|$)",
     re.DOTALL,
 )
 VERSION_LINE = re.compile(r".*, Version: (\S+(?: \([^)]*\))?)")
@@ -52,6 +62,7 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
     size = 0
     ts: str | None = None
     seen_entry = False
+    tabbed = False  # a line had the tabs: no spaced reading for this file
     for line in lines:
         hit = None
         if line[:1] == "\t":
@@ -76,6 +87,10 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
             continue
         # An entry starts with a timestamp digit or a tab: other lines skip the regex.
         m = match(line) if line[:1] == "\t" or line[:1].isdigit() else None
+        if m is not None:
+            tabbed = True
+        elif not tabbed and line[:1] in " 0123456789":
+            m = SPACED_ENTRY.match(line)
         if m is None:
             if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
                 if size < MAX_ENTRY:  # continuation of a multi-line statement
@@ -91,7 +106,7 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
         if cur_conn is not None and parts:
             statement(cur_conn, ts, "\n".join(parts) if len(parts) > 1 else parts[0])
         seen_entry = True
-        stamp, cur_conn, cur_cmd, arg = m.groups()
+        stamp, cur_conn, cur_cmd, arg = m.groups(default="")
         if stamp:
             ts = stamp
         elif line[:1] == "\t" and m.start(4) == tab + 1:
