@@ -177,7 +177,10 @@ class FreezeProxy:
     ) -> None:
         sent = 0
         while not self._stop.is_set() and not frozen.is_set():
-            ready, _, _ = select.select([src], [], [], 0.05)
+            try:
+                ready, _, _ = select.select([src], [], [], 0.05)
+            except (OSError, ValueError):  # closed by close() meanwhile: nothing left to pump
+                return
             if not ready or self._all_frozen.is_set():
                 continue
             try:

@@ -4,8 +4,9 @@ servers (a PgCluster and a MariaDbInstance), so nothing shared is touched.
 Client threads run short transactions (idle in them ~hold ms, then commit, then begin
 again) while dbwatch's terminate path lists and kills the ones idle in a transaction.
 Each client transaction records its identity as dbwatch sees it; after the run every
-`terminated` is judged: correct, wrong (landed in a younger transaction) or late (landed
-during the selected transaction's commit).
+`terminated` is judged: correct, wrong (landed in a younger transaction begun before the
+kill did), in flight (the same, the victim having committed while the kill was in flight:
+README's known window) or late (landed during the selected transaction's commit).
 
     python contrib/bench/bench_kill_race.py --kills 1000 --engines postgresql mariadb
 """
@@ -39,7 +40,7 @@ def run(engine: str, kills: int, budget: float, clients: int, hold: float) -> di
     print(res.line(engine), flush=True)
     for d in res.details[:20]:
         print("   ", d)
-    return {"engine": engine, "kills": res.kills, "gone": res.gone, "wrong": res.wrong,
+    return {"engine": engine, "kills": res.kills, "gone": res.gone, "wrong": res.wrong, "in_flight": res.in_flight,
             "late": res.late, "unmatched": res.unmatched, "other": res.other,
             "seconds": round(res.seconds, 1),
             "wrong_per_1000": round(1000 * res.wrong / res.kills, 2) if res.kills else None}

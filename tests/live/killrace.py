@@ -8,7 +8,12 @@ table). For each `terminated`, the client log of that connection says which tran
 was open when the connection died; the table says whether the selected one committed.
 
 - correct: the selected transaction was open and never committed;
-- wrong:   the selected transaction had committed and a younger one had started;
+- wrong:   the selected transaction had committed and a younger one had started, and its
+           COMMIT was sent before the kill began: the live re-checks must have refused it;
+- in flight: the same, but the victim sent that COMMIT while the kill was in flight (after
+           `execute` began): the known window between the server's last check and its
+           signal/KILL (README "Known limit"), open while that server thread is descheduled.
+           Counted and reported apart, and bounded by the tests;
 - late:    the selected transaction had committed and the connection died before a
            younger one ran a statement: the kill landed during the commit (the signal or
            KILL was sent while it was open). Counted and reported apart.
@@ -42,6 +47,7 @@ class ConnLog:
     key: Any  # PostgreSQL (pid, backend_start); MariaDB thread id
     tags: list[Any] = field(default_factory=list)  # tag of txn seq i+1, once it ran a statement
     begun: int = 0  # the last seq whose first statement (PostgreSQL: BEGIN) returned
+    committing: list[float] = field(default_factory=list)  # monotonic: COMMIT of seq i+1 sent
     died: bool = False
 
 
@@ -51,16 +57,18 @@ class Result:
     gone: int = 0
     other: int = 0
     wrong: int = 0
+    in_flight: int = 0
     late: int = 0
     unmatched: int = 0
     seconds: float = 0.0
     details: list[str] = field(default_factory=list)
 
     def line(self, engine: str) -> str:
-        per = 1000.0 * (self.wrong + self.late) / self.kills if self.kills else 0.0
+        per = 1000.0 * (self.wrong + self.in_flight + self.late) / self.kills if self.kills else 0.0
         return (
             f"{engine}: {self.kills} kills in {self.seconds:.1f}s, {self.gone} refused as gone, "
-            f"wrong {self.wrong}, late {self.late}, unmatched {self.unmatched} "
+            f"wrong {self.wrong}, in flight {self.in_flight}, late {self.late}, "
+            f"unmatched {self.unmatched} "
             f"({per:.2f} per 1,000)"
         )
 
@@ -141,6 +149,7 @@ class Race:
                     log.tags.append(tag)
                     log.begun = seq
                     time.sleep(rnd.uniform(0, 2 * self.hold))   # idle in the transaction
+                    log.committing.append(time.monotonic())
                     conn.execute("COMMIT") if self.engine == "postgresql" else conn.commit()
                     time.sleep(rnd.uniform(0, 2 * self.gap))    # between transactions
             except (psycopg.Error, pymysql.Error):
@@ -186,7 +195,7 @@ class Race:
             t.start()
         spec = spec_for(self.admin_url, "race")
         crit = Criteria(idle_in_transaction=True, match_user=re.compile(f"^{self.user}$"))
-        selected: list[tuple[Any, Any]] = []
+        selected: list[tuple[Any, Any, float]] = []
         res = Result()
         started = time.monotonic()
         conn = open_target(spec)
@@ -196,14 +205,15 @@ class Race:
                 decisions, _ = plan(sessions, crit, Policy())
                 before = res.kills
                 for d in decisions:
+                    began = time.monotonic()
                     done = execute(conn, d, Policy())
                     s = done.session
                     if done.action == "terminated":
                         res.kills += 1
                         if self.engine == "postgresql":
-                            selected.append(((s.pid, s.backend_start), s.xact_start))
+                            selected.append(((s.pid, s.backend_start), s.xact_start, began))
                         else:
-                            selected.append((s.thread_id, s.trx_id))
+                            selected.append((s.thread_id, s.trx_id, began))
                     elif done.action == "gone":
                         res.gone += 1
                     else:
@@ -235,10 +245,10 @@ class Race:
             return str(key[0]) + "@" + key[1].isoformat()
         return str(key)
 
-    def _judge(self, selected: list[tuple[Any, Any]], res: Result) -> None:
+    def _judge(self, selected: list[tuple[Any, Any, float]], res: Result) -> None:
         committed = self._committed()
         by_key = {log.key: log for log in self.logs}
-        for key, tag in selected:
+        for key, tag, began in selected:
             log = by_key.get(key)
             if log is None:
                 res.unmatched += 1
@@ -252,8 +262,15 @@ class Race:
             if (self._conn_name(key), seq) not in committed:
                 continue  # the selected transaction was open and was rolled back: correct
             if log.begun > seq:
-                res.wrong += 1
-                res.details.append(f"wrong: {key} selected seq {seq}, died in seq {log.begun}")
+                sent = log.committing[seq - 1] if len(log.committing) >= seq else None
+                if sent is not None and sent > began:
+                    res.in_flight += 1
+                    res.details.append(f"in flight: {key} selected seq {seq}, committed "
+                                       f"{1000 * (sent - began):.1f} ms after the kill began, "
+                                       f"died in seq {log.begun}")
+                else:
+                    res.wrong += 1
+                    res.details.append(f"wrong: {key} selected seq {seq}, died in seq {log.begun}")
             else:
                 res.late += 1
                 res.details.append(f"late: {key} selected seq {seq} had committed")

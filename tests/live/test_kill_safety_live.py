@@ -25,7 +25,7 @@ from dbwatch.actions.terminate import Request, run_target
 from dbwatch.targets import open_target, spec_for
 
 sys.path.insert(0, str(Path(__file__).parent))
-from killrace import Race
+from killrace import Race, Result
 from mariadb_instance import MariaDbInstance
 from mariadb_instance import available as mariadb_available
 from pgcluster import PgCluster
@@ -44,6 +44,37 @@ def cli(*args: str) -> tuple[int, Any, str]:
 
 # --- races -------------------------------------------------------------------------------
 
+def _known_window(res: Result) -> None:
+    """The window README names (the victim commits and begins again while the server thread
+    between the last check and the kill is descheduled): seen only on loaded machines, 1 in
+    235 kills with three test workers and a CPU hog on 2 cores. A change that widened it (a
+    client round trip between check and kill) would show here."""
+    assert res.in_flight <= max(1, res.kills // 100), res.details
+
+
+def test_the_race_judges_a_kill_by_when_the_victim_moved_on() -> None:
+    """The judge itself, on a made-up log: a younger transaction killed is `wrong` when the
+    selected one's COMMIT was sent before the kill began (the re-checks had to see it), `in
+    flight` when it was sent after (the known window); rolled back is correct, committed
+    with nothing younger begun is `late`."""
+    from killrace import ConnLog
+
+    class Judged(Race):
+        def _committed(self) -> set[tuple[str, int]]:
+            return {("1", 1), ("2", 1), ("3", 1)}
+
+    race = Judged("mysql", "mysql://root@127.0.0.1:1/test", "x")
+    race.logs = [ConnLog(1, ["a", "b"], 2, [10.0]),   # seq 1 committed at 10.0, seq 2 begun
+                 ConnLog(2, ["c", "d"], 2, [20.0]),   # the same at 20.0
+                 ConnLog(3, ["e"], 1, [30.0]),        # committed, nothing younger begun
+                 ConnLog(4, ["f"], 1, [])]            # never committed
+    res = Result(kills=4)
+    race._judge([(1, "a", 15.0), (2, "c", 15.0), (3, "e", 25.0), (4, "f", 1.0)], res)
+    assert (res.wrong, res.in_flight, res.late) == (1, 1, 1), res.details
+    assert res.details[0].startswith("wrong: 1 selected seq 1")
+    assert res.details[1].startswith("in flight: 2 selected seq 1, committed 5000.0 ms after")
+
+
 @pytest.mark.skipif(not pg_available(), reason="no PostgreSQL binaries for initdb")
 def test_race_postgresql_no_wrong_kill(uniq: str) -> None:
     with PgCluster.create() as pg:
@@ -56,6 +87,7 @@ def test_race_postgresql_no_wrong_kill(uniq: str) -> None:
     print(res.line("postgresql"))
     assert res.kills >= 30, res.line("postgresql")
     assert res.wrong == 0, res.details
+    _known_window(res)
     assert res.other == 0, res.details
 
 
@@ -71,6 +103,7 @@ def test_race_mariadb_no_wrong_kill(uniq: str) -> None:
     print(res.line("mariadb"))
     assert res.kills >= 30, res.line("mariadb")
     assert res.wrong == 0, res.details
+    _known_window(res)
     assert all("may be a backup" in d for d in res.details if d.startswith("skipped")), res.details
 
 
