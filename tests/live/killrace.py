@@ -8,12 +8,13 @@ table). For each `terminated`, the client log of that connection says which tran
 was open when the connection died; the table says whether the selected one committed.
 
 - correct: the selected transaction was open and never committed;
-- wrong:   the selected transaction had committed and a younger one had started, and its
-           COMMIT was sent before the kill began: the live re-checks must have refused it;
-- in flight: the same, but the victim sent that COMMIT while the kill was in flight (after
-           `execute` began): the known window between the server's last check and its
-           signal/KILL (README "Known limit"), open while that server thread is descheduled.
-           Counted and reported apart, and bounded by the tests;
+- wrong:   the selected transaction had committed and a younger one had started, and that
+           COMMIT had returned to the client before the kill began: the server had ended the
+           transaction before any live re-check, which must have refused it;
+- in flight: the same, but the COMMIT returned while the kill was in flight (after `execute`
+           began): the known window between the server's last check and its signal/KILL
+           (README "Known limit"), open while that server thread is descheduled. Counted and
+           reported apart, and bounded by the tests;
 - late:    the selected transaction had committed and the connection died before a
            younger one ran a statement: the kill landed during the commit (the signal or
            KILL was sent while it was open). Counted and reported apart.
@@ -47,7 +48,7 @@ class ConnLog:
     key: Any  # PostgreSQL (pid, backend_start); MariaDB thread id
     tags: list[Any] = field(default_factory=list)  # tag of txn seq i+1, once it ran a statement
     begun: int = 0  # the last seq whose first statement (PostgreSQL: BEGIN) returned
-    committing: list[float] = field(default_factory=list)  # monotonic: COMMIT of seq i+1 sent
+    committed: list[float] = field(default_factory=list)  # monotonic: COMMIT of seq i+1 returned
     died: bool = False
 
 
@@ -149,8 +150,8 @@ class Race:
                     log.tags.append(tag)
                     log.begun = seq
                     time.sleep(rnd.uniform(0, 2 * self.hold))   # idle in the transaction
-                    log.committing.append(time.monotonic())
                     conn.execute("COMMIT") if self.engine == "postgresql" else conn.commit()
+                    log.committed.append(time.monotonic())
                     time.sleep(rnd.uniform(0, 2 * self.gap))    # between transactions
             except (psycopg.Error, pymysql.Error):
                 log.died = True
@@ -262,11 +263,11 @@ class Race:
             if (self._conn_name(key), seq) not in committed:
                 continue  # the selected transaction was open and was rolled back: correct
             if log.begun > seq:
-                sent = log.committing[seq - 1] if len(log.committing) >= seq else None
-                if sent is not None and sent > began:
+                done = log.committed[seq - 1] if len(log.committed) >= seq else None
+                if done is not None and done > began:
                     res.in_flight += 1
                     res.details.append(f"in flight: {key} selected seq {seq}, committed "
-                                       f"{1000 * (sent - began):.1f} ms after the kill began, "
+                                       f"{1000 * (done - began):.1f} ms after the kill began, "
                                        f"died in seq {log.begun}")
                 else:
                     res.wrong += 1

@@ -54,8 +54,8 @@ def _known_window(res: Result) -> None:
 
 def test_the_race_judges_a_kill_by_when_the_victim_moved_on() -> None:
     """The judge itself, on a made-up log: a younger transaction killed is `wrong` when the
-    selected one's COMMIT was sent before the kill began (the re-checks had to see it), `in
-    flight` when it was sent after (the known window); rolled back is correct, committed
+    selected one's COMMIT had returned before the kill began (the re-checks had to see it),
+    `in flight` when it returned after (the known window); rolled back is correct, committed
     with nothing younger begun is `late`."""
     from killrace import ConnLog
 
