@@ -168,3 +168,133 @@ def test_laravel_forced_old_version_plain_for_update(uniq: str) -> None:
     assert len(qu402) == 1, doc["findings"]
     # every pop claims with plain FOR UPDATE, the last one finding the queue empty
     assert qu402[0]["evidence"]["count"] == N_JOBS + 1
+
+
+@contextlib.contextmanager
+def _general_log_table() -> Iterator[str]:
+    """The general log into mysql.general_log (log_output = TABLE, as on RDS); every old value
+    put back. Yields the server's time at the start: the rows from then on are this test's."""
+    admin = _admin()
+    with admin.cursor() as cur:
+        cur.execute("select @@global.general_log, @@global.log_output, now(6)")
+        old_on, old_output, start = cur.fetchone()
+    try:
+        with admin.cursor() as cur:
+            cur.execute("set global log_output = 'TABLE'")
+            cur.execute("set global general_log = ON")
+        yield str(start)
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("set global general_log = %s", ("ON" if old_on else "OFF",))
+            cur.execute("set global log_output = %s", (old_output,))
+        admin.close()
+
+
+def _export(start: str, how: str) -> str:
+    """mysql.general_log as the mariadb client prints it: -B (batch), -t (table), -E (\\G)."""
+    sql = f"select * from mysql.general_log where event_time >= '{start}' order by event_time"
+    p = subprocess.run(["mariadb", "-uroot", "-h127.0.0.1", how, "-e", sql],
+                       capture_output=True, text=True, timeout=60, check=True)
+    return p.stdout
+
+
+@pytest.mark.skipif(shutil.which("mariadb") is None, reason="no mariadb client")
+def test_laravel_general_log_as_a_table_in_every_shape_a_client_prints(uniq: str) -> None:
+    """log_output = TABLE (RDS's default): the log is mysql.general_log, handed over as the
+    client prints it or as the CSV engine's file. Each shape is read as the log file is."""
+    db, table = f"dw_laravel_{uniq}", f"jobs_{uniq}"
+    admin = _admin()
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"create database {db}")
+            cur.execute("select @@datadir")
+            datadir = Path(cur.fetchone()[0])
+        _php(db, table, "create")
+        _php(db, table, "push", str(N_JOBS))
+        with _general_log_table() as start, _other_session():
+            assert _php(db, table, "work", str(N_JOBS + 5)).strip() == f"worked {N_JOBS}"
+        shapes = {how: _export(start, how) for how in ("-B", "-t", "-E")}
+        csv = datadir / "mysql" / "general_log.CSV"
+        if csv.is_file():   # the CSV engine's file: its rows from the start on
+            shapes["csv"] = "".join(ln for ln in csv.read_text(errors="replace")
+                                    .splitlines(keepends=True) if ln[1:27] >= start[:26])
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f"drop database if exists {db}")
+        admin.close()
+    assert "csv" in shapes, f"no {csv}"
+    d = Path(tempfile.mkdtemp(prefix="dw-laravel-table-"))
+    try:
+        for how, text in shapes.items():
+            assert f"`{table}`" in text and "Init DB" in text, how  # the other client too
+            p = d / f"general_log{how}.txt"
+            p.write_text(text)
+            proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "--log", str(p),
+                                   "--format", "json"], capture_output=True, text=True,
+                                  timeout=60, cwd=ROOT, check=False)
+            assert proc.returncode in (0, 1), (how, proc.stderr)
+            doc = json.loads(proc.stdout)
+            assert doc["logs"][0]["format"] == "mysql-general-table", how
+            assert doc["logs"][0]["unreadable_lines"] == 0, (how, proc.stderr)
+            qu401 = _ours(doc, "QU401", table)
+            assert len(qu401) == 1 and qu401[0]["evidence"]["count"] == N_JOBS, (how, qu401)
+            assert _ours(doc, "QU402", table) == [], how
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.skipif(shutil.which("mariadb") is None, reason="no mariadb client")
+def test_general_log_table_rows_with_newlines_tabs_quotes_and_bars(uniq: str) -> None:
+    """Statements spread over lines, with tabs, quotes and bars, as each shape really prints
+    them: rows of general_log's own columns in a scratch table (InnoDB for the client's
+    shapes, the CSV engine for its file), printed by the mariadb client."""
+    db = f"dw_glt_{uniq}"
+    cols = ("event_time timestamp(6) NOT NULL, user_host mediumtext NOT NULL, thread_id bigint "
+            "unsigned NOT NULL, server_id int unsigned NOT NULL, command_type varchar(64) NOT "
+            "NULL, argument mediumtext NOT NULL")
+    rows = [("Connect", "app@localhost on app using TCP/IP"), ("Query", "START TRANSACTION"),
+            ("Query", "select *\nfrom `jobs`\twhere `id` = 7\n  limit 1 for update"),
+            ("Query", 'delete from `jobs` -- a "quoted" | note\nwhere `id` = 7'),
+            ("Query", "COMMIT"), ("Quit", "")]
+    admin = _admin()
+    shapes: dict[str, str] = {}
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"create database {db}")
+            cur.execute("select @@datadir")
+            datadir = Path(cur.fetchone()[0])
+            for name, engine in (("t", "InnoDB"), ("c", "CSV")):
+                cur.execute(f"create table {db}.{name} ({cols}) engine={engine}")
+                for i, (cmd, arg) in enumerate(rows):
+                    cur.execute(f"insert into {db}.{name} values "
+                                "(%s, 'app[app] @ localhost []', 11, 1, %s, %s)",
+                                (f"2026-11-27 10:00:00.{i:06d}", cmd, arg))
+            cur.execute(f"flush tables {db}.c")
+        for how in ("-B", "-t", "-E"):
+            shapes[how] = subprocess.run(
+                ["mariadb", "-uroot", "-h127.0.0.1", how, "-e", f"select * from {db}.t"],
+                capture_output=True, text=True, timeout=60, check=True).stdout
+        shapes["csv"] = (datadir / db / "c.CSV").read_text()
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f"drop database if exists {db}")
+        admin.close()
+    assert "\\n" in shapes["-B"] and "\n  limit 1" in shapes["-t"] + shapes["-E"]
+    assert '\\"quoted\\"' in shapes["csv"] or '""quoted""' in shapes["csv"], shapes["csv"]
+    d = Path(tempfile.mkdtemp(prefix="dw-glt-"))
+    try:
+        for how, text in shapes.items():
+            p = d / f"rows{how}.txt"
+            p.write_text(text)
+            proc = subprocess.run([sys.executable, "-m", "dbwatch", "audit", "--log", str(p),
+                                   "--format", "json"], capture_output=True, text=True,
+                                  timeout=60, cwd=ROOT, check=False)
+            doc = json.loads(proc.stdout)
+            assert doc["logs"][0]["format"] == "mysql-general-table", (how, text)
+            assert doc["logs"][0]["statements"] == 4, (how, doc["logs"], text)
+            assert doc["logs"][0]["unreadable_lines"] == 0, (how, text)
+            (f,) = [f for f in doc["findings"] if f["rule"] == "QU401"]
+            assert f["evidence"]["count"] == 1, (how, f)
+            assert '"quoted" | note' in f["evidence"]["example"]["delete"], (how, f)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -23,6 +23,7 @@ from dbwatch.sqlpatterns.detect import (
 from dbwatch.sqlpatterns.fingerprint import Classifier
 from dbwatch.sqlpatterns.logs.lines import LineStats, iter_lines, open_log
 from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, SPACED_ENTRY, read_general, read_slow
+from dbwatch.sqlpatterns.logs.mysql_table import looks_like_table, read_general_table
 from dbwatch.sqlpatterns.logs.postgres import read_csvlog, read_jsonlog, read_stderr
 from dbwatch.sqlpatterns.logs.transcript import Split, has_several, read_transcript
 from dbwatch.sqlpatterns.transactions import TransactionGrouper
@@ -34,6 +35,7 @@ __all__ = ["FORMATS", "LogAnalysis", "LogStats", "analyse_logs", "detect_format"
 SNIFF_LINES = 200
 READERS: dict[str, Callable[[Iterable[str], Any], None]] = {
     "mysql-general": read_general,
+    "mysql-general-table": read_general_table,
     "mysql-slow": read_slow,
     "postgresql-stderr": read_stderr,
     "postgresql-csvlog": read_csvlog,
@@ -49,6 +51,8 @@ def detect_format(head: Sequence[str]) -> str:
     """The log format, from its first lines."""
     if any(line.startswith(_SLOW_MARKERS) for line in head):
         return "mysql-slow"
+    if looks_like_table(list(head)):
+        return "mysql-general-table"
     if (
         any(
             GENERAL_ENTRY.match(line) or re.match(r"Time\s+Id\s+Command\s+Argument", line)
