@@ -250,7 +250,13 @@ _LINE = st.one_of(
     st.sampled_from(["\t\t    11 Query\tselect 1", "# Time: 1", "# Thread_id: x", "\tcont",
                      "2024-01-01 00:00:00 UTC [1] LOG:  statement: begin", '{"a": 1}',
                      '{"error_severity": 5, "message": []}', "LOG:  execute x",
-                     'x,"unterminated', "DETAIL:  parameters: $1 = '", "/*", "SET timestamp=1;"]))
+                     'x,"unterminated', "DETAIL:  parameters: $1 = '", "/*", "SET timestamp=1;",
+                     "   271 Query    select 1", "| 2024-01-01 00:00:00 | u | 1 | 1 | Query | x",
+                     '"2024-01-01 00:00:00","u",1,1,"Query","a\\', "+---+", "x |",
+                     "event_time\tuser_host\tthread_id\tserver_id\tcommand_type\targument",
+                     "2024-01-01 00:00:00\tu\t1\t1\tQuery\tselect\\n1",
+                     "*************************** 1. row ***************************",
+                     "    argument: select", "   thread_id: x", "command_type: Quit"]))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

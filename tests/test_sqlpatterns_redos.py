@@ -132,6 +132,7 @@ PARSERS: dict[str, Callable[[str], object]] = {
 }
 LOG_FORMATS = (
     "mysql-general",
+    "mysql-general-table",
     "mysql-slow",
     "postgresql-stderr",
     "postgresql-csvlog",
