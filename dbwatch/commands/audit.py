@@ -44,7 +44,7 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
         "--log",
         nargs="+",
         metavar="FILE",
-        help="also analyse query logs (general, slow, PostgreSQL, SQL transcript; .gz ok)",
+        help="also analyse query logs (general: the file or mysql.general_log printed; slow; PostgreSQL; SQL transcript; .gz ok)",
     )
     a.add_argument(
         "--server-version", help="server version for --log without a target, e.g. 8.0.36"
