@@ -48,14 +48,19 @@ def test_missing_log_is_one_clean_line(tmp_path: Path) -> None:
 
 
 def test_a_general_log_pasted_with_its_tabs_made_spaces_reads_the_same(tmp_path: Path) -> None:
-    """Copied from a terminal, a web page or an issue, a general log's tabs are spaces: it is
-    read as the same log (same statements, same findings), with or without its header lines."""
+    """Copied from a terminal, a web page or an issue, a general log's tabs are spaces, or its
+    lines carry a reply's `>` marks: it is read as the same log (same statements, same
+    findings), with or without its header lines."""
     src = LOGS / "mariadb-general-pdo-prepared.log"
     want = load_json(audit("--log", str(src)).stdout, "audit")
     lines = src.read_text().splitlines()
     variants = {"tabs8": [ln.expandtabs(8) for ln in lines],
                 "tabs4": [ln.expandtabs(4) for ln in lines],
-                "no header, left-trimmed": [ln.expandtabs(8).lstrip() for ln in lines[3:]]}
+                "no header, left-trimmed": [ln.expandtabs(8).lstrip() for ln in lines[3:]],
+                # quoted in a reply (e-mail, an issue): the marks, the text inside them
+                "quoted": ["> " + ln for ln in lines],
+                "quoted twice": ["> > " + ln for ln in lines],
+                "quoted, tabs made spaces": [">" + ln.expandtabs(8) for ln in lines]}
     for name, text in variants.items():
         p = tmp_path / f"{name}.log"
         p.write_text("\n".join(text) + "\n")

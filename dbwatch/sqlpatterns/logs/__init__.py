@@ -21,7 +21,13 @@ from dbwatch.sqlpatterns.detect import (
     parse_server_version,
 )
 from dbwatch.sqlpatterns.fingerprint import Classifier
-from dbwatch.sqlpatterns.logs.lines import LineStats, iter_lines, open_log
+from dbwatch.sqlpatterns.logs.lines import (
+    LineStats,
+    iter_lines,
+    open_log,
+    quote_depth,
+    unquoted,
+)
 from dbwatch.sqlpatterns.logs.mysql import GENERAL_ENTRY, SPACED_ENTRY, read_general, read_slow
 from dbwatch.sqlpatterns.logs.mysql_table import looks_like_table, read_general_table
 from dbwatch.sqlpatterns.logs.postgres import read_csvlog, read_jsonlog, read_stderr
@@ -205,6 +211,9 @@ def _analyse_one(
             head = list(itertools.islice(lines, SNIFF_LINES))
         except (OSError, EOFError) as exc:  # not gzip after all, or cut in its first MiB
             stats.errors.append(f"{path}: log unreadable after {lstats.bytes} bytes ({exc})")
+        depth = quote_depth(head)
+        if depth:  # a paste quoted with `>`: read the text inside the marks
+            head, lines = list(unquoted(head, depth)), unquoted(lines, depth)
         file_fmt = fmt or detect_format(head)
         dialect = _dialect(file_fmt, override)
         detector.classifier = Classifier(dialect)

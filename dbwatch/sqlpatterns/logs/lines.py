@@ -6,7 +6,8 @@ Reads 1 MiB chunks and splits them in C: constant memory however large the log o
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -69,3 +70,24 @@ def iter_lines(stream: BinaryIO, stats: LineStats, max_line: int = MAX_LINE) -> 
     if carry:
         stats.lines += 1
         yield carry
+
+
+_QUOTE = re.compile(r"(?:> ?)+")
+
+
+def quote_depth(head: list[str]) -> int:
+    """How many `>` quote marks (e-mail, an issue's reply) every line of a paste carries: 0
+    unless at least 9 in 10 of the non-empty lines start with one."""
+    body = [ln for ln in head if ln.strip()]
+    quoted = [ln for ln in body if ln.startswith(">")]
+    if not quoted or len(quoted) * 10 < len(body) * 9:
+        return 0
+    return min(_QUOTE.match(ln).group(0).count(">") for ln in quoted)  # type: ignore[union-attr]
+
+
+def unquoted(lines: Iterable[str], depth: int) -> Iterator[str]:
+    """The lines without their first `depth` quote marks (and the space after each)."""
+    strip = re.compile(rf"(?:> ?){{{depth}}}")
+    for line in lines:
+        m = strip.match(line)
+        yield line[m.end() :] if m else line

@@ -62,6 +62,7 @@ def sql_like(lines: list[str]) -> bool:
 def check_log(path: str | Path) -> None:
     """Raise UsageError unless the file looks like a query log dbwatch can read."""
     from . import detect_format
+    from .lines import quote_depth, unquoted
 
     p = Path(path)
     data = _head(p)
@@ -70,5 +71,8 @@ def check_log(path: str | Path) -> None:
     if looks_binary(data):
         raise UsageError(f"{p}: binary data, not a query log; {LOG_EXPECTED}")
     lines = data.decode("utf-8", "replace").splitlines()[:2000]
+    depth = quote_depth(lines)
+    if depth:
+        lines = list(unquoted(lines, depth))
     if detect_format(lines) == "sql" and not sql_like(lines):
         raise UsageError(f"{p}: nothing recognisable as SQL or a server log; {LOG_EXPECTED}")
