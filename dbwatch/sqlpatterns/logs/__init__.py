@@ -57,7 +57,7 @@ def detect_format(head: Sequence[str]) -> str:
     """The log format, from its first lines."""
     if any(line.startswith(_SLOW_MARKERS) for line in head):
         return "mysql-slow"
-    if looks_like_table(list(head)):
+    if looks_like_table(head):
         return "mysql-general-table"
     if (
         any(
@@ -238,11 +238,9 @@ def _analyse_one(
     return file_fmt, sink.server_version, dialect
 
 
-_NO_STATEMENT_HINT = {
+_NO_STATEMENT_HINT = {  # by the format's start
     "mysql-slow": " (long_query_time = 0 puts every statement in a slow log)",
-    "postgresql-stderr": " (log_statement = 'all' puts every statement in the log)",
-    "postgresql-csvlog": " (log_statement = 'all' puts every statement in the log)",
-    "postgresql-jsonlog": " (log_statement = 'all' puts every statement in the log)",
+    "postgresql": " (log_statement = 'all' puts every statement in the log)",
 }
 
 
@@ -250,7 +248,8 @@ def _nothing_read(path: Path, fmt: str, lstats: LineStats) -> str:
     """A log of which not one statement was read: said, so that no finding is not 'OK'."""
     lines = f"{lstats.lines:,} line{'s' if lstats.lines != 1 else ''}"
     why = f", {lstats.unreadable:,} of them not understood" if lstats.unreadable else ""
+    hint = next((h for kind, h in _NO_STATEMENT_HINT.items() if fmt.startswith(kind)), "")
     return (
         f"{path}: not one statement read from its {lines} as a {fmt} log{why}: nothing in it "
-        f"was checked{_NO_STATEMENT_HINT.get(fmt, '')}"
+        f"was checked{hint}"
     )

@@ -38,9 +38,18 @@ SPACED_ENTRY = re.compile(
 )
 VERSION_LINE = re.compile(r".*, Version: (\S+(?: \([^)]*\))?)")
 HEADER = re.compile(r"(?:Tcp port: |Time\s+Id\s+Command\s+Argument)")
-_STATEMENT_COMMANDS = frozenset({"Query", "Execute"})
+STATEMENT_COMMANDS = frozenset({"Query", "Execute"})
 # A reset (a pool handing the connection on) rolls back and puts autocommit back, as a new session.
 _NEW_SESSION = frozenset({"Connect", "Change user", "Reset Connection", "Reset connection"})
+
+
+def session_command(sink: Sink, conn: str, command: str) -> None:
+    """What a command that is not a statement does to the session's transaction."""
+    if command == "Quit":
+        sink.disconnect(conn)
+    elif command in _NEW_SESSION:
+        sink.connect(conn)
+
 
 SLOW_THREAD = re.compile(r"#\s*(?:Thread_id:\s*(\d+)|User@Host:.*?\bId:\s*(\d+))")
 SLOW_META = re.compile(r"(?:SET timestamp=\d+(?:\.\d+)?;|use [`\w$]+;)$", re.IGNORECASE)
@@ -80,10 +89,7 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
                 size = len(arg)
                 continue
             parts = []
-            if cur_cmd == "Quit":
-                sink.disconnect(cur_conn)
-            elif cur_cmd in _NEW_SESSION:
-                sink.connect(cur_conn)
+            session_command(sink, cur_conn, cur_cmd)
             continue
         # An entry starts with a timestamp digit or a tab: other lines skip the regex.
         m = match(line) if line[:1] == "\t" or line[:1].isdigit() else None
@@ -92,7 +98,7 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
         elif not tabbed and line[:1] in " 0123456789":
             m = SPACED_ENTRY.match(line)
         if m is None:
-            if cur_conn is not None and cur_cmd in _STATEMENT_COMMANDS:
+            if cur_conn is not None and cur_cmd in STATEMENT_COMMANDS:
                 if size < MAX_ENTRY:  # continuation of a multi-line statement
                     parts.append(line)
                     size += len(line) + 1  # newlines count: empty lines are bounded too
@@ -112,16 +118,13 @@ def read_general(lines: Iterable[str], sink: Sink) -> None:
         elif line[:1] == "\t" and m.start(4) == tab + 1:
             if len(heads) >= 4096:
                 heads.clear()
-            heads[line[:tab]] = (cur_conn, cur_cmd, cur_cmd in _STATEMENT_COMMANDS)
-        if cur_cmd in _STATEMENT_COMMANDS:
+            heads[line[:tab]] = (cur_conn, cur_cmd, cur_cmd in STATEMENT_COMMANDS)
+        if cur_cmd in STATEMENT_COMMANDS:
             parts = [arg]
             size = len(arg)
         else:
             parts = []
-            if cur_cmd == "Quit":
-                sink.disconnect(cur_conn)
-            elif cur_cmd in _NEW_SESSION:
-                sink.connect(cur_conn)
+            session_command(sink, cur_conn, cur_cmd)
     if cur_conn is not None and parts:
         statement(cur_conn, ts, "\n".join(parts))
 
@@ -151,13 +154,8 @@ def read_slow(lines: Iterable[str], sink: Sink) -> None:
             if line.startswith("# Time:"):
                 ts = line[7:].strip()
             elif line.startswith("# administrator command: "):
-                command = line[25:].rstrip().removesuffix(";")
-                if conn is None:
-                    pass
-                elif command == "Quit":
-                    sink.disconnect(conn)
-                elif command in _NEW_SESSION:
-                    sink.connect(conn)
+                if conn is not None:
+                    session_command(sink, conn, line[25:].rstrip().removesuffix(";"))
             elif "Thread_id:" in line or "User@Host:" in line:  # the regex only where it can match
                 m = SLOW_THREAD.match(line)
                 if m is not None:

@@ -14,9 +14,9 @@ Commands mean what they do in the general log file (mysql.py): Query/Execute are
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from dbwatch.sqlpatterns.logs.mysql import _NEW_SESSION, _STATEMENT_COMMANDS
+from dbwatch.sqlpatterns.logs.mysql import STATEMENT_COMMANDS, session_command
 from dbwatch.sqlpatterns.logs.sink import MAX_ENTRY, Sink
 
 _TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
@@ -36,7 +36,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "0": "\0", "r": "\r", "\\": "\\", '"': '"', "Z
 _ESCAPED = re.compile(r"\\(.)|\"\"", re.DOTALL)
 
 
-def looks_like_table(head: list[str]) -> bool:
+def looks_like_table(head: Sequence[str]) -> bool:
     """The first lines are mysql.general_log rows in one of the shapes above."""
     for line in head:
         if line.startswith(BATCH_HEADER) or BOX_HEADER.match(line):
@@ -56,66 +56,47 @@ def _unescape(text: str) -> str:
 
 def rows(lines: Iterable[str], unreadable: list[int]) -> Iterator[tuple[str, str, str, str]]:
     """(event_time, thread_id, command_type, argument) of each row, in file order."""
-    pending: list[str] | None = None  # a table/vertical row whose argument may go on
-    row: tuple[str, str, str] | None = None
+    box: tuple[str, str, str] | None = None  # a table row whose argument cell may go on
+    cell: list[str] = []
     size = 0
     vertical: dict[str, str] = {}
     last_field = ""
     for line in lines:
-        m = BATCH_ROW.match(line)
-        if m is not None:
-            if row is not None and pending is not None:
-                yield (*row, "\n".join(pending))
-            row, pending = None, None
+        m = BATCH_ROW.match(line) or (CSV_ROW.match(line) if line.startswith('"') else None)
+        if m is not None:  # one line, its newlines escaped
             yield m.group(1), m.group(2), m.group(3), _unescape(m.group(4))
             continue
-        if line.startswith('"'):
-            m = CSV_ROW.match(line)
-            if m is not None:
-                yield m.group(1), m.group(2), m.group(3), _unescape(m.group(4))
-                continue
-        if line.startswith("| "):
-            m = BOX_ROW.match(line)
-            if m is not None:
-                if row is not None and pending is not None:
-                    yield (*row, _cell("\n".join(pending)))
-                row, pending = (m.group(1), m.group(2), m.group(3).strip()), [m.group(4)]
-                size = len(m.group(4))
-                continue
+        m = BOX_ROW.match(line) if line.startswith("| ") else None
+        if m is not None or (box is not None and line.startswith("+-")):  # a row, or the end
+            if box is not None:
+                yield (*box, _cell("\n".join(cell)))
+            box = (m.group(1), m.group(2), m.group(3).strip()) if m is not None else None
+            cell = [m.group(4)] if m is not None else []
+            size = len(cell[0]) if cell else 0
+            continue
+        if box is not None:  # the argument's own newline, raw in the cell
+            if size < MAX_ENTRY:
+                cell.append(line)
+                size += len(line) + 1
+            continue
         if VERTICAL_ROW.match(line):
-            if row is not None and pending is not None:
-                yield (*row, _cell("\n".join(pending)))
-            row, pending = None, None
-            if vertical:
-                yield from _vertical(vertical)
+            yield from _vertical(vertical)
             vertical, last_field = {}, ""
             continue
-        f = VERTICAL_FIELD.match(line) if not (row and pending is not None) else None
+        f = VERTICAL_FIELD.match(line)
         if f is not None and (vertical or f.group(1) == "event_time"):
             last_field = f.group(1)
             vertical[last_field] = f.group(2)
             continue
-        if last_field == "argument" and len(vertical.get("argument", "")) < MAX_ENTRY:
+        if last_field == "argument" and len(vertical["argument"]) < MAX_ENTRY:
             vertical["argument"] += "\n" + line  # a statement's own newline, raw
             continue
-        if row is not None and pending is not None:
-            if line.startswith("+-"):  # the table's closing border
-                yield (*row, _cell("\n".join(pending)))
-                row, pending = None, None
-            elif size < MAX_ENTRY:
-                pending.append(line)
-                size += len(line) + 1
-            continue
-        if (
-            line.strip()
-            and not line.startswith(("+-", BATCH_HEADER))
-            and not BOX_HEADER.match(line)
-        ):
+        header = line.startswith(("+-", BATCH_HEADER)) or BOX_HEADER.match(line)
+        if line.strip() and not header:
             unreadable[0] += 1
-    if row is not None and pending is not None:
-        yield (*row, _cell("\n".join(pending)))
-    if vertical:
-        yield from _vertical(vertical)
+    if box is not None:
+        yield (*box, _cell("\n".join(cell)))
+    yield from _vertical(vertical)
 
 
 def _cell(text: str) -> str:
@@ -124,6 +105,7 @@ def _cell(text: str) -> str:
 
 
 def _vertical(v: dict[str, str]) -> Iterator[tuple[str, str, str, str]]:
+    """The row a vertical listing gave, if it had its thread and command."""
     tid, cmd = v.get("thread_id", "").strip(), v.get("command_type", "").strip()
     if tid.isdigit() and cmd:
         yield v.get("event_time", "").strip(), tid, cmd, v.get("argument", "")
@@ -132,12 +114,10 @@ def _vertical(v: dict[str, str]) -> Iterator[tuple[str, str, str, str]]:
 def read_general_table(lines: Iterable[str], sink: Sink) -> None:
     unreadable = [0]
     for ts, conn, cmd, arg in rows(lines, unreadable):
-        if cmd in _STATEMENT_COMMANDS:
+        if cmd in STATEMENT_COMMANDS:
             if arg.strip():
                 sink.statement(conn, ts, arg[:MAX_ENTRY])
-        elif cmd == "Quit":
-            sink.disconnect(conn)
-        elif cmd in _NEW_SESSION:
-            sink.connect(conn)
+        else:
+            session_command(sink, conn, cmd)
     if unreadable[0]:
         sink.unreadable(unreadable[0])
