@@ -145,7 +145,7 @@ def test_prefixes_verbosity_and_a_three_way_cycle() -> None:
             time.sleep(0.2)
             expected.append((cycle(pg.url(), 3 if i % 2 else 2), verbosity))
         time.sleep(0.5)
-        text = (pg.data / "pglog" / "pg").read_text()
+        text = (pg.data / "pglog" / "pg").read_text(errors="replace")
     got = list(iter_pg_deadlocks(text.splitlines()))
     assert len(got) == len(expected), text
     for dl, (pids, verbosity) in zip(got, expected, strict=True):
@@ -188,7 +188,7 @@ def test_german_server_by_sqlstate(tmp_path: Path) -> None:
         pg.psql("INSERT INTO jobs SELECT g, 'default', 'ready' FROM generate_series(1, 3) g")
         pids = cycle(pg.url(), 2)
         time.sleep(0.5)
-        logs = {k: (pg.data / "pglog" / f"pg{k}").read_text() for k in ("", ".csv", ".json")}
+        logs = {k: (pg.data / "pglog" / f"pg{k}").read_text(errors="replace") for k in ("", ".csv", ".json")}
     assert "FEHLER" in logs[""] and "40P01" in logs[""], logs[""][-2000:]
     for kind, text in logs.items():
         (dl,) = list(iter_pg_deadlocks(text.splitlines(keepends=True)))
