@@ -106,7 +106,7 @@ def test_pg001_active_long_query_gets_statement_timeout(pg_sleeper: int, tmp_pat
     found = {f["subject"]: f for f in audit(pg_url, cfg, "PG001")}
     f = found[f"pid {pg_sleeper}"]
     assert "statement_timeout" in f["fix"] and "idle_in_transaction" not in f["fix"]
-    assert f'ALTER ROLE "postgres" IN DATABASE "test" SET statement_timeout' in f["fix"]
+    assert 'ALTER ROLE "postgres" IN DATABASE "test" SET statement_timeout' in f["fix"]
     assert f"pg_cancel_backend({pg_sleeper})" in f["fix"]
 
 

@@ -4,9 +4,7 @@ payloads in its query text and application_name: pages load without console erro
 payloads show as text and run nothing, CSP is sent, the token is enforced, /history has SVG."""
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import psycopg
-import pytest
 
 from queue_libs import audit, by_rule, need_py, pg_database, py_env, queue_findings
 
