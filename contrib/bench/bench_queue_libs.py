@@ -193,6 +193,56 @@ def _symfony(engine: str, db: str) -> list[str]:
     ]
 
 
+# The newest failures as Laravel writes them: the payload (~1.2 kB of JSON, displayName second)
+# and `(string) $e`, the message and a 60-frame stack trace (~11 kB, off-page on both engines);
+# the bulk's short texts would leave the cost of reading real ones unmeasured.
+REAL_FAILURES = 30_000
+
+
+def _laravel_real_failures(pg: bool) -> str:
+    """One INSERT of up to REAL_FAILURES rows (n in smoke runs); the text is built by the server
+    (md5 makes each row differ, so the trace does not compress to nothing). Braces doubled for
+    str.format."""
+    bs = "\\" if pg else "\\\\"  # one stored backslash in a string literal of this engine
+    ns = bs                          # PHP namespace separator as stored
+    js = bs * 2                      # JSON-escaped backslash: two stored characters
+    uuid, pad = ("gen_random_uuid()::text", "repeat(md5(g::text), 30)") if pg else \
+        ("UUID()", "REPEAT(MD5(g.seq), 30)")
+    row = "g" if pg else "g.seq"
+    payload = [
+        '{{"uuid":"', uuid,
+        (f'","displayName":"App{js}Jobs{js}SendInvoice","job":"Illuminate{js}Queue{js}'
+         f'CallQueuedHandler@call","maxTries":3,"timeout":120,"data":{{{{"commandName":"App{js}'
+         f'Jobs{js}SendInvoice","command":"'), pad, '"}}}}',
+    ]
+    head = (f"Illuminate{ns}Database{ns}QueryException: SQLSTATE[40001]: Serialization failure:"
+            " 1213 Deadlock found when trying to get lock; try restarting transaction"
+            " (Connection: mysql, SQL: delete from `jobs` where `id` = ")
+    frame = (f" /var/www/vendor/laravel/framework/src/Illuminate/Pipeline/Pipeline.php(170):"
+             f" Illuminate{ns}Pipeline{ns}Pipeline->Illuminate{ns}Pipeline{ns}{{{{closure}}}}"
+             f"(Object(App{ns}Jobs{ns}SendInvoice)) ")
+
+    def lit(parts: list[str], exprs: set[str]) -> list[str]:
+        return [x if x in exprs else f"'{x}'" for x in parts]
+
+    exception = [head, row, ")", "NL" + "Stack trace:" + "NL"]
+    if pg:
+        pay = " || ".join(lit(payload, {uuid, pad}))
+        exc = " || ".join(lit(exception, {row})).replace("NL", "' || chr(10) || '")
+        trace = (f"(SELECT string_agg('#' || k || '{frame}' || md5((g * k)::text), chr(10))"
+                 " FROM generate_series(1, 60) k)")
+        return ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
+                f" {uuid}, 'database', 'default', {pay}, {exc} || {trace}"
+                f" FROM generate_series(1, least({{n}}, {REAL_FAILURES})) g")
+    pay = "CONCAT(" + ", ".join(lit(payload, {uuid, pad})) + ")"
+    exc = ", ".join(lit(exception, {row})).replace("NL", "', CHAR(10), '")
+    trace = (f"(SELECT GROUP_CONCAT(CONCAT('#', k.seq, '{frame}', MD5(g.seq * k.seq))"
+             " SEPARATOR '\\n') FROM seq_1_to_60 k)")
+    return ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
+            f" {uuid}, 'database', 'default', {pay}, CONCAT({exc}, {trace})"
+            f" FROM seq_1_to_{{n}} g WHERE g.seq <= {REAL_FAILURES}")
+
+
 def _laravel(engine: str, db: str) -> list[str]:
     pg = engine == "postgresql"
     seq = "generate_series(1, {k})" if pg else "seq_1_to_{k}"
@@ -239,6 +289,7 @@ def _laravel(engine: str, db: str) -> list[str]:
         # finished jobs are deleted: failed_jobs holds the bulk, jobs a backlog
         "INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
         f" {uuid}, 'database', 'default', '{{{{}}}}', {exc} FROM {seq.format(k='{n}')}",
+        _laravel_real_failures(pg),
         jobs.format(a=0, r="NULL", k="{p}"),
         jobs.format(a=1, r=f"{now} - 30", k="{r}"),
         "INSERT INTO job_batches (id, name, total_jobs, pending_jobs, failed_jobs, failed_job_ids,"

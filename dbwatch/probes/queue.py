@@ -58,9 +58,13 @@ WINDOW = 50_000  # jobs rows read per table: the oldest by id
 # machine's speed went), 10,000 half that; depth_warning (10,000: a count >= it warns) stays
 # exact, a fuller window is scaled from the estimate (~) (contrib/bench/RESULTS-fleet.md §13)
 KIND_WINDOW = {("mysql", "symfony_messenger"): 10_000}
-# and for the newest failures: Laravel's failed_jobs on MySQL/MariaDB keeps `exception` and
-# `payload` off-page (LONGTEXT), two blob pages per row read: 20,000 rows cost 95-120 ms cold
-KIND_FAILED_WINDOW = {("mysql", "laravel_failed"): 10_000}
+# and for the newest failures: Laravel's failed_jobs holds each failure's whole stack trace
+# (`(string) $e`, ~12 kB in the queue bench). InnoDB reads an off-page text whole, however little
+# of it is asked for, from disk when cold (O_DIRECT): 500 / 1,000 / 2,000 / 10,000 rows cost
+# 60 / 115-123 / 201 / 1,108 ms cold, 8-11 / 15 / 37 / 654 warm. PostgreSQL reads a TOAST slice,
+# one chunk a row: 5,000 rows 48 ms, 20,000 200-240. QU004 warns from 1 failure and is critical
+# from 50; a full window is said as `at least N` (contrib/bench/RESULTS-fleet.md §15)
+KIND_FAILED_WINDOW = {("mysql", "laravel_failed"): 500, ("postgresql", "laravel_failed"): 5_000}
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
 # Que: partial indexes (que_poll_idx) larger than this hold far more unfinished jobs than the

@@ -845,14 +845,14 @@ def test_symfony_mariadb_window_is_its_own(
 def test_laravel_failed_jobs_mariadb_failed_window_is_its_own(
     my_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Laravel's failed_jobs on MariaDB is read over its own newest-failures window
-    (KIND_FAILED_WINDOW: two off-page texts per row), not FAILED_WINDOW: the failures counted
-    and the table's `failed_window` (QU004's "window full") follow it; PostgreSQL keeps
-    FAILED_WINDOW."""
+    """Laravel's failed_jobs is read over its own newest-failures window (KIND_FAILED_WINDOW:
+    each row's stack trace is read), not FAILED_WINDOW: the failures counted and the table's
+    `failed_window` (QU004's "window full") follow it; other kinds keep FAILED_WINDOW."""
     import dbwatch.probes.queue as queue_probe
 
-    assert queue_probe.failed_window_for("mariadb", "laravel_failed") < queue_probe.FAILED_WINDOW
-    assert queue_probe.failed_window_for("postgresql", "laravel_failed") == queue_probe.FAILED_WINDOW
+    for engine in ("mariadb", "mysql", "postgresql"):
+        assert queue_probe.failed_window_for(engine, "laravel_failed") < queue_probe.FAILED_WINDOW
+    assert queue_probe.failed_window_for("postgresql", "que") == queue_probe.FAILED_WINDOW
     url, conn = my_db
     run = my_run(conn)
     for stmt in MY_DDL:
@@ -868,6 +868,44 @@ def test_laravel_failed_jobs_mariadb_failed_window_is_its_own(
     run("DELETE FROM failed_jobs WHERE id > 20")
     t = table_of(url, "laravel_failed")
     assert t["failed_window"] == 25 and sum(r["n"] for r in t["failed"]) == 20
+
+
+def test_laravel_failed_jobs_postgresql_job_class_by_byte_search(
+    pg_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job class is the string after the payload's first "displayName" key, read without a
+    regex (queue_laravel_failed_failed.sql): json_encode's form, spaces around the colon, a key
+    whose value is no string, no key at all; a stack trace kept in TOAST gives its first line.
+    The newest-failures window is Laravel's own on PostgreSQL too."""
+    import dbwatch.probes.queue as queue_probe
+
+    url, conn = pg_db
+    run = pg_run(conn)
+    for stmt in PG_DDL:
+        run(stmt.format(p=""))
+    trace = "\n".join(f"#{i} /app/vendor/laravel/framework/src/x{i}.php(1): f()" for i in range(400))
+    rows = [
+        (payload("App\\Jobs\\SendMail"), DEADLOCK + "\nStack trace:\n" + trace),
+        ('{"uuid":"1","displayName" :  "App\\\\Jobs\\\\Spaced","job":"x"}', "RuntimeException: a"),
+        ('{"uuid":"2","displayName":null,"job":"Illuminate\\\\Queue\\\\CallQueuedHandler@call"}',
+         "RuntimeException: b"),
+        ('{"uuid":"3","job":"x"}', "RuntimeException: c"),
+    ]
+    for i, (body, exc) in enumerate(rows):
+        run("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception)"
+            " VALUES (%s, 'database', 'mail', %s, %s)", (f"u{i}", body, exc))
+    assert conn.execute("SELECT pg_column_size(exception) < octet_length(exception)"
+                        " FROM failed_jobs WHERE uuid = 'u0'").fetchone()[0]  # compressed
+    monkeypatch.setitem(queue_probe.KIND_FAILED_WINDOW, ("postgresql", "laravel_failed"), 3)
+    t = table_of(url, "laravel_failed")
+    assert t["failed_window"] == 3
+    got = sorted((r["job_class"] or "", r["head"], r["n"]) for r in t["failed"])
+    assert got == [("", "RuntimeException: b", 1), ("", "RuntimeException: c", 1),
+                   ("App\\\\Jobs\\\\Spaced", "RuntimeException: a", 1)], got  # as stored
+    monkeypatch.setitem(queue_probe.KIND_FAILED_WINDOW, ("postgresql", "laravel_failed"), 10)
+    t = table_of(url, "laravel_failed")
+    (deadlock,) = [r for r in t["failed"] if r["job_class"] and "SendMail" in r["job_class"]]
+    assert deadlock["head"] == DEADLOCK.split(" (Connection: ")[0] and deadlock["n"] == 1
 
 
 def test_que_big_poll_index_walks_the_key_without_counting(

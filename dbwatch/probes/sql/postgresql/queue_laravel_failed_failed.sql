@@ -11,8 +11,13 @@ FROM (SELECT left(p.queue, 255) AS queue, p.failed_at,
              extract(epoch FROM localtimestamp - p.failed_at) AS age,
              split_part(split_part(split_part(p.e, chr(10), 1), ' (SQL: ', 1),
                         ' (Connection: ', 1) AS head,
-             left(substring(p.h FROM '"displayName"\s*:\s*"([^"]*)"'), 255) AS job_class
-      FROM (SELECT queue, failed_at, left(exception, 400) AS e, left(payload, 2048) AS h
+             -- the string value of the first "displayName" key, by byte searches: a regex,
+             -- left() or substr() walks each payload character by character (70-300 ms over
+             -- 20,000 real payloads, 13 ms this way); a value that is no string gives none
+             CASE WHEN btrim(split_part(p.d, '"', 1), E' \t\r\n') = ':'
+                  THEN left(split_part(p.d, '"', 2), 255) END AS job_class
+      FROM (SELECT queue, failed_at, substr(exception, 1, 400) AS e,
+                   split_part(payload, '"displayName"', 2) AS d
             -- a backward primary-key scan whatever the statistics
             FROM (SELECT queue, failed_at, exception, payload FROM {table}
                   ORDER BY id DESC LIMIT %(window)s) w
