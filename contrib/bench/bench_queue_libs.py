@@ -193,6 +193,22 @@ def _symfony(engine: str, db: str) -> list[str]:
     ]
 
 
+def _trace(pg: bool, frame: str, row: str | None = None, json_items: bool = False) -> str:
+    """SQL for a 60-frame stack trace built by the server (~12 kB), each frame ending in an md5
+    of the row (`row`, an outer column) or of random(), so a trace does not compress to nothing;
+    newline-separated, or JSON strings joined by commas. No braces: safe for str.format."""
+    frame = frame.replace("'", "''")  # Ruby frames end in `method'
+    seed = (f"(({row}) * k)::text" if row else "random()::text") if pg else \
+        (f"({row}) * k.seq" if row else "RAND()")
+    if pg:
+        item = f"'#' || k || ' {frame} ' || md5({seed})"
+        item, sep = (f"'\"' || {item} || '\"'", "','") if json_items else (item, "chr(10)")
+        return f"(SELECT string_agg({item}, {sep}) FROM generate_series(1, 60) k)"
+    item = f"CONCAT('#', k.seq, ' {frame} ', MD5({seed}))"
+    item, sep = (f"CONCAT('\"', {item}, '\"')", "','") if json_items else (item, "'\\n'")
+    return f"(SELECT GROUP_CONCAT({item} SEPARATOR {sep}) FROM seq_1_to_60 k)"
+
+
 # The newest failures as Laravel writes them: the payload (~1.2 kB of JSON, displayName second)
 # and `(string) $e`, the message and a 60-frame stack trace (~11 kB, off-page on both engines);
 # the bulk's short texts would leave the cost of reading real ones unmeasured.
@@ -218,9 +234,9 @@ def _laravel_real_failures(pg: bool) -> str:
     head = (f"Illuminate{ns}Database{ns}QueryException: SQLSTATE[40001]: Serialization failure:"
             " 1213 Deadlock found when trying to get lock; try restarting transaction"
             " (Connection: mysql, SQL: delete from `jobs` where `id` = ")
-    frame = (f" /var/www/vendor/laravel/framework/src/Illuminate/Pipeline/Pipeline.php(170):"
+    frame = (f"/var/www/vendor/laravel/framework/src/Illuminate/Pipeline/Pipeline.php(170):"
              f" Illuminate{ns}Pipeline{ns}Pipeline->Illuminate{ns}Pipeline{ns}{{{{closure}}}}"
-             f"(Object(App{ns}Jobs{ns}SendInvoice)) ")
+             f"(Object(App{ns}Jobs{ns}SendInvoice))")
 
     def lit(parts: list[str], exprs: set[str]) -> list[str]:
         return [x if x in exprs else f"'{x}'" for x in parts]
@@ -229,15 +245,13 @@ def _laravel_real_failures(pg: bool) -> str:
     if pg:
         pay = " || ".join(lit(payload, {uuid, pad}))
         exc = " || ".join(lit(exception, {row})).replace("NL", "' || chr(10) || '")
-        trace = (f"(SELECT string_agg('#' || k || '{frame}' || md5((g * k)::text), chr(10))"
-                 " FROM generate_series(1, 60) k)")
+        trace = _trace(pg, frame, "g")
         return ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
                 f" {uuid}, 'database', 'default', {pay}, {exc} || {trace}"
                 f" FROM generate_series(1, least({{n}}, {REAL_FAILURES})) g")
     pay = "CONCAT(" + ", ".join(lit(payload, {uuid, pad})) + ")"
     exc = ", ".join(lit(exception, {row})).replace("NL", "', CHAR(10), '")
-    trace = (f"(SELECT GROUP_CONCAT(CONCAT('#', k.seq, '{frame}', MD5(g.seq * k.seq))"
-             " SEPARATOR '\\n') FROM seq_1_to_60 k)")
+    trace = _trace(pg, frame, "g.seq")
     return ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
             f" {uuid}, 'database', 'default', {pay}, CONCAT({exc}, {trace})"
             f" FROM seq_1_to_{{n}} g WHERE g.seq <= {REAL_FAILURES}")
@@ -462,9 +476,20 @@ def _delayed_job(engine: str, db: str) -> list[str]:
     dt = "timestamp" if pg else "datetime"
     pk = "bigserial PRIMARY KEY" if pg else "bigint NOT NULL AUTO_INCREMENT PRIMARY KEY"
     ins = ("INSERT INTO delayed_jobs (priority, attempts, handler, last_error, run_at, locked_at,"
-           " failed_at, locked_by, queue, created_at, updated_at) SELECT 0, {a}, '--- !ruby/object:"
-           "Delayed::PerformableMethod', {e}, {run}, {la}, {fa}, {lb}, 'default', {run}, {run}"
+           " failed_at, locked_by, queue, created_at, updated_at) SELECT 0, {a}, {h}, {e}, {run},"
+           " {la}, {fa}, {lb}, 'default', {run}, {run}"
            f" FROM {seq}")
+    plain = "'--- !ruby/object:Delayed::PerformableMethod'"
+    # ActiveJob's wrapper as Delayed::Job stores it (~1.3 kB of YAML, job_class near the top)
+    nl = "chr(10)" if pg else "CHAR(10)"
+    parts = ["'--- !ruby/object:ActiveJob::QueueAdapters::DelayedJobAdapter::JobWrapper'", nl,
+             "'job_data:'", nl, "'  job_class: SendInvoiceJob'", nl, "'  job_id: '",
+             "md5(random()::text)" if pg else "MD5(RAND())", nl, "'  queue_name: default'", nl,
+             "'  arguments:'", nl,
+             "repeat('  - _aj_globalid: gid://app/Invoice/' || md5(random()::text) || chr(10), 30)"
+             if pg else
+             "REPEAT(CONCAT('  - _aj_globalid: gid://app/Invoice/', MD5(RAND()), CHAR(10)), 30)"]
+    wrapped = " || ".join(parts) if pg else "CONCAT(" + ", ".join(parts) + ")"
     return [
         f"CREATE TABLE delayed_jobs (id {pk}, priority integer NOT NULL DEFAULT 0, attempts integer"
         f" NOT NULL DEFAULT 0, handler text NOT NULL, last_error text, run_at {dt}, locked_at {dt},"
@@ -472,12 +497,16 @@ def _delayed_job(engine: str, db: str) -> list[str]:
         f" {dt})",
         "CREATE INDEX delayed_jobs_priority ON delayed_jobs (priority, run_at)",
         # Delayed::Job deletes a finished job: the table holds a backlog and kept failures
-        ins.format(a=0, e="NULL", run=ago(60), la="NULL", fa="NULL", lb="NULL", k="n"),
-        ins.format(a=0, e="NULL", run=now, la="NULL", fa="NULL", lb="NULL", k="p"),
-        ins.format(a=0, e="NULL", run=ago(120), la=ago(60), fa="NULL", lb="'host:w1 pid:1'",
+        ins.format(h=plain, a=0, e="NULL", run=ago(60), la="NULL", fa="NULL", lb="NULL", k="n"),
+        ins.format(h=plain, a=0, e="NULL", run=now, la="NULL", fa="NULL", lb="NULL", k="p"),
+        ins.format(h=plain, a=0, e="NULL", run=ago(120), la=ago(60), fa="NULL", lb="'host:w1 pid:1'",
                    k="r"),
-        ins.format(a=25, e="'RuntimeError: boom'", run=ago(600), la="NULL", fa=ago(300),
-                   lb="NULL", k="f"),
+        # as Delayed::Job writes it: "#{message}\n#{backtrace.join("\n")}" (~12 kB)
+        ins.format(h=wrapped, a=25, e=(" || ".join if pg else lambda xs: "CONCAT(" + ", ".join(xs) + ")")(
+            ["'RuntimeError: boom'", "chr(10)" if pg else "CHAR(10)",
+             _trace(pg, "/app/vendor/bundle/ruby/3.3.0/gems/delayed_job-4.1.13/lib/delayed/"
+                    "backend/base.rb:81:in `invoke_job'")]),
+                   run=ago(600), la="NULL", fa=ago(300), lb="NULL", k="f"),
     ]
 
 
@@ -532,9 +561,14 @@ def _solid_queue(engine: str, db: str) -> list[str]:
         "INSERT INTO solid_queue_claimed_executions (job_id, process_id, created_at) SELECT id, 1,"
         " created_at FROM solid_queue_jobs WHERE queue_name = 'running'",
         jobs.format(q="failing", fin="NULL", at=ago(900), k="f"),
-        "INSERT INTO solid_queue_failed_executions (job_id, error, created_at) SELECT id,"
-        " '{{\"exception_class\":\"RuntimeError\",\"message\":\"boom\"}}', created_at FROM"
-        " solid_queue_jobs WHERE queue_name = 'failing'",
+        # as Solid Queue writes it: the class, the message and the whole backtrace (~12 kB)
+        "INSERT INTO solid_queue_failed_executions (job_id, error, created_at) SELECT id, "
+        + (" || ".join if pg else lambda xs: "CONCAT(" + ", ".join(xs) + ")")([
+            "'{{\"exception_class\":\"RuntimeError\",\"message\":\"boom\",\"backtrace\":['",
+            _trace(pg, "/app/vendor/bundle/ruby/3.3.0/gems/activejob-8.0.1/lib/active_job/"
+                   "execution.rb:53:in `block in perform_now'", "solid_queue_jobs.id", True),
+            "']}}'"])
+        + ", created_at FROM solid_queue_jobs WHERE queue_name = 'failing'",
     ]
 
 

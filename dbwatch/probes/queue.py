@@ -63,8 +63,15 @@ KIND_WINDOW = {("mysql", "symfony_messenger"): 10_000}
 # of it is asked for, from disk when cold (O_DIRECT): 500 / 1,000 / 2,000 / 10,000 rows cost
 # 60 / 115-123 / 201 / 1,108 ms cold, 8-11 / 15 / 37 / 654 warm. PostgreSQL reads a TOAST slice,
 # one chunk a row: 5,000 rows 48 ms, 20,000 200-240. QU004 warns from 1 failure and is critical
-# from 50; a full window is said as `at least N` (contrib/bench/RESULTS-fleet.md §15)
-KIND_FAILED_WINDOW = {("mysql", "laravel_failed"): 500, ("postgresql", "laravel_failed"): 5_000}
+# from 50; a full window is said as `at least N` (contrib/bench/RESULTS-fleet.md §15). Solid
+# Queue's failed executions hold Rails' whole backtrace in `error`, each read with a job lookup:
+# 5,000 cost 147-163 ms on either engine (~30 us a row)
+KIND_FAILED_WINDOW = {
+    ("mysql", "laravel_failed"): 500,
+    ("postgresql", "laravel_failed"): 5_000,
+    ("mysql", "solid_queue"): 1_000,
+    ("postgresql", "solid_queue"): 1_000,
+}
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
 # Que: partial indexes (que_poll_idx) larger than this hold far more unfinished jobs than the

@@ -68,3 +68,37 @@ def test_delayed_job(engine: str, my_db: tuple[str, Any], pg_db: tuple[str, Any]
     assert rep["evidence"]["by_class"][0]["job_class"] == "ChargeCard"
     (failed,) = rules["QU004"]
     assert failed["evidence"]["count"] == 5 and failed["evidence"]["exception"] == "RuntimeError"
+
+
+HANDLERS = {  # each handler shape Delayed::Job stores, and the class the failure is counted under
+    "--- !ruby/object:ActiveJob::QueueAdapters::DelayedJobAdapter::JobWrapper\njob_data:\n"
+    "  job_class: SendInvoiceJob\n  job_id: 5e1c\n  arguments:\n" + "  - x\n" * 300: "SendInvoiceJob",
+    "--- !ruby/object:Delayed::PerformableMethod\nobject: !ruby/object:User\n  id: 1\n"
+    "method_name: :deliver\n": "Delayed::PerformableMethod",
+    "--- !ruby/object:NewsletterJob\ntext: hi\n": "NewsletterJob",
+}
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"])
+def test_delayed_job_failed_class_by_handler_shape(
+    engine: str, my_db: tuple[str, Any], pg_db: tuple[str, Any]  # noqa: F811
+) -> None:
+    """The job class of a failure is read from the handler by byte search, then one short line:
+    ActiveJob's wrapper (`job_class:`, nested, in a long handler), a PerformableMethod and a
+    plain object (their `!ruby/object:` tag)."""
+    from test_queue_live import table_of
+
+    url, conn = pg_db if engine == "postgresql" else my_db
+    run = pg_run(conn) if engine == "postgresql" else my_run(conn)
+    pg = engine == "postgresql"
+    pk = "bigserial PRIMARY KEY" if pg else "bigint NOT NULL AUTO_INCREMENT PRIMARY KEY"
+    run(DDL.format(pk=pk, dt="timestamp" if pg else "datetime"))
+    now = "(now() AT TIME ZONE 'UTC')" if pg else "UTC_TIMESTAMP()"
+    trace = "RuntimeError: boom\n" + "\n".join(f"/app/x.rb:{i}:in `run'" for i in range(300))
+    for handler in HANDLERS:
+        run("INSERT INTO delayed_jobs (attempts, handler, last_error, run_at, failed_at, queue,"
+            f" created_at, updated_at) VALUES (25, %s, %s, {now}, {now}, 'default', {now}, {now})",
+            (handler, trace))
+    t = table_of(url, "delayed_job")
+    got = {(r["job_class"] or ""): (r["head"], r["n"]) for r in t["failed"]}
+    assert got == {cls: ("RuntimeError: boom", 1) for cls in HANDLERS.values()}, got

@@ -8,7 +8,7 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
        max(f.finished_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
 FROM (SELECT left(queue_name, 255) AS queue, finished_at,
              extract(epoch FROM (now() AT TIME ZONE 'UTC') - finished_at) AS age,
-             split_part(left(error, 400), chr(10), 1) AS head,
+             split_part(substr(error, 1, 400), chr(10), 1) AS head,
              left(serialized_params ->> 'job_class', 255) AS job_class
       FROM {table}
       WHERE finished_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)

@@ -9,7 +9,7 @@ SELECT f.queue, f.head, f.job_class, count(*) AS n,
        max(f.failed_at)::text AS latest, min(f.age)::bigint AS latest_seconds_ago
 FROM (SELECT coalesce(q.queue_name, '(none)') AS queue, x.failed_at,
              extract(epoch FROM now() - x.failed_at) AS age,
-             split_part(left(x.last_error, 400), chr(10), 1) AS head,
+             split_part(substr(x.last_error, 1, 400), chr(10), 1) AS head,
              left(t.identifier, 255) AS job_class
       FROM (SELECT job_queue_id, task_id, last_error,
                    greatest(updated_at, run_at - make_interval(secs => exp(least(attempts, 10))))

@@ -22,7 +22,7 @@ FROM (SELECT left(j.queue_name, 255) AS queue, x.created_at,
                    CASE WHEN strpos(e.error, '"message"') > 0
                         THEN substring(substr(e.error, strpos(e.error, '"message"') + 9, 700)
                                        FROM '^\s*:\s*"((?:[^"\\]|\\.)*)') END AS msg
-            FROM (SELECT job_id, created_at, left(error, 2048) AS error FROM {failed_executions}
+            FROM (SELECT job_id, created_at, substr(error, 1, 2048) AS error FROM {failed_executions}
                   ORDER BY id DESC LIMIT %(window)s) e) x
       -- one primary-key lookup per failed execution (LIMIT 1 keeps it a nested loop: after
       -- ANALYZE a hash join read all 1 M jobs for 5,000 failures, 180 ms)

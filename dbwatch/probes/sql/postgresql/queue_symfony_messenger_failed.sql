@@ -11,7 +11,7 @@ FROM (SELECT queue_name AS queue, created_at, extract(epoch FROM localtimestamp 
              substring(x FROM greatest(position('exceptionClass' IN x) - 1, 1) FOR 400) AS head,
              substring(x FROM greatest(position('message\";O:' IN x), position('"type":' IN x), 1) FOR 150)
                AS job_class
-      FROM (SELECT queue_name, created_at, left(headers, 4096) || left(body, 16384) AS x
+      FROM (SELECT queue_name, created_at, substr(headers, 1, 4096) || substr(body, 1, 16384) AS x
             -- the newest %(window)s rows by id: a backward primary-key scan whatever the statistics
             FROM (SELECT queue_name, created_at, headers, body FROM {table}
                   ORDER BY id DESC LIMIT %(window)s) w
