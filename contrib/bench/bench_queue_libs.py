@@ -688,7 +688,10 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
         failed_window = _queue.failed_window_for(engine, t.kind)
         params: dict[str, Any] = {"window": window, "groups": GROUPS, "horizon": HORIZON,
                                   "lookups": getattr(_queue, "LOOKUPS", WINDOW),
-                                  "poll_bytes": getattr(_queue, "POLL_BYTES", 0)}
+                                  "poll_bytes": getattr(_queue, "POLL_BYTES", 0),
+                                  "text_rows": getattr(_queue, "KIND_FAILED_TEXT_ROWS", {}).get(
+                                      ("postgresql" if engine == "postgresql" else "mysql",
+                                       t.kind), failed_window)}
         ranged = PG_ID_RANGE_KINDS if engine == "postgresql" else ID_RANGE_KINDS
         if t.kind in ranged:
             bounds = _render(sql(engine, "queue_bounds", target.version), engine, t)

@@ -72,6 +72,12 @@ KIND_FAILED_WINDOW = {
     ("mysql", "solid_queue"): 1_000,
     ("postgresql", "solid_queue"): 1_000,
 }
+# Kinds whose failures live among their jobs read a window of ids, not of failures (a smaller one
+# would hide failures behind a busy backlog): there the failures whose text is read are capped
+# instead, the newest first. Delayed::Job's `last_error` holds the message and the backtrace:
+# 5,000 cost 124-182 ms on MySQL/MariaDB (each read whole from off-page), 54-86 ms on
+# PostgreSQL (a TOAST slice and the handler each); RESULTS-fleet §15
+KIND_FAILED_TEXT_ROWS = {("mysql", "delayed_job"): 1_000, ("postgresql", "delayed_job"): 2_000}
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
 # Que: partial indexes (que_poll_idx) larger than this hold far more unfinished jobs than the
@@ -319,17 +325,19 @@ def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
 def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, object]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
     window, failed_window = window_for(engine, t.kind), failed_window_for(engine, t.kind)
+    text_rows = KIND_FAILED_TEXT_ROWS.get(_family(engine, t.kind), failed_window)
     params: dict[str, object] = {
         "window": window,
         "groups": GROUPS,
         "horizon": HORIZON,
         "lookups": LOOKUPS,
         "poll_bytes": POLL_BYTES,
+        "text_rows": text_rows,
     }
     out = dict(
         t.as_dict(),
         window=window,
-        failed_window=failed_window,
+        failed_window=min(failed_window, text_rows),  # QU004's "full": at least this many
         groups=GROUPS,
         horizon=HORIZON,
         error=None,

@@ -102,3 +102,36 @@ def test_delayed_job_failed_class_by_handler_shape(
     t = table_of(url, "delayed_job")
     got = {(r["job_class"] or ""): (r["head"], r["n"]) for r in t["failed"]}
     assert got == {cls: ("RuntimeError: boom", 1) for cls in HANDLERS.values()}, got
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"])
+def test_delayed_job_failure_texts_are_capped(
+    engine: str, my_db: tuple[str, Any], pg_db: tuple[str, Any],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The failures whose last_error and handler are read are capped, the newest first
+    (KIND_FAILED_TEXT_ROWS), inside the id window: the table's failed_window is the cap, so a
+    full cap is said as `at least N`; the id window itself stays FAILED_WINDOW."""
+    import dbwatch.probes.queue as queue_probe
+    from test_queue_live import table_of
+
+    pg = engine == "postgresql"
+    url, conn = pg_db if pg else my_db
+    run = pg_run(conn) if pg else my_run(conn)
+    pk = "bigserial PRIMARY KEY" if pg else "bigint NOT NULL AUTO_INCREMENT PRIMARY KEY"
+    run(DDL.format(pk=pk, dt="timestamp" if pg else "datetime"))
+    now = "(now() AT TIME ZONE 'UTC')" if pg else "UTC_TIMESTAMP()"
+    family = "postgresql" if pg else "mysql"
+    for i, handler in enumerate(HANDLERS):
+        run("INSERT INTO delayed_jobs (attempts, handler, last_error, run_at, failed_at, queue,"
+            f" created_at, updated_at) VALUES (25, %s, %s, {now}, {now}, 'default', {now}, {now})",
+            (handler, f"RuntimeError: boom {i}"))
+    monkeypatch.setitem(queue_probe.KIND_FAILED_TEXT_ROWS, (family, "delayed_job"), 2)
+    t = table_of(url, "delayed_job")
+    assert t["failed_window"] == 2
+    assert sorted(r["head"] for r in t["failed"]) == ["RuntimeError: boom 1", "RuntimeError: boom 2"]
+    # QU004's "window full" (queue_health: the failures read reach failed_window): at least 2
+    assert sum(r["n"] for r in t["failed"]) >= t["failed_window"] > 0
+    monkeypatch.setitem(queue_probe.KIND_FAILED_TEXT_ROWS, (family, "delayed_job"), 5)
+    t = table_of(url, "delayed_job")
+    assert t["failed_window"] == 5 and sum(r["n"] for r in t["failed"]) == 3  # all, not full

@@ -1,4 +1,5 @@
--- Delayed::Job jobs failed for good in the last %(horizon)s seconds, newest %(window)s by id.
+-- Delayed::Job jobs failed for good in the last %(horizon)s seconds, among the newest
+-- %(window)s ids.
 SELECT f.queue AS queue, f.head AS head, f.job_class AS job_class, COUNT(*) AS n,
        SUM(f.age <= 3600) AS n_1h, SUM(f.age <= 21600) AS n_6h, SUM(f.age <= 86400) AS n_24h,
        SUM(f.age <= 259200) AS n_3d, SUM(f.age <= 604800) AS n_7d,
@@ -14,7 +15,9 @@ FROM (SELECT p.queue, p.failed_at, TIMESTAMPDIFF(SECOND, p.failed_at, UTC_TIMEST
                    LEFT(last_error, 400) AS e, LEFT(handler, 2048) AS h
             FROM {table} FORCE INDEX (PRIMARY)
             WHERE failed_at >= UTC_TIMESTAMP() - INTERVAL %(horizon)s SECOND
-              AND id >= %(min_id)s) p) f
+              AND id >= %(min_id)s
+            -- the newest %(text_rows)s failures of the id window: each last_error is read whole
+            ORDER BY id DESC LIMIT %(text_rows)s) p) f
 GROUP BY f.queue, f.head, f.job_class
 ORDER BY n DESC
 LIMIT %(groups)s

@@ -18,7 +18,10 @@ FROM (SELECT coalesce(left(queue, 255), '(none)') AS queue, failed_at,
                   255) AS job_class
       -- the newest %(window)s rows by id, a backward primary-key scan whatever the statistics
       FROM (SELECT * FROM {table} ORDER BY id DESC LIMIT %(window)s) w
-      WHERE failed_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)) f
+      WHERE failed_at >= (now() AT TIME ZONE 'UTC') - make_interval(secs => %(horizon)s)
+      -- the newest %(text_rows)s failures of that window (the order is the scan's: no sort);
+      -- only they are projected, their last_error and handler read
+      ORDER BY w.id DESC LIMIT %(text_rows)s) f
 GROUP BY 1, 2, 3
 ORDER BY n DESC
 LIMIT %(groups)s
