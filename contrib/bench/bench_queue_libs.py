@@ -184,12 +184,39 @@ def _symfony(engine: str, db: str) -> list[str]:
     now = "localtimestamp" if engine == "postgresql" else "NOW()"
     ins = (f"INSERT INTO messenger_messages (body, headers, queue_name, created_at, available_at,"
            f" delivered_at) SELECT {body}, '[]', '{{q}}', {now}, {now}, {{d}} FROM {seq}")
+    # the newest failures as PhpSerializer stores them (addslashes(serialize($envelope))): the
+    # ErrorDetailsStamp first, with the FlattenException's trace, the message last (~10 kB)
+    pg = engine == "postgresql"
+    stamp = ('O:36:\\"Symfony\\\\Component\\\\Messenger\\\\Envelope\\":2:{{s:44:'
+             '\\"stamps\\";a:1:{{s:55:\\"ErrorDetailsStamp\\";a:1:{{i:0;O:55:'
+             '\\"ErrorDetailsStamp\\":3:{{s:69:\\"exceptionClass\\";s:16:'
+             '\\"RuntimeException\\";s:71:\\"exceptionMessage\\";s:4:\\"boom\\";'
+             's:16:\\"flattenException\\";O:57:\\"Symfony\\\\Component\\\\ErrorHandler'
+             '\\\\Exception\\\\FlattenException\\":12:{{s:10:\\"message\\";s:4:\\"boom'
+             '\\";s:7:\\"code\\";i:0;s:11:\\"previous\\";N;s:8:\\"headers\\";a:0:{{}}'
+             's:13:\\"statusCode\\";i:500;s:8:\\"class\\";s:16:\\"RuntimeException\\";'
+             's:4:\\"file\\";s:37:\\"/app/src/MessageHandler/SendMail.php\\";s:4:\\"line'
+             '\\";i:42;s:10:\\"statusText\\";s:21:\\"Internal Server Error\\";'
+             's:5:\\"trace\\";')
+    if not pg:
+        stamp = stamp.replace("\\", "\\\\")  # MariaDB string literals unescape backslashes
+    tail = ('}}}}}}s:46:\\"message\\";O:20:\\"App\\\\Message\\\\SendMail\\":0:{{}}}}')
+    if not pg:
+        tail = tail.replace("\\", "\\\\")
+    trace = _trace(pg, "/app/vendor/symfony/messenger/Worker.php(119): Symfony\\Component"
+                   "\\Messenger\\Worker->handleMessage()")
+    parts = [f"'{stamp}'", trace, f"'{tail}'"]
+    failed = ("INSERT INTO messenger_messages (body, headers, queue_name, created_at,"
+              " available_at, delivered_at) SELECT "
+              + (" || ".join(parts) if pg else "CONCAT(" + ", ".join(parts) + ")")
+              + f", '[]', 'failed', {now}, {now}, NULL FROM "
+              + ("generate_series(1, {f})" if pg else "seq_1_to_{f}"))
     # acknowledged messages are deleted: the table keeps the failure transport's messages
     return [
         ins.format(q="failed", d="NULL", k="n"),
         ins.format(q="default", d="NULL", k="p"),
         ins.format(q="default", d=now, k="r"),
-        ins.format(q="failed", d="NULL", k="f"),
+        failed,
     ]
 
 

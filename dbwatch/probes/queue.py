@@ -76,8 +76,18 @@ KIND_FAILED_WINDOW = {
 # would hide failures behind a busy backlog): there the failures whose text is read are capped
 # instead, the newest first. Delayed::Job's `last_error` holds the message and the backtrace:
 # 5,000 cost 124-182 ms on MySQL/MariaDB (each read whole from off-page), 54-86 ms on
-# PostgreSQL (a TOAST slice and the handler each); RESULTS-fleet §15
-KIND_FAILED_TEXT_ROWS = {("mysql", "delayed_job"): 1_000, ("postgresql", "delayed_job"): 2_000}
+# PostgreSQL (a TOAST slice and the handler each); RESULTS-fleet §15. Symfony's failure
+# transport keeps each failed envelope (PhpSerializer: its ErrorDetailsStamp holds the
+# FlattenException, trace and all, ~9 kB) among the messages. Found by character position, the
+# stamp and the message class had cost 282 ms on PostgreSQL and 322 ms on MariaDB for 2,000; by
+# byte search now, 1,000 cost 36-45 ms on MariaDB, 82-118 on PostgreSQL (its slices of the
+# envelope still count characters), so 500 there
+KIND_FAILED_TEXT_ROWS = {
+    ("mysql", "delayed_job"): 1_000,
+    ("postgresql", "delayed_job"): 2_000,
+    ("mysql", "symfony_messenger"): 1_000,
+    ("postgresql", "symfony_messenger"): 500,
+}
 FAILED_WINDOW = 20_000  # failure rows read per table: the newest by id (their text is read)
 GROUPS = 500  # grouped rows returned per query
 # Que: partial indexes (que_poll_idx) larger than this hold far more unfinished jobs than the

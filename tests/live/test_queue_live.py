@@ -842,6 +842,52 @@ def test_symfony_mariadb_window_is_its_own(
     assert sum(r["total"] for r in t["summary"]) == 20
 
 
+SYMFONY_PG_DDL = [
+    "CREATE TABLE messenger_messages (id BIGSERIAL NOT NULL, body TEXT NOT NULL, headers TEXT NOT"
+    " NULL, queue_name VARCHAR(190) NOT NULL, created_at TIMESTAMP(0) WITHOUT TIME ZONE NOT NULL,"
+    " available_at TIMESTAMP(0) WITHOUT TIME ZONE NOT NULL, delivered_at TIMESTAMP(0) WITHOUT"
+    " TIME ZONE DEFAULT NULL, PRIMARY KEY(id))",
+    "CREATE INDEX IDX_75EA56E0FB7336F0 ON messenger_messages (queue_name)",
+    "CREATE INDEX IDX_75EA56E0E3BD61CE ON messenger_messages (available_at)",
+    "CREATE INDEX IDX_75EA56E016BA31DB ON messenger_messages (delivered_at)",
+]
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mysql"])
+def test_symfony_failed_envelopes_read_are_capped(
+    engine: str, my_db: tuple[str, Any], pg_db: tuple[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The failure transport's messages whose envelope is read are capped, the newest first
+    (KIND_FAILED_TEXT_ROWS), inside the unchanged id window; the cap is the table's
+    failed_window, so a full cap is QU004's "at least N"; newer ordinary messages do not count."""
+    import dbwatch.probes.queue as queue_probe
+
+    pg = engine == "postgresql"
+    url, conn = pg_db if pg else my_db
+    run = pg_run(conn) if pg else my_run(conn)
+    for stmt in SYMFONY_PG_DDL if pg else [SYMFONY_MY_DDL]:
+        run(stmt)
+    now = "localtimestamp" if pg else "NOW()"
+    for i in range(3):
+        body = ('O:36:"Symfony\\Component\\Messenger\\Envelope":2:{s:14:"exceptionClass";'
+                f's:16:"RuntimeException{i}";}}' + "#0 /app/src/x.php(1): f()\n" * 400)
+        run("INSERT INTO messenger_messages (body, headers, queue_name, created_at, available_at)"
+            f" VALUES (%s, '[]', 'failed', {now}, {now})", (body,))
+    run("INSERT INTO messenger_messages (body, headers, queue_name, created_at, available_at)"
+        f" VALUES ('x', '[]', 'default', {now}, {now})")
+    family = "postgresql" if pg else "mysql"
+    monkeypatch.setitem(queue_probe.KIND_FAILED_TEXT_ROWS, (family, "symfony_messenger"), 2)
+    t = table_of(url, "symfony_messenger")
+    assert t["failed_window"] == 2
+    heads = sorted(r["head"] for r in t["failed"])
+    assert len(heads) == 2 and "RuntimeException1" in heads[0] and "RuntimeException2" in heads[1]
+    assert sum(r["n"] for r in t["failed"]) >= t["failed_window"] > 0  # QU004: at least 2
+    monkeypatch.setitem(queue_probe.KIND_FAILED_TEXT_ROWS, (family, "symfony_messenger"), 5)
+    t = table_of(url, "symfony_messenger")
+    assert t["failed_window"] == 5 and sum(r["n"] for r in t["failed"]) == 3
+
+
 def test_laravel_failed_jobs_mariadb_failed_window_is_its_own(
     my_db: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
