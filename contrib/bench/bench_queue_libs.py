@@ -208,7 +208,7 @@ def _symfony(engine: str, db: str) -> list[str]:
     parts = [f"'{stamp}'", trace, f"'{tail}'"]
     failed = ("INSERT INTO messenger_messages (body, headers, queue_name, created_at,"
               " available_at, delivered_at) SELECT "
-              + (" || ".join(parts) if pg else "CONCAT(" + ", ".join(parts) + ")")
+              + _concat(pg, parts)
               + f", '[]', 'failed', {now}, {now}, NULL FROM "
               + ("generate_series(1, {f})" if pg else "seq_1_to_{f}"))
     # acknowledged messages are deleted: the table keeps the failure transport's messages
@@ -234,6 +234,11 @@ def _trace(pg: bool, frame: str, row: str | None = None, json_items: bool = Fals
     item = f"CONCAT('#', k.seq, ' {frame} ', MD5({seed}))"
     item, sep = (f"CONCAT('\"', {item}, '\"')", "','") if json_items else (item, "'\\n'")
     return f"(SELECT GROUP_CONCAT({item} SEPARATOR {sep}) FROM seq_1_to_60 k)"
+
+
+def _concat(pg: bool, parts: list[str]) -> str:
+    """SQL expressions joined into one string, in the engine's own way."""
+    return " || ".join(parts) if pg else "CONCAT(" + ", ".join(parts) + ")"
 
 
 # The newest failures as Laravel writes them: the payload (~1.2 kB of JSON, displayName second)
@@ -265,23 +270,13 @@ def _laravel_real_failures(pg: bool) -> str:
              f" Illuminate{ns}Pipeline{ns}Pipeline->Illuminate{ns}Pipeline{ns}{{{{closure}}}}"
              f"(Object(App{ns}Jobs{ns}SendInvoice))")
 
-    def lit(parts: list[str], exprs: set[str]) -> list[str]:
-        return [x if x in exprs else f"'{x}'" for x in parts]
-
-    exception = [head, row, ")", "NL" + "Stack trace:" + "NL"]
-    if pg:
-        pay = " || ".join(lit(payload, {uuid, pad}))
-        exc = " || ".join(lit(exception, {row})).replace("NL", "' || chr(10) || '")
-        trace = _trace(pg, frame, "g")
-        return ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
-                f" {uuid}, 'database', 'default', {pay}, {exc} || {trace}"
-                f" FROM generate_series(1, least({{n}}, {REAL_FAILURES})) g")
-    pay = "CONCAT(" + ", ".join(lit(payload, {uuid, pad})) + ")"
-    exc = ", ".join(lit(exception, {row})).replace("NL", "', CHAR(10), '")
-    trace = _trace(pg, frame, "g.seq")
+    nl = "chr(10)" if pg else "CHAR(10)"
+    pay = _concat(pg, [x if x in (uuid, pad) else f"'{x}'" for x in payload])
+    exc = _concat(pg, [f"'{head}'", row, "')'", nl, "'Stack trace:'", nl, _trace(pg, frame, row)])
+    rows = (f"generate_series(1, least({{n}}, {REAL_FAILURES})) g" if pg
+            else f"seq_1_to_{{n}} g WHERE g.seq <= {REAL_FAILURES}")
     return ("INSERT INTO failed_jobs (uuid, connection, queue, payload, exception) SELECT"
-            f" {uuid}, 'database', 'default', {pay}, CONCAT({exc}, {trace})"
-            f" FROM seq_1_to_{{n}} g WHERE g.seq <= {REAL_FAILURES}")
+            f" {uuid}, 'database', 'default', {pay}, {exc} FROM {rows}")
 
 
 def _laravel(engine: str, db: str) -> list[str]:
@@ -516,7 +511,7 @@ def _delayed_job(engine: str, db: str) -> list[str]:
              "repeat('  - _aj_globalid: gid://app/Invoice/' || md5(random()::text) || chr(10), 30)"
              if pg else
              "REPEAT(CONCAT('  - _aj_globalid: gid://app/Invoice/', MD5(RAND()), CHAR(10)), 30)"]
-    wrapped = " || ".join(parts) if pg else "CONCAT(" + ", ".join(parts) + ")"
+    wrapped = _concat(pg, parts)
     return [
         f"CREATE TABLE delayed_jobs (id {pk}, priority integer NOT NULL DEFAULT 0, attempts integer"
         f" NOT NULL DEFAULT 0, handler text NOT NULL, last_error text, run_at {dt}, locked_at {dt},"
@@ -529,10 +524,10 @@ def _delayed_job(engine: str, db: str) -> list[str]:
         ins.format(h=plain, a=0, e="NULL", run=ago(120), la=ago(60), fa="NULL", lb="'host:w1 pid:1'",
                    k="r"),
         # as Delayed::Job writes it: "#{message}\n#{backtrace.join("\n")}" (~12 kB)
-        ins.format(h=wrapped, a=25, e=(" || ".join if pg else lambda xs: "CONCAT(" + ", ".join(xs) + ")")(
-            ["'RuntimeError: boom'", "chr(10)" if pg else "CHAR(10)",
-             _trace(pg, "/app/vendor/bundle/ruby/3.3.0/gems/delayed_job-4.1.13/lib/delayed/"
-                    "backend/base.rb:81:in `invoke_job'")]),
+        ins.format(h=wrapped, a=25, e=_concat(pg, [
+            "'RuntimeError: boom'", nl,
+            _trace(pg, "/app/vendor/bundle/ruby/3.3.0/gems/delayed_job-4.1.13/lib/delayed/"
+                   "backend/base.rb:81:in `invoke_job'")]),
                    run=ago(600), la="NULL", fa=ago(300), lb="NULL", k="f"),
     ]
 
@@ -590,7 +585,7 @@ def _solid_queue(engine: str, db: str) -> list[str]:
         jobs.format(q="failing", fin="NULL", at=ago(900), k="f"),
         # as Solid Queue writes it: the class, the message and the whole backtrace (~12 kB)
         "INSERT INTO solid_queue_failed_executions (job_id, error, created_at) SELECT id, "
-        + (" || ".join if pg else lambda xs: "CONCAT(" + ", ".join(xs) + ")")([
+        + _concat(pg, [
             "'{{\"exception_class\":\"RuntimeError\",\"message\":\"boom\",\"backtrace\":['",
             _trace(pg, "/app/vendor/bundle/ruby/3.3.0/gems/activejob-8.0.1/lib/active_job/"
                    "execution.rb:53:in `block in perform_now'", "solid_queue_jobs.id", True),
@@ -716,9 +711,9 @@ def _queries(engine: str, target: Any, repeat: int) -> dict[str, float]:
         params: dict[str, Any] = {"window": window, "groups": GROUPS, "horizon": HORIZON,
                                   "lookups": getattr(_queue, "LOOKUPS", WINDOW),
                                   "poll_bytes": getattr(_queue, "POLL_BYTES", 0),
-                                  "text_rows": getattr(_queue, "KIND_FAILED_TEXT_ROWS", {}).get(
-                                      ("postgresql" if engine == "postgresql" else "mysql",
-                                       t.kind), failed_window)}
+                                  "text_rows": (_queue.failed_text_rows_for(engine, t.kind)
+                                                if hasattr(_queue, "failed_text_rows_for")
+                                                else failed_window)}
         ranged = PG_ID_RANGE_KINDS if engine == "postgresql" else ID_RANGE_KINDS
         if t.kind in ranged:
             bounds = _render(sql(engine, "queue_bounds", target.version), engine, t)

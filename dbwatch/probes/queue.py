@@ -271,7 +271,8 @@ def _render(text: str, engine: str, t: Discovered) -> str:
 
 
 def _family(engine: str, kind: str) -> tuple[str, str]:
-    """The KIND_WINDOW / KIND_FAILED_WINDOW key: MySQL and MariaDB read alike."""
+    """The KIND_WINDOW / KIND_FAILED_WINDOW / KIND_FAILED_TEXT_ROWS key: MySQL and MariaDB
+    read alike."""
     return ("postgresql" if engine == "postgresql" else "mysql", kind)
 
 
@@ -283,6 +284,11 @@ def window_for(engine: str, kind: str) -> int:
 def failed_window_for(engine: str, kind: str) -> int:
     """Rows of the newest-failures window (FAILED_WINDOW unless KIND_FAILED_WINDOW)."""
     return KIND_FAILED_WINDOW.get(_family(engine, kind), FAILED_WINDOW)
+
+
+def failed_text_rows_for(engine: str, kind: str) -> int:
+    """Failures whose text is read (the newest of the failed window; KIND_FAILED_TEXT_ROWS)."""
+    return KIND_FAILED_TEXT_ROWS.get(_family(engine, kind), failed_window_for(engine, kind))
 
 
 def _bounds(
@@ -335,7 +341,7 @@ def _refused(t: Discovered, exc: ProbeError) -> dict[str, object]:
 def probe_table(conn: Connection, engine: str, t: Discovered) -> dict[str, object]:
     """The bounded queries of one table; a failed query fills `error` and stops this table."""
     window, failed_window = window_for(engine, t.kind), failed_window_for(engine, t.kind)
-    text_rows = KIND_FAILED_TEXT_ROWS.get(_family(engine, t.kind), failed_window)
+    text_rows = failed_text_rows_for(engine, t.kind)
     params: dict[str, object] = {
         "window": window,
         "groups": GROUPS,
